@@ -1,0 +1,72 @@
+"""The CLI adapter: stdin lines become events and answers; owner messages go to stdout.
+
+Lines it understands (everything else is an error it prints, never a crash):
+  submit TEMPLATE TEXT...     approve ID     deny ID     answer ID OPTION     tasks
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import sys
+from typing import TextIO
+
+from ..errors import PfarError
+from ..journal import OwnerMessage
+from ..kernel.kernel import Kernel
+
+
+class StdoutSink:
+    name = "cli"
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self._out = out or sys.stdout
+
+    async def deliver(self, message: OwnerMessage) -> None:
+        self._out.write(f"\n[pfar → owner] {message.body}\n")
+        self._out.flush()
+
+
+async def read_commands(kernel: Kernel, stream: asyncio.StreamReader) -> None:
+    n = 0
+    while line := await stream.readline():
+        n += 1
+        text = line.decode(errors="replace").strip()
+        if not text:
+            continue
+        try:
+            reply = await _command(kernel, text, n)
+        except PfarError as exc:
+            reply = f"error: {exc}"
+        sys.stdout.write(reply + "\n")
+        sys.stdout.flush()
+
+
+async def _command(kernel: Kernel, text: str, n: int) -> str:
+    words = shlex.split(text)
+    verb, args = words[0], words[1:]
+    if verb == "submit" and len(args) >= 2:
+        task = await kernel.submit(args[0], " ".join(args[1:]), adapter="cli")
+        return f"task {task.task_id} submitted ({task.template_id})"
+    if verb in ("approve", "deny") and len(args) == 1:
+        a, changed = await kernel.answer(args[0], verb)
+        return f"approval {a.approval_id[:8]}: {a.status.value}" + ("" if changed else " (already)")
+    if verb == "answer" and len(args) == 2:
+        a, _ = await kernel.answer(args[0], args[1])
+        return f"approval {a.approval_id[:8]}: {a.status.value} ({a.decision})"
+    if verb == "tasks":
+        rows = kernel.journal.tasks(limit=20)
+        return "\n".join(f"{t.task_id[:8]}  {t.template_id:20} {t.state.value}" for t in rows)
+    return "commands: submit TEMPLATE TEXT | approve ID | deny ID | answer ID OPTION | tasks"
+
+
+async def stdin_reader() -> asyncio.StreamReader | None:
+    if sys.stdin is None or sys.stdin.closed or not sys.stdin.readable():
+        return None
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    except (ValueError, OSError):
+        return None
+    return reader

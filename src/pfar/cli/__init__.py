@@ -1,0 +1,1 @@
+"""The `pfar` command: a thin shell over the kernel's Python API and its control socket."""

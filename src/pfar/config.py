@@ -1,0 +1,118 @@
+"""`config.toml`: the kernel's settings, validated on load.
+
+An invalid value is refused at startup with the file and the dotted key named;
+nothing is guessed and nothing is rewritten.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RecoveryConfig(_Section):
+    """The `[recovery]` section, exactly as the persistence spec §10 names it."""
+
+    max_task_age_seconds: int = Field(600, gt=0)
+    shutdown_timeout_seconds: float = Field(30, ge=0)
+    journal_retention_completed_hours: float = Field(24, ge=0)
+    journal_retention_failed_days: float = Field(7, ge=0)
+    adapter_max_retries: int = Field(5, ge=0)
+    adapter_retry_backoff_seconds: float = Field(5, ge=0)
+    adapter_retry_backoff_max_seconds: float = Field(60, ge=0)
+    # pfar's addition: a task whose recovery crashed the kernel this many times
+    # is abandoned instead of crash-looping the kernel.
+    max_recovery_attempts: int = Field(3, gt=0)
+
+
+class ApprovalsConfig(_Section):
+    approval_timeout_seconds: float = Field(3600, gt=0)
+    credential_prompt_timeout_seconds: float = Field(600, gt=0)
+
+
+class VaultConfig(_Section):
+    # FULL: a commit survives power loss. NORMAL trades the last commits for speed.
+    synchronous: Literal["FULL", "NORMAL"] = "FULL"
+
+
+class JournalConfig(_Section):
+    cleanup_interval_hours: float = Field(24, gt=0)
+    # how long a group-commit batch may wait for more writers to join (microseconds)
+    group_commit_window_us: int = Field(0, ge=0)
+
+
+class LLMConfig(_Section):
+    provider: Literal["scripted"] = "scripted"
+    # for the scripted provider: the response file, relative to $PFAR_HOME
+    script: str = "scripts/default.toml"
+
+
+class Config(_Section):
+    recovery: RecoveryConfig = RecoveryConfig()
+    approvals: ApprovalsConfig = ApprovalsConfig()
+    vault: VaultConfig = VaultConfig()
+    journal: JournalConfig = JournalConfig()
+    llm: LLMConfig = LLMConfig()
+
+    @classmethod
+    def load(cls, path: Path) -> Config:
+        """Read and validate `path`; a missing file means all defaults."""
+        if not path.exists():
+            return cls()
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(str(path), "", f"not valid TOML: {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(str(path), "", f"cannot be read: {exc}") from None
+        return validate_model(cls, data, path)
+
+
+def validate_model(model: type[M], data: object, path: Path) -> M:
+    """Validate `data`; on failure raise ConfigError naming the first bad key."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        raise ConfigError(str(path), key, msg) from None
+
+
+DEFAULT_CONFIG_TOML = """\
+# pfar kernel configuration. Every key is optional; these are the defaults.
+
+[recovery]
+max_task_age_seconds = 600          # older unfinished tasks are abandoned on restart
+shutdown_timeout_seconds = 30       # SIGTERM waits this long for in-flight tasks
+journal_retention_completed_hours = 24
+journal_retention_failed_days = 7
+adapter_max_retries = 5
+adapter_retry_backoff_seconds = 5
+adapter_retry_backoff_max_seconds = 60
+max_recovery_attempts = 3           # crashes during one task's recovery before it is abandoned
+
+[approvals]
+approval_timeout_seconds = 3600
+credential_prompt_timeout_seconds = 600
+
+[vault]
+synchronous = "FULL"
+
+[llm]
+provider = "scripted"
+script = "scripts/default.toml"
+"""

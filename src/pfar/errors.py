@@ -1,0 +1,129 @@
+"""Errors raised by pfar.
+
+Every message names the file, field, id or key involved and, where there is
+one, what to do about it.
+
+* PfarError
+  + ConfigError              a config or template file is malformed (file and key named)
+  + VaultError
+    - VaultMissing           the vault does not exist where it should
+    - VaultLocked            another kernel owns this home
+    - VaultCorrupt           a database file is not readable; never repaired by overwriting
+    - VaultIOError           a write or fsync failed: the kernel stops (fail-stop)
+    - MigrationFailed
+  + JournalError
+    - UnknownTask
+    - UnknownApproval
+    - UnknownCredentialPrompt
+    - IllegalTransition      the state machine refused a transition
+    - AlreadyDecided         an approval or prompt was already answered or expired
+  + ToolError
+    - UnknownTool
+    - ToolTimeout
+    - ToolFailed
+  + ProviderError            the LLM provider could not answer
+  + KernelNotRunning         a command needs a running kernel
+"""
+
+from __future__ import annotations
+
+
+class PfarError(Exception):
+    """Base of every error pfar raises on purpose."""
+
+
+class ConfigError(PfarError):
+    def __init__(self, path: str, key: str, problem: str) -> None:
+        where = f"{path}: {key}" if key else path
+        super().__init__(f"{where}: {problem}")
+        self.path, self.key, self.problem = path, key, problem
+
+
+class VaultError(PfarError):
+    pass
+
+
+class VaultMissing(VaultError):
+    pass
+
+
+class VaultLocked(VaultError):
+    pass
+
+
+class VaultCorrupt(VaultError):
+    pass
+
+
+class VaultIOError(VaultError):
+    pass
+
+
+class MigrationFailed(VaultError):
+    pass
+
+
+class JournalError(PfarError):
+    pass
+
+
+class UnknownTask(JournalError):
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"no task with id {task_id!r}; `pfar tasks` lists them")
+        self.task_id = task_id
+
+
+class UnknownApproval(JournalError):
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(f"no approval with id {approval_id!r}; `pfar approvals` lists them")
+        self.approval_id = approval_id
+
+
+class UnknownCredentialPrompt(JournalError):
+    def __init__(self, prompt_id: str) -> None:
+        super().__init__(
+            f"no credential prompt with id {prompt_id!r}; `pfar approvals` lists pending prompts"
+        )
+        self.prompt_id = prompt_id
+
+
+class IllegalTransition(JournalError):
+    def __init__(self, task_id: str, src: str, dst: str) -> None:
+        super().__init__(f"task {task_id}: cannot go from {src} to {dst}")
+        self.task_id, self.src, self.dst = task_id, src, dst
+
+
+class AlreadyDecided(JournalError):
+    def __init__(self, what: str, item_id: str, status: str) -> None:
+        super().__init__(f"{what} {item_id} is already {status}; nothing was changed")
+        self.item_id, self.status = item_id, status
+
+
+class ToolError(PfarError):
+    pass
+
+
+class UnknownTool(ToolError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no tool named {name!r} is registered")
+        self.name = name
+
+
+class ToolTimeout(ToolError):
+    def __init__(self, name: str, seconds: float) -> None:
+        super().__init__(f"tool {name} did not finish within {seconds:g}s")
+        self.name, self.seconds = name, seconds
+
+
+class ToolFailed(ToolError):
+    pass
+
+
+class ProviderError(PfarError):
+    pass
+
+
+class KernelNotRunning(PfarError):
+    def __init__(self, home: str) -> None:
+        super().__init__(f"no kernel is running on {home}; start one with `pfar run`")
+        self.home = home

@@ -1,0 +1,196 @@
+"""SQL for `pending_approvals` (spec §5) and `pending_credentials` (spec §6)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from .records import (
+    ApprovalRecord,
+    ApprovalStatus,
+    CredentialPromptRecord,
+    CredentialStatus,
+    dumps,
+    loads,
+)
+
+_A_COLUMNS = (
+    "approval_id, task_id, action_type, description, data_preview, taint_level, target_sink, "
+    "tool, step, created_at, expires_at, status, options_json, decision, decided_at, prompts_sent"
+)
+_C_COLUMNS = (
+    "prompt_id, task_id, service, credential_type, instructions, vault_ref, message_id, "
+    "created_at, expires_at, status, step, received_at"
+)
+
+
+def _approval(row: Sequence[Any]) -> ApprovalRecord:
+    return ApprovalRecord(
+        approval_id=row[0],
+        task_id=row[1],
+        action_type=row[2],
+        description=row[3],
+        data_preview=row[4],
+        taint_level=row[5],
+        target_sink=row[6],
+        tool=row[7],
+        step=row[8],
+        created_at=row[9],
+        expires_at=row[10],
+        status=ApprovalStatus(row[11]),
+        options=loads(row[12]),
+        decision=row[13],
+        decided_at=row[14],
+        prompts_sent=int(row[15]),
+    )
+
+
+def _credential(row: Sequence[Any]) -> CredentialPromptRecord:
+    return CredentialPromptRecord(
+        prompt_id=row[0],
+        task_id=row[1],
+        service=row[2],
+        credential_type=row[3],
+        instructions=row[4],
+        vault_ref=row[5],
+        message_id=row[6],
+        created_at=row[7],
+        expires_at=row[8],
+        status=CredentialStatus(row[9]),
+        step=row[10],
+        received_at=row[11],
+    )
+
+
+def insert_approval_txn(conn: sqlite3.Connection, a: ApprovalRecord) -> None:
+    conn.execute(
+        f"INSERT INTO pending_approvals ({_A_COLUMNS}) VALUES "
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            a.approval_id,
+            a.task_id,
+            a.action_type,
+            a.description,
+            a.data_preview,
+            a.taint_level,
+            a.target_sink,
+            a.tool,
+            a.step,
+            a.created_at,
+            a.expires_at,
+            a.status.value,
+            dumps(a.options),
+            a.decision,
+            a.decided_at,
+            a.prompts_sent,
+        ),
+    )
+
+
+def get_approval(conn: sqlite3.Connection, approval_id: str) -> ApprovalRecord | None:
+    row = conn.execute(
+        f"SELECT {_A_COLUMNS} FROM pending_approvals WHERE approval_id = ?", (approval_id,)
+    ).fetchone()
+    return None if row is None else _approval(row)
+
+
+def approvals_for_task(conn: sqlite3.Connection, task_id: str) -> list[ApprovalRecord]:
+    rows = conn.execute(
+        f"SELECT {_A_COLUMNS} FROM pending_approvals WHERE task_id = ? ORDER BY created_at",
+        (task_id,),
+    ).fetchall()
+    return [_approval(r) for r in rows]
+
+
+def approvals_with_status(
+    conn: sqlite3.Connection, statuses: Sequence[str], limit: int = 1000
+) -> list[ApprovalRecord]:
+    marks = ", ".join("?" for _ in statuses)
+    rows = conn.execute(
+        f"SELECT {_A_COLUMNS} FROM pending_approvals WHERE status IN ({marks}) "
+        "ORDER BY created_at LIMIT ?",
+        (*statuses, limit),
+    ).fetchall()
+    return [_approval(r) for r in rows]
+
+
+def decide_approval_txn(
+    conn: sqlite3.Connection, approval_id: str, status: ApprovalStatus, decision: str, at: str
+) -> None:
+    conn.execute(
+        "UPDATE pending_approvals SET status = ?, decision = ?, decided_at = ? "
+        "WHERE approval_id = ?",
+        (status.value, decision, at, approval_id),
+    )
+
+
+def count_prompt_txn(conn: sqlite3.Connection, approval_id: str) -> None:
+    conn.execute(
+        "UPDATE pending_approvals SET prompts_sent = prompts_sent + 1 WHERE approval_id = ?",
+        (approval_id,),
+    )
+
+
+def insert_credential_txn(conn: sqlite3.Connection, c: CredentialPromptRecord) -> None:
+    conn.execute(
+        f"INSERT INTO pending_credentials ({_C_COLUMNS}) VALUES "
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            c.prompt_id,
+            c.task_id,
+            c.service,
+            c.credential_type,
+            c.instructions,
+            c.vault_ref,
+            c.message_id,
+            c.created_at,
+            c.expires_at,
+            c.status.value,
+            c.step,
+            c.received_at,
+        ),
+    )
+
+
+def get_credential(conn: sqlite3.Connection, prompt_id: str) -> CredentialPromptRecord | None:
+    row = conn.execute(
+        f"SELECT {_C_COLUMNS} FROM pending_credentials WHERE prompt_id = ?", (prompt_id,)
+    ).fetchone()
+    return None if row is None else _credential(row)
+
+
+def credentials_with_status(
+    conn: sqlite3.Connection, statuses: Sequence[str], limit: int = 1000
+) -> list[CredentialPromptRecord]:
+    marks = ", ".join("?" for _ in statuses)
+    rows = conn.execute(
+        f"SELECT {_C_COLUMNS} FROM pending_credentials WHERE status IN ({marks}) "
+        "ORDER BY created_at LIMIT ?",
+        (*statuses, limit),
+    ).fetchall()
+    return [_credential(r) for r in rows]
+
+
+def credentials_for_task(conn: sqlite3.Connection, task_id: str) -> list[CredentialPromptRecord]:
+    rows = conn.execute(
+        f"SELECT {_C_COLUMNS} FROM pending_credentials WHERE task_id = ? ORDER BY created_at",
+        (task_id,),
+    ).fetchall()
+    return [_credential(r) for r in rows]
+
+
+def set_credential_status_txn(
+    conn: sqlite3.Connection, prompt_id: str, status: CredentialStatus, at: str
+) -> None:
+    conn.execute(
+        "UPDATE pending_credentials SET status = ?, received_at = ? WHERE prompt_id = ?",
+        (status.value, at, prompt_id),
+    )
+
+
+def set_credential_message_txn(conn: sqlite3.Connection, prompt_id: str, message_id: str) -> None:
+    conn.execute(
+        "UPDATE pending_credentials SET message_id = ? WHERE prompt_id = ?",
+        (message_id, prompt_id),
+    )

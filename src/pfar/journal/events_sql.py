@@ -1,0 +1,117 @@
+"""SQL for `inbound_events`, `adapter_state`, `owner_outbox` and `kernel_boots`."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from .records import OwnerMessage, dumps, loads
+
+
+def seen_event(conn: sqlite3.Connection, event_id: str) -> str | None:
+    """The task an event created, if the event was seen before ('' when it created none)."""
+    row = conn.execute(
+        "SELECT task_id FROM inbound_events WHERE event_id = ?", (event_id,)
+    ).fetchone()
+    return None if row is None else (row[0] or "")
+
+
+def record_event_txn(
+    conn: sqlite3.Connection, event_id: str, adapter: str, task_id: str | None, at: str
+) -> None:
+    conn.execute(
+        "INSERT INTO inbound_events(event_id, adapter, task_id, received_at) VALUES (?, ?, ?, ?)",
+        (event_id, adapter, task_id, at),
+    )
+
+
+def get_adapter_state(conn: sqlite3.Connection, adapter: str) -> dict[str, Any] | None:
+    row = conn.execute(
+        "SELECT state_json FROM adapter_state WHERE adapter = ?", (adapter,)
+    ).fetchone()
+    return None if row is None else dict(loads(row[0]))
+
+
+def put_adapter_state_txn(
+    conn: sqlite3.Connection, adapter: str, state: dict[str, Any], at: str
+) -> None:
+    conn.execute(
+        "INSERT INTO adapter_state(adapter, state_json, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT(adapter) DO UPDATE SET state_json = excluded.state_json, "
+        "updated_at = excluded.updated_at",
+        (adapter, dumps(state), at),
+    )
+
+
+def enqueue_message_txn(conn: sqlite3.Connection, msg: OwnerMessage, at: str) -> bool:
+    """Queue a message; False when its key was queued before (the resend is a no-op)."""
+    seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM owner_outbox").fetchone()[0]
+    cur = conn.execute(
+        "INSERT INTO owner_outbox(message_key, seq, sink, kind, task_id, body, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(message_key) DO NOTHING",
+        (msg.message_key, seq, msg.sink, msg.kind, msg.task_id, msg.body, at),
+    )
+    return cur.rowcount == 1
+
+
+def pending_messages(conn: sqlite3.Connection, limit: int = 500) -> list[OwnerMessage]:
+    rows = conn.execute(
+        "SELECT message_key, kind, body, task_id, sink FROM owner_outbox "
+        "WHERE status = 'pending' ORDER BY seq LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [OwnerMessage(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+
+def mark_message_txn(conn: sqlite3.Connection, key: str, status: str, at: str) -> None:
+    conn.execute(
+        "UPDATE owner_outbox SET status = ?, delivered_at = ? WHERE message_key = ?",
+        (status, at, key),
+    )
+
+
+def supersede_prompts_txn(conn: sqlite3.Connection, at: str) -> int:
+    """Prompts and reports queued by an earlier boot are replaced by this boot's own."""
+    cur = conn.execute(
+        "UPDATE owner_outbox SET status = 'superseded', delivered_at = ? "
+        "WHERE status = 'pending' AND kind IN ('report', 'approval', 'credential')",
+        (at,),
+    )
+    return cur.rowcount
+
+
+def messages_for_task(conn: sqlite3.Connection, task_id: str) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT message_key, kind, body, status, created_at, delivered_at FROM owner_outbox "
+        "WHERE task_id = ? ORDER BY seq",
+        (task_id,),
+    ).fetchall()
+    keys = ("message_key", "kind", "body", "status", "created_at", "delivered_at")
+    return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+def last_boot(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    row = conn.execute(
+        "SELECT boot_id, pid, started_at, ended_at, clean FROM kernel_boots "
+        "ORDER BY started_at DESC LIMIT 1"
+    ).fetchone()
+    if row is None:
+        return None
+    return {
+        "boot_id": row[0],
+        "pid": row[1],
+        "started_at": row[2],
+        "ended_at": row[3],
+        "clean": bool(row[4]),
+    }
+
+
+def start_boot_txn(conn: sqlite3.Connection, boot_id: str, pid: int, version: str, at: str) -> None:
+    conn.execute(
+        "INSERT INTO kernel_boots(boot_id, pid, version, started_at) VALUES (?, ?, ?, ?)",
+        (boot_id, pid, version, at),
+    )
+
+
+def end_boot_txn(conn: sqlite3.Connection, boot_id: str, at: str) -> None:
+    conn.execute("UPDATE kernel_boots SET ended_at = ?, clean = 1 WHERE boot_id = ?", (at, boot_id))

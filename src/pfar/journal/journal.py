@@ -1,0 +1,527 @@
+"""The journal: pfar's durable state, written through group commit, read directly.
+
+Every write method returns only after its transaction is committed. Each
+transition is checked against the row as it is inside the transaction, so the
+state machine cannot be raced past.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import (
+    AlreadyDecided,
+    UnknownApproval,
+    UnknownCredentialPrompt,
+    UnknownTask,
+)
+from ..vault.sqlite import Synchronous, connect, open_vault_db
+from . import approvals_sql, events_sql, steps_sql, tasks_sql
+from .faults import FaultHook
+from .records import (
+    ApprovalRecord,
+    ApprovalStatus,
+    CredentialPromptRecord,
+    CredentialStatus,
+    InboundEvent,
+    OwnerMessage,
+    StepRecord,
+    StepStatus,
+    TaskRecord,
+    now_rfc3339,
+)
+from .states import TERMINAL, TaskState, check_transition
+from .writer import GroupCommitWriter
+
+T = TypeVar("T")
+
+
+class Journal:
+    def __init__(
+        self,
+        path: Path,
+        writer_conn: sqlite3.Connection | None,
+        reader: sqlite3.Connection,
+        writer: GroupCommitWriter | None,
+    ) -> None:
+        self.path = path
+        self._writer_conn = writer_conn
+        self._reader = reader
+        self._writer = writer
+
+    # -- opening and closing -------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        *,
+        create: bool = False,
+        synchronous: Synchronous = "FULL",
+        fault_hook: FaultHook | None = None,
+        window_us: int = 0,
+    ) -> Journal:
+        wconn = open_vault_db(path, "sessions", create=create, synchronous=synchronous)
+        reader = connect(path, synchronous=synchronous)
+        writer = GroupCommitWriter(wconn, fault_hook=fault_hook, window_us=window_us)
+        return cls(path, wconn, reader, writer)
+
+    @classmethod
+    def open_readonly(cls, path: Path) -> Journal:
+        """For inspecting a vault no kernel owns: nothing can be written through it."""
+        conn = open_vault_db(path, "sessions", readonly=True)
+        return cls(path, None, conn, None)
+
+    def close(self, *, checkpoint: bool = True) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if self._writer_conn is not None:
+            if checkpoint and self._writer is not None and self._writer.failure is None:
+                self._writer_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._writer_conn.close()
+        self._reader.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(checkpoint=False)
+
+    @property
+    def writer(self) -> GroupCommitWriter:
+        if self._writer is None:
+            raise RuntimeError("this journal was opened read-only")
+        return self._writer
+
+    async def _write(self, op: Callable[[sqlite3.Connection], T], point: str | None) -> T:
+        return await asyncio.wrap_future(self.writer.submit(op, point))
+
+    def write_sync(self, op: Callable[[sqlite3.Connection], T], point: str | None = None) -> T:
+        return self.writer.run(op, point)
+
+    # -- reads ---------------------------------------------------------------
+
+    def task(self, task_id: str) -> TaskRecord:
+        rec = tasks_sql.get(self._reader, task_id)
+        if rec is None:
+            raise UnknownTask(task_id)
+        return rec
+
+    def resolve_task_id(self, prefix: str) -> str:
+        """Accept a full id or an unambiguous prefix, as `pfar task show` prints them."""
+        if tasks_sql.get(self._reader, prefix) is not None:
+            return prefix
+        found = tasks_sql.find_by_prefix(self._reader, prefix) if len(prefix) >= 4 else []
+        if len(found) == 1:
+            return found[0]
+        raise UnknownTask(prefix)
+
+    def tasks(self, states: Sequence[str] | None = None, limit: int = 50) -> list[TaskRecord]:
+        return tasks_sql.listing(self._reader, states, limit)
+
+    def counts(self) -> dict[str, int]:
+        return tasks_sql.counts(self._reader)
+
+    def unfinished(self) -> list[TaskRecord]:
+        return tasks_sql.unfinished(self._reader)
+
+    def steps(self, task_id: str) -> list[StepRecord]:
+        return steps_sql.for_task(self._reader, task_id)
+
+    def approval(self, approval_id: str) -> ApprovalRecord:
+        rec = approvals_sql.get_approval(self._reader, approval_id)
+        if rec is None:
+            raise UnknownApproval(approval_id)
+        return rec
+
+    def approvals(
+        self, statuses: Sequence[str] = ("pending",), limit: int = 1000
+    ) -> list[ApprovalRecord]:
+        return approvals_sql.approvals_with_status(self._reader, statuses, limit)
+
+    def approvals_for_task(self, task_id: str) -> list[ApprovalRecord]:
+        return approvals_sql.approvals_for_task(self._reader, task_id)
+
+    def credential_prompt(self, prompt_id: str) -> CredentialPromptRecord:
+        rec = approvals_sql.get_credential(self._reader, prompt_id)
+        if rec is None:
+            raise UnknownCredentialPrompt(prompt_id)
+        return rec
+
+    def credential_prompts(
+        self, statuses: Sequence[str] = ("pending",), limit: int = 1000
+    ) -> list[CredentialPromptRecord]:
+        return approvals_sql.credentials_with_status(self._reader, statuses, limit)
+
+    def credential_prompts_for_task(self, task_id: str) -> list[CredentialPromptRecord]:
+        return approvals_sql.credentials_for_task(self._reader, task_id)
+
+    def messages_for_task(self, task_id: str) -> list[dict[str, Any]]:
+        return events_sql.messages_for_task(self._reader, task_id)
+
+    def pending_messages(self) -> list[OwnerMessage]:
+        return events_sql.pending_messages(self._reader)
+
+    def adapter_state(self, adapter: str) -> dict[str, Any] | None:
+        return events_sql.get_adapter_state(self._reader, adapter)
+
+    def last_boot(self) -> dict[str, Any] | None:
+        return events_sql.last_boot(self._reader)
+
+    # -- task lifecycle --------------------------------------------------------
+
+    async def create(
+        self, task: TaskRecord, event: InboundEvent | None = None
+    ) -> tuple[TaskRecord, bool]:
+        """Create `task`; with an event, exactly once: a redelivered event returns its task."""
+
+        def op(conn: sqlite3.Connection) -> tuple[TaskRecord, bool]:
+            if event is not None:
+                seen = events_sql.seen_event(conn, event.event_id)
+                if seen is not None:
+                    existing = tasks_sql.get(conn, seen)
+                    if existing is not None:
+                        return existing, False
+                events_sql.record_event_txn(
+                    conn, event.event_id, event.adapter, task.task_id, task.created_at
+                )
+            tasks_sql.insert_txn(conn, task)
+            return task, True
+
+        return await self._write(op, "task_created")
+
+    async def transition(
+        self,
+        task_id: str,
+        to: TaskState,
+        *,
+        point: str | None,
+        detail: dict[str, Any] | None = None,
+        messages: Sequence[OwnerMessage] = (),
+        reset_attempts: bool = True,
+        **fields: Any,
+    ) -> None:
+        """Move a task to `to` (checked), set columns, and queue owner messages, atomically."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            self._transition_txn(conn, task_id, to, detail, reset_attempts, fields)
+            at = now_rfc3339()
+            for msg in messages:
+                events_sql.enqueue_message_txn(conn, msg, at)
+
+        await self._write(op, point)
+
+    def _transition_txn(
+        self,
+        conn: sqlite3.Connection,
+        task_id: str,
+        to: TaskState,
+        detail: dict[str, Any] | None,
+        reset_attempts: bool,
+        fields: dict[str, Any],
+    ) -> TaskRecord:
+        current = tasks_sql.get(conn, task_id)
+        if current is None:
+            raise UnknownTask(task_id)
+        check_transition(task_id, current.state, to)
+        cols: dict[str, Any] = dict(fields)
+        cols["state"] = to
+        cols["phase"] = to.phase or current.phase
+        cols["updated_at"] = now_rfc3339()
+        if detail is not None:
+            cols["state_detail"] = detail
+        if reset_attempts:
+            cols["recovery_attempts"] = 0
+        tasks_sql.update_txn(conn, task_id, **cols)
+        return current
+
+    async def step_started(self, rec: StepRecord) -> None:
+        """A step is about to run: durable before the tool is called."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            steps_sql.start_txn(conn, rec)
+
+        await self._write(op, "step_started")
+
+    async def step_finished(self, rec: StepRecord, *, next_step: int) -> None:
+        """A step's outcome (completed or skipped), and the task's progress, in one commit."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            steps_sql.finish_txn(conn, rec)
+            tasks_sql.update_txn(
+                conn,
+                rec.task_id,
+                state_detail={"current_step": next_step},
+                execute_progress={"current_step": next_step, "last_completed": rec.step},
+                updated_at=rec.completed_at or now_rfc3339(),
+                recovery_attempts=0,
+            )
+
+        await self._write(op, "step_completed")
+
+    async def step_failed(
+        self, rec: StepRecord, error: str, messages: Sequence[OwnerMessage] = ()
+    ) -> None:
+        """A step failed: its row, the task's failure and the owner's notice in one commit."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            steps_sql.finish_txn(conn, rec)
+            self._transition_txn(conn, rec.task_id, TaskState.Failed, None, True, {"error": error})
+            for msg in messages:
+                events_sql.enqueue_message_txn(conn, msg, rec.completed_at or now_rfc3339())
+
+        await self._write(op, "failed")
+
+    async def park_approval(
+        self,
+        approval: ApprovalRecord,
+        message: OwnerMessage,
+        detail_extra: dict[str, Any] | None = None,
+    ) -> None:
+        """Insert the approval, park the task on it, and queue the prompt: one commit."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            approvals_sql.insert_approval_txn(conn, approval)
+            self._transition_txn(
+                conn,
+                approval.task_id,
+                TaskState.AwaitingApproval,
+                {
+                    "approval_id": approval.approval_id,
+                    "step": approval.step,
+                    "current_step": approval.step,
+                    **(detail_extra or {}),
+                },
+                True,
+                {},
+            )
+            events_sql.enqueue_message_txn(conn, message, approval.created_at)
+            approvals_sql.count_prompt_txn(conn, approval.approval_id)
+
+        await self._write(op, "approval_parked")
+
+    async def park_credential(self, prompt: CredentialPromptRecord, message: OwnerMessage) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            approvals_sql.insert_credential_txn(conn, prompt)
+            self._transition_txn(
+                conn,
+                prompt.task_id,
+                TaskState.AwaitingCredential,
+                {
+                    "service": prompt.service,
+                    "prompt_id": prompt.prompt_id,
+                    "prompt_message_id": message.message_key,
+                    "step": prompt.step,
+                    "current_step": prompt.step,
+                },
+                True,
+                {},
+            )
+            approvals_sql.set_credential_message_txn(conn, prompt.prompt_id, message.message_key)
+            events_sql.enqueue_message_txn(conn, message, prompt.created_at)
+
+        await self._write(op, "credential_parked")
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        decision: str,
+        *,
+        resume_to: Callable[
+            [TaskRecord, ApprovalRecord, str], tuple[TaskState, dict[str, Any], dict[str, Any]]
+        ],
+    ) -> tuple[ApprovalRecord, bool]:
+        """Record the owner's answer and move the task, once.
+
+        A replay of the same answer changes nothing and returns `(approval, False)`;
+        a different answer to a decided approval raises AlreadyDecided.
+        `resume_to` maps (task, approval, decision) to the task's next state.
+        """
+
+        def op(conn: sqlite3.Connection) -> tuple[ApprovalRecord, bool]:
+            a = approvals_sql.get_approval(conn, approval_id)
+            if a is None:
+                raise UnknownApproval(approval_id)
+            if a.status is not ApprovalStatus.pending:
+                if a.decision == decision:
+                    return a, False
+                raise AlreadyDecided("approval", approval_id, _decided_text(a))
+            if decision not in a.options:
+                raise ValueError(
+                    f"approval {approval_id} offers {', '.join(a.options)}; got {decision!r}"
+                )
+            at = now_rfc3339()
+            status = (
+                ApprovalStatus.denied if decision in ("deny", "fail") else (ApprovalStatus.approved)
+            )
+            approvals_sql.decide_approval_txn(conn, approval_id, status, decision, at)
+            task = tasks_sql.get(conn, a.task_id)
+            if task is None:
+                raise UnknownTask(a.task_id)
+            to, detail, fields = resume_to(task, a, decision)
+            self._transition_txn(conn, a.task_id, to, detail, True, fields)
+            decided = approvals_sql.get_approval(conn, approval_id)
+            assert decided is not None
+            return decided, True
+
+        return await self._write(op, "approval_decided")
+
+    async def receive_credential(self, prompt_id: str) -> tuple[CredentialPromptRecord, bool]:
+        """Mark a prompt answered and resume its task (the secret is already in secrets.db)."""
+
+        def op(conn: sqlite3.Connection) -> tuple[CredentialPromptRecord, bool]:
+            p = approvals_sql.get_credential(conn, prompt_id)
+            if p is None:
+                raise UnknownCredentialPrompt(prompt_id)
+            if p.status is not CredentialStatus.pending:
+                raise AlreadyDecided("credential prompt", prompt_id, p.status.value)
+            at = now_rfc3339()
+            approvals_sql.set_credential_status_txn(conn, prompt_id, CredentialStatus.received, at)
+            step = p.step or 0
+            self._transition_txn(
+                conn, p.task_id, TaskState.Executing, {"current_step": step}, True, {}
+            )
+            done = approvals_sql.get_credential(conn, prompt_id)
+            assert done is not None
+            return done, True
+
+        return await self._write(op, "credential_received")
+
+    async def expire_due(self, now: str) -> list[tuple[str, str]]:
+        """Expire approvals and prompts past their deadline; fail their tasks.
+
+        Returns (task_id, error) for each task failed.
+        """
+
+        def op(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+            failed: list[tuple[str, str]] = []
+            for a in approvals_sql.approvals_with_status(conn, ["pending"], 10_000):
+                if a.expires_at > now:
+                    continue
+                approvals_sql.decide_approval_txn(
+                    conn, a.approval_id, ApprovalStatus.expired, "expired", now
+                )
+                failed += self._fail_parked_txn(conn, a.task_id, "approval timeout")
+            for p in approvals_sql.credentials_with_status(conn, ["pending"], 10_000):
+                if p.expires_at > now:
+                    continue
+                approvals_sql.set_credential_status_txn(
+                    conn, p.prompt_id, CredentialStatus.expired, now
+                )
+                failed += self._fail_parked_txn(conn, p.task_id, "credential prompt timeout")
+            return failed
+
+        return await self._write(op, "failed")
+
+    def _fail_parked_txn(
+        self, conn: sqlite3.Connection, task_id: str, error: str
+    ) -> list[tuple[str, str]]:
+        task = tasks_sql.get(conn, task_id)
+        if task is None or task.state in TERMINAL:
+            return []
+        self._transition_txn(conn, task_id, TaskState.Failed, None, True, {"error": error})
+        return [(task_id, error)]
+
+    async def fail(self, task_id: str, error: str, messages: Sequence[OwnerMessage] = ()) -> None:
+        await self.transition(
+            task_id, TaskState.Failed, point="failed", messages=messages, error=error
+        )
+
+    async def abandon(self, task_id: str, reason: str) -> None:
+        await self.transition(task_id, TaskState.Abandoned, point="recovery_decided", error=reason)
+
+    async def note_recovery_attempt(self, task_ids: Sequence[str]) -> None:
+        """Count one more recovery of each task (reset whenever the task makes progress)."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "UPDATE task_journal SET recovery_attempts = recovery_attempts + 1 "
+                "WHERE task_id = ?",
+                [(t,) for t in task_ids],
+            )
+
+        await self._write(op, "recovery_decided")
+
+    async def send_recovery(self, messages: Sequence[OwnerMessage]) -> None:
+        """Queue the recovery report and the re-sent prompts, counting each approval prompt."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            at = now_rfc3339()
+            for msg in messages:
+                if events_sql.enqueue_message_txn(conn, msg, at) and msg.kind == "approval":
+                    approvals_sql.count_prompt_txn(conn, msg.message_key.split(":")[1])
+
+        await self._write(op, "recovery_decided")
+
+    # -- owner messages, adapters, boots ---------------------------------------
+
+    async def enqueue(self, messages: Sequence[OwnerMessage], point: str | None = None) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            at = now_rfc3339()
+            for msg in messages:
+                events_sql.enqueue_message_txn(conn, msg, at)
+
+        await self._write(op, point)
+
+    async def mark_delivered(self, key: str) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            events_sql.mark_message_txn(conn, key, "delivered", now_rfc3339())
+
+        await self._write(op, "message_delivered")
+
+    async def supersede_old_prompts(self) -> int:
+        def op(conn: sqlite3.Connection) -> int:
+            return events_sql.supersede_prompts_txn(conn, now_rfc3339())
+
+        return await self._write(op, None)
+
+    async def put_adapter_state(self, adapter: str, state: dict[str, Any]) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            events_sql.put_adapter_state_txn(conn, adapter, state, now_rfc3339())
+
+        await self._write(op, None)
+
+    async def start_boot(self, boot_id: str, pid: int, version: str) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            events_sql.start_boot_txn(conn, boot_id, pid, version, now_rfc3339())
+
+        await self._write(op, None)
+
+    async def end_boot(self, boot_id: str) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            events_sql.end_boot_txn(conn, boot_id, now_rfc3339())
+
+        await self._write(op, None)
+
+    async def cleanup(self, completed_before: str, failed_before: str) -> int:
+        """Journal cleanup (spec §4.4): drop finished tasks past their retention."""
+
+        def op(conn: sqlite3.Connection) -> int:
+            n = tasks_sql.delete_finished_before_txn(conn, ["Completed"], completed_before)
+            n += tasks_sql.delete_finished_before_txn(conn, ["Failed", "Abandoned"], failed_before)
+            conn.execute(
+                "DELETE FROM inbound_events WHERE task_id IS NOT NULL AND task_id NOT IN "
+                "(SELECT task_id FROM task_journal) AND received_at < ?",
+                (completed_before,),
+            )
+            conn.execute(
+                "DELETE FROM owner_outbox WHERE status != 'pending' AND created_at < ?",
+                (failed_before,),
+            )
+            return n
+
+        return await self._write(op, None)
+
+
+def _decided_text(a: ApprovalRecord) -> str:
+    when = f" at {a.decided_at}" if a.decided_at else ""
+    if a.status is ApprovalStatus.expired:
+        return f"expired{when}"
+    return f"{a.status.value} ({a.decision}){when}"
+
+
+__all__ = ["Journal", "StepStatus"]

@@ -1,0 +1,90 @@
+"""SQL for `task_steps`: one row per plan step, appended, never a growing blob."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from .records import Idempotency, Semantics, StepRecord, StepStatus, dumps, loads
+
+_COLUMNS = (
+    "task_id, step, tool, semantics, idempotency, status, args_json, result_json, label, "
+    "started_at, completed_at, error"
+)
+
+
+def _row(row: Sequence[Any]) -> StepRecord:
+    return StepRecord(
+        task_id=row[0],
+        step=int(row[1]),
+        tool=row[2],
+        semantics=Semantics(row[3]),
+        idempotency=Idempotency(row[4]),
+        status=StepStatus(row[5]),
+        args=loads(row[6]),
+        result=loads(row[7]),
+        label=row[8],
+        started_at=row[9],
+        completed_at=row[10],
+        error=row[11],
+    )
+
+
+def start_txn(conn: sqlite3.Connection, rec: StepRecord) -> None:
+    """Record that a step is about to run (or re-run: a retry overwrites `started`)."""
+    conn.execute(
+        f"INSERT INTO task_steps ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, NULL, NULL) "
+        "ON CONFLICT(task_id, step) DO UPDATE SET status = excluded.status, "
+        "started_at = excluded.started_at, tool = excluded.tool, args_json = excluded.args_json, "
+        "semantics = excluded.semantics, idempotency = excluded.idempotency, error = NULL",
+        (
+            rec.task_id,
+            rec.step,
+            rec.tool,
+            rec.semantics.value,
+            rec.idempotency.value,
+            StepStatus.started.value,
+            dumps(rec.args),
+            rec.label,
+            rec.started_at,
+        ),
+    )
+
+
+def finish_txn(conn: sqlite3.Connection, rec: StepRecord) -> None:
+    """Record a step's outcome; inserts the row when its start was never journaled (reads)."""
+    conn.execute(
+        f"INSERT INTO task_steps ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(task_id, step) DO UPDATE SET status = excluded.status, "
+        "result_json = excluded.result_json, label = excluded.label, "
+        "completed_at = excluded.completed_at, error = excluded.error",
+        (
+            rec.task_id,
+            rec.step,
+            rec.tool,
+            rec.semantics.value,
+            rec.idempotency.value,
+            rec.status.value,
+            dumps(rec.args),
+            dumps(rec.result),
+            rec.label,
+            rec.started_at,
+            rec.completed_at,
+            rec.error,
+        ),
+    )
+
+
+def for_task(conn: sqlite3.Connection, task_id: str) -> list[StepRecord]:
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM task_steps WHERE task_id = ? ORDER BY step", (task_id,)
+    ).fetchall()
+    return [_row(r) for r in rows]
+
+
+def get(conn: sqlite3.Connection, task_id: str, step: int) -> StepRecord | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM task_steps WHERE task_id = ? AND step = ?", (task_id, step)
+    ).fetchone()
+    return None if row is None else _row(row)

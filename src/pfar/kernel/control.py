@@ -1,0 +1,109 @@
+"""The control socket: `$PFAR_HOME/control.sock`, owner-only, one JSON object per line.
+
+Request:  {"op": "submit", "template": "...", "text": "...", "event_id": "..."}
+Response: {"ok": true, "result": {...}}  or  {"ok": false, "error": {"type": ..., "message": ...}}
+
+Secrets (a credential) travel in the request body, never in argv or a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from dataclasses import asdict
+from typing import Any
+
+from ..errors import PfarError
+from .kernel import Kernel
+
+log = logging.getLogger("pfar.control")
+
+_MAX_LINE = 1 << 20
+
+
+class ControlServer:
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
+        self._server: asyncio.AbstractServer | None = None
+        self.shutdown_requested = asyncio.Event()
+
+    async def start(self) -> None:
+        path = self._kernel.home.control_socket
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # stale from a killed kernel; we hold the home lock
+        old = os.umask(0o177)
+        try:
+            self._server = await asyncio.start_unix_server(
+                self._client, path=str(path), limit=_MAX_LINE
+            )
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        with contextlib.suppress(FileNotFoundError):
+            self._kernel.home.control_socket.unlink()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while line := await reader.readline():
+                response = await self._handle(line)
+                writer.write(json.dumps(response).encode() + b"\n")
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def _handle(self, line: bytes) -> dict[str, Any]:
+        try:
+            request = json.loads(line)
+            if not isinstance(request, dict) or not isinstance(request.get("op"), str):
+                raise ValueError("a request is a JSON object with an 'op'")
+            result = await self._dispatch(request)
+        except PfarError as exc:
+            return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}
+        except (ValueError, KeyError, TypeError) as exc:
+            return {"ok": False, "error": {"type": "BadRequest", "message": str(exc)}}
+        return {"ok": True, "result": result}
+
+    async def _dispatch(self, req: dict[str, Any]) -> Any:
+        k = self._kernel
+        op = req["op"]
+        if op == "ping":
+            return {"boot_id": k.boot_id, "pid": os.getpid()}
+        if op == "status":
+            return asdict(k.statistics())
+        if op == "submit":
+            task = await k.submit(
+                str(req["template"]),
+                str(req["text"]),
+                event_id=req.get("event_id"),
+                adapter=str(req.get("adapter", "cli")),
+            )
+            return {"task_id": task.task_id, "state": task.state.value}
+        if op == "answer":
+            a, changed = await k.answer(str(req["approval_id"]), str(req["decision"]))
+            return {
+                "approval_id": a.approval_id,
+                "status": a.status.value,
+                "decision": a.decision,
+                "changed": changed,
+                "task_id": a.task_id,
+            }
+        if op == "credential":
+            task = await k.provide_credential(str(req["prompt_id"]), str(req["secret"]))
+            return {"task_id": task.task_id, "state": task.state.value}
+        if op == "wait_idle":
+            await k.wait_idle()
+            return {}
+        if op == "shutdown":
+            self.shutdown_requested.set()
+            return {}
+        raise ValueError(f"unknown op {op!r}")

@@ -1,0 +1,489 @@
+"""The kernel: startup in the spec's stages, task scheduling, answers from the owner, shutdown.
+
+Use it from Python as
+
+    async with open_kernel(home) as kernel:
+        task = await kernel.submit("daily_digest", "what happened today?")
+        await kernel.wait_idle()
+
+`pfar run` is this plus the control socket and the CLI adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from ..config import Config
+from ..errors import (
+    AlreadyDecided,
+    ConfigError,
+    PfarError,
+    UnknownApproval,
+    UnknownCredentialPrompt,
+)
+from ..journal import (
+    ApprovalRecord,
+    InboundEvent,
+    Journal,
+    OwnerMessage,
+    TaskRecord,
+    TaskState,
+)
+from ..journal.faults import FaultHook
+from ..journal.records import now_rfc3339, rfc3339
+from ..llm.provider import Provider
+from ..llm.scripted import ScriptedProvider
+from ..policy.redact import Redactor
+from ..recovery import RecoveryReport, plan_recovery, recover_tasks
+from ..runners import Services, TemplateRegistry, advance, answer_outcome
+from ..tools.registry import ToolRegistry
+from ..vault.home import Home, HomeLock
+from ..vault.secrets import SecretStore
+from ..vault.sqlite import open_vault_db
+from .audit import AuditLog
+from .owner import OwnerChannel, OwnerLogSink, Sink
+
+log = logging.getLogger("pfar.kernel")
+
+
+def pfar_version() -> str:
+    try:
+        return version("pfar")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+class ShuttingDown(PfarError):
+    def __init__(self) -> None:
+        super().__init__("the kernel is shutting down and accepts no new work")
+
+
+@dataclass(frozen=True, slots=True)
+class KernelStatistics:
+    boot_id: str
+    running: int
+    counts: dict[str, int]
+    commits: int
+    writes: int
+
+
+class Kernel:
+    def __init__(
+        self,
+        home: Home,
+        config: Config | None = None,
+        *,
+        tools: ToolRegistry | None = None,
+        provider: Provider | None = None,
+        fault_hook: FaultHook | None = None,
+    ) -> None:
+        self.home = home
+        self._config = config
+        self._tools = tools
+        self._provider = provider
+        self._faults = fault_hook if fault_hook is not None else FaultHook.from_env()
+        self.boot_id = str(uuid.uuid4())
+        self._lock = HomeLock(home)
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
+        self._accepting = False
+        self._background: list[asyncio.Task[None]] = []
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._stopped = asyncio.Event()
+        self.report: RecoveryReport | None = None
+        self.template_errors: list[ConfigError] = []
+
+    # -- startup -------------------------------------------------------------
+
+    async def start(self) -> RecoveryReport:
+        # Stage 1: foundation
+        config = self._config or Config.load(self.home.config)
+        self.config = config
+        self._lock.acquire()
+        try:
+            self.journal = Journal.open(
+                self.home.sessions_db,
+                synchronous=config.vault.synchronous,
+                fault_hook=self._faults,
+                window_us=config.journal.group_commit_window_us,
+            )
+            self.secrets = SecretStore.open(
+                self.home.secrets_db, synchronous=config.vault.synchronous
+            )
+            open_vault_db(self.home.memory_db, "memory").close()
+        except BaseException:
+            self._lock.release()
+            raise
+        self.redactor = Redactor(self.secrets.values)
+        self.audit = AuditLog(self.home.audit_log, self.redactor)
+        self.audit.log(
+            "system_startup",
+            version=pfar_version(),
+            boot_id=self.boot_id,
+            config_hash=_config_hash(self.home),
+        )
+        self.owner = OwnerChannel(self.journal, OwnerLogSink(self.home.owner_log))
+
+        # Stage 2: recovery
+        previous = self.journal.last_boot()
+        crashed = previous is not None and not previous["clean"]
+        await self.journal.supersede_old_prompts()
+        await self.journal.start_boot(self.boot_id, os.getpid(), pfar_version())
+        for task_id, error in await self.journal.expire_due(now_rfc3339()):
+            self.audit.log("task_expired", task_id=task_id, error=error)
+        await self._cleanup()
+
+        # Stage 3: services (recovery decisions need template titles)
+        self.templates = TemplateRegistry(self.home.templates_dir)
+        self.template_errors = self.templates.load()
+        for err in self.template_errors:
+            self.audit.log("template_invalid", error=str(err))
+        self.tools = self._tools or ToolRegistry.builtin()
+        self.provider = self._provider or self._load_provider(config)
+        self.services = Services(
+            journal=self.journal,
+            tools=self.tools,
+            provider=self.provider,
+            templates=self.templates,
+            secret=self.secrets.get,
+            redactor=self.redactor,
+            workspace=self.home.workspace,
+            approval_timeout_seconds=config.approvals.approval_timeout_seconds,
+            credential_timeout_seconds=config.approvals.credential_prompt_timeout_seconds,
+            notify_owner=self.owner.notify,
+        )
+        now = datetime.now(UTC)
+        plan = plan_recovery(
+            self.journal,
+            now,
+            timedelta(seconds=config.recovery.max_task_age_seconds),
+            config.recovery.max_recovery_attempts,
+            crashed,
+        )
+        report, to_resume, prompts = await recover_tasks(
+            self.journal, plan, now, self._title, count_attempts=crashed
+        )
+        self.report = report
+        self.audit.log("recovery", crashed=crashed, **report.to_json())
+
+        # Stage 4: background services (adapters attach their sinks before `open`)
+        self._accepting = True
+        self._background = [
+            asyncio.create_task(self.owner.run(), name="pfar-owner"),
+            asyncio.create_task(self._expiry_loop(), name="pfar-expiry"),
+            asyncio.create_task(self._cleanup_loop(), name="pfar-cleanup"),
+        ]
+
+        # Stage 5: notify, then resume
+        await self.journal.send_recovery(
+            [OwnerMessage(f"report:{self.boot_id}", "report", report.render()), *prompts]
+        )
+        self.owner.notify()
+        for task_id in to_resume:
+            self.resume(task_id)
+        return report
+
+    def _load_provider(self, config: Config) -> Provider:
+        path = self.home.root / config.llm.script
+        return ScriptedProvider.load(path)
+
+    def add_sink(self, sink: Sink) -> None:
+        self.owner.add_sink(sink)
+
+    # -- tasks -----------------------------------------------------------------
+
+    async def submit(
+        self,
+        template_id: str,
+        text: str,
+        *,
+        event_id: str | None = None,
+        adapter: str = "api",
+        principal: str = "owner",
+    ) -> TaskRecord:
+        """Create a task from an event and start it. The same event id twice: one task."""
+        if not self._accepting:
+            raise ShuttingDown()
+        tpl = self.templates.get(template_id)
+        if tpl is None:
+            tpl = self._reload_template(template_id)
+        event = InboundEvent(
+            event_id=event_id or str(uuid.uuid4()),
+            adapter=adapter,
+            template_id=template_id,
+            text=self.redactor.text(text),
+            principal=principal,
+        )
+        now = now_rfc3339()
+        task = TaskRecord(
+            task_id=str(uuid.uuid4()),
+            template_id=tpl.id,
+            principal=principal,
+            trigger_event=event.to_json(),
+            state=TaskState.Extracting,
+            detail={},
+            phase=TaskState.Extracting.phase,
+            plan=None,
+            execute_progress=None,
+            extracted_metadata=None,
+            data_ceiling=tpl.data_ceiling,
+            output_sinks=list(tpl.output_sinks),
+            trace_id=uuid.uuid4().hex,
+            created_at=now,
+            updated_at=now,
+            error=None,
+            event_id=event.event_id,
+            template_hash=tpl.content_hash,
+            recovery_attempts=0,
+        )
+        stored, created = await self.journal.create(task, event)
+        if created:
+            self.audit.log(
+                "task_created", task_id=stored.task_id, template_id=tpl.id, adapter=adapter
+            )
+            self.resume(stored.task_id)
+        return stored
+
+    def _reload_template(self, template_id: str) -> Any:
+        tpl = self.templates.fresh(template_id)  # raises ConfigError for a malformed file
+        if tpl is None:
+            known = ", ".join(self.templates.ids()) or "none"
+            raise ConfigError(
+                str(self.home.templates_dir / f"{template_id}.toml"),
+                "",
+                f"no such template (known: {known})",
+            )
+        return tpl
+
+    def resume(self, task_id: str) -> None:
+        """Advance a task from the journal, now. The one way any task continues."""
+        if task_id in self._running:
+            self._again.add(task_id)
+            return
+        self._idle.clear()
+        self._running[task_id] = asyncio.create_task(self._drive(task_id), name=f"task-{task_id}")
+
+    async def _drive(self, task_id: str) -> None:
+        try:
+            while True:
+                self._again.discard(task_id)
+                await advance(task_id, self.services)
+                if task_id not in self._again:
+                    break
+        except asyncio.CancelledError:
+            raise
+        except PfarError as exc:
+            if self.journal.writer.failure is not None:
+                self._fail_stop(exc)
+            else:
+                log.error("task %s: %s", task_id, exc)
+        finally:
+            self._running.pop(task_id, None)
+            if not self._running:
+                self._idle.set()
+
+    def _fail_stop(self, exc: BaseException) -> None:
+        log.critical("journal write failed; stopping the kernel: %s", exc)
+        self._accepting = False
+        self._stopped.set()
+
+    async def wait_idle(self) -> None:
+        """Wait until no task is being advanced (parked tasks do not count)."""
+        while self._running:
+            await self._idle.wait()
+            await asyncio.sleep(0)
+
+    # -- the owner's answers ---------------------------------------------------
+
+    def resolve_approval_id(self, prefix: str) -> str:
+        return _resolve(
+            prefix,
+            [
+                a.approval_id
+                for a in self.journal.approvals(
+                    ("pending", "approved", "denied", "expired", "recovered"), 100_000
+                )
+            ],
+            UnknownApproval(prefix),
+        )
+
+    async def answer(self, approval_id: str, decision: str) -> tuple[ApprovalRecord, bool]:
+        """Answer an approval (approve, deny, retry, skip, fail, continue). Idempotent."""
+        approval_id = self.resolve_approval_id(approval_id)
+        a = self.journal.approval(approval_id)
+        if decision == "approve":
+            decision = a.options[0]
+        elif decision == "deny" and "deny" not in a.options:
+            decision = "fail"
+        if decision not in a.options and a.status.value == "pending":
+            raise PfarError(
+                f"approval {approval_id[:8]} offers {', '.join(a.options)}; got {decision!r}"
+            )
+        decided, changed = await self.journal.decide_approval(
+            approval_id, decision, resume_to=answer_outcome
+        )
+        if changed:
+            self.audit.log(
+                "approval_decided",
+                approval_id=approval_id,
+                decision=decision,
+                task_id=decided.task_id,
+            )
+            self.resume(decided.task_id)
+            self.owner.notify()
+        return decided, changed
+
+    async def provide_credential(self, prompt_id: str, secret: str) -> TaskRecord:
+        prompts = [
+            p.prompt_id
+            for p in self.journal.credential_prompts(("pending", "received", "expired"), 100_000)
+        ]
+        prompt_id = _resolve(prompt_id, prompts, UnknownCredentialPrompt(prompt_id))
+        p = self.journal.credential_prompt(prompt_id)
+        if p.status.value != "pending":
+            raise AlreadyDecided("credential prompt", prompt_id, p.status.value)
+        if not secret.strip():
+            raise PfarError("the credential is empty; nothing was stored")
+        # secrets.db first: a crash before the journal write re-prompts, never loses it
+        self.secrets.set(p.vault_ref.removeprefix("vault:"), secret.strip(), p.service)
+        self.redactor.refresh()
+        await self.journal.receive_credential(prompt_id)
+        self.audit.log(
+            "credential_received", prompt_id=prompt_id, service=p.service, task_id=p.task_id
+        )
+        self.resume(p.task_id)
+        return self.journal.task(p.task_id)
+
+    # -- background duties -----------------------------------------------------
+
+    async def _expiry_loop(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            failed = await self.journal.expire_due(now_rfc3339())
+            for task_id, error in failed:
+                self.audit.log("task_expired", task_id=task_id, error=error)
+                await self.journal.enqueue(
+                    [
+                        OwnerMessage(
+                            f"failed:{task_id}",
+                            "notice",
+                            f"Task {task_id[:8]} failed: {error}",
+                            task_id,
+                        )
+                    ]
+                )
+            if failed:
+                self.owner.notify()
+
+    async def _cleanup(self) -> int:
+        r = self.config.recovery
+        now = datetime.now(UTC)
+        removed = await self.journal.cleanup(
+            rfc3339(now - timedelta(hours=r.journal_retention_completed_hours)),
+            rfc3339(now - timedelta(days=r.journal_retention_failed_days)),
+        )
+        if removed:
+            self.audit.log("journal_cleanup", removed=removed)
+        return removed
+
+    async def _cleanup_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.journal.cleanup_interval_hours * 3600)
+            await self._cleanup()
+
+    # -- shutdown ----------------------------------------------------------------
+
+    async def shutdown(self, timeout: float | None = None) -> list[str]:
+        """Graceful shutdown (spec §9). Returns the ids of tasks left in the journal."""
+        self._accepting = False
+        if timeout is None:
+            timeout = self.config.recovery.shutdown_timeout_seconds
+        pending = list(self._running.values())
+        if pending:
+            _, still = await asyncio.wait(pending, timeout=timeout)
+        else:
+            still = set()
+        left = [t.get_name().removeprefix("task-") for t in still]
+        for t in still:
+            t.cancel()
+        if still:
+            await asyncio.gather(*still, return_exceptions=True)
+            self.audit.log("shutdown_timeout", pending_tasks=len(left))
+        with contextlib.suppress(PfarError):
+            await self.owner.deliver_pending()
+        for bg in self._background:
+            bg.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.journal.end_boot(self.boot_id)
+        self.audit.log("system_shutdown", left_in_journal=left)
+        self.audit.close()
+        self.journal.close(checkpoint=True)
+        self.secrets.close()
+        self._lock.release()
+        self._stopped.set()
+        return left
+
+    async def abort(self) -> None:
+        """Stop without the graceful steps (tests and fail-stop): the journal is as it is."""
+        self._accepting = False
+        for t in [*self._running.values(), *self._background]:
+            t.cancel()
+        await asyncio.gather(*self._running.values(), *self._background, return_exceptions=True)
+        self.journal.close(checkpoint=False)
+        self.secrets.close()
+        self._lock.release()
+
+    @property
+    def stopped(self) -> asyncio.Event:
+        return self._stopped
+
+    def statistics(self) -> KernelStatistics:
+        return KernelStatistics(
+            boot_id=self.boot_id,
+            running=len(self._running),
+            counts=self.journal.counts(),
+            commits=self.journal.writer.commits,
+            writes=self.journal.writer.writes,
+        )
+
+    def _title(self, task: TaskRecord) -> str:
+        tpl = self.templates.get(task.template_id)
+        return tpl.title if tpl else task.template_id
+
+
+def _resolve(prefix: str, ids: list[str], error: PfarError) -> str:
+    if prefix in ids:
+        return prefix
+    found = [i for i in ids if i.startswith(prefix)] if len(prefix) >= 4 else []
+    if len(found) == 1:
+        return found[0]
+    raise error
+
+
+def _config_hash(home: Home) -> str:
+    try:
+        return hashlib.sha256(home.config.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return "defaults"
+
+
+@contextlib.asynccontextmanager
+async def open_kernel(home: Home | str, **kwargs: Any) -> AsyncIterator[Kernel]:
+    """Start a kernel on `home`; shut it down gracefully on exit."""
+    kernel = Kernel(home if isinstance(home, Home) else Home.from_env(home), **kwargs)
+    await kernel.start()
+    try:
+        yield kernel
+    finally:
+        await kernel.shutdown()

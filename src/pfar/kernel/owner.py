@@ -1,0 +1,120 @@
+"""The owner channel: delivers the journal's outbox to the owner's sinks, each message once.
+
+A message is in the outbox (committed) before any sink sees it; it is marked
+delivered after. The owner log keeps the keys it wrote, so a crash between the
+write and the mark does not write a message twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections import deque
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import VaultError
+from ..journal import Journal, OwnerMessage
+
+log = logging.getLogger("pfar.owner")
+
+
+class Sink(Protocol):
+    name: str
+
+    async def deliver(self, message: OwnerMessage) -> None: ...
+
+
+class OwnerLogSink:
+    """`$PFAR_HOME/owner.log`: every message to the owner, one JSON line, fsynced."""
+
+    name = "owner.log"
+
+    def __init__(self, path: Path, remember: int = 4096) -> None:
+        self._path = path
+        self._recent: deque[str] = deque(maxlen=remember)
+        self._known: set[str] = set()
+        if path.exists():
+            for line in _tail_lines(path, remember):
+                try:
+                    self._remember(json.loads(line)["key"])
+                except (ValueError, KeyError, TypeError):
+                    continue
+
+    def _remember(self, key: str) -> None:
+        if len(self._recent) == self._recent.maxlen:
+            self._known.discard(self._recent[0])
+        self._recent.append(key)
+        self._known.add(key)
+
+    def has(self, key: str) -> bool:
+        return key in self._known
+
+    async def deliver(self, message: OwnerMessage) -> None:
+        if message.message_key in self._known:
+            return
+        line = json.dumps(
+            {
+                "at": datetime.now(UTC).isoformat(),
+                "key": message.message_key,
+                "kind": message.kind,
+                "task_id": message.task_id,
+                "body": message.body,
+            }
+        )
+        fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (line + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._remember(message.message_key)
+
+
+def _tail_lines(path: Path, n: int) -> list[str]:
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - 256 * n))
+        data = fh.read().decode(errors="replace")
+    return data.splitlines()[-n:]
+
+
+class OwnerChannel:
+    def __init__(self, journal: Journal, owner_log: OwnerLogSink) -> None:
+        self._journal = journal
+        self._log = owner_log
+        self._sinks: list[Sink] = []
+        self._wake = asyncio.Event()
+
+    def add_sink(self, sink: Sink) -> None:
+        self._sinks.append(sink)
+
+    def notify(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await self.deliver_pending()
+
+    async def deliver_pending(self) -> int:
+        sent = 0
+        for msg in self._journal.pending_messages():
+            already = self._log.has(msg.message_key)
+            await self._log.deliver(msg)
+            if not already:
+                for sink in self._sinks:
+                    try:
+                        await sink.deliver(msg)
+                    except VaultError:
+                        raise
+                    except Exception:
+                        log.exception("sink %s could not deliver %s", sink.name, msg.message_key)
+            await self._journal.mark_delivered(msg.message_key)
+            sent += 1
+        return sent

@@ -1,0 +1,60 @@
+"""The kernel as a process: `pfar run`. Signals, the control socket, fail-stop, exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Callable
+
+from ..config import Config
+from ..vault.home import Home
+from .control import ControlServer
+from .kernel import Kernel
+from .owner import Sink
+
+
+async def serve(
+    home: Home,
+    *,
+    sinks: list[Sink] | None = None,
+    on_started: Callable[[Kernel], None] | None = None,
+    extra: Callable[[Kernel], list[asyncio.Task[None]]] | None = None,
+) -> int:
+    """Run a kernel until SIGTERM/SIGINT (graceful) or a journal failure (fail-stop)."""
+    config = Config.load(home.config)
+    kernel = Kernel(home, config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await kernel.start()
+    for sink in sinks or []:
+        kernel.add_sink(sink)
+    kernel.owner.notify()
+    control = ControlServer(kernel)
+    await control.start()
+    if on_started is not None:
+        on_started(kernel)
+    extras = extra(kernel) if extra else []
+    waiters = [
+        asyncio.create_task(stop.wait()),
+        asyncio.create_task(control.shutdown_requested.wait()),
+        asyncio.create_task(kernel.stopped.wait()),
+    ]
+    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    for w in waiters + extras:
+        w.cancel()
+    await control.close()
+    if kernel.journal.writer.failure is not None:
+        sys.stderr.write(
+            "pfar: the journal could not be written; stopped without a clean "
+            "shutdown. The next start recovers from what is on disk.\n"
+        )
+        await kernel.abort()
+        return 3
+    left = await kernel.shutdown()
+    if left:
+        sys.stderr.write(f"pfar: {len(left)} task(s) left in the journal for the next start\n")
+    sys.stderr.write("pfar kernel shut down cleanly\n")
+    return 0

@@ -1,0 +1,33 @@
+"""The LLM provider interface the pipeline's thinking phases call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Phase = Literal["extract", "plan", "synthesize"]
+
+
+@dataclass(frozen=True, slots=True)
+class LLMRequest:
+    phase: Phase
+    template_id: str
+    input_text: str
+    task_id: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    step_results: list[Any] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMResponse:
+    """Structured output (`data`, for extract and plan) or prose (`text`, for synthesize)."""
+
+    data: dict[str, Any] | None = None
+    text: str | None = None
+
+
+class Provider(Protocol):
+    name: str
+
+    async def complete(self, request: LLMRequest) -> LLMResponse: ...

@@ -1,0 +1,132 @@
+"""The scripted provider: replays a TOML file of responses per phase (tests, demo, offline use).
+
+Responses are chosen by (template, phase, optional regex on the task's input),
+never by call order, so a phase retried after a crash gets the same answer.
+See docs/scripts.md for the format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import string
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..config import validate_model
+from ..errors import ConfigError, ProviderError
+from .provider import LLMRequest, LLMResponse
+
+
+class ScriptedResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    phase: str = Field(pattern="^(extract|plan|synthesize)$")
+    template: str = "*"
+    match: str | None = None
+    json_: dict[str, Any] | None = Field(default=None, alias="json")
+    text: str | None = None
+    delay_seconds: float = Field(0, ge=0)
+    error: str | None = None  # answer with a provider error instead
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    responses: list[ScriptedResponse] = []
+
+
+@dataclass(slots=True)
+class _Compiled:
+    spec: ScriptedResponse
+    pattern: re.Pattern[str] | None
+
+
+class ScriptedProvider:
+    name = "scripted"
+
+    def __init__(self, script: Script, source: str = "<script>") -> None:
+        self._source = source
+        self._responses: list[_Compiled] = []
+        for i, r in enumerate(script.responses):
+            try:
+                pattern = re.compile(r.match) if r.match else None
+            except re.error as exc:
+                raise ConfigError(source, f"responses.{i}.match", f"bad regex: {exc}") from None
+            self._responses.append(_Compiled(r, pattern))
+
+    @classmethod
+    def load(cls, path: Path) -> ScriptedProvider:
+        if not path.exists():
+            raise ConfigError(str(path), "", "script file not found (config key llm.script)")
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(str(path), "", f"not valid TOML: {exc}") from None
+        return cls(validate_model(Script, data, path), str(path))
+
+    def _find(self, req: LLMRequest) -> ScriptedResponse | None:
+        for c in self._responses:
+            r = c.spec
+            if r.phase != req.phase or r.template not in ("*", req.template_id):
+                continue
+            if c.pattern is not None and not c.pattern.search(req.input_text):
+                continue
+            return r
+        return None
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        r = self._find(request)
+        if r is None:
+            return self._default(request)
+        if r.delay_seconds:
+            await asyncio.sleep(r.delay_seconds)
+        if r.error:
+            raise ProviderError(f"scripted provider: {r.error}")
+        subs = _substitutions(request)
+        if r.json_ is not None:
+            return LLMResponse(data=_fill(r.json_, subs))
+        return LLMResponse(text=_fill(r.text or "", subs))
+
+    def _default(self, req: LLMRequest) -> LLMResponse:
+        if req.phase == "extract":
+            return LLMResponse(data={"text": req.input_text})
+        if req.phase == "synthesize":
+            return LLMResponse(text=f"Done: {req.template_id} ({len(req.step_results)} steps).")
+        raise ProviderError(
+            f"scripted provider: {self._source} has no plan for template {req.template_id!r}"
+        )
+
+
+def _substitutions(req: LLMRequest) -> dict[str, str]:
+    subs = {"input": req.input_text, "task_id": req.task_id, "template": req.template_id}
+    for i, result in enumerate(req.step_results):
+        subs[f"step{i}"] = _as_text(result)
+    for key, value in req.metadata.items():
+        subs[f"meta_{key}"] = _as_text(value)
+    return subs
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, dict):
+        for key in ("body", "stdout", "content", "text"):
+            if isinstance(value.get(key), str):
+                return str(value[key]).strip()
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def _fill(value: Any, subs: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return string.Template(value).safe_substitute(subs)
+    if isinstance(value, dict):
+        return {k: _fill(v, subs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, subs) for v in value]
+    return value

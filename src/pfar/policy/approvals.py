@@ -1,0 +1,42 @@
+"""Which writes need the owner's approval, and what a denial does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..journal.records import Semantics
+
+TAINTED = "Raw"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRule:
+    require: frozenset[str]  # tools whose writes always need approval ("*" = every write)
+    tainted_writes: bool  # a write after untrusted (Raw) data was read needs approval
+    on_deny: str  # "skip" the step or "fail" the task
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalNeed:
+    action_type: str  # spec §5.1: "tainted_write", ...
+    reason: str
+    taint_level: str | None
+
+
+def approval_needed(
+    rule: ApprovalRule, tool: str, semantics: Semantics, prior_labels: Iterable[str]
+) -> ApprovalNeed | None:
+    if semantics is not Semantics.Write:
+        return None
+    labels = set(prior_labels)
+    if tool in rule.require or "*" in rule.require:
+        taint = TAINTED if TAINTED in labels else "Extracted"
+        return ApprovalNeed(
+            "tainted_write" if taint == TAINTED else "write",
+            f"the template requires approval for {tool}",
+            taint,
+        )
+    if rule.tainted_writes and TAINTED in labels:
+        return ApprovalNeed("tainted_write", "this write follows untrusted outside data", TAINTED)
+    return None

@@ -1,0 +1,98 @@
+"""Recovery decisions (persistence spec §7.2, §7.3): pure functions of journaled data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from ..journal.records import Idempotency, Semantics, StepRecord, StepStatus, TaskRecord
+from ..journal.records import parse_rfc3339 as _parse
+from ..journal.states import TaskState
+
+
+class RecoveryAction(StrEnum):
+    RetryFromScratch = "RetryFromScratch"
+    ResumeExecution = "ResumeExecution"
+    Resynthesize = "Resynthesize"
+    RepromptApproval = "RepromptApproval"
+    RepromptCredential = "RepromptCredential"
+    Abandon = "Abandon"
+
+
+def determine_recovery_action(task: TaskRecord) -> RecoveryAction:
+    """What an unfinished task needs after a restart, from its state alone (spec §7.2)."""
+    state = task.state
+    if state in (TaskState.Extracting, TaskState.Planning):
+        return RecoveryAction.RetryFromScratch
+    if state is TaskState.Executing:
+        # no step completed yet: nothing to resume, run the (journaled) plan from its start
+        return (
+            RecoveryAction.ResumeExecution
+            if task.current_step > 0
+            else (RecoveryAction.RetryFromScratch)
+        )
+    if state is TaskState.Synthesizing:
+        return RecoveryAction.Resynthesize
+    if state is TaskState.AwaitingApproval:
+        return RecoveryAction.RepromptApproval
+    if state is TaskState.AwaitingCredential:
+        return RecoveryAction.RepromptCredential
+    return RecoveryAction.Abandon  # terminal states never reach recovery
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    task_id: str
+    action: RecoveryAction
+    reason: str = ""
+
+
+def decide(
+    task: TaskRecord, now: datetime, max_age: timedelta, max_attempts: int, crashed: bool
+) -> Decision:
+    """The whole decision for one task: age and crash-loop limits first, then its state.
+
+    Parked tasks are not aged out: they wait on the owner under their own deadline,
+    and a restart must not change their fate.
+    """
+    if not task.state.parked:
+        age = now - _parse(task.updated_at)
+        if age > max_age:
+            minutes = int(age.total_seconds() // 60)
+            return Decision(
+                task.task_id,
+                RecoveryAction.Abandon,
+                f"Abandoned after restart: task exceeded max recovery age ({minutes} min old)",
+            )
+        if crashed and task.recovery_attempts >= max_attempts:
+            return Decision(
+                task.task_id,
+                RecoveryAction.Abandon,
+                f"Abandoned: its recovery crashed the kernel {task.recovery_attempts} times",
+            )
+    return Decision(task.task_id, determine_recovery_action(task))
+
+
+class StepRecovery(StrEnum):
+    SkipWithCachedResult = "SkipWithCachedResult"
+    Retry = "Retry"
+    Execute = "Execute"
+    RequireOwnerConfirmation = "RequireOwnerConfirmation"
+
+
+def should_retry_step(
+    step: StepRecord | None, semantics: Semantics, idempotency: Idempotency
+) -> StepRecovery:
+    """Spec §7.3, sharpened: a write in doubt is retried alone only when idempotent by
+    construction (an idempotency key, or a check of its own effect)."""
+    if step is not None and step.status in (StepStatus.completed, StepStatus.skipped):
+        return StepRecovery.SkipWithCachedResult
+    if semantics is Semantics.Read:
+        return StepRecovery.Retry
+    was_in_progress = step is not None and step.status is StepStatus.started
+    if not was_in_progress:
+        return StepRecovery.Execute
+    if idempotency is Idempotency.none:
+        return StepRecovery.RequireOwnerConfirmation
+    return StepRecovery.Retry

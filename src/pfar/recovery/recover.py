@@ -1,0 +1,93 @@
+"""`recover_tasks`: decide what every unfinished task needs, journal it, report it.
+
+Planning reads only unfinished tasks (a partial index), so its cost grows with
+unfinished work, not with history. Applying it is journaling: resumption itself
+is the ordinary `advance`, run by the kernel afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from ..journal import Journal, OwnerMessage, TaskRecord
+from ..journal.records import parse_rfc3339
+from ..runners.pipeline import approval_message, credential_message
+from .actions import Decision, RecoveryAction, decide
+from .report import RecoveryReport
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryPlan:
+    decisions: list[Decision]
+    tasks: dict[str, TaskRecord]
+
+
+def plan_recovery(
+    journal: Journal, now: datetime, max_age: timedelta, max_attempts: int, crashed: bool
+) -> RecoveryPlan:
+    """What recovery would do. Changes nothing (this is `pfar recover --dry-run`)."""
+    tasks = journal.unfinished()
+    decisions = [decide(t, now, max_age, max_attempts, crashed) for t in tasks]
+    return RecoveryPlan(decisions, {t.task_id: t for t in tasks})
+
+
+def describe(task: TaskRecord, title: str, action: RecoveryAction, now: datetime) -> str:
+    if action is RecoveryAction.ResumeExecution:
+        total = len((task.plan or {}).get("steps", []))
+        return f"{title} — step {task.current_step + 1} of {total}"
+    if action is RecoveryAction.Abandon:
+        minutes = int((now - parse_rfc3339(task.updated_at)).total_seconds() // 60)
+        return f"{title} from {minutes} min ago"
+    return title
+
+
+async def recover_tasks(
+    journal: Journal,
+    plan: RecoveryPlan,
+    now: datetime,
+    title_of: Callable[[TaskRecord], str],
+    *,
+    count_attempts: bool,
+) -> tuple[RecoveryReport, list[str], list[OwnerMessage]]:
+    """Journal every decision; return the report, the task ids to resume, and the
+    prompts to re-send (queued after the report, so the owner reads the report first)."""
+    report = RecoveryReport()
+    prompts: list[OwnerMessage] = []
+    to_resume: list[str] = []
+    counted: list[str] = []
+    for d in plan.decisions:
+        task = plan.tasks[d.task_id]
+        report.descriptions[d.task_id] = describe(task, title_of(task), d.action, now)
+        if d.action is RecoveryAction.Abandon:
+            await journal.abandon(d.task_id, d.reason or "Abandoned: unrecoverable state")
+            report.abandoned.append(d.task_id)
+        elif d.action is RecoveryAction.RepromptApproval:
+            approval_id = str(task.detail.get("approval_id", ""))
+            a = journal.approval(approval_id)
+            prompts.append(approval_message(a, a.prompts_sent))
+            report.reprompted.append(d.task_id)
+            report.reprompt_kinds[d.task_id] = "approval"
+        elif d.action is RecoveryAction.RepromptCredential:
+            for p in journal.credential_prompts_for_task(d.task_id):
+                if p.status.value == "pending":
+                    attempt = 1 + sum(
+                        1
+                        for m in journal.messages_for_task(d.task_id)
+                        if m["message_key"].startswith(f"credential:{p.prompt_id}:")
+                    )
+                    prompts.append(credential_message(p, attempt))
+            report.reprompted.append(d.task_id)
+            report.reprompt_kinds[d.task_id] = "credential"
+        else:
+            (
+                report.resumed
+                if d.action in (RecoveryAction.ResumeExecution, RecoveryAction.Resynthesize)
+                else report.retried
+            ).append(d.task_id)
+            counted.append(d.task_id)
+            to_resume.append(d.task_id)
+    if counted and count_attempts:
+        await journal.note_recovery_attempt(counted)
+    return report, to_resume, prompts

@@ -1,0 +1,59 @@
+"""The owner's recovery report (spec §7.4): one message after every restart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class RecoveryReport:
+    retried: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
+    reprompted: list[str] = field(default_factory=list)
+    abandoned: list[str] = field(default_factory=list)
+    orphan_containers: int = 0
+    # task id -> how the report describes it
+    descriptions: dict[str, str] = field(default_factory=dict)
+    reprompt_kinds: dict[str, str] = field(default_factory=dict)  # "approval" | "credential"
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.retried
+            or self.resumed
+            or self.reprompted
+            or self.abandoned
+            or self.orphan_containers
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "retried": self.retried,
+            "resumed": self.resumed,
+            "reprompted": self.reprompted,
+            "abandoned": self.abandoned,
+            "orphan_containers": self.orphan_containers,
+            "descriptions": self.descriptions,
+        }
+
+    def render(self) -> str:
+        if self.empty:
+            return "System restarted. No pending tasks to recover."
+        lines = ["System restarted. Recovery report:"]
+
+        def line(ids: list[str], one: str, many: str, verb: str) -> None:
+            if ids:
+                what = ", ".join(self.descriptions.get(t, t[:8]) for t in ids)
+                lines.append(f" - {len(ids)} {one if len(ids) == 1 else many} {verb} ({what})")
+
+        line(self.retried, "task", "tasks", "retried")
+        line(self.resumed, "task", "tasks", "resumed")
+        approvals = [t for t in self.reprompted if self.reprompt_kinds.get(t) != "credential"]
+        creds = [t for t in self.reprompted if self.reprompt_kinds.get(t) == "credential"]
+        line(approvals, "approval", "approvals", "re-sent")
+        line(creds, "credential prompt", "credential prompts", "re-sent")
+        line(self.abandoned, "task", "tasks", "abandoned")
+        if self.orphan_containers:
+            n = self.orphan_containers
+            lines.append(f" - {n} orphaned container{'s' if n != 1 else ''} cleaned up")
+        return "\n".join(lines)

@@ -1,0 +1,616 @@
+"""The pipeline runner: extract -> plan -> execute -> synthesize -> egress.
+
+`advance(task_id)` is the only way a task moves: after a submit, after an
+approval, after a crash. It reads the task from the journal, does the next
+piece of work, journals its boundary, and repeats until the task finishes or
+parks on the owner. Nothing is held in memory between calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..errors import PfarError, ProviderError, ToolError, ToolFailed, ToolTimeout, VaultError
+from ..journal import (
+    ApprovalRecord,
+    ApprovalStatus,
+    CredentialPromptRecord,
+    CredentialStatus,
+    OwnerMessage,
+    Semantics,
+    StepRecord,
+    StepStatus,
+    TaskRecord,
+    TaskState,
+)
+from ..journal.records import Idempotency, now_rfc3339, rfc3339
+from ..llm.provider import LLMRequest, Phase
+from ..policy.approvals import approval_needed
+from ..tools.admin import PromptCredential
+from ..tools.base import Tool, ToolContext
+from .plan import Plan
+from .services import Services
+from .templates import Template
+
+log = logging.getLogger("pfar.pipeline")
+
+IN_DOUBT_OPTIONS = ["retry", "skip", "fail"]
+
+
+async def advance(task_id: str, svc: Services) -> None:
+    """Advance a task until it completes, fails, or parks. Safe to call at any time."""
+    template_checked = False
+    while True:
+        task = svc.journal.task(task_id)
+        if task.state.terminal or task.state.parked:
+            return
+        try:
+            if task.state is TaskState.Extracting:
+                await _extract(task, svc)
+            elif task.state is TaskState.Planning:
+                await _plan(task, svc)
+            elif task.state is TaskState.Executing:
+                if not template_checked:
+                    template_checked = True
+                    if not await _template_still_fits(task, svc):
+                        return
+                if not await _execute_step(task, svc):
+                    return
+            elif task.state is TaskState.Synthesizing:
+                await _synthesize(task, svc)
+        except (VaultError, asyncio.CancelledError):
+            raise
+        except PfarError as exc:
+            await _fail(task, svc, svc.redactor.text(str(exc)))
+            return
+        except Exception as exc:  # a bug must fail the task, not the kernel
+            log.exception("task %s: unexpected error", task_id)
+            await _fail(task, svc, svc.redactor.text(f"internal error: {exc!r}"))
+            return
+
+
+# -- thinking phases ------------------------------------------------------------
+
+
+async def _think(task: TaskRecord, svc: Services, phase: Phase, **extra: Any) -> Any:
+    tpl = svc.templates.get(task.template_id)
+    seconds = tpl.timeouts.llm_seconds if tpl else 120.0
+    req = LLMRequest(
+        phase=phase,
+        template_id=task.template_id,
+        input_text=task.input_text,
+        task_id=task.task_id,
+        metadata=task.extracted_metadata or {},
+        tools=list(tpl.allowed_tools) if tpl else [],
+        **extra,
+    )
+    try:
+        async with asyncio.timeout(seconds):
+            return await svc.provider.complete(req)
+    except TimeoutError:
+        raise ProviderError(f"{phase}: the model did not answer within {seconds:g}s") from None
+
+
+async def _extract(task: TaskRecord, svc: Services) -> None:
+    resp = await _think(task, svc, "extract")
+    meta = svc.redactor.value(resp.data if resp.data is not None else {"text": resp.text or ""})
+    await svc.journal.transition(
+        task.task_id, TaskState.Planning, point="extracted", extracted_metadata=meta
+    )
+
+
+async def _plan(task: TaskRecord, svc: Services) -> None:
+    if task.plan is not None:  # never re-plan: the journaled plan is the plan
+        await svc.journal.transition(
+            task.task_id, TaskState.Executing, point="planned", detail={"current_step": 0}
+        )
+        return
+    tpl = svc.templates.get(task.template_id)
+    if tpl is None:
+        raise ProviderError(f"template {task.template_id!r} no longer exists; cannot plan")
+    resp = await _think(task, svc, "plan")
+    plan = Plan.parse(resp.data, f"plan for task {task.task_id}")
+    for i, step in enumerate(plan.steps):
+        if step.tool not in tpl.allowed_tools:
+            raise ProviderError(
+                f"plan step {i + 1} uses tool {step.tool!r}, which template {tpl.id!r} "
+                f"does not allow (allowed_tools = {tpl.allowed_tools})"
+            )
+        if step.tool not in svc.tools:
+            raise ProviderError(f"plan step {i + 1} uses unknown tool {step.tool!r}")
+        tool = svc.tools.get(step.tool)
+        try:
+            tool.validate(step.args)
+        except ToolFailed as exc:
+            raise ProviderError(f"plan step {i + 1}: {exc}") from None
+    await svc.journal.transition(
+        task.task_id,
+        TaskState.Executing,
+        point="planned",
+        detail={"current_step": 0},
+        plan_json=plan.model_dump(),
+        execute_progress={"current_step": 0},
+    )
+
+
+async def _synthesize(task: TaskRecord, svc: Services) -> None:
+    steps = svc.journal.steps(task.task_id)
+    results = [s.result for s in steps]
+    resp = await _think(task, svc, "synthesize", step_results=results)
+    text = svc.redactor.text(resp.text if resp.text is not None else json.dumps(resp.data))
+    messages: list[OwnerMessage] = []
+    title = _title(task, svc)
+    for sink in task.output_sinks:
+        if sink == "owner":
+            messages.append(
+                OwnerMessage(
+                    message_key=f"result:{task.task_id}",
+                    kind="result",
+                    task_id=task.task_id,
+                    body=f"Task {title} ({task.task_id[:8]}) finished:\n{text}",
+                )
+            )
+        elif sink.startswith("workspace:"):
+            _write_result_file(svc, task, sink.removeprefix("workspace:"), text)
+    await svc.journal.transition(
+        task.task_id,
+        TaskState.Completed,
+        point="completed",
+        messages=messages,
+        execute_progress={"current_step": len(steps), "result": text[:2000]},
+    )
+    svc.notify_owner()
+
+
+def _write_result_file(svc: Services, task: TaskRecord, name: str, text: str) -> None:
+    root = svc.workspace(task.task_id)
+    target = (root / name).resolve()
+    if root.resolve() not in target.parents:
+        raise ToolFailed(f"output sink workspace:{name} is outside the task workspace")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(target.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)
+
+
+# -- execute ----------------------------------------------------------------
+
+
+async def _template_still_fits(task: TaskRecord, svc: Services) -> bool:
+    """A template edited or removed under a running task: ask the owner, don't guess."""
+    try:
+        tpl = svc.templates.fresh(task.template_id)
+    except PfarError as exc:
+        tpl, problem = None, f"its template no longer loads ({exc})"
+    else:
+        problem = "its template was removed" if tpl is None else "its template changed"
+    current = tpl.content_hash if tpl else "missing"
+    if current == task.template_hash or task.detail.get("template_ack") == current:
+        return True
+    await _ask(
+        task,
+        svc,
+        action_type="template_changed",
+        step=task.current_step,
+        tool=None,
+        options=["continue", "fail"],
+        description=(
+            f"Task {_title(task, svc)} was running when {problem}. Continue with the plan "
+            f"it already has (step {task.current_step + 1}), or fail it?"
+        ),
+        extra_detail={"template_seen": current},
+    )
+    return False
+
+
+async def _execute_step(task: TaskRecord, svc: Services) -> bool:
+    """Run the task's next step. False when the task parked or ended."""
+    plan = Plan.model_validate(task.plan)
+    i = task.current_step
+    if i >= len(plan.steps):
+        await svc.journal.transition(task.task_id, TaskState.Synthesizing, point="synthesizing")
+        return True
+    step = plan.steps[i]
+    record = _step_record(svc, task.task_id, i)
+    where = f"step {i + 1} of {len(plan.steps)}"
+
+    if task.detail.get("skip_step") == i:
+        await _finish(
+            svc,
+            task,
+            i,
+            step.tool,
+            step.args,
+            Semantics.Write,
+            Idempotency.none,
+            StepStatus.skipped,
+            {"skipped": "by the owner's decision"},
+            "Extracted",
+        )
+        return True
+
+    if step.tool not in svc.tools:
+        await _ask(
+            task,
+            svc,
+            action_type="tool_missing",
+            step=i,
+            tool=step.tool,
+            options=["skip", "fail"],
+            description=(
+                f"Task {_title(task, svc)} planned tool {step.tool!r} for "
+                f"{where}, but no such tool exists any more. Skip the step or "
+                "fail the task?"
+            ),
+        )
+        return False
+    tool = svc.tools.get(step.tool)
+    semantics = tool.semantics(step.args)
+    idem = tool.idempotency(step.args)
+    ctx = ToolContext(
+        task.task_id, i, f"{task.task_id}:{i}", svc.workspace(task.task_id), svc.secret
+    )
+
+    if record is not None and record.status is StepStatus.started:
+        # Interrupted mid-step (spec §7.3).
+        if semantics is Semantics.Write and task.detail.get("retry_step") != i:
+            if idem is Idempotency.check:
+                found = await tool.check(step.args, ctx)
+                if found is not None:
+                    await _finish(
+                        svc,
+                        task,
+                        i,
+                        step.tool,
+                        step.args,
+                        semantics,
+                        idem,
+                        StepStatus.completed,
+                        found,
+                        tool.result_label,
+                    )
+                    return True
+            elif idem is Idempotency.none:
+                await _ask(
+                    task,
+                    svc,
+                    action_type="write_in_doubt",
+                    step=i,
+                    tool=step.tool,
+                    options=IN_DOUBT_OPTIONS,
+                    description=(
+                        f"I was interrupted while executing '{step.tool}'. "
+                        "It may have already completed. Should I retry it? "
+                        f"(task {_title(task, svc)}, {where})"
+                    ),
+                    preview=step.args,
+                )
+                return False
+            # Idempotency.key: the far side recognises the retry; run it again.
+
+    if semantics is Semantics.Write and task.detail.get("approved_step") != i:
+        tpl = svc.templates.get(task.template_id)
+        if tpl is not None:
+            labels = (
+                [s.label for s in svc.journal.steps(task.task_id) if s.step < i]
+                if (tpl.approval.tainted_writes)
+                else []
+            )
+            need = approval_needed(tpl.approval_rule(), step.tool, semantics, labels)
+            if need is not None:
+                await _ask(
+                    task,
+                    svc,
+                    action_type=need.action_type,
+                    step=i,
+                    tool=step.tool,
+                    options=["approve", "deny"],
+                    taint=need.taint_level,
+                    description=(
+                        f"Task {_title(task, svc)} wants to run {step.tool} "
+                        f"({where}): {need.reason}."
+                    ),
+                    preview=step.args,
+                    on_deny=tpl.approval.on_deny,
+                    timeout=tpl.approval.timeout_seconds,
+                )
+                return False
+
+    if isinstance(tool, PromptCredential) and await tool.check(step.args, ctx) is None:
+        await _park_credential(task, svc, i, step.args)
+        return False
+
+    started = now_rfc3339()
+    if semantics is Semantics.Write:
+        await svc.journal.step_started(
+            StepRecord(
+                task.task_id,
+                i,
+                step.tool,
+                semantics,
+                idem,
+                StepStatus.started,
+                step.args,
+                None,
+                tool.result_label,
+                started,
+                None,
+                None,
+            )
+        )
+    tpl = svc.templates.get(task.template_id)
+    seconds = tpl.timeouts.step_seconds if tpl else 60.0
+    try:
+        async with asyncio.timeout(seconds):
+            result = await _call(tool, step.args, ctx)
+    except TimeoutError:
+        err: ToolError = ToolTimeout(step.tool, seconds)
+        await _step_failed(svc, task, i, step, semantics, idem, started, f"{where}: {err}")
+        return False
+    except ToolError as exc:
+        await _step_failed(
+            svc, task, i, step, semantics, idem, started, svc.redactor.text(f"{where}: {exc}")
+        )
+        return False
+    except (VaultError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        await _step_failed(
+            svc,
+            task,
+            i,
+            step,
+            semantics,
+            idem,
+            started,
+            svc.redactor.text(f"{where}: {step.tool} raised {exc!r}"),
+        )
+        return False
+    await _finish(
+        svc,
+        task,
+        i,
+        step.tool,
+        step.args,
+        semantics,
+        idem,
+        StepStatus.completed,
+        svc.redactor.value(result),
+        tool.result_label,
+        started,
+    )
+    return True
+
+
+async def _call(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
+    tool.validate(args)
+    return await tool.run(args, ctx)
+
+
+def _step_record(svc: Services, task_id: str, step: int) -> StepRecord | None:
+    for rec in svc.journal.steps(task_id):
+        if rec.step == step:
+            return rec
+    return None
+
+
+async def _finish(
+    svc: Services,
+    task: TaskRecord,
+    i: int,
+    tool: str,
+    args: dict[str, Any],
+    semantics: Semantics,
+    idem: Idempotency,
+    status: StepStatus,
+    result: Any,
+    label: str,
+    started: str | None = None,
+) -> None:
+    at = now_rfc3339()
+    await svc.journal.step_finished(
+        StepRecord(
+            task.task_id,
+            i,
+            tool,
+            semantics,
+            idem,
+            status,
+            args,
+            result,
+            label,
+            started or at,
+            at,
+            None,
+        ),
+        next_step=i + 1,
+    )
+
+
+async def _step_failed(
+    svc: Services,
+    task: TaskRecord,
+    i: int,
+    step: Any,
+    semantics: Semantics,
+    idem: Idempotency,
+    started: str,
+    error: str,
+) -> None:
+    rec = StepRecord(
+        task.task_id,
+        i,
+        step.tool,
+        semantics,
+        idem,
+        StepStatus.failed,
+        step.args,
+        None,
+        "Extracted",
+        started,
+        now_rfc3339(),
+        error,
+    )
+    await svc.journal.step_failed(rec, error, [_failure_message(task, svc, error)])
+    svc.notify_owner()
+
+
+async def _fail(task: TaskRecord, svc: Services, error: str) -> None:
+    current = svc.journal.task(task.task_id)
+    if current.state.terminal:
+        return
+    await svc.journal.fail(task.task_id, error, [_failure_message(task, svc, error)])
+    svc.notify_owner()
+
+
+def _failure_message(task: TaskRecord, svc: Services, error: str) -> OwnerMessage:
+    return OwnerMessage(
+        message_key=f"failed:{task.task_id}",
+        kind="notice",
+        task_id=task.task_id,
+        body=f"Task {_title(task, svc)} ({task.task_id[:8]}) failed: {error}",
+    )
+
+
+# -- parking on the owner ----------------------------------------------------------
+
+
+def _deadline(seconds: float) -> str:
+    return rfc3339(datetime.now(UTC) + timedelta(seconds=seconds))
+
+
+async def _ask(
+    task: TaskRecord,
+    svc: Services,
+    *,
+    action_type: str,
+    step: int,
+    tool: str | None,
+    options: list[str],
+    description: str,
+    preview: Any = None,
+    taint: str | None = None,
+    on_deny: str = "fail",
+    timeout: float | None = None,
+    extra_detail: dict[str, Any] | None = None,
+) -> None:
+    """Park the task on a question to the owner (an approval record); no coroutine waits."""
+    approval_id = str(uuid.uuid4())
+    text_preview = None
+    if preview is not None:
+        text_preview = json.dumps(svc.redactor.value(preview), sort_keys=True)[:300]
+    approval = ApprovalRecord(
+        approval_id=approval_id,
+        task_id=task.task_id,
+        action_type=action_type,
+        description=description,
+        data_preview=text_preview,
+        taint_level=taint,
+        target_sink=tool,
+        tool=tool,
+        step=step,
+        created_at=now_rfc3339(),
+        expires_at=_deadline(timeout or svc.approval_timeout_seconds),
+        status=ApprovalStatus.pending,
+        options=options,
+        decision=None,
+        decided_at=None,
+        prompts_sent=0,
+    )
+    detail_extra = {"on_deny": on_deny, **(extra_detail or {})}
+    await svc.journal.park_approval(approval, approval_message(approval, 0), detail_extra)
+    svc.notify_owner()
+
+
+def approval_message(a: ApprovalRecord, attempt: int) -> OwnerMessage:
+    """The prompt for an approval; `attempt` > 0 for a re-send after a restart."""
+    first, *_ = a.options
+    lines = [
+        ("Approval needed" if attempt == 0 else "Approval re-sent after restart")
+        + f" [{a.approval_id[:8]}]: {a.description}"
+    ]
+    if a.data_preview:
+        lines.append(f"  preview: {a.data_preview}")
+    answers = [f"pfar approve {a.approval_id[:8]}  ({first})"]
+    if "deny" in a.options or "fail" in a.options:
+        deny = "deny" if "deny" in a.options else "fail"
+        answers.append(f"pfar deny {a.approval_id[:8]}  ({deny})")
+    answers += [
+        f"pfar answer {a.approval_id[:8]} {o}" for o in a.options[1:] if o not in ("deny", "fail")
+    ]
+    lines.append("  answer: " + " | ".join(answers))
+    lines.append(f"  expires: {a.expires_at}")
+    return OwnerMessage(
+        message_key=f"approval:{a.approval_id}:{attempt}",
+        kind="approval",
+        task_id=a.task_id,
+        body="\n".join(lines),
+    )
+
+
+async def _park_credential(task: TaskRecord, svc: Services, i: int, args: dict[str, Any]) -> None:
+    prompt = CredentialPromptRecord(
+        prompt_id=str(uuid.uuid4()),
+        task_id=task.task_id,
+        service=str(args["service"]),
+        credential_type=str(args.get("credential_type", "api_key")),
+        instructions=str(args.get("instructions", f"Provide a {args['service']} credential.")),
+        vault_ref=PromptCredential.vault_ref(args),
+        message_id=None,
+        created_at=now_rfc3339(),
+        expires_at=_deadline(svc.credential_timeout_seconds),
+        status=CredentialStatus.pending,
+        step=i,
+        received_at=None,
+    )
+    await svc.journal.park_credential(prompt, credential_message(prompt, 0))
+    svc.notify_owner()
+
+
+def credential_message(p: CredentialPromptRecord, attempt: int) -> OwnerMessage:
+    head = "Credential needed" if attempt == 0 else "Credential request re-sent after restart"
+    body = (
+        f"{head} [{p.prompt_id[:8]}]: {p.service} ({p.credential_type}).\n"
+        f"  {p.instructions}\n"
+        f"  answer: pfar credential {p.prompt_id[:8]}   (reads the secret from stdin)\n"
+        f"  expires: {p.expires_at}"
+    )
+    return OwnerMessage(
+        message_key=f"credential:{p.prompt_id}:{attempt}",
+        kind="credential",
+        task_id=p.task_id,
+        body=body,
+    )
+
+
+def answer_outcome(
+    task: TaskRecord, approval: ApprovalRecord, decision: str
+) -> tuple[TaskState, dict[str, Any], dict[str, Any]]:
+    """Where the owner's answer sends a parked task (runs inside the decision's commit)."""
+    step = approval.step if approval.step is not None else task.current_step
+    base: dict[str, Any] = {"current_step": step}
+    why = "denied by the owner" if decision == "deny" else "failed by the owner's decision"
+    if decision == "deny":
+        decision = "skip" if task.detail.get("on_deny") == "skip" else "fail"
+    if decision == "fail":
+        return TaskState.Failed, base, {"error": f"{why}: {approval.description}"}
+    if decision == "skip":
+        return TaskState.Executing, {**base, "skip_step": step}, {}
+    if decision == "continue":
+        return TaskState.Executing, {**base, "template_ack": task.detail.get("template_seen")}, {}
+    # approve / retry
+    return TaskState.Executing, {**base, "approved_step": step, "retry_step": step}, {}
+
+
+def _title(task: TaskRecord, svc: Services) -> str:
+    tpl: Template | None = svc.templates.get(task.template_id)
+    return tpl.title if tpl else task.template_id

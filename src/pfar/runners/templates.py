@@ -1,0 +1,121 @@
+"""Task templates: TOML files in `$PFAR_HOME/templates/`, one template per file.
+
+See docs/templates.md for the format. A malformed file is refused with the
+file and the key named.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..config import validate_model
+from ..errors import ConfigError
+from ..policy.approvals import ApprovalRule
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ApprovalSection(_Section):
+    require: list[str] = []
+    tainted_writes: bool = False
+    on_deny: Literal["skip", "fail"] = "fail"
+    timeout_seconds: float | None = Field(None, gt=0)
+
+
+class TimeoutSection(_Section):
+    step_seconds: float = Field(60, gt=0)
+    llm_seconds: float = Field(120, gt=0)
+
+
+class Template(_Section):
+    id: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
+    description: str = ""
+    trigger: str = "cli"
+    allowed_tools: list[str]
+    data_ceiling: Literal["public", "internal", "sensitive", "secret"] = "internal"
+    output_sinks: list[str] = ["owner"]
+    approval: ApprovalSection = ApprovalSection()
+    timeouts: TimeoutSection = TimeoutSection()
+    # filled by the loader: sha256 of the file, to notice a change under a running task
+    content_hash: str = ""
+
+    @field_validator("output_sinks")
+    @classmethod
+    def _sinks(cls, sinks: list[str]) -> list[str]:
+        for sink in sinks:
+            if sink != "owner" and not sink.startswith("workspace:"):
+                raise ValueError(f"unknown sink {sink!r} (use 'owner' or 'workspace:FILE')")
+        return sinks
+
+    @property
+    def title(self) -> str:
+        return self.description or self.id
+
+    def approval_rule(self) -> ApprovalRule:
+        return ApprovalRule(
+            require=frozenset(self.approval.require),
+            tainted_writes=self.approval.tainted_writes,
+            on_deny=self.approval.on_deny,
+        )
+
+
+def load_template(path: Path) -> Template:
+    try:
+        raw = path.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), "", f"not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(path), "", f"cannot be read: {exc}") from None
+    if "content_hash" in data:
+        raise ConfigError(str(path), "content_hash", "is computed by pfar; remove it")
+    tpl = validate_model(Template, data, path)
+    if tpl.id != path.stem:
+        raise ConfigError(str(path), "id", f"must match the file name ({path.stem!r})")
+    return tpl.model_copy(update={"content_hash": hashlib.sha256(raw).hexdigest()[:16]})
+
+
+class TemplateRegistry:
+    """Templates by id, loaded from a directory; reloaded on demand (e.g. each submit)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._templates: dict[str, Template] = {}
+
+    def load(self) -> list[ConfigError]:
+        """Load every template; return the errors of files that could not be loaded."""
+        found: dict[str, Template] = {}
+        errors: list[ConfigError] = []
+        if self.directory.exists():
+            for path in sorted(self.directory.glob("*.toml")):
+                try:
+                    tpl = load_template(path)
+                except ConfigError as exc:
+                    errors.append(exc)
+                    continue
+                found[tpl.id] = tpl
+        self._templates = found
+        return errors
+
+    def get(self, template_id: str) -> Template | None:
+        return self._templates.get(template_id)
+
+    def fresh(self, template_id: str) -> Template | None:
+        """Re-read one template from disk: what a resumed task is checked against."""
+        path = self.directory / f"{template_id}.toml"
+        if not path.exists():
+            self._templates.pop(template_id, None)
+            return None
+        tpl = load_template(path)
+        self._templates[template_id] = tpl
+        return tpl
+
+    def ids(self) -> list[str]:
+        return sorted(self._templates)

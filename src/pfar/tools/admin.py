@@ -1,0 +1,55 @@
+"""admin.prompt_credential: ask the owner for a credential; the task parks until it arrives."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ..errors import ToolFailed
+from ..journal.records import Idempotency, Semantics
+from .base import ToolContext, require
+
+CREDENTIAL_TYPES = ("integration_token", "oauth", "api_key", "app_password")
+
+
+class PromptCredential:
+    """Parks its task on a credential prompt unless the vault already holds the secret.
+
+    The runner treats this tool specially: `run` is reached only once the secret
+    is in the vault, and returns where it lives, never its value.
+    """
+
+    name: ClassVar[str] = "admin.prompt_credential"
+    description: ClassVar[str] = "Ask the owner for a credential and store it in the vault."
+    result_label: ClassVar[str] = "Extracted"
+    parks_for_credential: ClassVar[bool] = True
+
+    def semantics(self, args: dict[str, Any]) -> Semantics:
+        return Semantics.Write
+
+    def idempotency(self, args: dict[str, Any]) -> Idempotency:
+        return Idempotency.check
+
+    def validate(self, args: dict[str, Any]) -> None:
+        require(args, "service", str, self.name)
+        kind = args.get("credential_type", "api_key")
+        if kind not in CREDENTIAL_TYPES:
+            raise ToolFailed(f"{self.name}: credential_type must be one of {CREDENTIAL_TYPES}")
+
+    @staticmethod
+    def vault_ref(args: dict[str, Any]) -> str:
+        return str(args.get("vault_ref") or f"vault:{args['service']}_token")
+
+    @staticmethod
+    def secret_name(args: dict[str, Any]) -> str:
+        return PromptCredential.vault_ref(args).removeprefix("vault:")
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        name = self.secret_name(args)
+        if ctx.secret(name) is None:
+            raise ToolFailed(f"{self.name}: secret {name!r} is still missing")
+        return {"service": args["service"], "stored": self.vault_ref(args)}
+
+    async def check(self, args: dict[str, Any], ctx: ToolContext) -> Any | None:
+        if ctx.secret(self.secret_name(args)) is None:
+            return None
+        return {"service": args["service"], "stored": self.vault_ref(args)}

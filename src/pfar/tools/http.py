@@ -1,0 +1,66 @@
+"""http.request: GET is a Read; POST/PUT/PATCH/DELETE are Writes carrying an Idempotency-Key."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import httpx
+
+from ..errors import ToolFailed
+from ..journal.records import Idempotency, Semantics
+from .base import ToolContext, require
+
+_READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+_WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+_MAX_BODY = 64 * 1024
+
+
+class HttpRequest:
+    name: ClassVar[str] = "http.request"
+    description: ClassVar[str] = (
+        "HTTP request. Writes send an Idempotency-Key derived from the task and step, "
+        "so a retry after a crash is recognised by the server."
+    )
+    result_label: ClassVar[str] = "Raw"
+
+    def semantics(self, args: dict[str, Any]) -> Semantics:
+        method = str(args.get("method", "GET")).upper()
+        return Semantics.Read if method in _READ_METHODS else Semantics.Write
+
+    def idempotency(self, args: dict[str, Any]) -> Idempotency:
+        return Idempotency.key
+
+    def validate(self, args: dict[str, Any]) -> None:
+        require(args, "url", str, self.name)
+        method = str(args.get("method", "GET")).upper()
+        if method not in _READ_METHODS | _WRITE_METHODS:
+            raise ToolFailed(f"{self.name}: unsupported method {method!r}")
+        if "headers" in args and not isinstance(args["headers"], dict):
+            raise ToolFailed(f"{self.name}: argument 'headers' must be a table")
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        method = str(args.get("method", "GET")).upper()
+        headers = {str(k): str(v) for k, v in ctx.resolve(args.get("headers", {})).items()}
+        if method in _WRITE_METHODS:
+            headers.setdefault("Idempotency-Key", ctx.idempotency_key)
+        kwargs: dict[str, Any] = {"headers": headers}
+        if "json" in args:
+            kwargs["json"] = ctx.resolve(args["json"])
+        elif "body" in args:
+            kwargs["content"] = str(ctx.resolve(args["body"])).encode()
+        timeout = float(args.get("timeout_seconds", 30))
+        try:
+            async with httpx.AsyncClient(timeout=timeout) as client:
+                resp = await client.request(method, ctx.resolve(args["url"]), **kwargs)
+        except httpx.HTTPError as exc:
+            raise ToolFailed(f"{self.name}: {method} {args['url']} failed: {exc!r}") from None
+        body = resp.text[:_MAX_BODY]
+        if resp.status_code >= 400:
+            raise ToolFailed(
+                f"{self.name}: {method} {args['url']} answered HTTP {resp.status_code}: "
+                f"{body[:200]}"
+            )
+        return {"status": resp.status_code, "body": body}
+
+    async def check(self, args: dict[str, Any], ctx: ToolContext) -> Any | None:
+        return None

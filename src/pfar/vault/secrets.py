@@ -1,0 +1,55 @@
+"""`secrets.db`: credentials by name. Values never leave this module except to a tool call."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .sqlite import Synchronous, open_vault_db
+
+
+class SecretStore:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls, path: Path, *, create: bool = False, synchronous: Synchronous = "FULL"
+    ) -> SecretStore:
+        return cls(open_vault_db(path, "secrets", create=create, synchronous=synchronous))
+
+    def set(self, name: str, value: str, service: str | None = None) -> None:
+        at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute(
+                "INSERT INTO secrets(name, value, service, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value, "
+                "updated_at = excluded.updated_at",
+                (name, value, service, at, at),
+            )
+            self._conn.execute("COMMIT")
+
+    def get(self, name: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM secrets WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def has(self, name: str) -> bool:
+        return self.get(name) is not None
+
+    def values(self) -> dict[str, str]:
+        """Every secret, for the redactor. Never log the result."""
+        with self._lock:
+            rows = self._conn.execute("SELECT name, value FROM secrets").fetchall()
+        return {str(n): str(v) for n, v in rows}
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return [str(r[0]) for r in self._conn.execute("SELECT name FROM secrets ORDER BY name")]
+
+    def close(self) -> None:
+        self._conn.close()

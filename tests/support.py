@@ -1,0 +1,218 @@
+"""Test support: homes with templates and scripts, the kernel as a real subprocess,
+and a loopback HTTP server that records every request it receives."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from pfar.cli.client import call
+from pfar.cli.setup_home import init_home
+from pfar.vault.home import Home
+
+
+def make_home(
+    root: Path,
+    *,
+    templates: dict[str, str] | None = None,
+    script: str | None = None,
+    config: str | None = None,
+    examples: bool = False,
+) -> Home:
+    """A fresh home. `templates` maps id -> TOML body; `script` is the scripted model's file."""
+    home = Home(root)
+    init_home(home, examples=examples)
+    for tid, body in (templates or {}).items():
+        (home.templates_dir / f"{tid}.toml").write_text(textwrap.dedent(body))
+    if script is not None:
+        (home.root / "scripts" / "default.toml").write_text(textwrap.dedent(script))
+    if config is not None:
+        home.config.write_text(textwrap.dedent(config))
+    return home
+
+
+class KernelProcess:
+    """`pfar run` as a real child process, to be killed with SIGKILL or stopped with SIGTERM."""
+
+    def __init__(
+        self, home: Home, fault: str | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        self.home = home
+        full_env = {**os.environ, "PFAR_HOME": str(home.root), **(env or {})}
+        full_env.pop("PFAR_FAULT", None)
+        if fault:
+            full_env["PFAR_FAULT"] = fault
+        self.stdout_path = home.root / f"kernel-{time.monotonic_ns()}.out"
+        self._out = open(self.stdout_path, "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pfar", "run", "--no-stdin"],
+            env=full_env,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"kernel exited early ({self.proc.returncode}):\n{self.output()}"
+                )
+            try:
+                call(self.home, {"op": "ping"}, timeout=1.0)
+                return
+            except Exception:
+                time.sleep(0.05)
+        raise AssertionError(f"kernel not ready after {timeout}s:\n{self.output()}")
+
+    def request(self, op: str, **kw: Any) -> Any:
+        return call(self.home, {"op": op, **kw})
+
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self._out.close()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.wait_exit()
+
+    def terminate(self, timeout: float = 60.0) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self.wait_exit(timeout)
+
+    def output(self) -> str:
+        self._out.flush()
+        return self.stdout_path.read_text(errors="replace")
+
+    def killed_by_fault(self, timeout: float = 30.0) -> bool:
+        """True when the fault hook killed the process (it dies of SIGKILL by itself)."""
+        code = self.wait_exit(timeout)
+        return code == -signal.SIGKILL
+
+
+@contextmanager
+def running_kernel(home: Home, **kw: Any) -> Iterator[KernelProcess]:
+    k = KernelProcess(home, **kw)
+    try:
+        k.wait_ready()
+        yield k
+    finally:
+        if k.proc.poll() is None:
+            k.terminate()
+
+
+def wait_for(predicate: Any, timeout: float = 20.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def db(home: Home) -> sqlite3.Connection:
+    """A plain connection to the journal, for assertions (and for aging rows in tests)."""
+    conn = sqlite3.connect(home.sessions_db, isolation_level=None, timeout=10)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def task_states(home: Home) -> dict[str, str]:
+    with db(home) as conn:
+        return {
+            r["task_id"]: r["state"]
+            for r in conn.execute("SELECT task_id, state FROM task_journal")
+        }
+
+
+def owner_messages(home: Home) -> list[dict[str, Any]]:
+    if not home.owner_log.exists():
+        return []
+    return [json.loads(line) for line in home.owner_log.read_text().splitlines() if line]
+
+
+@dataclass
+class RecordingServer:
+    """A loopback HTTP/1.1 server that records requests and honours Idempotency-Key."""
+
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    effects: dict[str, int] = field(default_factory=dict)  # idempotency key -> times applied
+    delay_seconds: float = 0.0
+    fail_status: int | None = None
+
+    def __post_init__(self) -> None:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length).decode() if length else ""
+                key = self.headers.get("Idempotency-Key")
+                server.requests.append(
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "body": body,
+                        "key": key,
+                        "headers": dict(self.headers),
+                    }
+                )
+                if server.delay_seconds:
+                    time.sleep(server.delay_seconds)
+                if server.fail_status:
+                    self._reply(server.fail_status, {"error": "failing on purpose"})
+                    return
+                replay = False
+                if self.command != "GET" and key:
+                    replay = key in server.effects
+                    server.effects[key] = server.effects.get(key, 0) + (0 if replay else 1)
+                self._reply(200, {"ok": True, "path": self.path, "replay": replay})
+
+            def _reply(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def writes(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["method"] != "GET"]
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
