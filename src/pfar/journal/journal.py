@@ -143,6 +143,26 @@ class Journal:
     ) -> list[ApprovalRecord]:
         return approvals_sql.approvals_with_status(self._reader, statuses, limit)
 
+    def resolve_approval_id(self, prefix: str) -> str:
+        """A full approval id, or an unambiguous prefix of at least 4 characters."""
+        if approvals_sql.get_approval(self._reader, prefix) is not None:
+            return prefix
+        found = approvals_sql.approval_ids_with_prefix(self._reader, prefix)
+        if len(prefix) >= 4 and len(found) == 1:
+            return found[0]
+        raise UnknownApproval(prefix)
+
+    def resolve_prompt_id(self, prefix: str) -> str:
+        if approvals_sql.get_credential(self._reader, prefix) is not None:
+            return prefix
+        found = approvals_sql.prompt_ids_with_prefix(self._reader, prefix)
+        if len(prefix) >= 4 and len(found) == 1:
+            return found[0]
+        raise UnknownCredentialPrompt(prefix)
+
+    def next_deadline(self) -> str | None:
+        return approvals_sql.next_deadline(self._reader)
+
     def approvals_for_task(self, task_id: str) -> list[ApprovalRecord]:
         return approvals_sql.approvals_for_task(self._reader, task_id)
 

@@ -28,8 +28,6 @@ from ..errors import (
     AlreadyDecided,
     ConfigError,
     PfarError,
-    UnknownApproval,
-    UnknownCredentialPrompt,
 )
 from ..journal import (
     ApprovalRecord,
@@ -126,6 +124,13 @@ class Kernel:
             self._lock.release()
             raise
         self.redactor = Redactor(self.secrets.values)
+        try:
+            self._load_services(config)
+        except BaseException:
+            self.journal.close(checkpoint=False)
+            self.secrets.close()
+            self._lock.release()
+            raise
         self.audit = AuditLog(self.home.audit_log, self.redactor)
         self.audit.log(
             "system_startup",
@@ -140,29 +145,12 @@ class Kernel:
         crashed = previous is not None and not previous["clean"]
         await self.journal.supersede_old_prompts()
         await self.journal.start_boot(self.boot_id, os.getpid(), pfar_version())
-        for task_id, error in await self.journal.expire_due(now_rfc3339()):
-            self.audit.log("task_expired", task_id=task_id, error=error)
+        await self._expire()
         await self._cleanup()
-
-        # Stage 3: services (recovery decisions need template titles)
-        self.templates = TemplateRegistry(self.home.templates_dir)
-        self.template_errors = self.templates.load()
         for err in self.template_errors:
             self.audit.log("template_invalid", error=str(err))
-        self.tools = self._tools or ToolRegistry.builtin()
-        self.provider = self._provider or self._load_provider(config)
-        self.services = Services(
-            journal=self.journal,
-            tools=self.tools,
-            provider=self.provider,
-            templates=self.templates,
-            secret=self.secrets.get,
-            redactor=self.redactor,
-            workspace=self.home.workspace,
-            approval_timeout_seconds=config.approvals.approval_timeout_seconds,
-            credential_timeout_seconds=config.approvals.credential_prompt_timeout_seconds,
-            notify_owner=self.owner.notify,
-        )
+
+        # Stage 3 (services) was loaded before any journal write: see _load_services
         now = datetime.now(UTC)
         plan = plan_recovery(
             self.journal,
@@ -193,6 +181,29 @@ class Kernel:
         for task_id in to_resume:
             self.resume(task_id)
         return report
+
+    def _load_services(self, config: Config) -> None:
+        """Templates, tools and the model, validated before the journal is written to:
+        a bad script or config stops the start without touching any task."""
+        self.templates = TemplateRegistry(self.home.templates_dir)
+        self.template_errors = self.templates.load()
+        self.tools = self._tools or ToolRegistry.builtin()
+        self.provider = self._provider or self._load_provider(config)
+        self.services = Services(
+            journal=self.journal,
+            tools=self.tools,
+            provider=self.provider,
+            templates=self.templates,
+            secret=self.secrets.get,
+            redactor=self.redactor,
+            workspace=self.home.workspace,
+            approval_timeout_seconds=config.approvals.approval_timeout_seconds,
+            credential_timeout_seconds=config.approvals.credential_prompt_timeout_seconds,
+            notify_owner=self._notify_owner,
+        )
+
+    def _notify_owner(self) -> None:
+        self.owner.notify()
 
     def _load_provider(self, config: Config) -> Provider:
         path = self.home.root / config.llm.script
@@ -306,21 +317,9 @@ class Kernel:
 
     # -- the owner's answers ---------------------------------------------------
 
-    def resolve_approval_id(self, prefix: str) -> str:
-        return _resolve(
-            prefix,
-            [
-                a.approval_id
-                for a in self.journal.approvals(
-                    ("pending", "approved", "denied", "expired", "recovered"), 100_000
-                )
-            ],
-            UnknownApproval(prefix),
-        )
-
     async def answer(self, approval_id: str, decision: str) -> tuple[ApprovalRecord, bool]:
         """Answer an approval (approve, deny, retry, skip, fail, continue). Idempotent."""
-        approval_id = self.resolve_approval_id(approval_id)
+        approval_id = self.journal.resolve_approval_id(approval_id)
         a = self.journal.approval(approval_id)
         if decision == "approve":
             decision = a.options[0]
@@ -345,11 +344,7 @@ class Kernel:
         return decided, changed
 
     async def provide_credential(self, prompt_id: str, secret: str) -> TaskRecord:
-        prompts = [
-            p.prompt_id
-            for p in self.journal.credential_prompts(("pending", "received", "expired"), 100_000)
-        ]
-        prompt_id = _resolve(prompt_id, prompts, UnknownCredentialPrompt(prompt_id))
+        prompt_id = self.journal.resolve_prompt_id(prompt_id)
         p = self.journal.credential_prompt(prompt_id)
         if p.status.value != "pending":
             raise AlreadyDecided("credential prompt", prompt_id, p.status.value)
@@ -367,24 +362,34 @@ class Kernel:
 
     # -- background duties -----------------------------------------------------
 
+    async def _expire(self) -> None:
+        """Fail the tasks whose approval or credential prompt ran out of time."""
+        now = now_rfc3339()
+        deadline = self.journal.next_deadline()
+        if deadline is None or deadline > now:
+            return
+        failed = await self.journal.expire_due(now)
+        for task_id, error in failed:
+            self.audit.log("task_expired", task_id=task_id, error=error)
+        if failed:
+            await self.journal.enqueue(
+                [
+                    OwnerMessage(
+                        f"failed:{task_id}",
+                        "notice",
+                        f"Task {task_id[:8]} failed: {error}",
+                        task_id,
+                    )
+                    for task_id, error in failed
+                ]
+            )
+            self.owner.notify()
+
     async def _expiry_loop(self) -> None:
         while True:
             await asyncio.sleep(1.0)
-            failed = await self.journal.expire_due(now_rfc3339())
-            for task_id, error in failed:
-                self.audit.log("task_expired", task_id=task_id, error=error)
-                await self.journal.enqueue(
-                    [
-                        OwnerMessage(
-                            f"failed:{task_id}",
-                            "notice",
-                            f"Task {task_id[:8]} failed: {error}",
-                            task_id,
-                        )
-                    ]
-                )
-            if failed:
-                self.owner.notify()
+            self.audit.flush(sync=False)
+            await self._expire()
 
     async def _cleanup(self) -> int:
         r = self.config.recovery
@@ -460,15 +465,6 @@ class Kernel:
     def _title(self, task: TaskRecord) -> str:
         tpl = self.templates.get(task.template_id)
         return tpl.title if tpl else task.template_id
-
-
-def _resolve(prefix: str, ids: list[str], error: PfarError) -> str:
-    if prefix in ids:
-        return prefix
-    found = [i for i in ids if i.startswith(prefix)] if len(prefix) >= 4 else []
-    if len(found) == 1:
-        return found[0]
-    raise error
 
 
 def _config_hash(home: Home) -> str:
