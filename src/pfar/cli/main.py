@@ -21,8 +21,9 @@ from . import client
 from .setup_home import init_home
 from .views import approval_row, credential_row, task_row, timeline
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# user data is never markup; piped output is not squeezed into 80 columns
+out = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, markup=False)
 
 
 def _home(ctx: click.Context) -> Home:
@@ -36,12 +37,28 @@ def _emit(data: Any, as_json: bool, table: Table | None = None) -> None:
         out.print(table)
 
 
+_SHORT = {"task_id", "approval_id", "prompt_id"}
+
+
+def _cell(column: str, value: Any) -> str:
+    """For people: ids by their first 8 characters (any unambiguous prefix is accepted),
+    times to the second. `--json` has everything in full."""
+    if value is None:
+        return ""
+    text = str(value)
+    if column in _SHORT:
+        text = text[:8]
+    elif column.endswith("_at") and "T" in text:
+        text = text[:19].replace("T", " ")
+    return text
+
+
 def _table(rows: list[dict[str, Any]], columns: list[str], title: str) -> Table:
     t = Table(title=title, title_justify="left")
     for c in columns:
         t.add_column(c, overflow="fold")
     for r in rows:
-        t.add_row(*("" if r.get(c) is None else str(r.get(c)) for c in columns))
+        t.add_row(*(_cell(c, r.get(c)) for c in columns))
     return t
 
 
@@ -89,7 +106,7 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
 
         def started(kernel: Any) -> None:
             for e in kernel.template_errors:
-                err.print(f"[yellow]template not loaded:[/] {e}")
+                err.print(f"template not loaded: {e}")
             err.print(
                 f"pfar kernel running on {home.root} (pid {__import__('os').getpid()}, "
                 f"boot {kernel.boot_id[:8]})"
@@ -147,6 +164,9 @@ def tasks(ctx: click.Context, states: tuple[str, ...], limit: int, as_json: bool
     with _readonly(_home(ctx)) as j:
         rows = [task_row(t) for t in j.tasks(list(states) or None, limit)]
     cols = ["task_id", "template_id", "state", "phase", "current_step", "updated_at", "error"]
+    for r in rows:
+        if r["steps"] is not None:
+            r["current_step"] = f"{r['current_step']}/{r['steps']}"
     _emit(rows, as_json, _table(rows, cols, f"{len(rows)} task(s)"))
 
 
@@ -167,9 +187,7 @@ def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
         _emit(data, True)
         return
     t = data["task"]
-    out.print(
-        f"[bold]{t['task_id']}[/]  {t['template_id']}  [bold]{t['state']}[/] (phase {t['phase']})"
-    )
+    out.print(f"{t['task_id']}  {t['template_id']}  {t['state']} (phase {t['phase']})")
     if t["error"]:
         out.print(f"error: {t['error']}")
     for ev in data["timeline"]:
@@ -307,8 +325,8 @@ def recover(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         return
     if running:
         out.print(
-            "[yellow]a kernel is running on this home: it recovered at its start; "
-            "this is what a restart now would do[/]"
+            "a kernel is running on this home: it recovered at its start; "
+            "this is what a restart now would do"
         )
     out.print(
         _table(
@@ -338,8 +356,8 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except KernelNotRunning as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"error: {exc}")
         sys.exit(2)
     except PfarError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"error: {exc}")
         sys.exit(1)
