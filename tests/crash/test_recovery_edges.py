@@ -1,0 +1,149 @@
+"""Recovery's harder edges: a crash-looping task, a template changed under a running task,
+a planned tool that no longer exists. The kernel runs as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ..support import KernelProcess, db, make_home, owner_messages, running_kernel, wait_for
+
+pytestmark = pytest.mark.crash
+
+SLOW_NOTE = """
+    id = "slow_note"
+    description = "Slow note"
+    allowed_tools = ["file.write", "file.read"]
+"""
+
+SCRIPT = """
+    [[responses]]
+    template = "slow_note"
+    phase = "plan"
+    [[responses.json.steps]]
+    tool = "file.write"
+    args = { path = "a.txt", content = "one" }
+    [[responses.json.steps]]
+    tool = "file.write"
+    args = { path = "b.txt", content = "two" }
+
+    [[responses]]
+    phase = "synthesize"
+    text = "ok"
+"""
+
+
+def _state(home, task_id: str) -> dict:
+    with db(home) as conn:
+        row = conn.execute("SELECT * FROM task_journal WHERE task_id = ?", (task_id,)).fetchone()
+        return dict(row)
+
+
+def test_task_whose_recovery_keeps_crashing_the_kernel_is_abandoned(tmp_path: Path) -> None:
+    home = make_home(
+        tmp_path / "home",
+        templates={"slow_note": SLOW_NOTE},
+        script=SCRIPT,
+        config="[recovery]\nmax_recovery_attempts = 3\n",
+    )
+    first = KernelProcess(home, fault="step_completed")
+    first.wait_ready()
+    task_id = first.request("submit", template="slow_note", text="x")["task_id"]
+    assert first.killed_by_fault()
+
+    # Each start recovers the task and dies right after journaling that decision:
+    # a task that crashes the kernel during its recovery, again and again.
+    for attempt in range(1, 4):
+        k = KernelProcess(home, fault="recovery_decided")
+        assert k.killed_by_fault(), k.output()
+        assert _state(home, task_id)["recovery_attempts"] == attempt
+
+    with running_kernel(home):
+        row = wait_for(
+            lambda: (r := _state(home, task_id))["state"] == "Abandoned" and r,
+            what="the crash-looping task to be abandoned",
+        )
+        assert "crashed the kernel 3 times" in row["error"]
+        reports = [m["body"] for m in owner_messages(home) if m["kind"] == "report"]
+        wait_for(
+            lambda: any(
+                "abandoned" in m["body"] for m in owner_messages(home) if m["kind"] == "report"
+            ),
+            what="the report",
+        )
+    assert len(reports) >= 1
+
+
+def test_template_changed_under_a_running_task_asks_the_owner(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", templates={"slow_note": SLOW_NOTE}, script=SCRIPT)
+    k = KernelProcess(home, fault="step_completed")
+    k.wait_ready()
+    task_id = k.request("submit", template="slow_note", text="x")["task_id"]
+    assert k.killed_by_fault()
+    (home.templates_dir / "slow_note.toml").write_text(
+        SLOW_NOTE.replace('"Slow note"', '"Slow note, edited"')
+    )
+
+    with running_kernel(home) as k2:
+        row = wait_for(
+            lambda: (r := _state(home, task_id))["state"] == "AwaitingApproval" and r,
+            what="the question about the changed template",
+        )
+        approval_id = json.loads(row["state_detail"])["approval_id"]
+        with db(home) as conn:
+            a = dict(
+                conn.execute(
+                    "SELECT * FROM pending_approvals WHERE approval_id = ?", (approval_id,)
+                ).fetchone()
+            )
+        assert a["action_type"] == "template_changed"
+        assert json.loads(a["options_json"]) == ["continue", "fail"]
+        k2.request("answer", approval_id=approval_id, decision="continue")
+        wait_for(lambda: _state(home, task_id)["state"] == "Completed", what="completion")
+    workspace = home.workspace(task_id)
+    assert (workspace / "a.txt").read_text() == "one"
+    assert (workspace / "b.txt").read_text() == "two"
+    with db(home) as conn:
+        plan_steps = conn.execute(
+            "SELECT count(*) FROM task_steps WHERE task_id = ?", (task_id,)
+        ).fetchone()[0]
+    assert plan_steps == 2
+
+
+def test_planned_tool_that_no_longer_exists_asks_instead_of_crashing(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", templates={"slow_note": SLOW_NOTE}, script=SCRIPT)
+    k = KernelProcess(home, fault="step_completed")
+    k.wait_ready()
+    task_id = k.request("submit", template="slow_note", text="x")["task_id"]
+    assert k.killed_by_fault()
+    # An upgrade renamed the tool: the journaled plan (data) still names the old one.
+    with db(home) as conn:
+        plan = json.loads(
+            conn.execute(
+                "SELECT plan_json FROM task_journal WHERE task_id = ?", (task_id,)
+            ).fetchone()[0]
+        )
+        plan["steps"][1]["tool"] = "file.write_v0"
+        conn.execute(
+            "UPDATE task_journal SET plan_json = ? WHERE task_id = ?", (json.dumps(plan), task_id)
+        )
+
+    with running_kernel(home) as k2:
+        row = wait_for(
+            lambda: (r := _state(home, task_id))["state"] == "AwaitingApproval" and r,
+            what="the question about the missing tool",
+        )
+        approval_id = json.loads(row["state_detail"])["approval_id"]
+        k2.request("answer", approval_id=approval_id, decision="skip")
+        wait_for(lambda: _state(home, task_id)["state"] == "Completed", what="completion")
+        assert k2.proc.poll() is None
+    with db(home) as conn:
+        statuses = [
+            r[0]
+            for r in conn.execute(
+                "SELECT status FROM task_steps WHERE task_id = ? ORDER BY step", (task_id,)
+            )
+        ]
+    assert statuses == ["completed", "skipped"]
