@@ -48,8 +48,6 @@ class VaultConfig(_Section):
 
 class JournalConfig(_Section):
     cleanup_interval_hours: float = Field(24, gt=0)
-    # how long a group-commit batch may wait for more writers to join (microseconds)
-    group_commit_window_us: int = Field(0, ge=0)
 
 
 class LLMConfig(_Section):

@@ -7,7 +7,6 @@ state machine cannot be raced past.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -63,11 +62,10 @@ class Journal:
         create: bool = False,
         synchronous: Synchronous = "FULL",
         fault_hook: FaultHook | None = None,
-        window_us: int = 0,
     ) -> Journal:
         wconn = open_vault_db(path, "sessions", create=create, synchronous=synchronous)
         reader = connect(path, synchronous=synchronous)
-        writer = GroupCommitWriter(wconn, fault_hook=fault_hook, window_us=window_us)
+        writer = GroupCommitWriter(wconn, fault_hook=fault_hook)
         return cls(path, wconn, reader, writer)
 
     @classmethod
@@ -98,7 +96,7 @@ class Journal:
         return self._writer
 
     async def _write(self, op: Callable[[sqlite3.Connection], T], point: str | None) -> T:
-        return await asyncio.wrap_future(self.writer.submit(op, point))
+        return await self.writer.submit(op, point)
 
     def write_sync(self, op: Callable[[sqlite3.Connection], T], point: str | None = None) -> T:
         return self.writer.run(op, point)
@@ -131,6 +129,9 @@ class Journal:
 
     def steps(self, task_id: str) -> list[StepRecord]:
         return steps_sql.for_task(self._reader, task_id)
+
+    def step(self, task_id: str, step: int) -> StepRecord | None:
+        return steps_sql.get(self._reader, task_id, step)
 
     def approval(self, approval_id: str) -> ApprovalRecord:
         rec = approvals_sql.get_approval(self._reader, approval_id)
@@ -487,9 +488,11 @@ class Journal:
 
         await self._write(op, point)
 
-    async def mark_delivered(self, key: str) -> None:
+    async def mark_delivered(self, keys: Sequence[str]) -> None:
         def op(conn: sqlite3.Connection) -> None:
-            events_sql.mark_message_txn(conn, key, "delivered", now_rfc3339())
+            at = now_rfc3339()
+            for key in keys:
+                events_sql.mark_message_txn(conn, key, "delivered", at)
 
         await self._write(op, "message_delivered")
 

@@ -111,9 +111,9 @@ def unfinished(conn: sqlite3.Connection) -> list[TaskRecord]:
     """Every task not in a terminal state, through the partial index (oldest first)."""
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM task_journal INDEXED BY idx_task_journal_unfinished "
-        f"WHERE state NOT IN ({_TERMINAL_SQL}) ORDER BY updated_at"
+        f"WHERE state NOT IN ({_TERMINAL_SQL})"
     ).fetchall()
-    return [_row(r) for r in rows]
+    return sorted((_row(r) for r in rows), key=lambda t: t.updated_at)
 
 
 def listing(

@@ -114,7 +114,6 @@ class Kernel:
                 self.home.sessions_db,
                 synchronous=config.vault.synchronous,
                 fault_hook=self._faults,
-                window_us=config.journal.group_commit_window_us,
             )
             self.secrets = SecretStore.open(
                 self.home.secrets_db, synchronous=config.vault.synchronous

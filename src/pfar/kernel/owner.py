@@ -103,7 +103,7 @@ class OwnerChannel:
             await self.deliver_pending()
 
     async def deliver_pending(self) -> int:
-        sent = 0
+        delivered: list[str] = []
         for msg in self._journal.pending_messages():
             already = self._log.has(msg.message_key)
             await self._log.deliver(msg)
@@ -115,6 +115,7 @@ class OwnerChannel:
                         raise
                     except Exception:
                         log.exception("sink %s could not deliver %s", sink.name, msg.message_key)
-            await self._journal.mark_delivered(msg.message_key)
-            sent += 1
-        return sent
+            delivered.append(msg.message_key)
+        if delivered:
+            await self._journal.mark_delivered(delivered)
+        return len(delivered)

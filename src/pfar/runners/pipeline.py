@@ -34,7 +34,7 @@ from ..llm.provider import LLMRequest, Phase
 from ..policy.approvals import approval_needed
 from ..tools.admin import PromptCredential
 from ..tools.base import Tool, ToolContext
-from .plan import Plan
+from .plan import Plan, PlanStep
 from .services import Services
 from .templates import Template
 
@@ -214,14 +214,15 @@ async def _template_still_fits(task: TaskRecord, svc: Services) -> bool:
 
 async def _execute_step(task: TaskRecord, svc: Services) -> bool:
     """Run the task's next step. False when the task parked or ended."""
-    plan = Plan.model_validate(task.plan)
+    plan_steps = (task.plan or {}).get("steps", [])
     i = task.current_step
-    if i >= len(plan.steps):
+    if i >= len(plan_steps):
         await svc.journal.transition(task.task_id, TaskState.Synthesizing, point="synthesizing")
         return True
-    step = plan.steps[i]
-    record = _step_record(svc, task.task_id, i)
-    where = f"step {i + 1} of {len(plan.steps)}"
+    # the plan was validated when it was journaled; it is data from here on
+    step = PlanStep.model_construct(**plan_steps[i])
+    record = svc.journal.step(task.task_id, i)
+    where = f"step {i + 1} of {len(plan_steps)}"
 
     if task.detail.get("skip_step") == i:
         await _finish(
@@ -394,13 +395,6 @@ async def _execute_step(task: TaskRecord, svc: Services) -> bool:
 async def _call(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
     tool.validate(args)
     return await tool.run(args, ctx)
-
-
-def _step_record(svc: Services, task_id: str, step: int) -> StepRecord | None:
-    for rec in svc.journal.steps(task_id):
-        if rec.step == step:
-            return rec
-    return None
 
 
 async def _finish(

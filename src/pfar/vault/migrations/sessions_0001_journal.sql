@@ -30,8 +30,9 @@ CREATE TABLE task_journal (
 );
 CREATE INDEX idx_task_journal_state ON task_journal(state);
 CREATE INDEX idx_task_journal_updated ON task_journal(updated_at);
--- recovery reads only unfinished tasks: its cost grows with them, not with history
-CREATE INDEX idx_task_journal_unfinished ON task_journal(updated_at)
+-- recovery reads only unfinished tasks: its cost grows with them, not with history.
+-- Keyed by task_id, not updated_at, so a step's progress does not move its entry.
+CREATE INDEX idx_task_journal_unfinished ON task_journal(task_id)
     WHERE state NOT IN ('Completed', 'Failed', 'Abandoned');
 
 CREATE TABLE task_steps (
