@@ -95,7 +95,9 @@ class Journal:
             raise RuntimeError("this journal was opened read-only")
         return self._writer
 
-    async def _write(self, op: Callable[[sqlite3.Connection], T], point: str | None) -> T:
+    async def _write(
+        self, op: Callable[[sqlite3.Connection], T], point: str | tuple[str, ...] | None
+    ) -> T:
         return await self.writer.submit(op, point)
 
     def write_sync(self, op: Callable[[sqlite3.Connection], T], point: str | None = None) -> T:
@@ -268,21 +270,35 @@ class Journal:
 
         await self._write(op, "step_started")
 
-    async def step_finished(self, rec: StepRecord, *, next_step: int) -> None:
-        """A step's outcome (completed or skipped), and the task's progress, in one commit."""
+    async def step_finished(self, rec: StepRecord, *, next_step: int, last: bool = False) -> None:
+        """A step's outcome (completed or skipped) and the task's progress, in one commit.
+
+        After the plan's `last` step the task moves to Synthesizing in the same commit.
+        """
+        progress = {"current_step": next_step, "last_completed": rec.step}
 
         def op(conn: sqlite3.Connection) -> None:
             steps_sql.finish_txn(conn, rec)
+            if last:
+                self._transition_txn(
+                    conn,
+                    rec.task_id,
+                    TaskState.Synthesizing,
+                    {"current_step": next_step},
+                    True,
+                    {"execute_progress": progress},
+                )
+                return
             tasks_sql.update_txn(
                 conn,
                 rec.task_id,
                 state_detail={"current_step": next_step},
-                execute_progress={"current_step": next_step, "last_completed": rec.step},
+                execute_progress=progress,
                 updated_at=rec.completed_at or now_rfc3339(),
                 recovery_attempts=0,
             )
 
-        await self._write(op, "step_completed")
+        await self._write(op, ("step_completed", "synthesizing") if last else "step_completed")
 
     async def step_failed(
         self, rec: StepRecord, error: str, messages: Sequence[OwnerMessage] = ()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -14,7 +15,12 @@ JSON = Any  # a value json.dumps accepts
 
 
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """UTC, microseconds, 'Z': sorts as text in the order it happened."""
+    now = time.time()
+    seconds = int(now)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + (
+        f".{int((now - seconds) * 1_000_000):06d}Z"
+    )
 
 
 def parse_rfc3339(text: str) -> datetime:

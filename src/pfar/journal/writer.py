@@ -36,7 +36,7 @@ Op = Callable[[sqlite3.Connection], T]
 @dataclass(slots=True)
 class _Job(Generic[T]):
     op: Op[T]
-    point: str | None
+    points: tuple[str, ...]
     future: asyncio.Future[T] | None
 
 
@@ -51,7 +51,7 @@ class GroupCommitWriter:
         self.commits = 0
         self.writes = 0
 
-    def submit(self, op: Op[T], point: str | None = None) -> asyncio.Future[T]:
+    def submit(self, op: Op[T], point: str | tuple[str, ...] | None = None) -> asyncio.Future[T]:
         """Queue `op` on the running loop; the future resolves once it is committed."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
@@ -61,19 +61,19 @@ class GroupCommitWriter:
         if self._closed:
             fut.set_exception(VaultIOError("the journal writer is closed"))
             return fut
-        self._pending.append(_Job(op, point, fut))
+        self._pending.append(_Job(op, _points(point), fut))
         if not self._scheduled:
             self._scheduled = True
             loop.call_soon(self._flush)
         return fut
 
-    def run(self, op: Op[T], point: str | None = None) -> T:
+    def run(self, op: Op[T], point: str | tuple[str, ...] | None = None) -> T:
         """Commit `op` now, alone (for callers outside an event loop)."""
         if self._failed is not None:
             raise VaultIOError(f"the journal writer stopped: {self._failed}")
         if self._closed:
             raise VaultIOError("the journal writer is closed")
-        results = self._commit([_Job(op, point, None)])
+        results = self._commit([_Job(op, _points(point), None)])
         ok, value = results[0]
         if not ok:
             raise value
@@ -139,8 +139,9 @@ class GroupCommitWriter:
         self._resolve(batch, outcomes)
         if self._faults.armed:
             for job, (ok, _) in zip(batch, outcomes, strict=True):
-                if ok and job.point is not None:
-                    self._faults.passed(job.point)
+                if ok:
+                    for point in job.points:
+                        self._faults.passed(point)
         return outcomes
 
     @staticmethod
@@ -153,6 +154,12 @@ class GroupCommitWriter:
                 fut.set_result(value)
             else:
                 fut.set_exception(value)
+
+
+def _points(point: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    if point is None:
+        return ()
+    return (point,) if isinstance(point, str) else point
 
 
 def _rollback_op(conn: sqlite3.Connection) -> None:

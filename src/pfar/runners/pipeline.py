@@ -9,6 +9,7 @@ parks on the owner. Nothing is held in memory between calls.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -46,8 +47,12 @@ IN_DOUBT_OPTIONS = ["retry", "skip", "fail"]
 async def advance(task_id: str, svc: Services) -> None:
     """Advance a task until it completes, fails, or parks. Safe to call at any time."""
     template_checked = False
+    # After a step this call completed itself, the journal row is exactly what it
+    # committed: it goes on from that mirror instead of reading the row again.
+    mirror: TaskRecord | None = None
     while True:
-        task = svc.journal.task(task_id)
+        task = mirror or svc.journal.task(task_id)
+        fresh, mirror = mirror is not None, None
         if task.state.terminal or task.state.parked:
             return
         try:
@@ -60,8 +65,11 @@ async def advance(task_id: str, svc: Services) -> None:
                     template_checked = True
                     if not await _template_still_fits(task, svc):
                         return
-                if not await _execute_step(task, svc):
+                outcome = await _execute_step(task, svc, fresh=fresh)
+                if outcome is False:
                     return
+                if outcome is not True and outcome.state is TaskState.Executing:
+                    mirror = outcome
             elif task.state is TaskState.Synthesizing:
                 await _synthesize(task, svc)
         except (VaultError, asyncio.CancelledError):
@@ -212,8 +220,13 @@ async def _template_still_fits(task: TaskRecord, svc: Services) -> bool:
     return False
 
 
-async def _execute_step(task: TaskRecord, svc: Services) -> bool:
-    """Run the task's next step. False when the task parked or ended."""
+async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool | TaskRecord:
+    """Run the task's next step.
+
+    False when the task parked or ended; True to go on from the journal; the
+    task as now committed when a step finished (`fresh`: then no record of its
+    next step can exist yet).
+    """
     plan_steps = (task.plan or {}).get("steps", [])
     i = task.current_step
     if i >= len(plan_steps):
@@ -221,11 +234,11 @@ async def _execute_step(task: TaskRecord, svc: Services) -> bool:
         return True
     # the plan was validated when it was journaled; it is data from here on
     step = PlanStep.model_construct(**plan_steps[i])
-    record = svc.journal.step(task.task_id, i)
+    record = None if fresh else svc.journal.step(task.task_id, i)
     where = f"step {i + 1} of {len(plan_steps)}"
 
     if task.detail.get("skip_step") == i:
-        await _finish(
+        return await _finish(
             svc,
             task,
             i,
@@ -237,7 +250,6 @@ async def _execute_step(task: TaskRecord, svc: Services) -> bool:
             {"skipped": "by the owner's decision"},
             "Extracted",
         )
-        return True
 
     if step.tool not in svc.tools:
         await _ask(
@@ -267,7 +279,7 @@ async def _execute_step(task: TaskRecord, svc: Services) -> bool:
             if idem is Idempotency.check:
                 found = await tool.check(step.args, ctx)
                 if found is not None:
-                    await _finish(
+                    return await _finish(
                         svc,
                         task,
                         i,
@@ -279,7 +291,6 @@ async def _execute_step(task: TaskRecord, svc: Services) -> bool:
                         found,
                         tool.result_label,
                     )
-                    return True
             elif idem is Idempotency.none:
                 await _ask(
                     task,
@@ -376,7 +387,7 @@ async def _execute_step(task: TaskRecord, svc: Services) -> bool:
             svc.redactor.text(f"{where}: {step.tool} raised {exc!r}"),
         )
         return False
-    await _finish(
+    return await _finish(
         svc,
         task,
         i,
@@ -389,7 +400,6 @@ async def _execute_step(task: TaskRecord, svc: Services) -> bool:
         tool.result_label,
         started,
     )
-    return True
 
 
 async def _call(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
@@ -409,8 +419,10 @@ async def _finish(
     result: Any,
     label: str,
     started: str | None = None,
-) -> None:
+) -> TaskRecord:
+    """Journal a step's outcome; return the task as it now stands in the journal."""
     at = now_rfc3339()
+    last = i + 1 == len((task.plan or {}).get("steps", []))
     await svc.journal.step_finished(
         StepRecord(
             task.task_id,
@@ -427,6 +439,16 @@ async def _finish(
             None,
         ),
         next_step=i + 1,
+        last=last,
+    )
+    return dataclasses.replace(
+        task,
+        state=TaskState.Synthesizing if last else task.state,
+        phase=TaskState.Synthesizing.phase if last else task.phase,
+        detail={"current_step": i + 1},
+        execute_progress={"current_step": i + 1, "last_completed": i},
+        updated_at=at,
+        recovery_attempts=0,
     )
 
 
