@@ -98,7 +98,8 @@ class KernelProcess:
         return self.wait_exit(timeout)
 
     def output(self) -> str:
-        self._out.flush()
+        if not self._out.closed:
+            self._out.flush()
         return self.stdout_path.read_text(errors="replace")
 
     def killed_by_fault(self, timeout: float = 30.0) -> bool:

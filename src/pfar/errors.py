@@ -17,6 +17,7 @@ one, what to do about it.
     - UnknownCredentialPrompt
     - IllegalTransition      the state machine refused a transition
     - AlreadyDecided         an approval or prompt was already answered or expired
+    - AmbiguousId            an id prefix matches more than one record
   + ToolError
     - UnknownTool
     - ToolTimeout
@@ -97,6 +98,12 @@ class AlreadyDecided(JournalError):
     def __init__(self, what: str, item_id: str, status: str) -> None:
         super().__init__(f"{what} {item_id} is already {status}; nothing was changed")
         self.item_id, self.status = item_id, status
+
+
+class AmbiguousId(JournalError):
+    def __init__(self, what: str, prefix: str) -> None:
+        super().__init__(f"{prefix!r} matches more than one {what}; give more of the id")
+        self.prefix = prefix
 
 
 class ToolError(PfarError):

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..config import Config
 from ..errors import KernelNotRunning, PfarError
-from ..journal import Journal
+from ..journal import Journal, TaskState
 from ..recovery import plan_recovery
 from ..vault.home import Home, HomeLock
 from . import client
@@ -155,7 +155,13 @@ def submit(
 
 
 @cli.command()
-@click.option("--state", "states", multiple=True, help="Only tasks in this state (repeatable).")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    type=click.Choice([st.value for st in TaskState]),
+    help="Only tasks in this state (repeatable).",
+)
 @click.option("--limit", default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context

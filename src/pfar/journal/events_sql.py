@@ -71,10 +71,14 @@ def mark_message_txn(conn: sqlite3.Connection, key: str, status: str, at: str) -
 
 
 def supersede_prompts_txn(conn: sqlite3.Connection, at: str) -> int:
-    """Prompts and reports queued by an earlier boot are replaced by this boot's own."""
+    """Prompts queued by an earlier boot are replaced by this boot's re-sent ones.
+
+    An earlier boot's report that never went out is still delivered: what it says
+    (an abandonment, say) is told nowhere else.
+    """
     cur = conn.execute(
         "UPDATE owner_outbox SET status = 'superseded', delivered_at = ? "
-        "WHERE status = 'pending' AND kind IN ('report', 'approval', 'credential')",
+        "WHERE status = 'pending' AND kind IN ('approval', 'credential')",
         (at,),
     )
     return cur.rowcount

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from ..errors import (
     AlreadyDecided,
+    AmbiguousId,
     UnknownApproval,
     UnknownCredentialPrompt,
     UnknownTask,
@@ -118,6 +119,8 @@ class Journal:
         found = tasks_sql.find_by_prefix(self._reader, prefix) if len(prefix) >= 4 else []
         if len(found) == 1:
             return found[0]
+        if len(found) > 1:
+            raise AmbiguousId("task", prefix)
         raise UnknownTask(prefix)
 
     def tasks(self, states: Sequence[str] | None = None, limit: int = 50) -> list[TaskRecord]:
@@ -153,6 +156,8 @@ class Journal:
         found = approvals_sql.approval_ids_with_prefix(self._reader, prefix)
         if len(prefix) >= 4 and len(found) == 1:
             return found[0]
+        if len(prefix) >= 4 and len(found) > 1:
+            raise AmbiguousId("approval", prefix)
         raise UnknownApproval(prefix)
 
     def resolve_prompt_id(self, prefix: str) -> str:
@@ -161,6 +166,8 @@ class Journal:
         found = approvals_sql.prompt_ids_with_prefix(self._reader, prefix)
         if len(prefix) >= 4 and len(found) == 1:
             return found[0]
+        if len(prefix) >= 4 and len(found) > 1:
+            raise AmbiguousId("credential prompt", prefix)
         raise UnknownCredentialPrompt(prefix)
 
     def next_deadline(self) -> str | None:
@@ -468,25 +475,29 @@ class Journal:
             task_id, TaskState.Failed, point="failed", messages=messages, error=error
         )
 
-    async def abandon(self, task_id: str, reason: str) -> None:
-        await self.transition(task_id, TaskState.Abandoned, point="recovery_decided", error=reason)
+    async def apply_recovery(
+        self,
+        *,
+        abandon: Sequence[tuple[str, str]],
+        attempted: Sequence[str],
+        messages: Sequence[OwnerMessage],
+    ) -> None:
+        """Recovery's decisions and the owner's report (and re-sent prompts), one commit.
 
-    async def note_recovery_attempt(self, task_ids: Sequence[str]) -> None:
-        """Count one more recovery of each task (reset whenever the task makes progress)."""
+        `abandon` holds (task_id, reason); each task in `attempted` counts one more
+        recovery (reset whenever the task makes progress).
+        """
 
         def op(conn: sqlite3.Connection) -> None:
+            for task_id, reason in abandon:
+                self._transition_txn(
+                    conn, task_id, TaskState.Abandoned, None, False, {"error": reason}
+                )
             conn.executemany(
                 "UPDATE task_journal SET recovery_attempts = recovery_attempts + 1 "
                 "WHERE task_id = ?",
-                [(t,) for t in task_ids],
+                [(t,) for t in attempted],
             )
-
-        await self._write(op, "recovery_decided")
-
-    async def send_recovery(self, messages: Sequence[OwnerMessage]) -> None:
-        """Queue the recovery report and the re-sent prompts, counting each approval prompt."""
-
-        def op(conn: sqlite3.Connection) -> None:
             at = now_rfc3339()
             for msg in messages:
                 if events_sql.enqueue_message_txn(conn, msg, at) and msg.kind == "approval":

@@ -28,6 +28,7 @@ from ..errors import (
     AlreadyDecided,
     ConfigError,
     PfarError,
+    VaultMissing,
 )
 from ..journal import (
     ApprovalRecord,
@@ -108,18 +109,28 @@ class Kernel:
         # Stage 1: foundation
         config = self._config or Config.load(self.home.config)
         self.config = config
+        if not self.home.sessions_db.exists():
+            raise VaultMissing(
+                f"{self.home.sessions_db} does not exist; run `pfar init` to create a new home "
+                "(an existing home whose vault went missing should be restored from backup)"
+            )
         self._lock.acquire()
+        opened: list[Any] = []
         try:
             self.journal = Journal.open(
                 self.home.sessions_db,
                 synchronous=config.vault.synchronous,
                 fault_hook=self._faults,
             )
+            opened.append(self.journal)
             self.secrets = SecretStore.open(
                 self.home.secrets_db, synchronous=config.vault.synchronous
             )
+            opened.append(self.secrets)
             open_vault_db(self.home.memory_db, "memory").close()
         except BaseException:
+            for resource in opened:
+                resource.close()
             self._lock.release()
             raise
         self.redactor = Redactor(self.secrets.values)
@@ -158,8 +169,13 @@ class Kernel:
             config.recovery.max_recovery_attempts,
             crashed,
         )
-        report, to_resume, prompts = await recover_tasks(
-            self.journal, plan, now, self._title, count_attempts=crashed
+        report, to_resume = await recover_tasks(
+            self.journal,
+            plan,
+            now,
+            self._title,
+            count_attempts=crashed,
+            report_key=f"report:{self.boot_id}",
         )
         self.report = report
         self.audit.log("recovery", crashed=crashed, **report.to_json())
@@ -173,9 +189,6 @@ class Kernel:
         ]
 
         # Stage 5: notify, then resume
-        await self.journal.send_recovery(
-            [OwnerMessage(f"report:{self.boot_id}", "report", report.render()), *prompts]
-        )
         self.owner.notify()
         for task_id in to_resume:
             self.resume(task_id)

@@ -1,13 +1,7 @@
 """Recovery: what each unfinished task needs after a restart, and the owner's report."""
 
-from .actions import (
-    Decision,
-    RecoveryAction,
-    StepRecovery,
-    decide,
-    determine_recovery_action,
-    should_retry_step,
-)
+from ..runners.step_rules import StepRecovery, should_retry_step
+from .actions import Decision, RecoveryAction, decide, determine_recovery_action
 from .recover import RecoveryPlan, plan_recovery, recover_tasks
 from .report import RecoveryReport
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from ..journal.records import Idempotency, Semantics, StepRecord, StepStatus, TaskRecord
+from ..journal.records import TaskRecord
 from ..journal.records import parse_rfc3339 as _parse
 from ..journal.states import TaskState
 
@@ -72,27 +72,3 @@ def decide(
                 f"Abandoned: its recovery crashed the kernel {task.recovery_attempts} times",
             )
     return Decision(task.task_id, determine_recovery_action(task))
-
-
-class StepRecovery(StrEnum):
-    SkipWithCachedResult = "SkipWithCachedResult"
-    Retry = "Retry"
-    Execute = "Execute"
-    RequireOwnerConfirmation = "RequireOwnerConfirmation"
-
-
-def should_retry_step(
-    step: StepRecord | None, semantics: Semantics, idempotency: Idempotency
-) -> StepRecovery:
-    """Spec §7.3, sharpened: a write in doubt is retried alone only when idempotent by
-    construction (an idempotency key, or a check of its own effect)."""
-    if step is not None and step.status in (StepStatus.completed, StepStatus.skipped):
-        return StepRecovery.SkipWithCachedResult
-    if semantics is Semantics.Read:
-        return StepRecovery.Retry
-    was_in_progress = step is not None and step.status is StepStatus.started
-    if not was_in_progress:
-        return StepRecovery.Execute
-    if idempotency is Idempotency.none:
-        return StepRecovery.RequireOwnerConfirmation
-    return StepRecovery.Retry

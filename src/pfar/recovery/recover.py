@@ -50,18 +50,25 @@ async def recover_tasks(
     title_of: Callable[[TaskRecord], str],
     *,
     count_attempts: bool,
-) -> tuple[RecoveryReport, list[str], list[OwnerMessage]]:
-    """Journal every decision; return the report, the task ids to resume, and the
-    prompts to re-send (queued after the report, so the owner reads the report first)."""
+    report_key: str,
+) -> tuple[RecoveryReport, list[str]]:
+    """Journal every decision and the owner's report in one commit; return the report
+    and the task ids to resume.
+
+    One commit, so that a task is never abandoned without the report that says so
+    being queued with it: a kernel that dies here leaves either nothing decided or
+    everything decided and the report waiting to be delivered. Re-sent prompts are
+    queued after the report, so the owner reads the report first.
+    """
     report = RecoveryReport()
     prompts: list[OwnerMessage] = []
     to_resume: list[str] = []
-    counted: list[str] = []
+    abandon: list[tuple[str, str]] = []
     for d in plan.decisions:
         task = plan.tasks[d.task_id]
         report.descriptions[d.task_id] = describe(task, title_of(task), d.action, now)
         if d.action is RecoveryAction.Abandon:
-            await journal.abandon(d.task_id, d.reason or "Abandoned: unrecoverable state")
+            abandon.append((d.task_id, d.reason or "Abandoned: unrecoverable state"))
             report.abandoned.append(d.task_id)
         elif d.action is RecoveryAction.RepromptApproval:
             approval_id = str(task.detail.get("approval_id", ""))
@@ -86,8 +93,10 @@ async def recover_tasks(
                 if d.action in (RecoveryAction.ResumeExecution, RecoveryAction.Resynthesize)
                 else report.retried
             ).append(d.task_id)
-            counted.append(d.task_id)
             to_resume.append(d.task_id)
-    if counted and count_attempts:
-        await journal.note_recovery_attempt(counted)
-    return report, to_resume, prompts
+    await journal.apply_recovery(
+        abandon=abandon,
+        attempted=to_resume if count_attempts else [],
+        messages=[OwnerMessage(report_key, "report", report.render()), *prompts],
+    )
+    return report, to_resume

@@ -37,6 +37,7 @@ from ..tools.admin import PromptCredential
 from ..tools.base import Tool, ToolContext
 from .plan import Plan, PlanStep
 from .services import Services
+from .step_rules import StepRecovery, should_retry_step
 from .templates import Template
 
 log = logging.getLogger("pfar.pipeline")
@@ -273,41 +274,54 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
         task.task_id, i, f"{task.task_id}:{i}", svc.workspace(task.task_id), svc.secret
     )
 
-    if record is not None and record.status is StepStatus.started:
-        # Interrupted mid-step (spec §7.3).
-        if semantics is Semantics.Write and task.detail.get("retry_step") != i:
-            if idem is Idempotency.check:
-                found = await tool.check(step.args, ctx)
-                if found is not None:
-                    return await _finish(
-                        svc,
-                        task,
-                        i,
-                        step.tool,
-                        step.args,
-                        semantics,
-                        idem,
-                        StepStatus.completed,
-                        found,
-                        tool.result_label,
-                    )
-            elif idem is Idempotency.none:
-                await _ask(
-                    task,
+    if record is not None and task.detail.get("retry_step") != i:
+        # Resuming at a step the journal already knows: spec §7.3.
+        rule = should_retry_step(record, semantics, idem)
+        if rule is StepRecovery.SkipWithCachedResult:
+            return await _finish(
+                svc,
+                task,
+                i,
+                record.tool,
+                record.args,
+                record.semantics,
+                record.idempotency,
+                record.status,
+                record.result,
+                record.label,
+                record.started_at,
+            )
+        if rule is StepRecovery.CheckEffect:
+            found = await tool.check(step.args, ctx)
+            if found is not None:
+                return await _finish(
                     svc,
-                    action_type="write_in_doubt",
-                    step=i,
-                    tool=step.tool,
-                    options=IN_DOUBT_OPTIONS,
-                    description=(
-                        f"I was interrupted while executing '{step.tool}'. "
-                        "It may have already completed. Should I retry it? "
-                        f"(task {_title(task, svc)}, {where})"
-                    ),
-                    preview=step.args,
+                    task,
+                    i,
+                    step.tool,
+                    step.args,
+                    semantics,
+                    idem,
+                    StepStatus.completed,
+                    found,
+                    tool.result_label,
                 )
-                return False
-            # Idempotency.key: the far side recognises the retry; run it again.
+        elif rule is StepRecovery.RequireOwnerConfirmation:
+            await _ask(
+                task,
+                svc,
+                action_type="write_in_doubt",
+                step=i,
+                tool=step.tool,
+                options=IN_DOUBT_OPTIONS,
+                description=(
+                    f"I was interrupted while executing '{step.tool}'. "
+                    "It may have already completed. Should I retry it? "
+                    f"(task {_title(task, svc)}, {where})"
+                ),
+                preview=step.args,
+            )
+            return False
 
     if semantics is Semantics.Write and task.detail.get("approved_step") != i:
         tpl = svc.templates.get(task.template_id)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import VaultCorrupt, VaultLocked, VaultMissing
-from .schema import migrate
+from .schema import migrate, schema_version
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -66,6 +66,23 @@ def open_vault_db(
             )
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         path.touch(mode=0o600)
+    elif path.stat().st_size == 0:
+        raise VaultCorrupt(
+            f"{path} is empty: its data is gone (a truncated restore?). It was left as it is; "
+            "restore it from a backup, or move it aside and run `pfar init` to start anew."
+        )
+    if not create:
+        # Look before touching: even switching to WAL would write to a foreign file.
+        probe = connect(path, readonly=True)
+        try:
+            is_vault = schema_version(probe) > 0
+        finally:
+            probe.close()
+        if not is_vault:
+            raise VaultCorrupt(
+                f"{path} is a SQLite database but not a pfar {kind} vault (no schema_version "
+                "table); it was left untouched"
+            )
     conn = connect(path, synchronous=synchronous, readonly=readonly)
     if not readonly:
         try:

@@ -1,0 +1,38 @@
+"""What to do with a plan step when a task resumes (persistence spec §7.3, sharpened).
+
+The spec's rule is "a write that was in progress asks the owner". pfar asks
+only when it must: a write in doubt is retried on its own when its tool is
+idempotent by construction (it carries an idempotency key the far side
+honours), and checked first when the tool can see its own effect.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from ..journal.records import Idempotency, Semantics, StepRecord, StepStatus
+
+
+class StepRecovery(StrEnum):
+    SkipWithCachedResult = "SkipWithCachedResult"  # done: use the journaled result
+    Retry = "Retry"  # a read, or a write whose retry the far side recognises
+    Execute = "Execute"  # never started: run it normally
+    CheckEffect = "CheckEffect"  # a write in doubt that can check whether it happened
+    RequireOwnerConfirmation = "RequireOwnerConfirmation"  # may have happened: ask
+
+
+def should_retry_step(
+    step: StepRecord | None, semantics: Semantics, idempotency: Idempotency
+) -> StepRecovery:
+    if step is not None and step.status in (StepStatus.completed, StepStatus.skipped):
+        return StepRecovery.SkipWithCachedResult
+    if semantics is Semantics.Read:
+        return StepRecovery.Retry
+    was_in_progress = step is not None and step.status is StepStatus.started
+    if not was_in_progress:
+        return StepRecovery.Execute
+    if idempotency is Idempotency.key:
+        return StepRecovery.Retry
+    if idempotency is Idempotency.check:
+        return StepRecovery.CheckEffect
+    return StepRecovery.RequireOwnerConfirmation

@@ -1,0 +1,515 @@
+"""Bad input, through the real `pfar` command: every mistake gets a clear error that names
+the file, field or id involved, and nothing already stored is lost or overwritten."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pfar.vault.home import Home
+
+from ..support import (
+    KernelProcess,
+    db,
+    make_home,
+    running_kernel,
+    task_states,
+    wait_for,
+)
+
+TERMINAL = {"Completed", "Failed", "Abandoned"}
+
+
+def pfar(home: Home | Path, *args: str, stdin: str | None = None, timeout: float = 60):
+    """`pfar --home HOME ARGS...` as a real process; wide terminal so messages never wrap."""
+    root = home.root if isinstance(home, Home) else home
+    env = {**os.environ, "COLUMNS": "1000", "NO_COLOR": "1"}
+    env.pop("PFAR_HOME", None)
+    env.pop("PFAR_FAULT", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pfar", "--home", str(root), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def said(proc: subprocess.CompletedProcess[str]) -> str:
+    """Everything the command printed, whitespace normalised."""
+    return " ".join((proc.stdout + proc.stderr).split())
+
+
+def digest(root: Path, *, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """Every file under `root` and the sha256 of its bytes."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name not in skip
+    }
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")  # a zombie is dead
+
+
+# -- the vault -----------------------------------------------------------------------
+
+
+def test_run_without_a_vault_says_run_pfar_init(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    for args in (("run", "--no-stdin"), ("tasks",), ("recover", "--dry-run")):
+        r = pfar(empty, *args)
+        assert r.returncode == 1, (args, said(r))
+        assert "run `pfar init`" in said(r), said(r)
+        assert str(empty / "vault" / "sessions.db") in said(r)
+        assert "Traceback" not in said(r)
+    assert not (empty / "vault").exists()  # nothing was created in its place
+
+
+def test_init_twice_refuses_and_leaves_the_vault_byte_identical(tmp_path: Path) -> None:
+    root = tmp_path / "home"
+    first = pfar(root, "init")
+    assert first.returncode == 0, said(first)
+    # some real content, so that "identical" means something
+    home = Home(root)
+    (home.templates_dir / "note.toml").write_text(
+        (home.templates_dir / "note.toml").read_text() + "# mine\n"
+    )
+    home.config.write_text(home.config.read_text() + "# edited by me\n")
+    before = digest(root)
+    assert {"vault/sessions.db", "vault/secrets.db", "vault/memory.db"} <= set(before)
+
+    again = pfar(root, "init")
+    assert again.returncode == 1
+    assert f"{root} already has a vault" in said(again)
+    assert "nothing was changed" in said(again)
+    assert digest(root) == before
+
+    # a vault with one database missing is still a vault: not re-initialised over
+    (root / "vault" / "sessions.db").unlink()
+    before = digest(root)
+    partial = pfar(root, "init")
+    assert partial.returncode == 1
+    assert "already has a vault" in said(partial)
+    assert digest(root) == before
+
+
+@pytest.mark.parametrize("db_name", ["sessions.db", "secrets.db", "memory.db"])
+def test_corrupt_database_is_named_and_left_untouched(tmp_path: Path, db_name: str) -> None:
+    home = make_home(tmp_path / "home")
+    target = home.vault_dir / db_name
+    garbage = bytes(range(256)) * 16
+    target.write_bytes(garbage)
+    listing = sorted(p.name for p in home.vault_dir.iterdir())
+
+    r = pfar(home, "run", "--no-stdin")
+    assert r.returncode == 1, said(r)
+    assert f"{target}: not a readable pfar database" in said(r)
+    assert "left untouched" in said(r)
+    assert target.read_bytes() == garbage
+    assert sorted(p.name for p in home.vault_dir.iterdir()) == listing  # no -wal, no -shm
+    if db_name == "sessions.db":
+        for args in (("tasks",), ("task", "show", "abcd"), ("recover", "--dry-run")):
+            r = pfar(home, *args)
+            assert r.returncode == 1 and str(target) in said(r), (args, said(r))
+        assert target.read_bytes() == garbage
+
+
+def test_a_sqlite_header_with_garbage_after_it_is_refused(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home")
+    data = b"SQLite format 3\x00" + b"\xff" * 200
+    home.sessions_db.write_bytes(data)
+    r = pfar(home, "run", "--no-stdin")
+    assert r.returncode == 1
+    assert str(home.sessions_db) in said(r)
+    assert home.sessions_db.read_bytes() == data
+
+
+def test_an_emptied_sessions_db_is_refused_not_reinitialised(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home")
+    home.sessions_db.write_bytes(b"")  # e.g. truncated by a broken restore
+    k = KernelProcess(home)
+    try:
+        code = k.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        if k.proc.poll() is None:
+            k.terminate()
+    assert code == 1
+    assert home.sessions_db.read_bytes() == b""
+
+
+def test_a_foreign_sqlite_database_is_refused_not_migrated_into(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home")
+    home.sessions_db.unlink()
+    with sqlite3.connect(home.sessions_db) as conn:
+        conn.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY, data BLOB)")
+        conn.execute("INSERT INTO photos (data) VALUES (x'00ff')")
+    conn.close()
+    before = home.sessions_db.read_bytes()
+    for args in (("recover", "--dry-run"), ("tasks",)):  # read-only commands
+        r = pfar(home, *args)
+        assert r.returncode == 1
+        assert "Traceback" not in said(r), said(r)  # today: "no such table: task_journal"
+        assert str(home.sessions_db) in said(r)
+    k = KernelProcess(home)
+    try:
+        code = k.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        if k.proc.poll() is None:
+            k.terminate()
+    assert code == 1
+    assert home.sessions_db.read_bytes() == before
+
+
+# -- config.toml ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("[recovery\nmax_task_age_seconds = 3\n", "not valid TOML"),
+        ("[recovery]\nmax_task_age_seconds = -1\n", "recovery.max_task_age_seconds:"),
+        ('[recovery]\nmax_task_age_seconds = "ten"\n', "recovery.max_task_age_seconds:"),
+        ("[approvals]\ncredential_prompt_timeout_seconds = 0\n", "approvals.credential_prompt"),
+        ('[vault]\nsynchronous = "OFF"\n', "vault.synchronous:"),
+        ("[recovery]\nmax_task_age_secs = 5\n", "recovery.max_task_age_secs: unknown key"),
+        ("[recoverie]\nmax_task_age_seconds = 5\n", "recoverie: unknown key"),
+    ],
+    ids=["bad-toml", "negative", "wrong-type", "zero-timeout", "bad-enum", "typo", "bad-section"],
+)
+def test_bad_config_is_refused_with_file_and_key(tmp_path: Path, body: str, expected: str) -> None:
+    home = make_home(tmp_path / "home")
+    home.config.write_text(body)
+    before = digest(home.root)
+
+    for args in (("run", "--no-stdin"), ("recover", "--dry-run")):
+        r = pfar(home, *args)
+        assert r.returncode == 1, (args, said(r))
+        assert f"{home.config}: " in said(r), said(r)
+        assert expected in said(r), said(r)
+        assert "Traceback" not in said(r)
+    # refused before touching anything: not even the lock file
+    assert digest(home.root) == before
+    assert not home.lock_file.exists()
+
+
+def test_negative_max_age_message_in_full(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", config="[recovery]\nmax_task_age_seconds = -1\n")
+    r = pfar(home, "run", "--no-stdin")
+    assert said(r) == (
+        f"error: {home.config}: recovery.max_task_age_seconds: Input should be greater than 0"
+    )
+
+
+# -- templates -----------------------------------------------------------------------
+
+CMD_TEMPLATE = """
+    id = "cmd"
+    description = "Run a shell command"
+    allowed_tools = ["shell.run"]
+    [timeouts]
+    step_seconds = 1
+"""
+
+CMD_SCRIPT = """
+    [[responses]]
+    template = "cmd"
+    phase = "plan"
+    json = { steps = [ { tool = "shell.run", args = { argv = ["sh", "-c", "$input"] } } ] }
+
+    [[responses]]
+    template = "cmd"
+    phase = "synthesize"
+    text = "ran: $step0"
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (
+            'id = "bad"\nallowed_tools = "shell.run"\n',
+            "allowed_tools: Input should be a valid list",
+        ),
+        ('id = "bad"\n', "allowed_tools: Field required"),
+        ('id = "bad"\nallowed_tools = []\ncolour = "red"\n', "colour: unknown key"),
+        ('id = "other"\nallowed_tools = []\n', "id: must match the file name ('bad')"),
+        ('id = "bad"\nallowed_tools = []\n[timeouts]\nstep_seconds = 0\n', "timeouts.step_seconds"),
+        ('id = "bad"\nallowed_tools = []\noutput_sinks = ["email"]\n', "output_sinks"),
+        ('id = "bad"\nallowed_tools = [\n', "not valid TOML"),
+    ],
+    ids=["wrong-type", "missing", "unknown-key", "id-mismatch", "zero", "bad-sink", "bad-toml"],
+)
+def test_submit_to_a_malformed_template_names_file_and_field(
+    tmp_path: Path, body: str, field: str
+) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    path = home.templates_dir / "bad.toml"
+    path.write_text(body)
+    with running_kernel(home) as k:
+        r = pfar(home, "submit", "bad", "hello")
+        assert r.returncode == 1, said(r)
+        assert f"{path}: " in said(r), said(r)
+        assert field in said(r), said(r)
+        # the kernel is fine, and nothing was stored for the refused submit
+        assert task_states(home) == {}
+        ok = pfar(home, "submit", "cmd", "true", "--wait", "--json")
+        assert ok.returncode == 0, said(ok)
+        assert k.proc.poll() is None
+    assert path.read_text() == body
+    # the kernel said so at startup too
+    assert "template not loaded" in " ".join(k.stdout_path.read_text().split())
+
+
+def test_submit_to_an_unknown_template_names_the_file_it_looked_for(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    with running_kernel(home):
+        r = pfar(home, "submit", "nosuch", "hello")
+    assert r.returncode == 1
+    assert f"{home.templates_dir / 'nosuch.toml'}: no such template (known: cmd)" in said(r)
+    assert task_states(home) == {}
+
+
+# -- unknown ids ------------------------------------------------------------------------
+
+
+def test_unknown_task_id_in_task_show(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home")
+    for tid in ("nope", "0123456789abcdef"):
+        r = pfar(home, "task", "show", tid)
+        assert r.returncode == 1
+        assert said(r) == f"error: no task with id '{tid}'; `pfar tasks` lists them"
+
+
+def test_unknown_approval_id_in_approve(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    with running_kernel(home) as k:
+        for verb in ("approve", "deny"):
+            r = pfar(home, verb, "zzzzzzzz")
+            assert r.returncode == 1
+            assert "no approval with id 'zzzzzzzz'" in said(r), said(r)
+            assert "`pfar approvals` lists them" in said(r)
+        r = pfar(home, "credential", "qqqqqqqq", stdin="s3cret\n")
+        assert r.returncode == 1
+        assert "no credential prompt with id 'qqqqqqqq'" in said(r), said(r)
+        assert k.proc.poll() is None
+
+
+# -- answering the owner's questions ------------------------------------------------
+
+
+def _pending_approval(home: Home) -> str:
+    def find() -> str | None:
+        with db(home) as conn:
+            row = conn.execute(
+                "SELECT approval_id FROM pending_approvals WHERE status = 'pending'"
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    return str(wait_for(find, what="a pending approval"))
+
+
+def test_approving_twice_has_one_effect(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", examples=True)  # run_command needs approval
+    effects = tmp_path / "effects.log"
+    with running_kernel(home):
+        sub = pfar(home, "submit", "run_command", f"echo ran >> {effects}", "--json")
+        assert sub.returncode == 0, said(sub)
+        approval_id = _pending_approval(home)
+        short = approval_id[:8]
+
+        first = pfar(home, "approve", short)
+        assert first.returncode == 0, said(first)
+        assert f"approval {approval_id}: approved (approve); task" in said(first)
+        second = pfar(home, "approve", short)
+        assert second.returncode == 0, said(second)
+        assert f"approval {approval_id} was already approved (approve); nothing changed" in said(
+            second
+        )
+        wait_for(lambda: set(task_states(home).values()) <= TERMINAL, what="the task to end")
+        third = pfar(home, "deny", short)
+        assert third.returncode == 1
+        assert f"approval {approval_id} is already approved (approve)" in said(third)
+        assert "nothing was changed" in said(third)
+
+    assert effects.read_text() == "ran\n"
+    assert list(task_states(home).values()) == ["Completed"]
+    with db(home) as conn:
+        row = conn.execute("SELECT status, decision FROM pending_approvals").fetchone()
+    assert tuple(row) == ("approved", "approve")
+
+
+def test_a_credential_for_an_expired_prompt_is_refused(tmp_path: Path) -> None:
+    home = make_home(
+        tmp_path / "home",
+        templates={
+            "cred": """
+                id = "cred"
+                allowed_tools = ["admin.prompt_credential"]
+            """
+        },
+        script="""
+            [[responses]]
+            template = "cred"
+            phase = "plan"
+            [responses.json]
+            steps = [{ tool = "admin.prompt_credential", args = { service = "notion" } }]
+        """,
+        config="[approvals]\ncredential_prompt_timeout_seconds = 0.5\n",
+    )
+    with running_kernel(home) as k:
+        r = pfar(home, "submit", "cred", "connect notion")
+        assert r.returncode == 0, said(r)
+
+        def prompt() -> str | None:
+            with db(home) as conn:
+                row = conn.execute("SELECT prompt_id FROM pending_credentials").fetchone()
+            return None if row is None else str(row[0])
+
+        prompt_id = str(wait_for(prompt, what="the credential prompt"))
+        wait_for(lambda: "Failed" in task_states(home).values(), what="the prompt to expire")
+        r = pfar(home, "credential", prompt_id[:8], stdin="s3cret-value\n")
+        assert r.returncode == 1
+        assert f"credential prompt {prompt_id} is already expired" in said(r), said(r)
+        assert "nothing was changed" in said(r)
+        assert k.proc.poll() is None
+
+    ((_tid, state),) = task_states(home).items()
+    assert state == "Failed"
+    with db(home) as conn:
+        error = conn.execute("SELECT error FROM task_journal").fetchone()[0]
+        status = conn.execute("SELECT status FROM pending_credentials").fetchone()[0]
+    assert error == "credential prompt timeout"
+    assert status == "expired"
+    with sqlite3.connect(home.secrets_db) as conn:
+        assert conn.execute("SELECT count(*) FROM secrets").fetchone()[0] == 0
+    for f in home.root.rglob("*"):
+        if f.is_file():
+            assert b"s3cret-value" not in f.read_bytes(), f
+
+
+# -- one kernel per home ------------------------------------------------------------
+
+
+def test_a_second_kernel_on_the_same_home_is_refused(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    with running_kernel(home) as k:
+        boot = k.request("ping")["boot_id"]
+        r = pfar(home, "run", "--no-stdin", timeout=30)
+        assert r.returncode == 1, said(r)
+        assert f"{home.root} is owned by a running kernel (pid {k.proc.pid})" in said(r)
+        # the first kernel did not notice: same boot, its socket still answers, work goes on
+        assert k.request("ping")["boot_id"] == boot
+        ok = pfar(home, "submit", "cmd", "echo fine", "--wait", "--json")
+        assert ok.returncode == 0, said(ok)
+        assert list(task_states(home).values()) == ["Completed"]
+        with db(home) as conn:
+            boots = conn.execute("SELECT count(*) FROM kernel_boots").fetchone()[0]
+        assert boots == 1  # the refused kernel journaled nothing
+
+
+def test_submit_without_a_kernel_exits_2(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home")
+    before = digest(home.root)
+    r = pfar(home, "submit", "note", "hello")
+    assert r.returncode == 2
+    assert said(r) == f"error: no kernel is running on {home.root}; start one with `pfar run`"
+    assert digest(home.root) == before
+    for args in (("approve", "abcd1234"), ("credential", "abcd1234")):
+        r = pfar(home, *args, stdin="x\n")
+        assert r.returncode == 2, (args, said(r))
+        assert "start one with `pfar run`" in said(r)
+
+
+# -- tools that fail -----------------------------------------------------------------
+
+
+def _task_row(home: Home, task_id: str) -> sqlite3.Row:
+    with db(home) as conn:
+        return conn.execute(
+            "SELECT state, error FROM task_journal WHERE task_id = ?", (task_id,)
+        ).fetchone()
+
+
+def _submit_and_wait(home: Home, text: str) -> tuple[str, str, str | None]:
+    r = pfar(home, "submit", "cmd", text, "--json")
+    assert r.returncode == 0, said(r)
+    task_id = json.loads(r.stdout)["task_id"]
+
+    def ended() -> sqlite3.Row | None:
+        row = _task_row(home, task_id)
+        return row if row["state"] in TERMINAL else None
+
+    row = wait_for(ended, what="the task to end")
+    return task_id, row["state"], row["error"]
+
+
+def test_a_tool_that_fails_fails_its_task_and_nothing_else(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    with running_kernel(home) as k:
+        tid, state, error = _submit_and_wait(home, "echo boom-on-stderr >&2; exit 1")
+        assert state == "Failed"
+        assert error is not None
+        assert "step 1 of 1" in error and "shell.run" in error
+        assert "exited with 1" in error and "boom-on-stderr" in error
+        with db(home) as conn:
+            step = conn.execute(
+                "SELECT status, error FROM task_steps WHERE task_id = ?", (tid,)
+            ).fetchone()
+        assert step["status"] == "failed" and "exited with 1" in step["error"]
+        # the owner was told
+        wait_for(
+            lambda: any(
+                '"kind": "notice"' in line and tid in line and "exited with 1" in line
+                for line in home.owner_log.read_text().splitlines()
+            ),
+            what="the failure notice",
+        )
+        # the kernel keeps running and takes new work
+        _, state2, _ = _submit_and_wait(home, "echo fine")
+        assert state2 == "Completed"
+        assert k.proc.poll() is None
+        show = pfar(home, "task", "show", tid)
+        assert show.returncode == 0
+        assert "Failed" in said(show) and "exited with 1" in said(show)
+
+
+def test_a_tool_that_hangs_is_stopped_at_its_timeout(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    pids = tmp_path / "pids"
+    # the shell, and a grandchild in the background: both must be gone after the timeout
+    cmd = f"sleep 30 & echo $! >> {pids}; echo $$ >> {pids}; wait"
+    with running_kernel(home) as k:
+        started = time.monotonic()
+        _, state, error = _submit_and_wait(home, cmd)
+        took = time.monotonic() - started
+        assert state == "Failed"
+        assert error is not None and "did not finish within 1s" in error, error
+        assert "step 1 of 1" in error
+        assert took < 15
+        pid_list = [int(p) for p in pids.read_text().split()]
+        assert len(pid_list) == 2
+        wait_for(lambda: not any(_alive(p) for p in pid_list), 5, "the sleep to be killed")
+        # the kernel keeps running
+        _, state2, _ = _submit_and_wait(home, "echo fine")
+        assert state2 == "Completed"
+        assert k.proc.poll() is None

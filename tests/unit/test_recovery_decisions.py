@@ -1,0 +1,266 @@
+"""Property tests of the recovery decisions (persistence spec §7.2, §7.3)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from pfar.journal import (
+    Idempotency,
+    Semantics,
+    StepRecord,
+    StepStatus,
+    TaskRecord,
+    TaskState,
+)
+from pfar.journal.records import rfc3339
+from pfar.recovery import (
+    RecoveryAction,
+    StepRecovery,
+    decide,
+    determine_recovery_action,
+    should_retry_step,
+)
+
+NOW = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+
+EXPECTED = {
+    TaskState.Extracting: RecoveryAction.RetryFromScratch,
+    TaskState.Planning: RecoveryAction.RetryFromScratch,
+    TaskState.Synthesizing: RecoveryAction.Resynthesize,
+    TaskState.AwaitingApproval: RecoveryAction.RepromptApproval,
+    TaskState.AwaitingCredential: RecoveryAction.RepromptCredential,
+    TaskState.Completed: RecoveryAction.Abandon,
+    TaskState.Failed: RecoveryAction.Abandon,
+    TaskState.Abandoned: RecoveryAction.Abandon,
+}
+
+ages_us = st.integers(min_value=-5_000_000, max_value=30 * 24 * 3600 * 1_000_000)
+
+
+def _task(
+    state: TaskState,
+    *,
+    current_step: int = 0,
+    age_us: int = 0,
+    attempts: int = 0,
+    task_id: str = "task-1",
+) -> TaskRecord:
+    updated = rfc3339(NOW - timedelta(microseconds=age_us))
+    detail: dict[str, object] = {}
+    if current_step or state is TaskState.Executing:
+        detail["current_step"] = current_step
+    return TaskRecord(
+        task_id=task_id,
+        template_id="t",
+        principal="owner",
+        trigger_event={"text": "x"},
+        state=state,
+        detail=detail,
+        phase=state.phase,
+        plan={"steps": []},
+        execute_progress=None,
+        extracted_metadata=None,
+        data_ceiling="internal",
+        output_sinks=["owner"],
+        trace_id=None,
+        created_at=updated,
+        updated_at=updated,
+        error=None,
+        event_id=None,
+        template_hash="",
+        recovery_attempts=attempts,
+    )
+
+
+@st.composite
+def tasks(draw: st.DrawFn) -> TaskRecord:
+    return _task(
+        draw(st.sampled_from(list(TaskState))),
+        current_step=draw(st.integers(min_value=0, max_value=50)),
+        age_us=draw(ages_us),
+        attempts=draw(st.integers(min_value=0, max_value=10)),
+        task_id=draw(st.uuids()).hex,
+    )
+
+
+max_ages = st.integers(min_value=1, max_value=7 * 24 * 3600).map(lambda s: timedelta(seconds=s))
+max_attempts = st.integers(min_value=1, max_value=6)
+
+
+# -- determine_recovery_action -------------------------------------------------------
+
+
+@given(tasks())
+def test_action_follows_the_state(task: TaskRecord) -> None:
+    action = determine_recovery_action(task)
+    if task.state is TaskState.Executing:
+        expected = (
+            RecoveryAction.ResumeExecution
+            if task.current_step > 0
+            else RecoveryAction.RetryFromScratch
+        )
+    else:
+        expected = EXPECTED[task.state]
+    assert action is expected
+
+
+def test_executing_at_step_zero_retries_and_later_resumes() -> None:
+    assert determine_recovery_action(_task(TaskState.Executing)) is RecoveryAction.RetryFromScratch
+    assert (
+        determine_recovery_action(_task(TaskState.Executing, current_step=1))
+        is RecoveryAction.ResumeExecution
+    )
+
+
+# -- decide: age and crash loops first ------------------------------------------------
+
+
+@given(tasks(), max_ages, max_attempts, st.booleans())
+def test_decide(task: TaskRecord, max_age: timedelta, attempts: int, crashed: bool) -> None:
+    d = decide(task, NOW, max_age, attempts, crashed)
+    assert d.task_id == task.task_id
+    age = NOW - datetime.fromisoformat(task.updated_at.replace("Z", "+00:00"))
+    if task.state.parked:
+        # parked tasks wait on the owner under their own deadline: never aged out,
+        # never abandoned for crash loops (they run no code on recovery)
+        assert d.action is determine_recovery_action(task)
+        assert d.action is not RecoveryAction.Abandon
+    elif age > max_age:
+        assert d.action is RecoveryAction.Abandon
+        assert "exceeded max recovery age" in d.reason
+        assert f"({int(age.total_seconds() // 60)} min old)" in d.reason
+    elif crashed and task.recovery_attempts >= attempts:
+        assert d.action is RecoveryAction.Abandon
+        assert f"crashed the kernel {task.recovery_attempts} times" in d.reason
+    else:
+        assert d.action is determine_recovery_action(task)
+        assert d.reason == ""
+
+
+@given(
+    st.sampled_from([s for s in TaskState if not s.parked]),
+    st.integers(min_value=1, max_value=10**9),
+    st.integers(min_value=1, max_value=3600),
+)
+def test_non_parked_tasks_older_than_max_age_are_abandoned(
+    state: TaskState, extra_us: int, max_age_s: int
+) -> None:
+    max_age = timedelta(seconds=max_age_s)
+    age_us = max_age_s * 1_000_000 + extra_us
+    d = decide(_task(state, age_us=age_us, current_step=2), NOW, max_age, 3, False)
+    assert d.action is RecoveryAction.Abandon
+
+
+@given(st.sampled_from(list(TaskState)), st.integers(min_value=1, max_value=3600))
+def test_age_exactly_max_is_not_too_old(state: TaskState, max_age_s: int) -> None:
+    assume(not state.terminal)
+    task = _task(state, age_us=max_age_s * 1_000_000, current_step=1)
+    d = decide(task, NOW, timedelta(seconds=max_age_s), 3, False)
+    assert d.action is determine_recovery_action(task)
+
+
+@given(
+    st.sampled_from([TaskState.AwaitingApproval, TaskState.AwaitingCredential]),
+    ages_us,
+    st.integers(min_value=0, max_value=100),
+    st.booleans(),
+)
+def test_parked_tasks_are_never_aged_out(
+    state: TaskState, age_us: int, attempts: int, crashed: bool
+) -> None:
+    task = _task(state, age_us=age_us, attempts=attempts)
+    d = decide(task, NOW, timedelta(seconds=1), 1, crashed)
+    assert d.action is EXPECTED[state]
+
+
+@given(
+    st.sampled_from([s for s in TaskState if not s.parked and not s.terminal]),
+    st.integers(min_value=1, max_value=6),
+    st.integers(min_value=0, max_value=10),
+    st.integers(min_value=0, max_value=50),
+)
+def test_crash_loop_abandons_only_after_a_crash(
+    state: TaskState, max_attempts_: int, attempts: int, step: int
+) -> None:
+    task = _task(state, age_us=1_000_000, attempts=attempts, current_step=step)
+    crashed = decide(task, NOW, timedelta(minutes=10), max_attempts_, crashed=True)
+    clean = decide(task, NOW, timedelta(minutes=10), max_attempts_, crashed=False)
+    # after a clean shutdown the attempt counter says nothing about crash loops
+    assert clean.action is determine_recovery_action(task)
+    if attempts >= max_attempts_:
+        assert crashed.action is RecoveryAction.Abandon
+        assert str(attempts) in crashed.reason
+    else:
+        assert crashed.action is determine_recovery_action(task)
+
+
+# -- should_retry_step (spec §7.3) --------------------------------------------------
+
+
+def _step(status: StepStatus, semantics: Semantics, idem: Idempotency) -> StepRecord:
+    return StepRecord(
+        task_id="task-1",
+        step=1,
+        tool="x.tool",
+        semantics=semantics,
+        idempotency=idem,
+        status=status,
+        args={},
+        result={"ok": True} if status is StepStatus.completed else None,
+        label="Extracted",
+        started_at=rfc3339(NOW),
+        completed_at=rfc3339(NOW) if status is not StepStatus.started else None,
+        error=None,
+    )
+
+
+semantics_ = st.sampled_from(list(Semantics))
+idems = st.sampled_from(list(Idempotency))
+statuses = st.sampled_from(list(StepStatus))
+
+
+@given(st.one_of(st.none(), statuses), semantics_, idems)
+def test_should_retry_step(status: StepStatus | None, sem: Semantics, idem: Idempotency) -> None:
+    rec = None if status is None else _step(status, sem, idem)
+    got = should_retry_step(rec, sem, idem)
+    if status in (StepStatus.completed, StepStatus.skipped):
+        assert got is StepRecovery.SkipWithCachedResult
+    elif sem is Semantics.Read:
+        assert got is StepRecovery.Retry
+    elif status is StepStatus.started:
+        assert (
+            got
+            is {
+                Idempotency.none: StepRecovery.RequireOwnerConfirmation,
+                Idempotency.key: StepRecovery.Retry,
+                Idempotency.check: StepRecovery.CheckEffect,
+            }[idem]
+        )
+    else:
+        assert got is StepRecovery.Execute
+
+
+def test_section_7_3_table() -> None:
+    done = _step(StepStatus.completed, Semantics.Write, Idempotency.none)
+    assert should_retry_step(done, Semantics.Write, Idempotency.none) is (
+        StepRecovery.SkipWithCachedResult
+    )
+    done_read = _step(StepStatus.completed, Semantics.Read, Idempotency.key)
+    assert should_retry_step(done_read, Semantics.Read, Idempotency.key) is (
+        StepRecovery.SkipWithCachedResult
+    )
+    assert should_retry_step(None, Semantics.Read, Idempotency.none) is StepRecovery.Retry
+    assert should_retry_step(None, Semantics.Write, Idempotency.none) is StepRecovery.Execute
+    started = _step(StepStatus.started, Semantics.Write, Idempotency.none)
+    assert should_retry_step(started, Semantics.Write, Idempotency.none) is (
+        StepRecovery.RequireOwnerConfirmation
+    )
+    keyed = _step(StepStatus.started, Semantics.Write, Idempotency.key)
+    assert should_retry_step(keyed, Semantics.Write, Idempotency.key) is StepRecovery.Retry
+    checked = _step(StepStatus.started, Semantics.Write, Idempotency.check)
+    assert should_retry_step(checked, Semantics.Write, Idempotency.check) is (
+        StepRecovery.CheckEffect
+    )
