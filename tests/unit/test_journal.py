@@ -254,7 +254,11 @@ def test_step_rows_and_progress(journal: Journal) -> None:
     task = journal.task(t.task_id)
     assert task.state is S.Executing
     assert task.current_step == 2
-    assert task.execute_progress == {"current_step": 2, "last_completed": 1}
+    assert task.execute_progress is not None
+    assert task.execute_progress["current_step"] == 2
+    assert task.execute_progress["last_completed"] == 1
+    # a step's time is kept with the progress; updated_at (indexed) moves at phase changes
+    assert task.last_activity == task.execute_progress["last_step_at"]
 
 
 def test_step_failed_fails_the_task_and_queues_the_notice_atomically(journal: Journal) -> None:
@@ -458,7 +462,7 @@ def test_a_message_key_is_queued_once(journal: Journal) -> None:
     run(journal.enqueue([m]))
     run(journal.enqueue([OwnerMessage("result:x", "result", "changed", None)]))
     assert journal.pending_messages() == [m]
-    run(journal.mark_delivered(["result:x"]))
+    journal.mark_delivered(["result:x"])  # outside a loop: committed at once
     assert journal.pending_messages() == []
     run(journal.enqueue([m]))  # a resend after delivery is still a no-op
     assert journal.pending_messages() == []

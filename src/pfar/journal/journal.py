@@ -253,21 +253,21 @@ class Journal:
         detail: dict[str, Any] | None,
         reset_attempts: bool,
         fields: dict[str, Any],
-    ) -> TaskRecord:
-        current = tasks_sql.get(conn, task_id)
+    ) -> None:
+        current = tasks_sql.get_state(conn, task_id)
         if current is None:
             raise UnknownTask(task_id)
-        check_transition(task_id, current.state, to)
+        state, phase = current
+        check_transition(task_id, state, to)
         cols: dict[str, Any] = dict(fields)
         cols["state"] = to
-        cols["phase"] = to.phase or current.phase
+        cols["phase"] = to.phase or phase
         cols["updated_at"] = now_rfc3339()
         if detail is not None:
             cols["state_detail"] = detail
         if reset_attempts:
             cols["recovery_attempts"] = 0
         tasks_sql.update_txn(conn, task_id, **cols)
-        return current
 
     async def step_started(self, rec: StepRecord) -> None:
         """A step is about to run: durable before the tool is called."""
@@ -282,7 +282,8 @@ class Journal:
 
         After the plan's `last` step the task moves to Synthesizing in the same commit.
         """
-        progress = {"current_step": next_step, "last_completed": rec.step}
+        at = rec.completed_at or now_rfc3339()
+        progress = {"current_step": next_step, "last_completed": rec.step, "last_step_at": at}
 
         def op(conn: sqlite3.Connection) -> None:
             steps_sql.finish_txn(conn, rec)
@@ -296,14 +297,9 @@ class Journal:
                     {"execute_progress": progress},
                 )
                 return
-            tasks_sql.update_txn(
-                conn,
-                rec.task_id,
-                state_detail={"current_step": next_step},
-                execute_progress=progress,
-                updated_at=rec.completed_at or now_rfc3339(),
-                recovery_attempts=0,
-            )
+            # updated_at (in two indexes) moves at phase boundaries; a step's time lives
+            # in execute_progress, so a step commit rewrites one row page, no index
+            tasks_sql.progress_txn(conn, rec.task_id, {"current_step": next_step}, progress)
 
         await self._write(op, ("step_completed", "synthesizing") if last else "step_completed")
 
@@ -515,13 +511,17 @@ class Journal:
 
         await self._write(op, point)
 
-    async def mark_delivered(self, keys: Sequence[str]) -> None:
+    def mark_delivered(self, keys: Sequence[str]) -> None:
+        """Mark messages delivered with the next commit (nobody waits for it; a crash
+        before it only means the owner log's keys absorb a resend)."""
+        keys = list(keys)
+
         def op(conn: sqlite3.Connection) -> None:
             at = now_rfc3339()
             for key in keys:
                 events_sql.mark_message_txn(conn, key, "delivered", at)
 
-        await self._write(op, "message_delivered")
+        self.writer.defer(op, "message_delivered")
 
     async def supersede_old_prompts(self) -> int:
         def op(conn: sqlite3.Connection) -> int:

@@ -124,6 +124,12 @@ class TaskRecord:
         return int(self.detail.get("current_step", 0))
 
     @property
+    def last_activity(self) -> str:
+        """When the task last moved: a phase transition or a step's result."""
+        step_at = (self.execute_progress or {}).get("last_step_at")
+        return max(self.updated_at, str(step_at)) if step_at else self.updated_at
+
+    @property
     def input_text(self) -> str:
         return str((self.trigger_event or {}).get("text", ""))
 

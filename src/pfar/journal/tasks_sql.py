@@ -107,6 +107,23 @@ def update_txn(conn: sqlite3.Connection, task_id: str, **fields: Any) -> None:
     conn.execute(f"UPDATE task_journal SET {', '.join(sets)} WHERE task_id = ?", values)
 
 
+def progress_txn(
+    conn: sqlite3.Connection, task_id: str, detail: dict[str, Any], progress: dict[str, Any]
+) -> None:
+    conn.execute(
+        "UPDATE task_journal SET state_detail = ?, execute_progress = ?, recovery_attempts = 0 "
+        "WHERE task_id = ?",
+        (dumps(detail), dumps(progress), task_id),
+    )
+
+
+def get_state(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, str] | None:
+    row = conn.execute(
+        "SELECT state, phase FROM task_journal WHERE task_id = ?", (task_id,)
+    ).fetchone()
+    return None if row is None else (TaskState(row[0]), str(row[1]))
+
+
 def unfinished(conn: sqlite3.Connection) -> list[TaskRecord]:
     """Every task not in a terminal state, through the partial index (oldest first)."""
     rows = conn.execute(

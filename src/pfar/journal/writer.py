@@ -46,6 +46,7 @@ class GroupCommitWriter:
         self._faults = fault_hook or FaultHook(None)
         self._pending: list[_Job[Any]] = []
         self._scheduled = False
+        self._deferred_timer: asyncio.TimerHandle | None = None
         self._failed: BaseException | None = None
         self._closed = False
         self.commits = 0
@@ -66,6 +67,25 @@ class GroupCommitWriter:
             self._scheduled = True
             loop.call_soon(self._flush)
         return fut
+
+    def defer(
+        self, op: Op[Any], point: str | tuple[str, ...] | None = None, *, within: float = 0.05
+    ) -> None:
+        """Queue `op` to ride on the next commit, or one `within` seconds from now.
+
+        For writes nobody waits on and that are safe to lose in a crash (marking
+        an owner message delivered: the owner log's keys catch a resend).
+        """
+        if self._failed is not None or self._closed:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop to ride on: commit it now
+            self.run(op, point)
+            return
+        self._pending.append(_Job(op, _points(point), None))
+        if not self._scheduled and self._deferred_timer is None:
+            self._deferred_timer = loop.call_later(within, self._flush)
 
     def run(self, op: Op[T], point: str | tuple[str, ...] | None = None) -> T:
         """Commit `op` now, alone (for callers outside an event loop)."""
@@ -91,6 +111,9 @@ class GroupCommitWriter:
 
     def _flush(self) -> None:
         self._scheduled = False
+        if self._deferred_timer is not None:
+            self._deferred_timer.cancel()
+            self._deferred_timer = None
         batch, self._pending = self._pending, []
         if not batch:
             return
@@ -136,12 +159,12 @@ class GroupCommitWriter:
             return [(False, err)] * len(batch)
         self.commits += 1
         self.writes += len(batch)
-        self._resolve(batch, outcomes)
-        if self._faults.armed:
+        if self._faults.armed:  # before any waiter is released: nothing runs past the point
             for job, (ok, _) in zip(batch, outcomes, strict=True):
                 if ok:
                     for point in job.points:
                         self._faults.passed(point)
+        self._resolve(batch, outcomes)
         return outcomes
 
     @staticmethod

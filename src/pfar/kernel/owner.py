@@ -54,24 +54,35 @@ class OwnerLogSink:
         return key in self._known
 
     async def deliver(self, message: OwnerMessage) -> None:
-        if message.message_key in self._known:
+        await self.deliver_many([message])
+
+    async def deliver_many(self, messages: list[OwnerMessage]) -> None:
+        """Append the messages not logged yet, with one fsync for all of them."""
+        fresh = [m for m in messages if m.message_key not in self._known]
+        if not fresh:
             return
-        line = json.dumps(
-            {
-                "at": datetime.now(UTC).isoformat(),
-                "key": message.message_key,
-                "kind": message.kind,
-                "task_id": message.task_id,
-                "body": message.body,
-            }
+        at = datetime.now(UTC).isoformat()
+        lines = "".join(
+            json.dumps(
+                {
+                    "at": at,
+                    "key": m.message_key,
+                    "kind": m.kind,
+                    "task_id": m.task_id,
+                    "body": m.body,
+                }
+            )
+            + "\n"
+            for m in fresh
         )
         fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, (line + "\n").encode())
+            os.write(fd, lines.encode())
             os.fsync(fd)
         finally:
             os.close(fd)
-        self._remember(message.message_key)
+        for m in fresh:
+            self._remember(m.message_key)
 
 
 def _tail_lines(path: Path, n: int) -> list[str]:
@@ -89,6 +100,7 @@ class OwnerChannel:
         self._log = owner_log
         self._sinks: list[Sink] = []
         self._wake = asyncio.Event()
+        self._handed: set[str] = set()
 
     def add_sink(self, sink: Sink) -> None:
         self._sinks.append(sink)
@@ -103,19 +115,26 @@ class OwnerChannel:
             await self.deliver_pending()
 
     async def deliver_pending(self) -> int:
-        delivered: list[str] = []
-        for msg in self._journal.pending_messages():
-            already = self._log.has(msg.message_key)
-            await self._log.deliver(msg)
-            if not already:
-                for sink in self._sinks:
-                    try:
-                        await sink.deliver(msg)
-                    except VaultError:
-                        raise
-                    except Exception:
-                        log.exception("sink %s could not deliver %s", sink.name, msg.message_key)
-            delivered.append(msg.message_key)
-        if delivered:
-            await self._journal.mark_delivered(delivered)
-        return len(delivered)
+        # Marking delivered rides on a later commit, so a message may still read as
+        # pending for a moment after it went out: `_handed` remembers it meanwhile.
+        messages = [
+            m for m in self._journal.pending_messages() if m.message_key not in self._handed
+        ]
+        if not messages:
+            return 0
+        fresh = [m for m in messages if not self._log.has(m.message_key)]
+        await self._log.deliver_many(fresh)
+        for msg in fresh:
+            for sink in self._sinks:
+                try:
+                    await sink.deliver(msg)
+                except VaultError:
+                    raise
+                except Exception:
+                    log.exception("sink %s could not deliver %s", sink.name, msg.message_key)
+        keys = [m.message_key for m in messages]
+        if len(self._handed) > 100_000:
+            self._handed.clear()
+        self._handed.update(keys)
+        self._journal.mark_delivered(keys)
+        return len(keys)

@@ -57,7 +57,7 @@ def decide(
     and a restart must not change their fate.
     """
     if not task.state.parked:
-        age = now - _parse(task.updated_at)
+        age = now - _parse(task.last_activity)
         if age > max_age:
             minutes = int(age.total_seconds() // 60)
             return Decision(

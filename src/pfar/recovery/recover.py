@@ -33,13 +33,16 @@ def plan_recovery(
     return RecoveryPlan(decisions, {t.task_id: t for t in tasks})
 
 
-def describe(task: TaskRecord, title: str, action: RecoveryAction, now: datetime) -> str:
-    if action is RecoveryAction.ResumeExecution:
+def describe(task: TaskRecord, title: str, decision: Decision, now: datetime) -> str:
+    """How the report names a task (spec §7.4's wording)."""
+    if decision.action is RecoveryAction.ResumeExecution:
         total = len((task.plan or {}).get("steps", []))
         return f"{title} — step {task.current_step + 1} of {total}"
-    if action is RecoveryAction.Abandon:
-        minutes = int((now - parse_rfc3339(task.updated_at)).total_seconds() // 60)
-        return f"{title} from {minutes} min ago"
+    if decision.action is RecoveryAction.Abandon:
+        if task.recovery_attempts and "crashed the kernel" in decision.reason:
+            return f"its recovery crashed the kernel {task.recovery_attempts} times: {title}"
+        minutes = int((now - parse_rfc3339(task.last_activity)).total_seconds() // 60)
+        return f"too old: {title} from {minutes} min ago"
     return title
 
 
@@ -66,7 +69,7 @@ async def recover_tasks(
     abandon: list[tuple[str, str]] = []
     for d in plan.decisions:
         task = plan.tasks[d.task_id]
-        report.descriptions[d.task_id] = describe(task, title_of(task), d.action, now)
+        report.descriptions[d.task_id] = describe(task, title_of(task), d, now)
         if d.action is RecoveryAction.Abandon:
             abandon.append((d.task_id, d.reason or "Abandoned: unrecoverable state"))
             report.abandoned.append(d.task_id)
@@ -79,7 +82,8 @@ async def recover_tasks(
         elif d.action is RecoveryAction.RepromptCredential:
             for p in journal.credential_prompts_for_task(d.task_id):
                 if p.status.value == "pending":
-                    attempt = 1 + sum(
+                    # the first prompt is :0, so the number sent so far is the next attempt
+                    attempt = sum(
                         1
                         for m in journal.messages_for_task(d.task_id)
                         if m["message_key"].startswith(f"credential:{p.prompt_id}:")

@@ -43,7 +43,15 @@ class RecoveryReport:
 
         def line(ids: list[str], one: str, many: str, verb: str) -> None:
             if ids:
-                what = ", ".join(self.descriptions.get(t, t[:8]) for t in ids)
+                names = [self.descriptions.get(t, t[:8]) for t in ids]
+                # "too old: A from 25 min ago, B from 15 min ago": the reason said once
+                said: set[str] = set()
+                for i, name in enumerate(names):
+                    reason, sep, rest = name.partition(": ")
+                    if sep and reason == "too old":
+                        names[i] = rest if reason in said else name
+                        said.add(reason)
+                what = ", ".join(names)
                 lines.append(f" - {len(ids)} {one if len(ids) == 1 else many} {verb} ({what})")
 
         line(self.retried, "task", "tasks", "retried")

@@ -460,8 +460,7 @@ async def _finish(
         state=TaskState.Synthesizing if last else task.state,
         phase=TaskState.Synthesizing.phase if last else task.phase,
         detail={"current_step": i + 1},
-        execute_progress={"current_step": i + 1, "last_completed": i},
-        updated_at=at,
+        execute_progress={"current_step": i + 1, "last_completed": i, "last_step_at": at},
         recovery_attempts=0,
     )
 

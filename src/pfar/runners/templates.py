@@ -88,6 +88,7 @@ class TemplateRegistry:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._templates: dict[str, Template] = {}
+        self._stamps: dict[str, tuple[int, int, int]] = {}
 
     def load(self) -> list[ConfigError]:
         """Load every template; return the errors of files that could not be loaded."""
@@ -101,6 +102,8 @@ class TemplateRegistry:
                     errors.append(exc)
                     continue
                 found[tpl.id] = tpl
+                st = path.stat()
+                self._stamps[tpl.id] = (st.st_mtime_ns, st.st_size, st.st_ino)
         self._templates = found
         return errors
 
@@ -108,13 +111,24 @@ class TemplateRegistry:
         return self._templates.get(template_id)
 
     def fresh(self, template_id: str) -> Template | None:
-        """Re-read one template from disk: what a resumed task is checked against."""
+        """The template as it is on disk now: what a resumed task is checked against.
+
+        Re-read only when the file's size or modification time changed.
+        """
         path = self.directory / f"{template_id}.toml"
-        if not path.exists():
+        try:
+            st = path.stat()
+        except FileNotFoundError:
             self._templates.pop(template_id, None)
+            self._stamps.pop(template_id, None)
             return None
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        cached = self._templates.get(template_id)
+        if cached is not None and self._stamps.get(template_id) == stamp:
+            return cached
         tpl = load_template(path)
         self._templates[template_id] = tpl
+        self._stamps[template_id] = stamp
         return tpl
 
     def ids(self) -> list[str]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import httpx
-
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
 from .base import ToolContext, require
@@ -49,6 +47,8 @@ class HttpRequest:
         elif "body" in args:
             kwargs["content"] = str(ctx.resolve(args["body"])).encode()
         timeout = float(args.get("timeout_seconds", 30))
+        import httpx  # imported on first use: it costs a restart tens of milliseconds
+
         try:
             async with httpx.AsyncClient(timeout=timeout) as client:
                 resp = await client.request(method, ctx.resolve(args["url"]), **kwargs)

@@ -118,6 +118,8 @@ CREATE TABLE owner_outbox (
     delivered_at TEXT
 );
 CREATE INDEX idx_owner_outbox_pending ON owner_outbox(seq) WHERE status = 'pending';
+-- the next seq is max(seq) + 1: an index keeps that O(log n) however long the outbox
+CREATE UNIQUE INDEX idx_owner_outbox_seq ON owner_outbox(seq);
 
 CREATE TABLE kernel_boots (
     boot_id     TEXT PRIMARY KEY,
