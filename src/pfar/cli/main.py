@@ -23,7 +23,7 @@ from .views import approval_row, credential_row, task_row, timeline
 
 # user data is never markup; piped output is not squeezed into 80 columns
 out = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, markup=False)
+err = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
 
 
 def _home(ctx: click.Context) -> Home:

@@ -396,7 +396,9 @@ class Journal:
                 )
             at = now_rfc3339()
             status = (
-                ApprovalStatus.denied if decision in ("deny", "fail") else (ApprovalStatus.approved)
+                ApprovalStatus.denied
+                if decision in ("deny", "fail", "skip")
+                else ApprovalStatus.approved
             )
             approvals_sql.decide_approval_txn(conn, approval_id, status, decision, at)
             task = tasks_sql.get(conn, a.task_id)

@@ -52,25 +52,32 @@ class ScriptedProvider:
 
     def __init__(self, script: Script, source: str = "<script>") -> None:
         self._source = source
-        self._responses: list[_Compiled] = []
-        for i, r in enumerate(script.responses):
-            try:
-                pattern = re.compile(r.match) if r.match else None
-            except re.error as exc:
-                raise ConfigError(source, f"responses.{i}.match", f"bad regex: {exc}") from None
-            self._responses.append(_Compiled(r, pattern))
+        self._path: Path | None = None
+        self._stamp: tuple[int, int] | None = None
+        self._responses = _compile(script, source)
 
     @classmethod
     def load(cls, path: Path) -> ScriptedProvider:
-        if not path.exists():
-            raise ConfigError(str(path), "", "script file not found (config key llm.script)")
+        provider = cls(_read(path), str(path))
+        provider._path = path
+        provider._stamp = _stamp(path)
+        return provider
+
+    def _refresh(self) -> None:
+        """Pick up an edited script file; a broken edit fails the call, naming the file."""
+        if self._path is None:
+            return
+        stamp = _stamp(self._path)
+        if stamp == self._stamp:
+            return
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(str(path), "", f"not valid TOML: {exc}") from None
-        return cls(validate_model(Script, data, path), str(path))
+            self._responses = _compile(_read(self._path), str(self._path))
+        except ConfigError as exc:
+            raise ProviderError(f"scripted provider: {exc}") from None
+        self._stamp = stamp
 
     def _find(self, req: LLMRequest) -> ScriptedResponse | None:
+        self._refresh()
         for c in self._responses:
             r = c.spec
             if r.phase != req.phase or r.template not in ("*", req.template_id):
@@ -101,6 +108,35 @@ class ScriptedProvider:
         raise ProviderError(
             f"scripted provider: {self._source} has no plan for template {req.template_id!r}"
         )
+
+
+def _read(path: Path) -> Script:
+    if not path.exists():
+        raise ConfigError(str(path), "", "script file not found (config key llm.script)")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), "", f"not valid TOML: {exc}") from None
+    return validate_model(Script, data, path)
+
+
+def _compile(script: Script, source: str) -> list[_Compiled]:
+    compiled = []
+    for i, r in enumerate(script.responses):
+        try:
+            pattern = re.compile(r.match) if r.match else None
+        except re.error as exc:
+            raise ConfigError(source, f"responses.{i}.match", f"bad regex: {exc}") from None
+        compiled.append(_Compiled(r, pattern))
+    return compiled
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
 
 
 def _substitutions(req: LLMRequest) -> dict[str, str]:
