@@ -18,27 +18,32 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a string "600" or a boolean is not a number of seconds
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+_DAY = 86_400.0
+_YEAR = 365 * _DAY
 
 
 class RecoveryConfig(_Section):
     """The `[recovery]` section, exactly as the persistence spec §10 names it."""
 
-    max_task_age_seconds: int = Field(600, gt=0)
-    shutdown_timeout_seconds: float = Field(30, ge=0)
-    journal_retention_completed_hours: float = Field(24, ge=0)
-    journal_retention_failed_days: float = Field(7, ge=0)
-    adapter_max_retries: int = Field(5, ge=0)
-    adapter_retry_backoff_seconds: float = Field(5, ge=0)
-    adapter_retry_backoff_max_seconds: float = Field(60, ge=0)
+    max_task_age_seconds: int = Field(600, gt=0, le=int(_YEAR))
+    shutdown_timeout_seconds: float = Field(30, ge=0, le=_DAY)
+    journal_retention_completed_hours: float = Field(24, ge=0, le=24 * 3650)
+    journal_retention_failed_days: float = Field(7, ge=0, le=3650)
+    adapter_max_retries: int = Field(5, ge=0, le=1000)
+    adapter_retry_backoff_seconds: float = Field(5, ge=0, le=_DAY)
+    adapter_retry_backoff_max_seconds: float = Field(60, ge=0, le=_DAY)
     # pfar's addition: a task whose recovery crashed the kernel this many times
     # is abandoned instead of crash-looping the kernel.
-    max_recovery_attempts: int = Field(3, gt=0)
+    max_recovery_attempts: int = Field(3, gt=0, le=1000)
 
 
 class ApprovalsConfig(_Section):
-    approval_timeout_seconds: float = Field(3600, gt=0)
-    credential_prompt_timeout_seconds: float = Field(600, gt=0)
+    approval_timeout_seconds: float = Field(3600, gt=0, le=_YEAR)
+    credential_prompt_timeout_seconds: float = Field(600, gt=0, le=_YEAR)
 
 
 class VaultConfig(_Section):
@@ -47,7 +52,7 @@ class VaultConfig(_Section):
 
 
 class JournalConfig(_Section):
-    cleanup_interval_hours: float = Field(24, gt=0)
+    cleanup_interval_hours: float = Field(24, gt=0, le=24 * 365)
 
 
 class LLMConfig(_Section):

@@ -453,7 +453,11 @@ def test_r4_shell_write_that_ran_before_the_kill_is_skipped_on_the_owners_word(
         with running_kernel(home) as k2:
             report = boot_report(home, k2)
             # no step completed yet: nothing to resume, the journaled plan runs from its start
-            assert report == "System restarted. Recovery report:\n - 1 task retried (Announce)"
+            assert report == (
+                "System restarted. Recovery report:\n"
+                " - 1 task retried (Announce)\n"
+                " - 1 orphaned process cleaned up"  # the `sleep 30` it left running
+            )
             wait_state(home, tid, "AwaitingApproval")
             (q,) = rows(home, "SELECT * FROM pending_approvals WHERE task_id = ?", tid)
             assert q["action_type"] == "write_in_doubt"
@@ -473,9 +477,12 @@ def test_r4_http_write_in_doubt_is_retried_with_the_same_idempotency_key(
 ) -> None:
     quiet(http_server)
     url = http_server.url
+    trusted = f'[idempotency]\ntrusted_key_hosts = ["{url.split("//")[1]}"]\n'
     home = make_home(
         tmp_path / "home",
-        templates={"r4": template("r4", "Place the order", ["file.write", "http.request"])},
+        templates={
+            "r4": template("r4", "Place the order", ["file.write", "http.request"], trusted)
+        },
         script=script(
             plan(
                 "r4",
@@ -510,6 +517,97 @@ def test_r4_http_write_in_doubt_is_retried_with_the_same_idempotency_key(
     (result,) = rows(home, "SELECT result_json FROM task_steps WHERE task_id = ? AND step = 1", tid)
     assert json.loads(json.loads(result[0])["body"])["replay"] is True
     assert not [m for m in owner_messages(home) if m["kind"] == "approval"]
+
+
+def test_r4_post_to_a_host_not_trusted_with_keys_asks_the_owner(
+    tmp_path: Path, http_server: RecordingServer
+) -> None:
+    """Most POST endpoints ignore Idempotency-Key: unless the template says this host
+    honours it, a POST that may have happened is the owner's call, not a blind retry."""
+    quiet(http_server)
+    url = http_server.url
+    home = make_home(
+        tmp_path / "home",
+        templates={"r4": template("r4", "Post the message", ["http.request"])},
+        script=script(
+            plan("r4", [("http.request", {"method": "POST", "url": f"{url}/chat", "body": "hi"})])
+        ),
+    )
+    http_server.delay_seconds = 1.0
+    with kernel(home) as k:
+        tid = submit(k, "r4")
+        wait_for(http_server.writes, what="the POST to reach the far side")
+        k.kill()
+    wait_for(lambda: http_server.effects.get(f"{tid}:0") == 1, what="the far side to apply it")
+    http_server.delay_seconds = 0
+
+    with running_kernel(home) as k2:
+        boot_report(home, k2)
+        wait_state(home, tid, "AwaitingApproval")
+        (approval,) = rows(
+            home, "SELECT approval_id, action_type FROM pending_approvals WHERE task_id = ?", tid
+        )
+        assert approval[1] == "write_in_doubt"
+        assert len(http_server.writes()) == 1  # not sent again while the owner decides
+        k2.request("answer", approval_id=approval[0], decision="skip")
+        wait_state(home, tid, "Completed")
+    assert len(http_server.writes()) == 1
+    assert steps_of(home, tid) == {0: "skipped"}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"  # a zombie has ended; only its parent has not reaped it
+
+
+def test_r4_an_approved_write_interrupted_mid_run_asks_again(tmp_path: Path) -> None:
+    """The owner's approval covered one run: if that run is cut off, the owner is asked
+    about the write in doubt instead of it silently running a second time."""
+    log = tmp_path / "ran.log"
+    home = make_home(
+        tmp_path / "home",
+        templates={
+            "r4": template("r4", "Release", ["shell.run"], '[approval]\nrequire = ["shell.run"]\n')
+        },
+        script=script(
+            plan("r4", [("shell.run", {"argv": ["sh", "-c", f"echo ran >> {log}; sleep 30"]})])
+        ),
+    )
+    with kernel(home) as k:
+        tid = submit(k, "r4")
+        wait_state(home, tid, "AwaitingApproval")
+        (approval_id,) = rows(
+            home, "SELECT approval_id FROM pending_approvals WHERE task_id = ?", tid
+        )[0]
+        k.request("answer", approval_id=approval_id, decision="approve")
+        wait_for(lambda: log.exists() and log.read_text().strip(), what="the command to start")
+        k.kill()
+
+    (process,) = rows(
+        home, "SELECT process_json FROM task_steps WHERE task_id = ? AND step = 0", tid
+    )[0]
+    pid = json.loads(process)["pid"]
+    assert Path(f"/proc/{pid}").exists()  # the command outlived the kernel
+
+    with running_kernel(home) as k2:
+        report = boot_report(home, k2)
+        assert " - 1 orphaned process cleaned up" in report
+        wait_for(lambda: not _alive(pid), what="the orphaned command to be ended")
+        wait_state(home, tid, "AwaitingApproval")
+        pending = rows(
+            home,
+            "SELECT approval_id, action_type FROM pending_approvals "
+            "WHERE task_id = ? AND status = 'pending'",
+            tid,
+        )
+        assert [p[1] for p in pending] == ["write_in_doubt"]
+        assert log.read_text().split() == ["ran"]
+        k2.request("answer", approval_id=pending[0][0], decision="fail")
+        wait_state(home, tid, "Failed")
+    assert log.read_text().split() == ["ran"]
 
 
 # -- R5 ---------------------------------------------------------------------------

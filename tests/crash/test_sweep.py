@@ -152,7 +152,12 @@ def _home(tmp_path: Path, server: RecordingServer) -> tuple[Home, Path]:
     shell_log = tmp_path / "shell-effects.log"
     home = make_home(
         tmp_path / "home",
-        templates={"sweep": TEMPLATE},
+        # the loopback server honours Idempotency-Key: the template says so, so an
+        # interrupted POST is retried with its key instead of asking the owner
+        templates={
+            "sweep": TEMPLATE
+            + f'    [idempotency]\n    trusted_key_hosts = ["{server.url.split("//")[1]}"]\n'
+        },
         script=_script(server.url, shell_log),
     )
     return home, shell_log

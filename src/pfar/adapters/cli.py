@@ -7,6 +7,7 @@ Lines it understands (everything else is an error it prints, never a crash):
 from __future__ import annotations
 
 import asyncio
+import logging
 import shlex
 import sys
 from typing import TextIO
@@ -14,6 +15,8 @@ from typing import TextIO
 from ..errors import PfarError
 from ..journal import OwnerMessage
 from ..kernel.kernel import Kernel
+
+log = logging.getLogger("pfar.adapters.cli")
 
 
 class StdoutSink:
@@ -38,6 +41,11 @@ async def read_commands(kernel: Kernel, stream: asyncio.StreamReader) -> None:
             reply = await _command(kernel, text, n)
         except PfarError as exc:
             reply = f"error: {exc}"
+        except ValueError as exc:  # e.g. an unterminated quote
+            reply = f"error: line {n}: {exc}"
+        except Exception as exc:  # one bad line must not end the adapter
+            log.exception("stdin line %d", n)
+            reply = f"error: line {n}: {exc!r}"
         sys.stdout.write(reply + "\n")
         sys.stdout.flush()
 

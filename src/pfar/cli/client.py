@@ -33,6 +33,9 @@ def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:
     except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
         raise KernelNotRunning(str(home.root)) from None
+    except OSError as exc:
+        sock.close()
+        raise PfarError(f"cannot reach the kernel at {path}: {exc}") from None
     try:
         sock.sendall(json.dumps(request).encode() + b"\n")
         buf = b""
@@ -41,6 +44,10 @@ def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:
             if not chunk:
                 raise PfarError("the kernel closed the control connection")
             buf += chunk
+    except TimeoutError:
+        raise PfarError(
+            f"the kernel did not answer within {timeout:g}s; it goes on with the request"
+        ) from None
     finally:
         sock.close()
     response = json.loads(buf)

@@ -17,6 +17,7 @@ from ..errors import KernelNotRunning, PfarError
 from ..journal import Journal, TaskState
 from ..recovery import plan_recovery
 from ..vault.home import Home, HomeLock
+from ..vault.secrets import SecretStore
 from . import client
 from .setup_home import init_home
 from .views import approval_row, credential_row, task_row, timeline
@@ -296,6 +297,34 @@ def credential(ctx: click.Context, prompt_id: str) -> None:
         secret = sys.stdin.read()
     r = client.call(_home(ctx), {"op": "credential", "prompt_id": prompt_id, "secret": secret})
     out.print(f"credential stored; task {r['task_id']} resumes")
+
+
+@cli.group()
+def secret() -> None:
+    """Secrets in the vault (secrets.db)."""
+
+
+@secret.command("set")
+@click.argument("name")
+@click.pass_context
+def secret_set(ctx: click.Context, name: str) -> None:
+    """Store secret NAME; the value is read from stdin (or a hidden prompt), never argv.
+
+    Tool arguments refer to it as {{secret:NAME}}.
+    """
+    home = _home(ctx)
+    value = click.prompt("value", hide_input=True) if sys.stdin.isatty() else sys.stdin.read()
+    if client.kernel_running(home):
+        client.call(home, {"op": "secret_set", "name": name, "value": value})
+    else:
+        if not value.strip():
+            raise PfarError("the secret is empty; nothing was stored")
+        store = SecretStore.open(home.secrets_db)
+        try:
+            store.set(name, value.strip())
+        finally:
+            store.close()
+    out.print(f"secret {name} stored; use it as {{{{secret:{name}}}}}")
 
 
 @cli.command()

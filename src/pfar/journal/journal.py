@@ -274,8 +274,22 @@ class Journal:
 
         def op(conn: sqlite3.Connection) -> None:
             steps_sql.start_txn(conn, rec)
+            # The owner's "retry" covered the run that starts now, not any later one:
+            # if this run is interrupted too, the owner is asked again.
+            tasks_sql.clear_detail_key_txn(conn, rec.task_id, "retry_step")
 
         await self._write(op, "step_started")
+
+    async def step_process(self, task_id: str, step: int, process: dict[str, Any]) -> None:
+        """Record the process a running step started, so a restart can end it."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            steps_sql.set_process_txn(conn, task_id, step, process)
+
+        await self._write(op, None)
+
+    def started_processes(self) -> list[tuple[str, int, dict[str, Any]]]:
+        return steps_sql.started_processes(self._reader)
 
     async def step_finished(self, rec: StepRecord, *, next_step: int, last: bool = False) -> None:
         """A step's outcome (completed or skipped) and the task's progress, in one commit.

@@ -76,6 +76,24 @@ def finish_txn(conn: sqlite3.Connection, rec: StepRecord) -> None:
     )
 
 
+def set_process_txn(
+    conn: sqlite3.Connection, task_id: str, step: int, process: dict[str, Any]
+) -> None:
+    conn.execute(
+        "UPDATE task_steps SET process_json = ? WHERE task_id = ? AND step = ?",
+        (dumps(process), task_id, step),
+    )
+
+
+def started_processes(conn: sqlite3.Connection) -> list[tuple[str, int, dict[str, Any]]]:
+    """(task_id, step, process) of steps still marked started that recorded a process."""
+    rows = conn.execute(
+        "SELECT task_id, step, process_json FROM task_steps "
+        "WHERE status = 'started' AND process_json IS NOT NULL"
+    ).fetchall()
+    return [(str(r[0]), int(r[1]), dict(loads(r[2]))) for r in rows]
+
+
 def for_task(conn: sqlite3.Connection, task_id: str) -> list[StepRecord]:
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM task_steps WHERE task_id = ? ORDER BY step", (task_id,)

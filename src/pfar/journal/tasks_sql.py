@@ -117,6 +117,13 @@ def progress_txn(
     )
 
 
+def clear_detail_key_txn(conn: sqlite3.Connection, task_id: str, key: str) -> None:
+    conn.execute(
+        "UPDATE task_journal SET state_detail = json_remove(state_detail, ?) WHERE task_id = ?",
+        (f"$.{key}", task_id),
+    )
+
+
 def get_state(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, str] | None:
     row = conn.execute(
         "SELECT state, phase FROM task_journal WHERE task_id = ?", (task_id,)

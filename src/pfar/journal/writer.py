@@ -44,6 +44,8 @@ class GroupCommitWriter:
     def __init__(self, conn: sqlite3.Connection, *, fault_hook: FaultHook | None = None) -> None:
         self._conn = conn
         self._faults = fault_hook or FaultHook(None)
+        # told once when a commit fails: the owner of the writer must stop (fail-stop)
+        self.on_failure: Callable[[BaseException], None] | None = None
         self._pending: list[_Job[Any]] = []
         self._scheduled = False
         self._deferred_timer: asyncio.TimerHandle | None = None
@@ -148,6 +150,8 @@ class GroupCommitWriter:
             conn.execute("COMMIT")
         except BaseException as exc:
             self._failed = exc
+            if self.on_failure is not None:
+                self.on_failure(exc)
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             err = VaultIOError(f"journal commit failed, the kernel must stop: {exc}")

@@ -22,16 +22,23 @@ from .kernel import Kernel
 log = logging.getLogger("pfar.control")
 
 _MAX_LINE = 1 << 20
+MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on macOS
 
 
 class ControlServer:
     def __init__(self, kernel: Kernel) -> None:
         self._kernel = kernel
         self._server: asyncio.AbstractServer | None = None
+        self._clients: set[asyncio.StreamWriter] = set()
         self.shutdown_requested = asyncio.Event()
 
     async def start(self) -> None:
         path = self._kernel.home.control_socket
+        if len(str(path).encode()) > MAX_SOCKET_PATH:
+            raise PfarError(
+                f"{path}: too long for a unix socket ({len(str(path).encode())} bytes, at most "
+                f"{MAX_SOCKET_PATH}); use a shorter PFAR_HOME"
+            )
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # stale from a killed kernel; we hold the home lock
         old = os.umask(0o177)
@@ -46,11 +53,14 @@ class ControlServer:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
+            for client in list(self._clients):  # an idle client must not hold shutdown
+                client.close()
             await self._server.wait_closed()
         with contextlib.suppress(FileNotFoundError):
             self._kernel.home.control_socket.unlink()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._clients.add(writer)
         try:
             while line := await reader.readline():
                 response = await self._handle(line)
@@ -59,6 +69,7 @@ class ControlServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            self._clients.discard(writer)
             writer.close()
 
     async def _handle(self, line: bytes) -> dict[str, Any]:
@@ -71,6 +82,12 @@ class ControlServer:
             return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}
         except (ValueError, KeyError, TypeError) as exc:
             return {"ok": False, "error": {"type": "BadRequest", "message": str(exc)}}
+        except Exception as exc:  # the client gets an answer, whatever went wrong
+            log.exception("control request failed")
+            return {
+                "ok": False,
+                "error": {"type": "InternalError", "message": f"{type(exc).__name__}: {exc}"},
+            }
         return {"ok": True, "result": result}
 
     async def _dispatch(self, req: dict[str, Any]) -> Any:
@@ -100,6 +117,9 @@ class ControlServer:
         if op == "credential":
             task = await k.provide_credential(str(req["prompt_id"]), str(req["secret"]))
             return {"task_id": task.task_id, "state": task.state.value}
+        if op == "secret_set":
+            k.set_secret(str(req["name"]), str(req["value"]))
+            return {"name": req["name"]}
         if op == "wait_idle":
             await k.wait_idle()
             return {}

@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from ..llm.scripted import ScriptedProvider
 from ..policy.redact import Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..runners import Services, TemplateRegistry, advance, answer_outcome
+from ..tools.processes import end_group_if_same
 from ..tools.registry import ToolRegistry
 from ..vault.home import Home, HomeLock
 from ..vault.secrets import SecretStore
@@ -101,6 +103,7 @@ class Kernel:
         self._idle.set()
         self._stopped = asyncio.Event()
         self.report: RecoveryReport | None = None
+        self.failure: str | None = None  # why the kernel stopped itself, if it did
         self.template_errors: list[ConfigError] = []
 
     # -- startup -------------------------------------------------------------
@@ -123,6 +126,7 @@ class Kernel:
                 fault_hook=self._faults,
             )
             opened.append(self.journal)
+            self.journal.writer.on_failure = self._fail_stop
             self.secrets = SecretStore.open(
                 self.home.secrets_db, synchronous=config.vault.synchronous
             )
@@ -150,6 +154,14 @@ class Kernel:
         )
         self.owner = OwnerChannel(self.journal, OwnerLogSink(self.home.owner_log))
 
+        try:
+            return await self._recover_and_open(config)
+        except BaseException:
+            # a start that fails half-way leaves nothing open: the home can be retried
+            await self._release_after_failed_start()
+            raise
+
+    async def _recover_and_open(self, config: Config) -> RecoveryReport:
         # Stage 2: recovery
         previous = self.journal.last_boot()
         crashed = previous is not None and not previous["clean"]
@@ -176,6 +188,7 @@ class Kernel:
             self._title,
             count_attempts=crashed,
             report_key=f"report:{self.boot_id}",
+            orphan_processes=self._end_orphans(),
         )
         self.report = report
         self.audit.log("recovery", crashed=crashed, **report.to_json())
@@ -187,12 +200,35 @@ class Kernel:
             asyncio.create_task(self._expiry_loop(), name="pfar-expiry"),
             asyncio.create_task(self._cleanup_loop(), name="pfar-cleanup"),
         ]
+        for bg in self._background:
+            bg.add_done_callback(self._background_ended)
 
         # Stage 5: notify, then resume
         self.owner.notify()
         for task_id in to_resume:
             self.resume(task_id)
         return report
+
+    def _end_orphans(self) -> int:
+        """Spec §7.1 step 4: end what interrupted steps left running, before deciding
+        anything about those steps (a command still running is not "in doubt", it is
+        running; ending it first makes the owner's retry the only run)."""
+        ended = 0
+        for task_id, step, process in self.journal.started_processes():
+            if end_group_if_same(process):
+                ended += 1
+                self.audit.log("orphan_process_ended", task_id=task_id, step=step, **process)
+        return ended
+
+    async def _release_after_failed_start(self) -> None:
+        self._accepting = False
+        for t in [*self._running.values(), *self._background]:
+            t.cancel()
+        await asyncio.gather(*self._running.values(), *self._background, return_exceptions=True)
+        self.audit.close()
+        self.journal.close(checkpoint=False)
+        self.secrets.close()
+        self._lock.release()
 
     def _load_services(self, config: Config) -> None:
         """Templates, tools and the model, validated before the journal is written to:
@@ -238,9 +274,11 @@ class Kernel:
         """Create a task from an event and start it. The same event id twice: one task."""
         if not self._accepting:
             raise ShuttingDown()
-        tpl = self.templates.get(template_id)
-        if tpl is None:
-            tpl = self._reload_template(template_id)
+        if not _TEMPLATE_ID.fullmatch(template_id):
+            raise ConfigError(
+                str(self.home.templates_dir), "", f"{template_id!r} is not a template id"
+            )
+        tpl = self._reload_template(template_id)
         event = InboundEvent(
             event_id=event_id or str(uuid.uuid4()),
             adapter=adapter,
@@ -321,6 +359,16 @@ class Kernel:
         self._accepting = False
         self._stopped.set()
 
+    def _background_ended(self, task: asyncio.Task[None]) -> None:
+        """A duty that should run for the kernel's life ended: stop loudly, not limp on."""
+        if task.cancelled():
+            return
+        exc = task.exception()
+        log.critical("kernel duty %s stopped: %r; stopping the kernel", task.get_name(), exc)
+        self.failure = f"{task.get_name()} stopped: {exc!r}"
+        self._accepting = False
+        self._stopped.set()
+
     async def wait_idle(self) -> None:
         """Wait until no task is being advanced (parked tasks do not count)."""
         while self._running:
@@ -331,6 +379,8 @@ class Kernel:
 
     async def answer(self, approval_id: str, decision: str) -> tuple[ApprovalRecord, bool]:
         """Answer an approval (approve, deny, retry, skip, fail, continue). Idempotent."""
+        if not self._accepting:
+            raise ShuttingDown()
         approval_id = self.journal.resolve_approval_id(approval_id)
         a = self.journal.approval(approval_id)
         if decision == "approve":
@@ -356,6 +406,8 @@ class Kernel:
         return decided, changed
 
     async def provide_credential(self, prompt_id: str, secret: str) -> TaskRecord:
+        if not self._accepting:
+            raise ShuttingDown()
         prompt_id = self.journal.resolve_prompt_id(prompt_id)
         p = self.journal.credential_prompt(prompt_id)
         if p.status.value != "pending":
@@ -371,6 +423,16 @@ class Kernel:
         )
         self.resume(p.task_id)
         return self.journal.task(p.task_id)
+
+    def set_secret(self, name: str, value: str) -> None:
+        """Store a secret in secrets.db; from now on it is redacted wherever it appears."""
+        if not _SECRET_NAME.fullmatch(name):
+            raise PfarError(f"{name!r} is not a secret name (letters, digits, _ . -)")
+        if not value.strip():
+            raise PfarError("the secret is empty; nothing was stored")
+        self.secrets.set(name, value.strip())
+        self.redactor.refresh()
+        self.audit.log("secret_set", name=name)
 
     # -- background duties -----------------------------------------------------
 
@@ -477,6 +539,10 @@ class Kernel:
     def _title(self, task: TaskRecord) -> str:
         tpl = self.templates.get(task.template_id)
         return tpl.title if tpl else task.template_id
+
+
+_TEMPLATE_ID = re.compile(r"[A-Za-z0-9_.\-]+")
+_SECRET_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
 def _config_hash(home: Home) -> str:

@@ -56,5 +56,8 @@ async def serve(
     left = await kernel.shutdown()
     if left:
         sys.stderr.write(f"pfar: {len(left)} task(s) left in the journal for the next start\n")
+    if kernel.failure:
+        sys.stderr.write(f"pfar: the kernel stopped itself: {kernel.failure}\n")
+        return 4
     sys.stderr.write("pfar kernel shut down cleanly\n")
     return 0

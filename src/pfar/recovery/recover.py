@@ -54,6 +54,7 @@ async def recover_tasks(
     *,
     count_attempts: bool,
     report_key: str,
+    orphan_processes: int = 0,
 ) -> tuple[RecoveryReport, list[str]]:
     """Journal every decision and the owner's report in one commit; return the report
     and the task ids to resume.
@@ -63,7 +64,7 @@ async def recover_tasks(
     everything decided and the report waiting to be delivered. Re-sent prompts are
     queued after the report, so the owner reads the report first.
     """
-    report = RecoveryReport()
+    report = RecoveryReport(orphan_processes=orphan_processes)
     prompts: list[OwnerMessage] = []
     to_resume: list[str] = []
     abandon: list[tuple[str, str]] = []

@@ -12,6 +12,7 @@ class RecoveryReport:
     reprompted: list[str] = field(default_factory=list)
     abandoned: list[str] = field(default_factory=list)
     orphan_containers: int = 0
+    orphan_processes: int = 0  # processes of interrupted steps that outlived the kernel
     # task id -> how the report describes it
     descriptions: dict[str, str] = field(default_factory=dict)
     reprompt_kinds: dict[str, str] = field(default_factory=dict)  # "approval" | "credential"
@@ -24,6 +25,7 @@ class RecoveryReport:
             or self.reprompted
             or self.abandoned
             or self.orphan_containers
+            or self.orphan_processes
         )
 
     def to_json(self) -> dict[str, object]:
@@ -33,6 +35,7 @@ class RecoveryReport:
             "reprompted": self.reprompted,
             "abandoned": self.abandoned,
             "orphan_containers": self.orphan_containers,
+            "orphan_processes": self.orphan_processes,
             "descriptions": self.descriptions,
         }
 
@@ -61,6 +64,9 @@ class RecoveryReport:
         line(approvals, "approval", "approvals", "re-sent")
         line(creds, "credential prompt", "credential prompts", "re-sent")
         line(self.abandoned, "task", "tasks", "abandoned")
+        if self.orphan_processes:
+            n = self.orphan_processes
+            lines.append(f" - {n} orphaned process{'es' if n != 1 else ''} cleaned up")
         if self.orphan_containers:
             n = self.orphan_containers
             lines.append(f" - {n} orphaned container{'s' if n != 1 else ''} cleaned up")

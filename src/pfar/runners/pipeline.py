@@ -14,8 +14,10 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import PfarError, ProviderError, ToolError, ToolFailed, ToolTimeout, VaultError
 from ..journal import (
@@ -32,9 +34,10 @@ from ..journal import (
 )
 from ..journal.records import Idempotency, now_rfc3339, rfc3339
 from ..llm.provider import LLMRequest, Phase
-from ..policy.approvals import approval_needed
+from ..policy.approvals import ApprovalRule, approval_needed
 from ..tools.admin import PromptCredential
 from ..tools.base import Tool, ToolContext
+from ..tools.processes import identity
 from .plan import Plan, PlanStep
 from .services import Services
 from .step_rules import StepRecovery, should_retry_step
@@ -43,6 +46,7 @@ from .templates import Template
 log = logging.getLogger("pfar.pipeline")
 
 IN_DOUBT_OPTIONS = ["retry", "skip", "fail"]
+_EVERY_WRITE = ApprovalRule(require=frozenset({"*"}), tainted_writes=False, on_deny="fail")
 
 
 async def advance(task_id: str, svc: Services) -> None:
@@ -120,9 +124,14 @@ async def _plan(task: TaskRecord, svc: Services) -> None:
             task.task_id, TaskState.Executing, point="planned", detail={"current_step": 0}
         )
         return
-    tpl = svc.templates.get(task.template_id)
+    tpl = svc.templates.fresh(task.template_id)
     if tpl is None:
         raise ProviderError(f"template {task.template_id!r} no longer exists; cannot plan")
+    if tpl.content_hash != task.template_hash:
+        # nothing has run yet: plan under the template as it is now, and say so in the row
+        await svc.journal.transition(
+            task.task_id, TaskState.Planning, point=None, template_hash=tpl.content_hash
+        )
     resp = await _think(task, svc, "plan")
     plan = Plan.parse(resp.data, f"plan for task {task.task_id}")
     for i, step in enumerate(plan.steps):
@@ -203,7 +212,7 @@ async def _template_still_fits(task: TaskRecord, svc: Services) -> bool:
     else:
         problem = "its template was removed" if tpl is None else "its template changed"
     current = tpl.content_hash if tpl else "missing"
-    if current == task.template_hash or task.detail.get("template_ack") == current:
+    if current == task.template_hash:
         return True
     await _ask(
         task,
@@ -269,9 +278,14 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
         return False
     tool = svc.tools.get(step.tool)
     semantics = tool.semantics(step.args)
-    idem = tool.idempotency(step.args)
+    idem = _idempotency(tool, step.args, svc.templates.get(task.template_id))
     ctx = ToolContext(
-        task.task_id, i, f"{task.task_id}:{i}", svc.workspace(task.task_id), svc.secret
+        task.task_id,
+        i,
+        f"{task.task_id}:{i}",
+        svc.workspace(task.task_id),
+        svc.secret,
+        _process_recorder(svc, task.task_id, i),
     )
 
     if record is not None and task.detail.get("retry_step") != i:
@@ -325,31 +339,32 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
 
     if semantics is Semantics.Write and task.detail.get("approved_step") != i:
         tpl = svc.templates.get(task.template_id)
-        if tpl is not None:
-            labels = (
-                [s.label for s in svc.journal.steps(task.task_id) if s.step < i]
-                if (tpl.approval.tainted_writes)
-                else []
+        # A task whose template is gone (the owner chose to go on with its plan) has no
+        # rules left to trust: every write it makes waits for the owner.
+        approval_rule = tpl.approval_rule() if tpl else _EVERY_WRITE
+        labels = (
+            [s.label for s in svc.journal.steps(task.task_id) if s.step < i]
+            if approval_rule.tainted_writes
+            else []
+        )
+        need = approval_needed(approval_rule, step.tool, semantics, labels)
+        if need is not None:
+            await _ask(
+                task,
+                svc,
+                action_type=need.action_type,
+                step=i,
+                tool=step.tool,
+                options=["approve", "deny"],
+                taint=need.taint_level,
+                description=(
+                    f"Task {_title(task, svc)} wants to run {step.tool} ({where}): {need.reason}."
+                ),
+                preview=step.args,
+                on_deny=approval_rule.on_deny,
+                timeout=tpl.approval.timeout_seconds if tpl else None,
             )
-            need = approval_needed(tpl.approval_rule(), step.tool, semantics, labels)
-            if need is not None:
-                await _ask(
-                    task,
-                    svc,
-                    action_type=need.action_type,
-                    step=i,
-                    tool=step.tool,
-                    options=["approve", "deny"],
-                    taint=need.taint_level,
-                    description=(
-                        f"Task {_title(task, svc)} wants to run {step.tool} "
-                        f"({where}): {need.reason}."
-                    ),
-                    preview=step.args,
-                    on_deny=tpl.approval.on_deny,
-                    timeout=tpl.approval.timeout_seconds,
-                )
-                return False
+            return False
 
     if isinstance(tool, PromptCredential) and await tool.check(step.args, ctx) is None:
         await _park_credential(task, svc, i, step.args)
@@ -414,6 +429,24 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
         tool.result_label,
         started,
     )
+
+
+def _process_recorder(svc: Services, task_id: str, step: int) -> Callable[[int], Awaitable[None]]:
+    async def record(pid: int) -> None:
+        process = identity(pid)
+        if process is not None:
+            await svc.journal.step_process(task_id, step, process)
+
+    return record
+
+
+def _idempotency(tool: Tool, args: dict[str, Any], tpl: Template | None) -> Idempotency:
+    idem = tool.idempotency(args)
+    if idem is Idempotency.none and getattr(tool, "sends_idempotency_key", False) and tpl:
+        host = urlsplit(str(args.get("url", ""))).netloc.lower()
+        if host and host in {h.lower() for h in tpl.idempotency.trusted_key_hosts}:
+            return Idempotency.key
+    return idem
 
 
 async def _call(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
@@ -556,6 +589,8 @@ async def _ask(
         prompts_sent=0,
     )
     detail_extra = {"on_deny": on_deny, **(extra_detail or {})}
+    if task.detail.get("approved_step") == step:  # a grant for this step outlives a question
+        detail_extra["approved_step"] = step
     await svc.journal.park_approval(approval, approval_message(approval, 0), detail_extra)
     svc.notify_owner()
 
@@ -635,7 +670,13 @@ def answer_outcome(
     if decision == "skip":
         return TaskState.Executing, {**base, "skip_step": step}, {}
     if decision == "continue":
-        return TaskState.Executing, {**base, "template_ack": task.detail.get("template_seen")}, {}
+        # the owner accepted the template as it is now: that becomes the task's template
+        kept = {"approved_step": step} if task.detail.get("approved_step") == step else {}
+        return (
+            TaskState.Executing,
+            {**base, **kept},
+            {"template_hash": str(task.detail.get("template_seen", ""))},
+        )
     # approve / retry
     return TaskState.Executing, {**base, "approved_step": step, "retry_step": step}, {}
 

@@ -19,7 +19,7 @@ from ..policy.approvals import ApprovalRule
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class ApprovalSection(_Section):
@@ -27,6 +27,12 @@ class ApprovalSection(_Section):
     tainted_writes: bool = False
     on_deny: Literal["skip", "fail"] = "fail"
     timeout_seconds: float | None = Field(None, gt=0)
+
+
+class IdempotencySection(_Section):
+    # hosts (host or host:port) whose servers honour Idempotency-Key on POST and PATCH:
+    # an interrupted write to them is retried with the same key instead of asking
+    trusted_key_hosts: list[str] = []
 
 
 class TimeoutSection(_Section):
@@ -43,6 +49,7 @@ class Template(_Section):
     output_sinks: list[str] = ["owner"]
     approval: ApprovalSection = ApprovalSection()
     timeouts: TimeoutSection = TimeoutSection()
+    idempotency: IdempotencySection = IdempotencySection()
     # filled by the loader: sha256 of the file, to notice a change under a running task
     content_hash: str = ""
 

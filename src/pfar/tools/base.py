@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -23,6 +23,8 @@ class ToolContext:
     idempotency_key: str
     workspace: Path
     secret: Callable[[str], str | None]
+    # journals a process the tool started (see tools/processes.py), before it is waited on
+    started_process: Callable[[int], Awaitable[None]] | None = None
 
     def resolve(self, value: Any) -> Any:
         """Replace `{{secret:NAME}}` references with values, at call time only.

@@ -10,6 +10,8 @@ from .base import ToolContext, require
 
 _READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 _WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+# idempotent by HTTP's own semantics (RFC 9110 §9.2.2): repeating one has the same effect
+_IDEMPOTENT_METHODS = {"PUT", "DELETE"}
 _MAX_BODY = 64 * 1024
 
 
@@ -25,8 +27,15 @@ class HttpRequest:
         method = str(args.get("method", "GET")).upper()
         return Semantics.Read if method in _READ_METHODS else Semantics.Write
 
+    # every write carries an Idempotency-Key; whether the far side honours it for a
+    # POST or PATCH is the template's word (its [idempotency] trusted_key_hosts)
+    sends_idempotency_key: ClassVar[bool] = True
+
     def idempotency(self, args: dict[str, Any]) -> Idempotency:
-        return Idempotency.key
+        method = str(args.get("method", "GET")).upper()
+        if method in _READ_METHODS or method in _IDEMPOTENT_METHODS:
+            return Idempotency.key
+        return Idempotency.none
 
     def validate(self, args: dict[str, Any]) -> None:
         require(args, "url", str, self.name)

@@ -45,6 +45,8 @@ class ShellRun:
             start_new_session=True,  # its own process group, so a timeout kills all of it
         )
         try:
+            if ctx.started_process is not None:
+                await ctx.started_process(proc.pid)
             out, err = await proc.communicate()
         except asyncio.CancelledError:
             _kill_group(proc.pid)

@@ -25,13 +25,17 @@ class SecretStore:
         at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.execute(
-                "INSERT INTO secrets(name, value, service, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value, "
-                "updated_at = excluded.updated_at",
-                (name, value, service, at, at),
-            )
-            self._conn.execute("COMMIT")
+            try:
+                self._conn.execute(
+                    "INSERT INTO secrets(name, value, service, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+                    "value = excluded.value, updated_at = excluded.updated_at",
+                    (name, value, service, at, at),
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
 
     def get(self, name: str) -> str | None:
         with self._lock:

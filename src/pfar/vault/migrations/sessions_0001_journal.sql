@@ -48,8 +48,11 @@ CREATE TABLE task_steps (
     started_at   TEXT NOT NULL,
     completed_at TEXT,
     error        TEXT,
+    -- a process the step started (pid, start time): ended at restart if it outlived us
+    process_json TEXT,
     PRIMARY KEY (task_id, step)
 ) WITHOUT ROWID;
+CREATE INDEX idx_task_steps_started ON task_steps(status) WHERE status = 'started';
 
 CREATE TABLE pending_approvals (
     approval_id     TEXT PRIMARY KEY,

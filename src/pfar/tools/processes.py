@@ -1,0 +1,39 @@
+"""Naming a process so that a later kernel can find it again: pid plus start time.
+
+A pid alone is reused by the OS; the pair (pid, start time in clock ticks since
+boot, from /proc/<pid>/stat) names one process for the life of the machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot), or None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # the command name (field 2) may hold spaces and parentheses: split after the last ')'
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[19])  # field 22 of the whole line
+
+
+def identity(pid: int) -> dict[str, int] | None:
+    started = start_time(pid)
+    return None if started is None else {"pid": pid, "start_time": started}
+
+
+def end_group_if_same(process: dict[str, int]) -> bool:
+    """SIGKILL the process group led by `process` if that very process still runs."""
+    pid = int(process.get("pid", 0))
+    if pid <= 0 or start_time(pid) != process.get("start_time"):
+        return False
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+        return True
+    return False
