@@ -43,7 +43,7 @@ from ..journal.faults import FaultHook
 from ..journal.records import now_rfc3339, rfc3339
 from ..llm.provider import Provider
 from ..llm.scripted import ScriptedProvider
-from ..policy.redact import Redactor
+from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..runners import Services, TemplateRegistry, advance, answer_outcome
 from ..tools.processes import end_group_if_same
@@ -138,6 +138,7 @@ class Kernel:
             self._lock.release()
             raise
         self.redactor = Redactor(self.secrets.values)
+        self.log_filter = RedactingFilter(self.redactor)  # for the handlers of pfar's logs
         try:
             self._load_services(config)
         except BaseException:

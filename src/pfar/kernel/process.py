@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import sys
 from collections.abc import Callable
@@ -29,6 +30,12 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await kernel.start()
+    # pfar's log lines go to stderr through one handler that redacts secrets
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(kernel.log_filter)
+    handler.setFormatter(logging.Formatter("pfar: %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger("pfar").addHandler(handler)
+    logging.getLogger("pfar").propagate = False
     for sink in sinks or []:
         kernel.add_sink(sink)
     kernel.owner.notify()

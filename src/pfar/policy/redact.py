@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import re
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +55,24 @@ class Redactor:
         if isinstance(value, list):
             return [self.value(v) for v in value]
         return value
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts every record of the logger it is attached to, traceback included."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self._redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self._redactor.text(record.getMessage())
+        record.args = None
+        if record.exc_info:
+            record.exc_text = self._redactor.text(
+                "".join(traceback.format_exception(*record.exc_info))
+            )
+            record.exc_info = None
+        return True
 
 
 def _mask(m: re.Match[str]) -> str:

@@ -152,7 +152,8 @@ async def _plan(task: TaskRecord, svc: Services) -> None:
         TaskState.Executing,
         point="planned",
         detail={"current_step": 0},
-        plan_json=plan.model_dump(),
+        # a secret the model wrote into the plan is not journaled (use {{secret:NAME}})
+        plan_json=svc.redactor.value(plan.model_dump()),
         execute_progress={"current_step": 0},
     )
 

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import logging
+import sys
+
+from pfar.policy.redact import RedactingFilter, Redactor
+
+
+def _redactor() -> Redactor:
+    return Redactor(lambda: {"notion_token": "secret_abc123XYZ", "short": "ab"})
+
+
+def test_known_secret_values_and_token_shapes_are_replaced() -> None:
+    r = _redactor()
+    assert r.text("token=secret_abc123XYZ!") == "token=[REDACTED:notion_token]!"
+    assert r.text("Authorization: Bearer abcdefgh12345678") == ("Authorization: Bearer [REDACTED]")
+    assert "sk-" not in r.text("key sk-abcdefghijklmnop")
+    assert r.text("ab stays: too short to be a secret") == "ab stays: too short to be a secret"
+
+
+def test_sensitive_keys_are_masked_but_secret_references_are_kept() -> None:
+    r = _redactor()
+    value = {
+        "headers": {"Authorization": "Bearer {{secret:notion_token}}", "password": "hunter22"},
+        "body": ["x", "secret_abc123XYZ"],
+    }
+    assert r.value(value) == {
+        "headers": {"Authorization": "Bearer {{secret:notion_token}}", "password": "[REDACTED]"},
+        "body": ["x", "[REDACTED:notion_token]"],
+    }
+
+
+def test_log_records_and_their_tracebacks_are_redacted() -> None:
+    f = RedactingFilter(_redactor())
+    try:
+        raise ValueError("bad token secret_abc123XYZ")
+    except ValueError:
+        exc_info = sys.exc_info()
+    record = logging.LogRecord(
+        "pfar.x", logging.ERROR, __file__, 1, "failed with %s", ("secret_abc123XYZ",), exc_info
+    )
+    assert f.filter(record)
+    text = logging.Formatter().format(record)
+    assert "secret_abc123XYZ" not in text
+    assert "[REDACTED:notion_token]" in text
+    assert "ValueError" in text
