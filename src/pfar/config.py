@@ -61,12 +61,23 @@ class LLMConfig(_Section):
     script: str = "scripts/default.toml"
 
 
+class SessionsConfig(_Section):
+    """Long-lived agent sessions: the external agent command each ACTIVE session runs."""
+
+    # argv; {session_id}, {project_path} and {thread_id} are filled in
+    agent_command: list[str] = []
+    # appended when a session that has run before is resumed, e.g. ["--resume", "{session_id}"]
+    resume_args: list[str] = []
+    stop_timeout_seconds: float = Field(10, gt=0, le=3600)
+
+
 class Config(_Section):
     recovery: RecoveryConfig = RecoveryConfig()
     approvals: ApprovalsConfig = ApprovalsConfig()
     vault: VaultConfig = VaultConfig()
     journal: JournalConfig = JournalConfig()
     llm: LLMConfig = LLMConfig()
+    sessions: SessionsConfig = SessionsConfig()
 
     @classmethod
     def load(cls, path: Path) -> Config:
@@ -118,4 +129,9 @@ synchronous = "FULL"
 [llm]
 provider = "scripted"
 script = "scripts/default.toml"
+
+[sessions]
+# the agent each ACTIVE session runs, e.g. ["my-agent", "--project", "{project_path}"]
+agent_command = []
+resume_args = []
 """

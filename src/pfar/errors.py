@@ -11,6 +11,8 @@ one, what to do about it.
     - VaultCorrupt           a database file is not readable; never repaired by overwriting
     - VaultIOError           a write or fsync failed: the kernel stops (fail-stop)
     - MigrationFailed
+    - SessionStoreError      the sessions table could not be read or written (rolled back)
+    - SessionRecoveryFailed  session crash recovery stopped at a database error
   + JournalError
     - UnknownTask
     - UnknownApproval
@@ -18,6 +20,11 @@ one, what to do about it.
     - IllegalTransition      the state machine refused a transition
     - AlreadyDecided         an approval or prompt was already answered or expired
     - AmbiguousId            an id prefix matches more than one record
+    - UnknownSession
+    - IllegalSessionTransition  the session state machine refused a transition
+    - SessionStatusMismatch  compare-and-set: the session is not in the expected status
+    - SessionThreadBusy      a chat thread already has a live session
+    - InvalidSessionContext  a session's context or process is not plain JSON
   + ToolError
     - UnknownTool
     - ToolTimeout
@@ -134,3 +141,75 @@ class KernelNotRunning(PfarError):
     def __init__(self, home: str) -> None:
         super().__init__(f"no kernel is running on {home}; start one with `pfar run`")
         self.home = home
+
+
+# -- sessions (chat-thread agent sessions; see pfar.journal.sessions) ---------
+
+
+class SessionStoreError(VaultError):
+    """The sessions table could not be read or written; the transaction was rolled back."""
+
+    def __init__(self, path: str, what: str, cause: str) -> None:
+        super().__init__(f"{path}: {what} failed ({cause}); nothing was changed")
+        self.path, self.what, self.cause = path, what, cause
+
+
+class SessionRecoveryFailed(VaultError):
+    """Crash recovery stopped at a database error; sessions it did not reach are untouched."""
+
+    def __init__(self, path: str, session_id: str, recovered: list[str], cause: str) -> None:
+        done = (
+            f"{len(recovered)} session(s) were recovered before it ({', '.join(recovered)})"
+            if recovered
+            else "no session was changed"
+        )
+        super().__init__(
+            f"{path}: crash recovery failed at session {session_id} ({cause}); {done}; "
+            "sessions still ACTIVE keep their state and are recovered at the next start"
+        )
+        self.path, self.session_id, self.recovered, self.cause = (
+            path,
+            session_id,
+            recovered,
+            cause,
+        )
+
+
+class UnknownSession(JournalError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session with id {session_id!r}")
+        self.session_id = session_id
+
+
+class IllegalSessionTransition(JournalError):
+    def __init__(self, session_id: str, src: str, dst: str) -> None:
+        super().__init__(f"session {session_id}: cannot go from {src} to {dst}")
+        self.session_id, self.src, self.dst = session_id, src, dst
+
+
+class SessionStatusMismatch(JournalError):
+    """Compare-and-set refused: the stored status is not the one the caller expected."""
+
+    def __init__(self, session_id: str, expected: str, actual: str) -> None:
+        super().__init__(
+            f"session {session_id} is {actual}, not {expected}; nothing was changed "
+            "(another process may have moved it: read it again)"
+        )
+        self.session_id, self.expected, self.actual = session_id, expected, actual
+
+
+class SessionThreadBusy(JournalError):
+    """A chat thread has at most one live (not TERMINATED) session."""
+
+    def __init__(self, thread_id: str, session_id: str, status: str) -> None:
+        super().__init__(
+            f"thread {thread_id!r} already has a live session {session_id} ({status}); "
+            "terminate it before creating another"
+        )
+        self.thread_id, self.session_id, self.status = thread_id, session_id, status
+
+
+class InvalidSessionContext(JournalError):
+    def __init__(self, session_id: str, problem: str) -> None:
+        super().__init__(f"session {session_id}: {problem}; nothing was changed")
+        self.session_id, self.problem = session_id, problem

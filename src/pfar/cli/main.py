@@ -15,9 +15,11 @@ from rich.table import Table
 from ..config import Config
 from ..errors import KernelNotRunning, PfarError
 from ..journal import Journal, TaskState
+from ..journal.sessions import SessionManager, SessionStatus
 from ..recovery import plan_recovery
 from ..vault.home import Home, HomeLock
 from ..vault.secrets import SecretStore
+from ..vault.sqlite import open_vault_db
 from . import client
 from .setup_home import init_home
 from .views import approval_row, credential_row, task_row, timeline
@@ -297,6 +299,93 @@ def credential(ctx: click.Context, prompt_id: str) -> None:
         secret = sys.stdin.read()
     r = client.call(_home(ctx), {"op": "credential", "prompt_id": prompt_id, "secret": secret})
     out.print(f"credential stored; task {r['task_id']} resumes")
+
+
+@cli.group()
+def session() -> None:
+    """Long-lived agent sessions (CREATED, ACTIVE, PAUSED, TERMINATED)."""
+
+
+def _sessions_readonly(home: Home) -> SessionManager:
+    return SessionManager(open_vault_db(home.sessions_db, "sessions", readonly=True))
+
+
+_SESSION_COLUMNS = ["session_id", "status", "project_path", "thread_id", "updated_at"]
+
+
+@session.command("list")
+@click.option(
+    "--status", type=click.Choice([s.value for s in SessionStatus]), help="Only this status."
+)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def session_list(ctx: click.Context, status: str | None, as_json: bool) -> None:
+    """Sessions, oldest first."""
+    manager = _sessions_readonly(_home(ctx))
+    try:
+        rows = [s.to_json() for s in manager.list(SessionStatus(status) if status else None)]
+    finally:
+        manager.close()
+    _emit(rows, as_json, _table(rows, _SESSION_COLUMNS, f"{len(rows)} session(s)"))
+
+
+@session.command("show")
+@click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def session_show(ctx: click.Context, session_id: str, as_json: bool) -> None:
+    """One session, with its context."""
+    manager = _sessions_readonly(_home(ctx))
+    try:
+        row = manager.get(session_id).to_json()
+    finally:
+        manager.close()
+    if as_json:
+        _emit(row, True)
+        return
+    for key, value in row.items():
+        out.print(f"{key:13} {json.dumps(value) if isinstance(value, dict) else value}")
+
+
+@session.command("new")
+@click.argument("project_path", type=click.Path(file_okay=False, exists=True))
+@click.argument("thread_id")
+@click.pass_context
+def session_new(ctx: click.Context, project_path: str, thread_id: str) -> None:
+    """Create a session bound to a project directory and a chat thread."""
+    r = client.call(
+        _home(ctx), {"op": "session_new", "project_path": project_path, "thread_id": thread_id}
+    )
+    out.print(f"session {r['session_id']} {r['status']}")
+
+
+def _session_op(ctx: click.Context, op: str, session_id: str) -> None:
+    r = client.call(_home(ctx), {"op": op, "session_id": session_id})
+    out.print(f"session {r['session_id']} {r['status']}")
+
+
+@session.command("resume")
+@click.argument("session_id")
+@click.pass_context
+def session_resume(ctx: click.Context, session_id: str) -> None:
+    """Start the session's agent (CREATED or PAUSED -> ACTIVE)."""
+    _session_op(ctx, "session_resume", session_id)
+
+
+@session.command("pause")
+@click.argument("session_id")
+@click.pass_context
+def session_pause(ctx: click.Context, session_id: str) -> None:
+    """Stop the agent, keep the session (ACTIVE -> PAUSED)."""
+    _session_op(ctx, "session_pause", session_id)
+
+
+@session.command("terminate")
+@click.argument("session_id")
+@click.pass_context
+def session_terminate(ctx: click.Context, session_id: str) -> None:
+    """End the session for good."""
+    _session_op(ctx, "session_terminate", session_id)
 
 
 @cli.group()

@@ -120,6 +120,14 @@ class ControlServer:
         if op == "secret_set":
             k.set_secret(str(req["name"]), str(req["value"]))
             return {"name": req["name"]}
+        if op == "session_new":
+            return k.sessions.create(str(req["project_path"]), str(req["thread_id"])).to_json()
+        if op == "session_resume":
+            return (await k.sessions.resume(str(req["session_id"]))).to_json()
+        if op == "session_pause":
+            return (await k.sessions.pause(str(req["session_id"]))).to_json()
+        if op == "session_terminate":
+            return (await k.sessions.terminate(str(req["session_id"]))).to_json()
         if op == "wait_idle":
             await k.wait_idle()
             return {}

@@ -53,6 +53,7 @@ from ..vault.secrets import SecretStore
 from ..vault.sqlite import open_vault_db
 from .audit import AuditLog
 from .owner import OwnerChannel, OwnerLogSink, Sink
+from .sessions import SessionSupervisor
 
 log = logging.getLogger("pfar.kernel")
 
@@ -132,6 +133,10 @@ class Kernel:
             )
             opened.append(self.secrets)
             open_vault_db(self.home.memory_db, "memory").close()
+            self.sessions = SessionSupervisor(
+                self.home.sessions_db, self.home.root / "sessions", config.sessions
+            )
+            opened.append(self.sessions.manager)
         except BaseException:
             for resource in opened:
                 resource.close()
@@ -190,6 +195,7 @@ class Kernel:
             count_attempts=crashed,
             report_key=f"report:{self.boot_id}",
             orphan_processes=self._end_orphans(),
+            sessions_recovered=self._recover_sessions(),
         )
         self.report = report
         self.audit.log("recovery", crashed=crashed, **report.to_json())
@@ -210,6 +216,12 @@ class Kernel:
             self.resume(task_id)
         return report
 
+    def _recover_sessions(self) -> list[str]:
+        recovered = self.sessions.recover_after_crash()
+        if recovered:
+            self.audit.log("sessions_recovered", session_ids=recovered)
+        return recovered
+
     def _end_orphans(self) -> int:
         """Spec §7.1 step 4: end what interrupted steps left running, before deciding
         anything about those steps (a command still running is not "in doubt", it is
@@ -229,6 +241,7 @@ class Kernel:
         self.audit.close()
         self.journal.close(checkpoint=False)
         self.secrets.close()
+        self.sessions.manager.close()
         self._lock.release()
 
     def _load_services(self, config: Config) -> None:
@@ -502,6 +515,7 @@ class Kernel:
             self.audit.log("shutdown_timeout", pending_tasks=len(left))
         with contextlib.suppress(PfarError):
             await self.owner.deliver_pending()
+        await self.sessions.close()
         for bg in self._background:
             bg.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -522,6 +536,7 @@ class Kernel:
         await asyncio.gather(*self._running.values(), *self._background, return_exceptions=True)
         self.journal.close(checkpoint=False)
         self.secrets.close()
+        self.sessions.manager.close()
         self._lock.release()
 
     @property

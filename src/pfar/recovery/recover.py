@@ -7,7 +7,7 @@ is the ordinary `advance`, run by the kernel afterwards.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -55,6 +55,7 @@ async def recover_tasks(
     count_attempts: bool,
     report_key: str,
     orphan_processes: int = 0,
+    sessions_recovered: Sequence[str] = (),
 ) -> tuple[RecoveryReport, list[str]]:
     """Journal every decision and the owner's report in one commit; return the report
     and the task ids to resume.
@@ -64,7 +65,9 @@ async def recover_tasks(
     everything decided and the report waiting to be delivered. Re-sent prompts are
     queued after the report, so the owner reads the report first.
     """
-    report = RecoveryReport(orphan_processes=orphan_processes)
+    report = RecoveryReport(
+        orphan_processes=orphan_processes, sessions_recovered=list(sessions_recovered)
+    )
     prompts: list[OwnerMessage] = []
     to_resume: list[str] = []
     abandon: list[tuple[str, str]] = []

@@ -13,6 +13,7 @@ class RecoveryReport:
     abandoned: list[str] = field(default_factory=list)
     orphan_containers: int = 0
     orphan_processes: int = 0  # processes of interrupted steps that outlived the kernel
+    sessions_recovered: list[str] = field(default_factory=list)  # ACTIVE -> PAUSED (seed 004)
     # task id -> how the report describes it
     descriptions: dict[str, str] = field(default_factory=dict)
     reprompt_kinds: dict[str, str] = field(default_factory=dict)  # "approval" | "credential"
@@ -26,6 +27,7 @@ class RecoveryReport:
             or self.abandoned
             or self.orphan_containers
             or self.orphan_processes
+            or self.sessions_recovered
         )
 
     def to_json(self) -> dict[str, object]:
@@ -36,6 +38,7 @@ class RecoveryReport:
             "abandoned": self.abandoned,
             "orphan_containers": self.orphan_containers,
             "orphan_processes": self.orphan_processes,
+            "sessions_recovered": self.sessions_recovered,
             "descriptions": self.descriptions,
         }
 
@@ -64,6 +67,9 @@ class RecoveryReport:
         line(approvals, "approval", "approvals", "re-sent")
         line(creds, "credential prompt", "credential prompts", "re-sent")
         line(self.abandoned, "task", "tasks", "abandoned")
+        if self.sessions_recovered:
+            n = len(self.sessions_recovered)
+            lines.append(f" - Recovered {n} session{'s' if n != 1 else ''} after crash (paused)")
         if self.orphan_processes:
             n = self.orphan_processes
             lines.append(f" - {n} orphaned process{'es' if n != 1 else ''} cleaned up")

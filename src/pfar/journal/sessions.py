@@ -1,0 +1,446 @@
+"""Agent sessions: one per chat thread and project, kept in the `sessions` table of sessions.db.
+
+A session moves CREATED -> ACTIVE <-> PAUSED, and from any of those to
+TERMINATED (`SessionLifecycle`). A chat thread has at most one live (not
+TERMINATED) session. `context` is a JSON object that updates merge into;
+`process` names the agent subprocess (pid, start_time, argv) and is kept only
+while the session is ACTIVE: leaving ACTIVE clears it.
+
+Every write is one `BEGIN IMMEDIATE` transaction that reads the row it changes
+inside that transaction, so a compare-and-set transition cannot be raced past by
+another connection; on any error it is rolled back and the row is as it was.
+A database error is raised as `SessionStoreError`, which names the file.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias, TypeVar
+
+from ..errors import (
+    AmbiguousId,
+    IllegalSessionTransition,
+    InvalidSessionContext,
+    SessionStatusMismatch,
+    SessionStoreError,
+    SessionThreadBusy,
+    UnknownSession,
+)
+from ..vault.sqlite import Synchronous, open_vault_db
+from .records import now_rfc3339
+
+T = TypeVar("T")
+
+MIN_PREFIX: Final = 4  # shortest id prefix `get` accepts
+
+
+class SessionStatus(StrEnum):
+    CREATED = "CREATED"
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    TERMINATED = "TERMINATED"
+
+    @property
+    def live(self) -> bool:
+        """Holds its chat thread: every status but TERMINATED."""
+        return self is not SessionStatus.TERMINATED
+
+
+_S = SessionStatus
+
+LEGAL_SESSION_MOVES: Final[Mapping[SessionStatus, frozenset[SessionStatus]]] = {
+    _S.CREATED: frozenset({_S.ACTIVE, _S.TERMINATED}),
+    _S.ACTIVE: frozenset({_S.PAUSED, _S.TERMINATED}),
+    _S.PAUSED: frozenset({_S.ACTIVE, _S.TERMINATED}),
+    _S.TERMINATED: frozenset(),
+}
+
+
+def is_legal_session_move(src: SessionStatus, dst: SessionStatus) -> bool:
+    return dst in LEGAL_SESSION_MOVES[src]
+
+
+def check_session_transition(session_id: str, src: SessionStatus, dst: SessionStatus) -> None:
+    """Raise IllegalSessionTransition unless `src -> dst` is a legal move."""
+    if not is_legal_session_move(src, dst):
+        raise IllegalSessionTransition(session_id, src.value, dst.value)
+
+
+class _Keep(Enum):
+    KEEP = "keep"
+
+
+KEEP: Final = _Keep.KEEP
+"""Leave `process` as it is (the default of `update` and `transition`)."""
+
+ProcessArg: TypeAlias = dict[str, Any] | Literal[_Keep.KEEP] | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One `sessions` row."""
+
+    session_id: str
+    project_path: str
+    thread_id: str
+    status: SessionStatus
+    context: dict[str, Any]
+    created_at: str
+    updated_at: str
+    process: dict[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "project_path": self.project_path,
+            "thread_id": self.thread_id,
+            "status": self.status.value,
+            "context": self.context,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "process": self.process,
+        }
+
+
+# -- SQL -----------------------------------------------------------------------
+
+_COLUMNS = (
+    "session_id, project_path, thread_id, status, context, created_at, updated_at, process_json"
+)
+
+
+def _row(row: Sequence[Any]) -> SessionRecord:
+    return SessionRecord(
+        session_id=row[0],
+        project_path=row[1],
+        thread_id=row[2],
+        status=SessionStatus(row[3]),
+        context=json.loads(row[4]),
+        created_at=row[5],
+        updated_at=row[6],
+        process=None if row[7] is None else json.loads(row[7]),
+    )
+
+
+def _fetch(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return None if row is None else _row(row)
+
+
+def _resolve(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
+    """The session with this id or, failing that, the one whose id starts with it."""
+    rec = _fetch(conn, session_id)
+    if rec is not None:
+        return rec
+    if len(session_id) >= MIN_PREFIX:
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM sessions WHERE session_id >= ? AND session_id < ? LIMIT 2",
+            (session_id, session_id + "\uffff"),
+        ).fetchall()
+        if len(rows) == 1:
+            return _row(rows[0])
+        if len(rows) > 1:
+            raise AmbiguousId("session", session_id)
+    raise UnknownSession(session_id)
+
+
+def _live_for_thread(conn: sqlite3.Connection, thread_id: str) -> SessionRecord | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM sessions WHERE thread_id = ? AND status != 'TERMINATED'",
+        (thread_id,),
+    ).fetchone()
+    return None if row is None else _row(row)
+
+
+def _json_object(session_id: str, what: str, value: object) -> str:
+    """`value` as JSON text, if it is a JSON object that reads back equal; else refuse it."""
+    if not isinstance(value, dict):
+        raise InvalidSessionContext(
+            session_id, f"{what} must be a JSON object (a dict), not {type(value).__name__}"
+        )
+    try:
+        text = json.dumps(
+            value, separators=(",", ":"), sort_keys=True, ensure_ascii=False, allow_nan=False
+        )
+    except (TypeError, ValueError) as exc:
+        raise InvalidSessionContext(session_id, f"{what} is not plain JSON ({exc})") from None
+    if json.loads(text) != value:
+        raise InvalidSessionContext(
+            session_id,
+            f"{what} is not plain JSON: it would not read back the same "
+            "(non-string keys, tuples or other non-JSON types)",
+        )
+    return text
+
+
+def _database_path(conn: sqlite3.Connection) -> str:
+    try:
+        for _seq, name, file in conn.execute("PRAGMA database_list").fetchall():
+            if name == "main":
+                return str(file) or ":memory:"
+    except sqlite3.Error as exc:
+        raise SessionStoreError("sessions database", "reading its path", str(exc)) from exc
+    return "sessions database"
+
+
+# -- the manager ---------------------------------------------------------------
+
+
+class SessionManager:
+    """Create, read and update sessions on one connection (autocommit, as `connect` makes it).
+
+    Safe to share between threads: calls are serialised by a lock.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._lock = threading.RLock()
+        self.path = _database_path(conn)
+
+    @classmethod
+    def open(
+        cls, path: Path, *, create: bool = False, synchronous: Synchronous = "FULL"
+    ) -> SessionManager:
+        """Open (and migrate) sessions.db at `path`."""
+        return cls(open_vault_db(path, "sessions", create=create, synchronous=synchronous))
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- transactions ----------------------------------------------------------
+
+    def read(self, what: str, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `op` outside a write transaction; a database error becomes SessionStoreError."""
+        with self._lock:
+            try:
+                return op(self._conn)
+            except sqlite3.Error as exc:
+                raise SessionStoreError(self.path, what, str(exc)) from exc
+
+    def write(self, what: str, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `op` in one BEGIN IMMEDIATE transaction: committed whole, or rolled back."""
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                result = op(conn)
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise SessionStoreError(self.path, what, str(exc)) from exc
+                raise
+            return result
+
+    # -- reads -----------------------------------------------------------------
+
+    def get(self, session_id: str) -> SessionRecord:
+        """The session with this id, or with this unambiguous prefix (4 characters or more)."""
+        return self.read(f"reading session {session_id}", lambda c: _resolve(c, session_id))
+
+    def resolve_id(self, session_id: str) -> str:
+        return self.get(session_id).session_id
+
+    def list(self, status: SessionStatus | None = None) -> builtins.list[SessionRecord]:
+        """Sessions, oldest first; only those in `status` when it is given."""
+
+        def op(conn: sqlite3.Connection) -> builtins.list[SessionRecord]:
+            if status is None:
+                rows = conn.execute(
+                    f"SELECT {_COLUMNS} FROM sessions ORDER BY created_at, session_id"
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    f"SELECT {_COLUMNS} FROM sessions WHERE status = ? "
+                    "ORDER BY created_at, session_id",
+                    (SessionStatus(status).value,),
+                ).fetchall()
+            return [_row(r) for r in rows]
+
+        what = "listing sessions" if status is None else f"listing {status} sessions"
+        return self.read(what, op)
+
+    def live_for_thread(self, thread_id: str) -> SessionRecord | None:
+        """The thread's live (not TERMINATED) session, if it has one."""
+        return self.read(
+            f"reading the session of thread {thread_id!r}",
+            lambda c: _live_for_thread(c, thread_id),
+        )
+
+    # -- writes ----------------------------------------------------------------
+
+    def create(self, project_path: str | os.PathLike[str], thread_id: str) -> SessionRecord:
+        """A new CREATED session for `thread_id`; refused if the thread has a live one."""
+        project = os.fspath(project_path)
+        if not project:
+            raise ValueError("project_path must not be empty")
+        if not thread_id:
+            raise ValueError("thread_id must not be empty")
+        project = str(Path(project).expanduser().absolute())
+        at = now_rfc3339()
+        rec = SessionRecord(
+            session_id=str(uuid.uuid4()),
+            project_path=project,
+            thread_id=thread_id,
+            status=SessionStatus.CREATED,
+            context={},
+            created_at=at,
+            updated_at=at,
+            process=None,
+        )
+
+        def op(conn: sqlite3.Connection) -> SessionRecord:
+            live = _live_for_thread(conn, thread_id)
+            if live is not None:
+                raise SessionThreadBusy(thread_id, live.session_id, live.status.value)
+            conn.execute(
+                f"INSERT INTO sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, '{{}}', ?, ?, NULL)",
+                (
+                    rec.session_id,
+                    rec.project_path,
+                    rec.thread_id,
+                    rec.status.value,
+                    rec.created_at,
+                    rec.updated_at,
+                ),
+            )
+            return rec
+
+        return self.write(f"creating a session for thread {thread_id!r}", op)
+
+    def update(
+        self,
+        session_id: str,
+        *,
+        context: Mapping[str, Any] | None = None,
+        process: ProcessArg = KEEP,
+    ) -> SessionRecord:
+        """Merge `context` into the session's (top-level keys) and set or clear `process`.
+
+        A process can be set only on an ACTIVE session (SessionStatusMismatch otherwise).
+        """
+        return self._apply(
+            session_id,
+            expect=None,
+            status=None,
+            context=context,
+            process=process,
+            what=f"updating session {session_id}",
+        )
+
+    def _apply(
+        self,
+        session_id: str,
+        *,
+        expect: SessionStatus | None,
+        status: SessionStatus | None,
+        context: Mapping[str, Any] | None,
+        process: ProcessArg,
+        what: str,
+    ) -> SessionRecord:
+        """The one write path: resolve, compare-and-set the status, merge, write the row."""
+
+        def op(conn: sqlite3.Connection) -> SessionRecord:
+            rec = _resolve(conn, session_id)
+            sid = rec.session_id
+            if expect is not None and rec.status is not expect:
+                raise SessionStatusMismatch(sid, expect.value, rec.status.value)
+            new_status = rec.status if status is None else status
+            if process is KEEP:
+                new_process = rec.process if new_status is SessionStatus.ACTIVE else None
+            elif process is not None and new_status is not SessionStatus.ACTIVE:
+                raise SessionStatusMismatch(sid, SessionStatus.ACTIVE.value, new_status.value)
+            else:
+                new_process = process
+            if context is not None and not isinstance(context, Mapping):
+                raise InvalidSessionContext(
+                    sid, f"context must be a JSON object (a dict), not {type(context).__name__}"
+                )
+            merged = {**rec.context, **context} if context else rec.context
+            context_text = _json_object(sid, "context", merged)
+            process_text = (
+                None if new_process is None else _json_object(sid, "process", new_process)
+            )
+            new = SessionRecord(
+                session_id=sid,
+                project_path=rec.project_path,
+                thread_id=rec.thread_id,
+                status=new_status,
+                context=json.loads(context_text),
+                created_at=rec.created_at,
+                updated_at=now_rfc3339(),
+                process=None if process_text is None else json.loads(process_text),
+            )
+            cur = conn.execute(
+                "UPDATE sessions SET status = ?, context = ?, process_json = ?, updated_at = ? "
+                "WHERE session_id = ? AND status = ?",
+                (
+                    new.status.value,
+                    context_text,
+                    process_text,
+                    new.updated_at,
+                    sid,
+                    rec.status.value,
+                ),
+            )
+            if cur.rowcount != 1:  # cannot happen inside BEGIN IMMEDIATE; refuse rather than lie
+                raise SessionStoreError(self.path, what, "the row changed under the transaction")
+            return new
+
+        return self.write(what, op)
+
+
+# -- the lifecycle -------------------------------------------------------------
+
+
+class SessionLifecycle:
+    """The session state machine over a `SessionManager`: checked, compare-and-set moves."""
+
+    def __init__(self, manager: SessionManager) -> None:
+        self.manager = manager
+
+    def transition(
+        self,
+        session_id: str,
+        from_status: SessionStatus,
+        to_status: SessionStatus,
+        *,
+        context: Mapping[str, Any] | None = None,
+        process: ProcessArg = KEEP,
+    ) -> SessionRecord:
+        """Move the session from `from_status` to `to_status` in one transaction.
+
+        Raises IllegalSessionTransition for a move the state machine forbids, and
+        SessionStatusMismatch when the stored status is not `from_status` (nothing is
+        changed then). `context` is merged and `process` set in the same transaction;
+        leaving ACTIVE clears the process.
+        """
+        src, dst = SessionStatus(from_status), SessionStatus(to_status)
+        check_session_transition(session_id, src, dst)
+        if dst is not SessionStatus.ACTIVE and process is not KEEP and process is not None:
+            raise ValueError(
+                f"session {session_id}: only an ACTIVE session has a process, not {dst}"
+            )
+        return self.manager._apply(
+            session_id,
+            expect=src,
+            status=dst,
+            context=context,
+            process=process,
+            what=f"moving session {session_id} from {src} to {dst}",
+        )

@@ -1,0 +1,123 @@
+"""The kernel's side of sessions: the agent process each ACTIVE session runs.
+
+A session is ACTIVE exactly while its agent runs under this kernel. The
+process (pid and start time) is recorded with the move to ACTIVE, so a kernel
+that dies leaves enough behind for the next one to end the orphan before it
+pauses the session (recovery/sessions.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+
+from ..config import SessionsConfig
+from ..errors import PfarError
+from ..journal.sessions import SessionLifecycle, SessionManager, SessionRecord, SessionStatus
+from ..recovery.sessions import CrashRecovery
+from ..tools import agent_process
+
+log = logging.getLogger("pfar.sessions")
+
+
+class SessionSupervisor:
+    def __init__(self, db_path: Path, log_dir: Path, config: SessionsConfig) -> None:
+        self.manager = SessionManager.open(db_path)
+        self.lifecycle = SessionLifecycle(self.manager)
+        self._log_dir = log_dir
+        self._config = config
+        self._running: dict[str, agent_process.AgentProcess] = {}
+        self._watchers: dict[str, asyncio.Task[None]] = {}
+
+    def recover_after_crash(self) -> list[str]:
+        """End agents a dead kernel left running; pause their sessions (seed 004)."""
+        return CrashRecovery(self.manager, self.lifecycle).recover()
+
+    def create(self, project_path: str, thread_id: str) -> SessionRecord:
+        return self.manager.create(project_path, thread_id)
+
+    async def resume(self, session_id: str) -> SessionRecord:
+        """Start the session's agent and make it ACTIVE (from CREATED or PAUSED)."""
+        s = self.manager.get(session_id)
+        if s.status not in (SessionStatus.CREATED, SessionStatus.PAUSED):
+            raise PfarError(
+                f"session {s.session_id} is {s.status}; only a CREATED or PAUSED session "
+                "can be resumed"
+            )
+        argv = self._argv(s)
+        proc = await agent_process.start(
+            s.session_id, argv, project_path=s.project_path, log_dir=self._log_dir
+        )
+        try:
+            active = self.lifecycle.transition(
+                s.session_id,
+                s.status,
+                SessionStatus.ACTIVE,
+                context={"runs": int(s.context.get("runs", 0)) + 1},
+                process=proc.identity,
+            )
+        except BaseException:
+            await agent_process.stop(proc.identity, self._config.stop_timeout_seconds)
+            raise
+        self._running[s.session_id] = proc
+        self._watchers[s.session_id] = asyncio.create_task(self._watch(proc))
+        return active
+
+    async def pause(self, session_id: str) -> SessionRecord:
+        s = self.manager.get(session_id)
+        return await self._leave_active(s, SessionStatus.PAUSED)
+
+    async def terminate(self, session_id: str) -> SessionRecord:
+        s = self.manager.get(session_id)
+        if s.status is SessionStatus.ACTIVE:
+            return await self._leave_active(s, SessionStatus.TERMINATED)
+        return self.lifecycle.transition(s.session_id, s.status, SessionStatus.TERMINATED)
+
+    async def close(self) -> None:
+        """Kernel shutdown: agents are stopped and their sessions paused, to resume later."""
+        for session_id in list(self._running):
+            with contextlib.suppress(PfarError):
+                await self.pause(session_id)
+        self.manager.close()
+
+    async def _leave_active(self, s: SessionRecord, to: SessionStatus) -> SessionRecord:
+        if s.status is not SessionStatus.ACTIVE:
+            return self.lifecycle.transition(s.session_id, s.status, to)  # refused, named
+        watcher = self._watchers.pop(s.session_id, None)
+        if watcher is not None:
+            watcher.cancel()
+        self._running.pop(s.session_id, None)
+        if s.process:
+            await agent_process.stop(s.process, self._config.stop_timeout_seconds)
+        return self.lifecycle.transition(s.session_id, SessionStatus.ACTIVE, to)
+
+    async def _watch(self, proc: agent_process.AgentProcess) -> None:
+        """An agent that exits on its own leaves its session PAUSED, with the exit code."""
+        code = await proc.wait()
+        self._running.pop(proc.session_id, None)
+        self._watchers.pop(proc.session_id, None)
+        with contextlib.suppress(PfarError):
+            self.lifecycle.transition(
+                proc.session_id,
+                SessionStatus.ACTIVE,
+                SessionStatus.PAUSED,
+                context={"last_exit_code": code},
+            )
+
+    def _argv(self, s: SessionRecord) -> list[str]:
+        if not self._config.agent_command:
+            raise PfarError(
+                "no agent command is configured: set [sessions] agent_command in config.toml "
+                '(e.g. agent_command = ["my-agent", "--project", "{project_path}"])'
+            )
+        fill = {
+            "session_id": s.session_id,
+            "project_path": s.project_path,
+            "thread_id": s.thread_id,
+        }
+        argv = [a.format(**fill) for a in self._config.agent_command]
+        if int(s.context.get("runs", 0)) > 0:
+            argv += [a.format(**fill) for a in self._config.resume_args]
+        return argv
