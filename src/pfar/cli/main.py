@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -201,6 +202,99 @@ def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
         out.print(f"error: {t['error']}")
     for ev in data["timeline"]:
         out.print(f"  {ev['at']}  {ev['event']}")
+
+
+@task.command("trace")
+@click.argument("task_id")
+@click.pass_context
+def task_trace(ctx: click.Context, task_id: str) -> None:
+    """The task's journal written as a trace.md (the traced-workflow format)."""
+    from .trace_view import task_as_trace
+
+    with _readonly(_home(ctx)) as j:
+        click.echo(task_as_trace(j, j.resolve_task_id(task_id)), nl=False)
+
+
+@cli.group()
+def workflow() -> None:
+    """Traced workflows: steps run in a directory, with trace.md as the source of truth."""
+
+
+@workflow.command("start")
+@click.argument("definition", type=click.Path(dir_okay=False))
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.pass_context
+def workflow_start(ctx: click.Context, definition: str, directory: str) -> None:
+    """Run DEFINITION in DIRECTORY (an existing trace.md there is checked first)."""
+    if not os.path.isdir(directory):
+        raise PfarError(f"workflow directory {os.path.abspath(directory)} does not exist")
+    r = client.call(
+        _home(ctx),
+        {
+            "op": "workflow_start",
+            "definition": os.path.abspath(definition),
+            "directory": os.path.abspath(directory),
+        },
+    )
+    out.print(f"workflow task {r['task_id']} started in {os.path.abspath(directory)}")
+
+
+@workflow.command("resume")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.pass_context
+def workflow_resume(ctx: click.Context, directory: str) -> None:
+    """Go on with the workflow in DIRECTORY (recovery check first)."""
+    if not os.path.isdir(directory):
+        raise PfarError(f"workflow directory {os.path.abspath(directory)} does not exist")
+    r = client.call(_home(ctx), {"op": "workflow_resume", "directory": os.path.abspath(directory)})
+    out.print(f"workflow task {r['task_id']} {r['state']}")
+
+
+@workflow.command("status")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+def workflow_status(directory: str, as_json: bool) -> None:
+    """What the trace in DIRECTORY says: state, resume point, artifact check."""
+    from ..runners.workflow.recovery_check import decide
+    from ..runners.workflow.trace import read_trace
+
+    path = os.path.join(directory, "trace.md")
+    if not os.path.isdir(directory):
+        raise PfarError(f"workflow directory {os.path.abspath(directory)} does not exist")
+    if not os.path.exists(path):
+        data: dict[str, Any] = {
+            "directory": os.path.abspath(directory),
+            "state": "no_trace",
+            "message": "no trace.md: a workflow started here begins one",
+        }
+    else:
+        rd = decide(read_trace(path), directory)
+        data = {
+            "directory": os.path.abspath(directory),
+            "state": rd.state.value,
+            "resume_step": rd.resume_step,
+            "resume_name": rd.resume_name,
+            "completed_steps": list(rd.completed_steps),
+            "needs_owner": rd.needs_owner,
+            "options": [o.value for o in rd.options],
+            "task_spec": rd.context.task_spec,
+            "task_spec_exists": rd.context.task_spec_exists,
+            "artifacts": [
+                {"step": a.step, "path": a.path, "exists": a.exists} for a in rd.artifacts
+            ],
+            "message": rd.message,
+        }
+    if as_json:
+        _emit(data, True)
+        return
+    out.print(f"{data['directory']}: {data['state']}")
+    if data.get("resume_step"):
+        out.print(f"resume point: Step {data['resume_step']} ({data['resume_name']})")
+    for a in data.get("artifacts", []):
+        out.print(f"  artifact {a['path']}: {'ok' if a['exists'] else 'MISSING'}")
+    out.print(data["message"])
+    if data.get("options"):
+        out.print("options: " + ", ".join(data["options"]))
 
 
 @cli.command()

@@ -126,6 +126,9 @@ class Journal:
     def tasks(self, states: Sequence[str] | None = None, limit: int = 50) -> list[TaskRecord]:
         return tasks_sql.listing(self._reader, states, limit)
 
+    def latest_workflow_task(self, directory: str) -> str | None:
+        return tasks_sql.latest_workflow_task(self._reader, directory)
+
     def counts(self) -> dict[str, int]:
         return tasks_sql.counts(self._reader)
 

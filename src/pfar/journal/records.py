@@ -124,6 +124,11 @@ class TaskRecord:
         return int(self.detail.get("current_step", 0))
 
     @property
+    def is_workflow(self) -> bool:
+        """A traced workflow (its own runner; its trace.md is its source of truth)."""
+        return self.template_id.startswith("workflow:")
+
+    @property
     def last_activity(self) -> str:
         """When the task last moved: a phase transition or a step's result."""
         step_at = (self.execute_progress or {}).get("last_step_at")

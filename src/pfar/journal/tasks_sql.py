@@ -124,6 +124,16 @@ def clear_detail_key_txn(conn: sqlite3.Connection, task_id: str, key: str) -> No
     )
 
 
+def latest_workflow_task(conn: sqlite3.Connection, directory: str) -> str | None:
+    row = conn.execute(
+        "SELECT task_id FROM task_journal WHERE template_id LIKE 'workflow:%' "
+        "AND json_extract(trigger_event, '$.payload.directory') = ? "
+        "ORDER BY created_at DESC LIMIT 1",
+        (directory,),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
 def get_state(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, str] | None:
     row = conn.execute(
         "SELECT state, phase FROM task_journal WHERE task_id = ?", (task_id,)

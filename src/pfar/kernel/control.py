@@ -120,6 +120,12 @@ class ControlServer:
         if op == "secret_set":
             k.set_secret(str(req["name"]), str(req["value"]))
             return {"name": req["name"]}
+        if op == "workflow_start":
+            task = await k.start_workflow(str(req["definition"]), str(req["directory"]))
+            return {"task_id": task.task_id, "state": task.state.value}
+        if op == "workflow_resume":
+            task = await k.resume_workflow(str(req["directory"]))
+            return {"task_id": task.task_id, "state": task.state.value}
         if op == "session_new":
             return k.sessions.create(str(req["project_path"]), str(req["thread_id"])).to_json()
         if op == "session_resume":

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from ..config import Config
@@ -46,6 +47,14 @@ from ..llm.scripted import ScriptedProvider
 from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..runners import Services, TemplateRegistry, advance, answer_outcome
+from ..runners.workflow.definition import load_definition
+from ..runners.workflow.runner import (
+    WORKFLOW_PREFIX,
+    advance_workflow,
+    definition_hash,
+    workflow_plan,
+)
+from ..runners.workflow.runner import answer_outcome as workflow_answer_outcome
 from ..tools.processes import end_group_if_same
 from ..tools.registry import ToolRegistry
 from ..vault.home import Home, HomeLock
@@ -353,7 +362,9 @@ class Kernel:
         try:
             while True:
                 self._again.discard(task_id)
-                await advance(task_id, self.services)
+                task = self.journal.task(task_id)
+                runner = advance_workflow if task.is_workflow else advance
+                await runner(task_id, self.services)
                 if task_id not in self._again:
                     break
         except asyncio.CancelledError:
@@ -389,6 +400,72 @@ class Kernel:
             await self._idle.wait()
             await asyncio.sleep(0)
 
+    # -- traced workflows ---------------------------------------------------------
+
+    async def start_workflow(self, definition_path: str, directory: str) -> TaskRecord:
+        """Run a traced workflow in `directory` (seed 003). If the directory already has
+        a trace.md, the workflow's first act is the recovery check on it."""
+        if not self._accepting:
+            raise ShuttingDown()
+        definition_file = Path(os.path.abspath(definition_path))
+        workdir = Path(os.path.abspath(directory))
+        definition = load_definition(definition_file)
+        if not workdir.is_dir():
+            raise PfarError(f"workflow directory {workdir} does not exist")
+        now = now_rfc3339()
+        event_id = str(uuid.uuid4())
+        text = f"{definition.name} in {workdir}"
+        task = TaskRecord(
+            task_id=str(uuid.uuid4()),
+            template_id=f"{WORKFLOW_PREFIX}{definition.name}",
+            principal="owner",
+            trigger_event={
+                "event_id": event_id,
+                "adapter": "cli",
+                "template_id": f"{WORKFLOW_PREFIX}{definition.name}",
+                "text": text,
+                "principal": "owner",
+                "payload": {"definition": str(definition_file), "directory": str(workdir)},
+            },
+            state=TaskState.Executing,
+            detail={"current_step": 0},
+            phase=TaskState.Executing.phase,
+            plan=workflow_plan(definition),
+            execute_progress={"current_step": 0},
+            extracted_metadata={"workflow": definition.name, "directory": str(workdir)},
+            data_ceiling="internal",
+            output_sinks=["owner"],
+            trace_id=uuid.uuid4().hex,
+            created_at=now,
+            updated_at=now,
+            error=None,
+            event_id=event_id,
+            template_hash=definition_hash(definition_file),
+            recovery_attempts=0,
+        )
+        stored, _ = await self.journal.create(task)
+        self.audit.log("workflow_started", task_id=stored.task_id, directory=str(workdir))
+        self.resume(stored.task_id)
+        return stored
+
+    async def resume_workflow(self, directory: str) -> TaskRecord:
+        """Go on with the workflow in `directory`: its running task, or a new one that
+        starts with the recovery check on the trace."""
+        workdir = os.path.abspath(directory)
+        task_id = self.journal.latest_workflow_task(workdir)
+        if task_id is None:
+            raise PfarError(
+                f"no workflow was started in {workdir}; "
+                "start one with `pfar workflow start DEFINITION DIR`"
+            )
+        task = self.journal.task(task_id)
+        if task.state.terminal:
+            payload = (task.trigger_event or {}).get("payload", {})
+            return await self.start_workflow(str(payload["definition"]), workdir)
+        if not task.state.parked:
+            self.resume(task_id)
+        return task
+
     # -- the owner's answers ---------------------------------------------------
 
     async def answer(self, approval_id: str, decision: str) -> tuple[ApprovalRecord, bool]:
@@ -406,7 +483,7 @@ class Kernel:
                 f"approval {approval_id[:8]} offers {', '.join(a.options)}; got {decision!r}"
             )
         decided, changed = await self.journal.decide_approval(
-            approval_id, decision, resume_to=answer_outcome
+            approval_id, decision, resume_to=_answer_outcome
         )
         if changed:
             self.audit.log(
@@ -559,6 +636,14 @@ class Kernel:
 
 _TEMPLATE_ID = re.compile(r"[A-Za-z0-9_.\-]+")
 _SECRET_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+
+
+def _answer_outcome(
+    task: TaskRecord, approval: ApprovalRecord, decision: str
+) -> tuple[TaskState, dict[str, Any], dict[str, Any]]:
+    if task.is_workflow:
+        return workflow_answer_outcome(task, decision)
+    return answer_outcome(task, approval, decision)
 
 
 def _config_hash(home: Home) -> str:

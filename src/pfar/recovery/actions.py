@@ -54,9 +54,11 @@ def decide(
     """The whole decision for one task: age and crash-loop limits first, then its state.
 
     Parked tasks are not aged out: they wait on the owner under their own deadline,
-    and a restart must not change their fate.
+    and a restart must not change their fate. Nor are traced workflows: on resume
+    their trace's recovery check decides, and asks the owner where it must.
     """
-    if not task.state.parked:
+    # A workflow's steps may run for hours: its trace, not its age, says what to do.
+    if not task.state.parked and not task.is_workflow:
         age = now - _parse(task.last_activity)
         if age > max_age:
             minutes = int(age.total_seconds() // 60)

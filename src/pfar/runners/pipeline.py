@@ -215,7 +215,7 @@ async def _template_still_fits(task: TaskRecord, svc: Services) -> bool:
     current = tpl.content_hash if tpl else "missing"
     if current == task.template_hash:
         return True
-    await _ask(
+    await ask_owner(
         task,
         svc,
         action_type="template_changed",
@@ -263,7 +263,7 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
         )
 
     if step.tool not in svc.tools:
-        await _ask(
+        await ask_owner(
             task,
             svc,
             action_type="tool_missing",
@@ -322,7 +322,7 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
                     tool.result_label,
                 )
         elif rule is StepRecovery.RequireOwnerConfirmation:
-            await _ask(
+            await ask_owner(
                 task,
                 svc,
                 action_type="write_in_doubt",
@@ -350,7 +350,7 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
         )
         need = approval_needed(approval_rule, step.tool, semantics, labels)
         if need is not None:
-            await _ask(
+            await ask_owner(
                 task,
                 svc,
                 action_type=need.action_type,
@@ -551,7 +551,7 @@ def _deadline(seconds: float) -> str:
     return rfc3339(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
-async def _ask(
+async def ask_owner(
     task: TaskRecord,
     svc: Services,
     *,

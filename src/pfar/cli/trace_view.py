@@ -1,0 +1,57 @@
+"""`pfar task trace ID`: any kernel task's journal, written as a trace.md (seed 003's format)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from ..journal import Journal, StepStatus, TaskState
+from ..runners.workflow.trace import (
+    Trace,
+    WorkflowStatus,
+    complete_step,
+    fail_step,
+    new_trace,
+    render_trace,
+    start_step,
+    update_step,
+)
+
+
+def task_as_trace(journal: Journal, task_id: str) -> str:
+    task = journal.task(task_id)
+    plan_steps = (task.plan or {}).get("steps", [])
+    names = [
+        str(s.get("description") or (s.get("args") or {}).get("name") or s.get("tool"))
+        for s in plan_steps
+    ]
+    trace: Trace = new_trace(
+        task.template_id, f"pfar task {task.task_id}", names, started=task.created_at
+    )
+    for rec in journal.steps(task_id):
+        n = rec.step + 1
+        if n > len(names):
+            continue
+        trace = start_step(trace, n, names[rec.step])
+        artifacts = [str(rec.args["path"])] if isinstance(rec.args.get("path"), str) else []
+        if rec.status is StepStatus.completed:
+            trace = complete_step(
+                trace, n, summary=f"{rec.tool}: {_excerpt(rec.result)}", artifacts=artifacts or None
+            )
+        elif rec.status is StepStatus.skipped:
+            trace = complete_step(trace, n, summary=f"{rec.tool}: skipped by the owner")
+        elif rec.status is StepStatus.failed:
+            trace = fail_step(trace, n, summary=f"{rec.tool} failed", challenges=rec.error or "")
+        else:
+            trace = update_step(trace, n, current_focus=f"{rec.tool} was running")
+    if task.state is TaskState.Completed:
+        trace = dataclasses.replace(trace, status=WorkflowStatus.completed)
+    return render_trace(trace)
+
+
+def _excerpt(result: object) -> str:
+    if isinstance(result, dict):
+        for key in ("summary", "stdout", "body", "content", "stored", "path"):
+            if isinstance(result.get(key), str) and result[key].strip():
+                return " ".join(str(result[key]).split())[:160]
+    return json.dumps(result, sort_keys=True)[:160]

@@ -1,0 +1,422 @@
+"""The workflow runner: advances a traced workflow task, with `trace.md` as its source of truth.
+
+Every entry that is not the runner's own continuation (a start, a restart after
+a crash) begins with the seed-003 recovery check: read the whole trace, verify
+artifacts, classify, and apply the rule (completed: say so, never re-run;
+between steps: summarise and go on; mid-step or failed: ask the owner, through
+the same persisted questions as approvals). The step itself is a command run
+in the task directory; its start and end are written to the trace (atomically)
+and to the journal, and its process is recorded so a restart can end it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import PfarError, VaultError
+from ...journal import (
+    Idempotency,
+    OwnerMessage,
+    Semantics,
+    StepRecord,
+    StepStatus,
+    TaskRecord,
+    TaskState,
+)
+from ...journal.records import now_rfc3339
+from ...tools.processes import identity
+from ..pipeline import ask_owner
+from ..services import Services
+from .definition import WorkflowDefinition, load_definition
+from .recovery_check import OwnerOption, RecoveryDecision, TraceState, decide, resume_entry
+from .trace import (
+    Trace,
+    append_resume,
+    complete_step,
+    complete_workflow,
+    fail_step,
+    new_trace,
+    read_trace,
+    start_step,
+    update_step,
+    write_trace_atomic,
+)
+
+WORKFLOW_PREFIX = "workflow:"
+STEP_TOOL = "workflow.step"
+_MAX_OUTPUT = 2000
+
+
+def is_workflow(task: TaskRecord) -> bool:
+    return task.template_id.startswith(WORKFLOW_PREFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowRun:
+    definition_path: Path
+    directory: Path
+
+    @classmethod
+    def of(cls, task: TaskRecord) -> WorkflowRun:
+        payload = (task.trigger_event or {}).get("payload", {})
+        return cls(Path(payload["definition"]), Path(payload["directory"]))
+
+    @property
+    def trace_path(self) -> Path:
+        return self.directory / "trace.md"
+
+
+def definition_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def workflow_plan(definition: WorkflowDefinition) -> dict[str, Any]:
+    """The journal's view of the workflow: one plan step per workflow step."""
+    return {
+        "steps": [
+            {
+                "tool": STEP_TOOL,
+                "args": {"name": s.name, "run": s.run, "artifacts": s.artifacts},
+                "description": s.description or s.name,
+            }
+            for s in definition.steps
+        ]
+    }
+
+
+async def advance_workflow(task_id: str, svc: Services) -> None:
+    """Advance a workflow task until it completes, fails, or waits on the owner."""
+    task = svc.journal.task(task_id)
+    if task.state.terminal or task.state.parked:
+        return
+    run = WorkflowRun.of(task)
+    try:
+        definition = load_definition(run.definition_path)
+        if not run.directory.is_dir():
+            raise PfarError(f"workflow directory {run.directory} does not exist")
+        await _advance(task, run, definition, svc)
+    except (VaultError, asyncio.CancelledError):
+        raise
+    except PfarError as exc:  # an unreadable trace is never rewritten: the task stops here
+        await _end(task, svc, TaskState.Failed, f"workflow {run.directory}: {exc}")
+
+
+async def _advance(
+    task: TaskRecord, run: WorkflowRun, definition: WorkflowDefinition, svc: Services
+) -> None:
+    names = [s.name for s in definition.steps]
+    decision = task.detail.get("workflow_decision")
+    if not run.trace_path.exists():
+        trace = new_trace(definition.name, definition.task_spec, names, started=now_rfc3339())
+        write_trace_atomic(run.trace_path, trace)
+        next_step = 1
+    else:
+        trace = read_trace(run.trace_path)
+        rd = decide(trace, run.directory, names)
+        if decision == OwnerOption.investigate.value:
+            await _ask(task, run, rd, svc, looked=True)
+            return
+        if decision is not None:
+            next_step = _apply_answer(str(decision), rd, trace, run)
+            if next_step == 0:
+                await _end(task, svc, TaskState.Failed, "workflow aborted by the owner")
+                return
+            trace = read_trace(run.trace_path)
+        else:
+            step = await _recovery_check(task, run, rd, svc)
+            if step is None:
+                return
+            next_step = step
+            trace = read_trace(run.trace_path)
+    while next_step <= len(definition.steps):
+        ok = await _run_step(task, run, definition, trace, next_step, svc)
+        trace = read_trace(run.trace_path)
+        if not ok:
+            rd = decide(trace, run.directory, names)
+            await _ask(task, run, rd, svc)
+            return
+        next_step += 1
+    write_trace_atomic(run.trace_path, complete_workflow(trace))
+    await _end(
+        task,
+        svc,
+        TaskState.Completed,
+        f"Workflow {definition.name} in {run.directory} completed: "
+        f"{len(definition.steps)} steps ({', '.join(names)}).",
+    )
+
+
+async def _recovery_check(
+    task: TaskRecord, run: WorkflowRun, rd: RecoveryDecision, svc: Services
+) -> int | None:
+    """Seed 003's rules for a trace found on entry. The step to run next, or None."""
+    if rd.state is TraceState.not_started:
+        return 1
+    if rd.state is TraceState.completed:
+        await _end(task, svc, TaskState.Completed, rd.message + " It was not re-run.")
+        return None
+    if rd.state is TraceState.between_steps and not rd.needs_owner:
+        _record_resume(run, rd)
+        await _tell(task, svc, "resume", rd)
+        return rd.resume_step or 1
+    # mid-step, failed, or between steps with artifacts missing: the owner decides
+    await _ask(task, run, rd, svc)
+    return None
+
+
+def _record_resume(run: WorkflowRun, rd: RecoveryDecision) -> None:
+    trace = read_trace(run.trace_path)
+    entry = resume_entry(rd, now_rfc3339(), f"pfar kernel pid {os.getpid()}")
+    write_trace_atomic(run.trace_path, append_resume(trace, entry))
+
+
+def _apply_answer(decision: str, rd: RecoveryDecision, trace: Trace, run: WorkflowRun) -> int:
+    """Carry out the owner's answer on the trace; the step to run next (0: abort)."""
+    step = rd.resume_step or 1
+    option = OwnerOption(decision)
+    if option is OwnerOption.abort:
+        return 0
+    if option is OwnerOption.skip:
+        s = trace.step(step)
+        trace = update_step(
+            trace,
+            step,
+            summary=((s.summary + " ") if s and s.summary else "") + "(skipped by the owner)",
+        )
+        write_trace_atomic(run.trace_path, complete_step(trace, step))
+        step += 1
+    elif option is OwnerOption.back:
+        step = max(1, step - 1)
+    _record_resume(run, rd)
+    return step
+
+
+async def _run_step(
+    task: TaskRecord,
+    run: WorkflowRun,
+    definition: WorkflowDefinition,
+    trace: Trace,
+    number: int,
+    svc: Services,
+) -> bool:
+    spec = definition.steps[number - 1]
+    focus = ""
+    s = trace.step(number)
+    if s is not None and s.current_focus and task.detail.get("workflow_decision") == "continue":
+        focus = s.current_focus
+    write_trace_atomic(run.trace_path, start_step(trace, number, spec.name, current_focus=focus))
+    i = number - 1
+    started = now_rfc3339()
+    args = {"name": spec.name, "run": spec.run, "artifacts": spec.artifacts}
+    await svc.journal.step_started(
+        StepRecord(
+            task.task_id,
+            i,
+            STEP_TOOL,
+            Semantics.Write,
+            Idempotency.none,
+            StepStatus.started,
+            args,
+            None,
+            "Raw",
+            started,
+            None,
+            None,
+        )
+    )
+    env = {
+        **os.environ,
+        "PFAR_TASK_ID": task.task_id,
+        "PFAR_WORKFLOW": definition.name,
+        "PFAR_STEP": spec.name,
+        "PFAR_TRACE": str(run.trace_path),
+        "PFAR_CURRENT_FOCUS": focus,
+    }
+    code, out, err = await _execute(
+        spec.run, run.directory, env, spec.timeout_seconds, task, i, svc
+    )
+    missing = [a for a in spec.artifacts if not (run.directory / a).exists()]
+    trace = read_trace(run.trace_path)
+    summary = _last_line(out) or f"{spec.name} finished"
+    if code == 0 and not missing:
+        trace = complete_step(trace, number, summary=summary, artifacts=spec.artifacts)
+        status, error = StepStatus.completed, None
+    else:
+        why = (
+            f"exit code {code}"
+            if code != 0
+            else f"expected artifacts missing: {', '.join(missing)}"
+        )
+        trace = fail_step(
+            trace,
+            number,
+            summary=f"{spec.name} failed: {why}",
+            challenges=svc.redactor.text(_tail(err) or why),
+        )
+        status, error = StepStatus.failed, why
+    write_trace_atomic(run.trace_path, trace)
+    rec = StepRecord(
+        task.task_id,
+        i,
+        STEP_TOOL,
+        Semantics.Write,
+        Idempotency.none,
+        status,
+        args,
+        {"exit_code": code, "summary": svc.redactor.text(summary)},
+        "Raw",
+        started,
+        now_rfc3339(),
+        error,
+    )
+    await svc.journal.step_finished(rec, next_step=i + 1)
+    return status is StepStatus.completed
+
+
+async def _execute(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    task: TaskRecord,
+    step: int,
+    svc: Services,
+) -> tuple[int, str, str]:
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return 127, "", f"cannot start {argv[0]!r}: {exc}"
+    process = identity(proc.pid)
+    if process is not None:
+        await svc.journal.step_process(task.task_id, step, process)
+    try:
+        async with asyncio.timeout(timeout):
+            out, err = await proc.communicate()
+    except TimeoutError:
+        _kill_group(proc.pid)
+        await proc.wait()
+        return 124, "", f"the step did not finish within {timeout:g}s"
+    except asyncio.CancelledError:
+        _kill_group(proc.pid)
+        raise
+    return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _ask(
+    task: TaskRecord, run: WorkflowRun, rd: RecoveryDecision, svc: Services, *, looked: bool = False
+) -> None:
+    """Park on the owner's decision. After "investigate", ask again once they have looked."""
+    step = (rd.resume_step or 1) - 1
+    missing = ""
+    if rd.missing:
+        missing = "\nMissing artifacts: " + ", ".join(a.path for a in rd.missing)
+    options = [o.value for o in rd.options]
+    message = rd.message
+    if looked:
+        options = [o for o in options if o != OwnerOption.investigate.value]
+        if OwnerOption.abort.value not in options:
+            options.append(OwnerOption.abort.value)
+        message = (
+            f"You chose to look at Step {rd.resume_step} ({rd.resume_name}) first. "
+            f"When you are ready: {', '.join(options)}.\n{rd.message}"
+        )
+    await ask_owner(
+        svc.journal.task(task.task_id),
+        svc,
+        action_type=f"workflow_{rd.state.value}",
+        step=step,
+        tool=STEP_TOOL,
+        options=options,
+        description=f"Workflow in {run.directory}: {message}{missing}",
+    )
+
+
+async def _tell(task: TaskRecord, svc: Services, kind: str, rd: RecoveryDecision) -> None:
+    missing = ""
+    if rd.missing:
+        missing = " Missing artifacts: " + ", ".join(a.path for a in rd.missing) + "."
+    await svc.journal.enqueue(
+        [
+            OwnerMessage(
+                f"workflow-{kind}:{task.task_id}:{now_rfc3339()}",
+                "notice",
+                f"{rd.message}{missing}",
+                task.task_id,
+            )
+        ]
+    )
+    svc.notify_owner()
+
+
+async def _end(task: TaskRecord, svc: Services, state: TaskState, text: str) -> None:
+    current = svc.journal.task(task.task_id)
+    if current.state.terminal:
+        return
+    message = OwnerMessage(
+        f"{'result' if state is TaskState.Completed else 'failed'}:{task.task_id}",
+        "result" if state is TaskState.Completed else "notice",
+        text,
+        task.task_id,
+    )
+    if state is TaskState.Completed:
+        if current.state is not TaskState.Synthesizing:
+            await svc.journal.transition(task.task_id, TaskState.Synthesizing, point="synthesizing")
+        await svc.journal.transition(
+            task.task_id,
+            TaskState.Completed,
+            point="completed",
+            messages=[message],
+            execute_progress={"result": text[:_MAX_OUTPUT]},
+        )
+    else:
+        await svc.journal.fail(task.task_id, text, [message])
+    svc.notify_owner()
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _tail(text: str) -> str:
+    return text.strip()[-500:]
+
+
+def answer_outcome(
+    task: TaskRecord, decision: str
+) -> tuple[TaskState, dict[str, Any], dict[str, Any]]:
+    """Where the owner's answer to a workflow question sends the task."""
+    if decision == "abort":
+        return TaskState.Failed, {}, {"error": "workflow aborted by the owner"}
+    if decision == "investigate":
+        # the owner looks first; the question is asked again when they resume it
+        return (
+            TaskState.Executing,
+            {"current_step": task.current_step, "workflow_decision": "investigate"},
+            {},
+        )
+    return (
+        TaskState.Executing,
+        {"current_step": task.current_step, "workflow_decision": decision},
+        {},
+    )
