@@ -121,17 +121,18 @@ def test_seed_example_mid_step_resumed_by_the_kernel_asks_then_reruns(tmp_path: 
     for artifact in ("src/auth/login.py", "src/api/routes.py"):
         (work / artifact).parent.mkdir(parents=True, exist_ok=True)
         (work / artifact).write_text("x\n")
-    with running_kernel(home) as k:
-        task_id = k.request("workflow_start", definition=str(definition), directory=str(work))[
-            "task_id"
-        ]
+    with running_kernel(home):
+        started = _pfar(home, "workflow", "start", str(definition), str(work))
+        assert started.returncode == 0, started.stderr
+        task_id = started.stdout.split()[2]
         q = _question(home, task_id)
         assert q["action_type"] == "workflow_mid_step"
         assert json.loads(q["options_json"]) == ["continue", "rerun", "investigate"]
         assert "Current focus: Token validation logic." in q["description"]
         assert "Artifacts verified: src/auth/login.py, src/api/routes.py" in q["description"]
         assert _ran(work) == []  # never silently re-run
-        k.request("answer", approval_id=q["approval_id"], decision="rerun")
+        answered = _pfar(home, "answer", q["approval_id"][:8], "rerun")
+        assert answered.returncode == 0, answered.stderr
         wait_for(lambda: _state(home, task_id) == "Completed", what="the workflow to finish")
     assert _ran(work) == ["implement", "validated"]  # steps 1-2 were not re-run
     text = (work / "trace.md").read_text()
@@ -153,7 +154,17 @@ def test_seed_example_failed_asks_and_never_auto_retries(tmp_path: Path) -> None
         assert _ran(work) == []
         k.request("answer", approval_id=q["approval_id"], decision="abort")
         wait_for(lambda: _state(home, task_id) == "Failed", what="the abort")
-    assert _ran(work) == []
+        assert _ran(work) == []
+        # later the owner comes back to it: the recovery check runs again, asks again
+        resumed = _pfar(home, "workflow", "resume", str(work))
+        assert resumed.returncode == 0, resumed.stderr
+        again = resumed.stdout.split()[2]
+        assert again != task_id
+        q2 = _question(home, again)
+        assert q2["action_type"] == "workflow_failed"
+        assert _pfar(home, "answer", q2["approval_id"], "retry").returncode == 0
+        wait_for(lambda: _state(home, again) == "Completed", what="the retried workflow")
+    assert _ran(work) == ["validated"]
 
 
 def test_seed_example_between_steps_resumes_at_the_next_step(tmp_path: Path) -> None:
