@@ -256,7 +256,7 @@ def workflow_resume(ctx: click.Context, directory: str) -> None:
 def workflow_status(directory: str, as_json: bool) -> None:
     """What the trace in DIRECTORY says: state, resume point, artifact check."""
     from ..runners.workflow.recovery_check import decide
-    from ..runners.workflow.trace import read_trace
+    from ..runners.workflow.trace_edit import read_trace
 
     path = os.path.join(directory, "trace.md")
     if not os.path.isdir(directory):

@@ -9,10 +9,12 @@ from ..journal import Journal, StepStatus, TaskState
 from ..runners.workflow.trace import (
     Trace,
     WorkflowStatus,
+    render_trace,
+)
+from ..runners.workflow.trace_edit import (
     complete_step,
     fail_step,
     new_trace,
-    render_trace,
     start_step,
     update_step,
 )

@@ -26,14 +26,16 @@ from .trace import (
     TraceFormatError,
     TraceStep,
     WorkflowStatus,
+    parse_trace,
+    render_trace,
+)
+from .trace_edit import (
     append_resume,
     complete_step,
     complete_workflow,
     fail_step,
     new_trace,
-    parse_trace,
     read_trace,
-    render_trace,
     start_step,
     update_step,
     update_trace,

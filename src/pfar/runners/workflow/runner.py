@@ -38,6 +38,8 @@ from .definition import WorkflowDefinition, load_definition
 from .recovery_check import OwnerOption, RecoveryDecision, TraceState, decide, resume_entry
 from .trace import (
     Trace,
+)
+from .trace_edit import (
     append_resume,
     complete_step,
     complete_workflow,
