@@ -1,0 +1,89 @@
+"""What real providers exchange: a conversation, tool schemas, and a streamed answer.
+
+Provider-neutral records: the Anthropic and OpenAI-compatible providers map
+them to and from their SDKs; the pipeline and the inference proxy see only
+these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+Role = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchema:
+    """A tool the model may call: its name, what it does, and a JSON Schema for its input."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One turn. `text`, plus tool calls (assistant) or tool results (user)."""
+
+    role: Role
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    model: str
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSchema, ...] = ()
+    max_tokens: int = 4096
+    temperature: float | None = None
+    # force a call of this tool (structured output for the extract and plan phases)
+    tool_choice: str | None = None
+
+
+class StopReason(StrEnum):
+    end_turn = "end_turn"
+    tool_use = "tool_use"
+    max_tokens = "max_tokens"
+    stop_sequence = "stop_sequence"
+    partial = "partial"  # the stream was cut off after more than half had arrived
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """A whole answer. Thinking is never part of it: it stays out of the conversation."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    stop_reason: StopReason
+    usage: Usage
+    model: str
+    time_to_first_token: float | None = None  # seconds
+    total_time: float = 0.0  # seconds
+    # tool calls the model made that could not be used (bad JSON, unknown tool,
+    # input not matching the schema): returned to the model as error tool results
+    invalid_tool_calls: tuple[ToolResult, ...] = field(default=())

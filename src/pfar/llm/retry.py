@@ -1,0 +1,65 @@
+"""The error table of the loop design (seed 001, Phase 3), as data and one decision.
+
+| error                    | what happens                                         |
+|--------------------------|------------------------------------------------------|
+| network timeout, 5xx     | retry: immediately, then after 1 s, then after 5 s    |
+| 429 rate limited         | wait Retry-After (or the next backoff), requeue       |
+| 400 bad request          | fail the task with the reason                         |
+| 529 / overloaded         | wait 30 s, retry (at most 3)                          |
+| stream cut off           | keep the partial answer if more than half arrived,    |
+|                          | else retry                                            |
+
+After the last retry the task fails with the error's details. The waits come
+from config, so tests run fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ..errors import ProviderError
+
+
+class ErrorKind(StrEnum):
+    timeout = "timeout"  # no answer in time, or the connection failed
+    server = "server"  # 5xx other than 529
+    rate_limited = "rate_limited"  # 429
+    bad_request = "bad_request"  # 400 and other 4xx: the request itself is wrong
+    overloaded = "overloaded"  # 529, or an "overloaded_error" event mid-stream
+    stream_cut = "stream_cut"  # the stream ended before message_stop
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Waits before attempt 2, 3, ...; `overloaded_wait` replaces them for 529."""
+
+    backoff: tuple[float, ...] = (0.0, 1.0, 5.0)
+    overloaded_wait: float = 30.0
+    max_retries: int = 3
+
+
+class ProviderCallFailed(ProviderError):
+    """The provider could not answer after the retries the error table allows."""
+
+    def __init__(self, provider: str, kind: ErrorKind, detail: str, attempts: int) -> None:
+        super().__init__(
+            f"{provider}: {kind.value} after {attempts} attempt{'s' if attempts != 1 else ''}: "
+            f"{detail}"
+        )
+        self.provider, self.kind, self.detail, self.attempts = provider, kind, detail, attempts
+
+
+def next_wait(
+    policy: RetryPolicy, kind: ErrorKind, retries_done: int, retry_after: float | None = None
+) -> float | None:
+    """Seconds to wait before the next attempt, or None: give up (fail the task)."""
+    if kind is ErrorKind.bad_request:
+        return None
+    if retries_done >= policy.max_retries:
+        return None
+    if kind is ErrorKind.overloaded:
+        return policy.overloaded_wait
+    if kind is ErrorKind.rate_limited and retry_after is not None:
+        return max(0.0, retry_after)
+    return policy.backoff[min(retries_done, len(policy.backoff) - 1)]
