@@ -269,3 +269,43 @@ def test_a_workflow_directory_that_does_not_exist(tmp_path: Path) -> None:
         r = _pfar(home, *args)
         assert r.returncode == 1
         assert "does not exist" in r.stderr
+
+
+def test_pfar_task_trace_renders_any_task_journal_as_a_trace(tmp_path: Path) -> None:
+    from pfar.runners.workflow import classify, parse_trace
+
+    home = make_home(
+        tmp_path / "home",
+        templates={
+            "note": """
+                id = "note"
+                description = "Save a note"
+                allowed_tools = ["file.write", "file.read"]
+            """
+        },
+        script="""
+            [[responses]]
+            template = "note"
+            phase = "plan"
+            [[responses.json.steps]]
+            tool = "file.write"
+            description = "save the note"
+            args = { path = "note.md", content = "$input" }
+            [[responses.json.steps]]
+            tool = "file.read"
+            description = "read it back"
+            args = { path = "note.md" }
+        """,
+    )
+    with running_kernel(home) as k:
+        task_id = k.request("submit", template="note", text="buy milk")["task_id"]
+        wait_for(lambda: _state(home, task_id) == "Completed", what="the task")
+    r = _pfar(home, "task", "trace", task_id[:8])
+    assert r.returncode == 0, r.stderr
+    trace = parse_trace(r.stdout, "pfar task trace")
+    assert [(s.name, s.status.value) for s in trace.steps] == [
+        ("save the note", "completed"),
+        ("read it back", "completed"),
+    ]
+    assert [a.path for a in trace.steps[0].artifacts] == ["note.md"]
+    assert classify(trace).value == "completed"
