@@ -1,0 +1,125 @@
+"""The inference proxy: shared rate limit, priority, routing by data label, accounting.
+
+The providers here stand in for remote models (the far side), not for pfar code."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from pfar.llm.messages import ChatRequest, ChatResponse, Message, StopReason, Usage
+from pfar.llm.proxy import CallRecord, InferenceProxy, NeedsCloudRouting, Price, RateLimiter
+
+
+class FarModel:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.calls: list[ChatRequest] = []
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        self.calls.append(request)
+        await asyncio.sleep(0)
+        return ChatResponse(
+            text=f"{self.name} says hi",
+            tool_calls=(),
+            stop_reason=StopReason.end_turn,
+            usage=Usage(input_tokens=1000, output_tokens=500),
+            model=request.model,
+            time_to_first_token=0.01,
+            total_time=0.02,
+        )
+
+
+def _request(text: str = "hello") -> ChatRequest:
+    return ChatRequest(model="m1", system="be brief", messages=(Message("user", text),))
+
+
+def test_the_rate_limit_holds_across_20_concurrent_tasks() -> None:
+    window, rpm = 0.3, 4
+    granted: list[float] = []
+
+    async def main() -> None:
+        limiter = RateLimiter(rpm, 10**9, window=window)
+
+        async def task() -> None:
+            await limiter.acquire(10)
+            granted.append(time.monotonic())
+
+        await asyncio.gather(*(task() for _ in range(20)))
+
+    asyncio.run(main())
+    assert len(granted) == 20
+    granted.sort()
+    for i, t in enumerate(granted):  # in any window, at most rpm grants
+        assert sum(1 for u in granted[i:] if u - t < window * 0.999) <= rpm
+
+
+def test_higher_priority_is_served_first_when_the_limit_is_reached() -> None:
+    order: list[str] = []
+
+    async def main() -> None:
+        limiter = RateLimiter(1, 10**9, window=0.05)
+        await limiter.acquire(1)  # the window is now full
+
+        async def task(name: str, priority: int) -> None:
+            await limiter.acquire(1, priority)
+            order.append(name)
+
+        low = [asyncio.create_task(task(f"low{i}", 0)) for i in range(3)]
+        await asyncio.sleep(0)
+        high = asyncio.create_task(task("high", 5))
+        await asyncio.gather(*low, high)
+
+    asyncio.run(main())
+    assert order[0] == "high"
+    assert order[1:] == ["low0", "low1", "low2"]
+
+
+def test_a_high_label_task_goes_to_the_local_provider() -> None:
+    cloud, local = FarModel("cloud"), FarModel("local")
+    proxy = InferenceProxy(
+        {"cloud": cloud, "local": local}, default="cloud", local="local", cloud_ceiling="internal"
+    )
+    r1 = asyncio.run(proxy.chat(_request(), task_id="t1", data_label="internal"))
+    r2 = asyncio.run(proxy.chat(_request(), task_id="t2", data_label="secret"))
+    assert (r1.text, r2.text) == ("cloud says hi", "local says hi")
+    assert len(cloud.calls) == len(local.calls) == 1
+
+
+def test_without_a_local_provider_a_high_label_task_needs_the_owners_approval() -> None:
+    cloud = FarModel("cloud")
+    proxy = InferenceProxy({"cloud": cloud}, default="cloud", cloud_ceiling="internal")
+    with pytest.raises(NeedsCloudRouting, match="approve cloud routing"):
+        asyncio.run(proxy.chat(_request(), task_id="t1", data_label="sensitive"))
+    assert cloud.calls == []
+    r = asyncio.run(
+        proxy.chat(_request(), task_id="t1", data_label="sensitive", cloud_approved=True)
+    )
+    assert r.text == "cloud says hi"
+
+
+def test_every_call_is_accounted_with_tokens_latency_and_cost() -> None:
+    calls: list[CallRecord] = []
+    proxy = InferenceProxy(
+        {"cloud": FarModel("cloud")},
+        default="cloud",
+        prices={"m1": Price(input=3.0, output=15.0)},
+        on_call=calls.append,
+    )
+    asyncio.run(proxy.chat(_request(), task_id="t9"))
+    (record,) = calls
+    assert (record.task_id, record.provider, record.model) == ("t9", "cloud", "m1")
+    assert (record.input_tokens, record.output_tokens) == (1000, 500)
+    assert record.time_to_first_token == 0.01
+    assert record.cost_usd == pytest.approx((1000 * 3.0 + 500 * 15.0) / 1_000_000)
+
+
+def test_bad_proxy_configuration_is_named() -> None:
+    from pfar.errors import ProviderError
+
+    with pytest.raises(ProviderError, match="default provider 'x'"):
+        InferenceProxy({"cloud": FarModel("c")}, default="x")
+    with pytest.raises(ProviderError, match="local provider 'ollama'"):
+        InferenceProxy({"cloud": FarModel("c")}, default="cloud", local="ollama")
