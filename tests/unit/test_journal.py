@@ -41,7 +41,7 @@ from pfar.journal import (
     steps_sql,
 )
 from pfar.journal.records import now_rfc3339, rfc3339
-from pfar.runners.pipeline import answer_outcome, approval_message, credential_message
+from pfar.runners.asking import answer_outcome, approval_message, credential_message
 
 S = TaskState
 

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from ..journal import Journal, OwnerMessage, TaskRecord
 from ..journal.records import parse_rfc3339
-from ..runners.pipeline import approval_message, credential_message
+from ..runners.asking import approval_message, credential_message
 from .actions import Decision, RecoveryAction, decide
 from .report import RecoveryReport
 

@@ -1,6 +1,7 @@
 """Runners: how a task advances. Each journals every boundary it crosses."""
 
-from .pipeline import advance, answer_outcome, approval_message, credential_message
+from .asking import answer_outcome, approval_message, credential_message
+from .pipeline import advance
 from .services import Services
 from .templates import Template, TemplateRegistry, load_template
 

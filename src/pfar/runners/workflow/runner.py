@@ -32,7 +32,7 @@ from ...journal import (
 )
 from ...journal.records import now_rfc3339
 from ...tools.processes import identity
-from ..pipeline import ask_owner
+from ..asking import ask_owner
 from ..services import Services
 from .definition import WorkflowDefinition, load_definition
 from .recovery_check import OwnerOption, RecoveryDecision, TraceState, decide, resume_entry

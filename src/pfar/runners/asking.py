@@ -1,0 +1,161 @@
+"""Asking the owner: parking a task on a persisted question, and what the answer does.
+
+A parked task holds no coroutine: the question is an approval record (or a
+credential prompt) in the journal, its message is in the outbox, and the
+answer moves the task on from the journal (`answer_outcome`).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..journal import (
+    ApprovalRecord,
+    ApprovalStatus,
+    CredentialPromptRecord,
+    CredentialStatus,
+    OwnerMessage,
+    TaskRecord,
+    TaskState,
+)
+from ..journal.records import now_rfc3339, rfc3339
+from ..tools.admin import PromptCredential
+from .services import Services
+
+
+def _deadline(seconds: float) -> str:
+    return rfc3339(datetime.now(UTC) + timedelta(seconds=seconds))
+
+
+async def ask_owner(
+    task: TaskRecord,
+    svc: Services,
+    *,
+    action_type: str,
+    step: int,
+    tool: str | None,
+    options: list[str],
+    description: str,
+    preview: Any = None,
+    taint: str | None = None,
+    on_deny: str = "fail",
+    timeout: float | None = None,
+    extra_detail: dict[str, Any] | None = None,
+) -> None:
+    """Park the task on a question to the owner (an approval record); no coroutine waits."""
+    approval_id = str(uuid.uuid4())
+    text_preview = None
+    if preview is not None:
+        text_preview = json.dumps(svc.redactor.value(preview), sort_keys=True)[:300]
+    approval = ApprovalRecord(
+        approval_id=approval_id,
+        task_id=task.task_id,
+        action_type=action_type,
+        description=description,
+        data_preview=text_preview,
+        taint_level=taint,
+        target_sink=tool,
+        tool=tool,
+        step=step,
+        created_at=now_rfc3339(),
+        expires_at=_deadline(timeout or svc.approval_timeout_seconds),
+        status=ApprovalStatus.pending,
+        options=options,
+        decision=None,
+        decided_at=None,
+        prompts_sent=0,
+    )
+    detail_extra = {"on_deny": on_deny, **(extra_detail or {})}
+    if task.detail.get("approved_step") == step:  # a grant for this step outlives a question
+        detail_extra["approved_step"] = step
+    await svc.journal.park_approval(approval, approval_message(approval, 0), detail_extra)
+    svc.notify_owner()
+
+
+def approval_message(a: ApprovalRecord, attempt: int) -> OwnerMessage:
+    """The prompt for an approval; `attempt` > 0 for a re-send after a restart."""
+    first, *_ = a.options
+    lines = [
+        ("Approval needed" if attempt == 0 else "Approval re-sent after restart")
+        + f" [{a.approval_id[:8]}]: {a.description}"
+    ]
+    if a.data_preview:
+        lines.append(f"  preview: {a.data_preview}")
+    answers = [f"pfar approve {a.approval_id[:8]}  ({first})"]
+    if "deny" in a.options or "fail" in a.options:
+        deny = "deny" if "deny" in a.options else "fail"
+        answers.append(f"pfar deny {a.approval_id[:8]}  ({deny})")
+    answers += [
+        f"pfar answer {a.approval_id[:8]} {o}" for o in a.options[1:] if o not in ("deny", "fail")
+    ]
+    lines.append("  answer: " + " | ".join(answers))
+    lines.append(f"  expires: {a.expires_at}")
+    return OwnerMessage(
+        message_key=f"approval:{a.approval_id}:{attempt}",
+        kind="approval",
+        task_id=a.task_id,
+        body="\n".join(lines),
+    )
+
+
+async def park_credential(task: TaskRecord, svc: Services, i: int, args: dict[str, Any]) -> None:
+    prompt = CredentialPromptRecord(
+        prompt_id=str(uuid.uuid4()),
+        task_id=task.task_id,
+        service=str(args["service"]),
+        credential_type=str(args.get("credential_type", "api_key")),
+        instructions=str(args.get("instructions", f"Provide a {args['service']} credential.")),
+        vault_ref=PromptCredential.vault_ref(args),
+        message_id=None,
+        created_at=now_rfc3339(),
+        expires_at=_deadline(svc.credential_timeout_seconds),
+        status=CredentialStatus.pending,
+        step=i,
+        received_at=None,
+    )
+    await svc.journal.park_credential(prompt, credential_message(prompt, 0))
+    svc.notify_owner()
+
+
+def credential_message(p: CredentialPromptRecord, attempt: int) -> OwnerMessage:
+    head = "Credential needed" if attempt == 0 else "Credential request re-sent after restart"
+    body = (
+        f"{head} [{p.prompt_id[:8]}]: {p.service} ({p.credential_type}).\n"
+        f"  {p.instructions}\n"
+        f"  answer: pfar credential {p.prompt_id[:8]}   (reads the secret from stdin)\n"
+        f"  expires: {p.expires_at}"
+    )
+    return OwnerMessage(
+        message_key=f"credential:{p.prompt_id}:{attempt}",
+        kind="credential",
+        task_id=p.task_id,
+        body=body,
+    )
+
+
+def answer_outcome(
+    task: TaskRecord, approval: ApprovalRecord, decision: str
+) -> tuple[TaskState, dict[str, Any], dict[str, Any]]:
+    """Where the owner's answer sends a parked task (runs inside the decision's commit)."""
+    step = approval.step if approval.step is not None else task.current_step
+    base: dict[str, Any] = {"current_step": step}
+    why = "denied by the owner" if decision == "deny" else "failed by the owner's decision"
+    if decision == "deny":
+        decision = "skip" if task.detail.get("on_deny") == "skip" else "fail"
+    if decision == "fail":
+        return TaskState.Failed, base, {"error": f"{why}: {approval.description}"}
+    if decision == "skip":
+        return TaskState.Executing, {**base, "skip_step": step}, {}
+    if decision == "continue":
+        # the owner accepted the template as it is now: that becomes the task's template
+        kept = {"approved_step": step} if task.detail.get("approved_step") == step else {}
+        return (
+            TaskState.Executing,
+            {**base, **kept},
+            {"template_hash": str(task.detail.get("template_seen", ""))},
+        )
+    # approve / retry
+    return TaskState.Executing, {**base, "approved_step": step, "retry_step": step}, {}
