@@ -1,0 +1,494 @@
+"""The Anthropic Messages API as a provider: one streamed call, with pfar's error table.
+
+`AnthropicProvider.chat` maps a provider-neutral `ChatRequest` to the Messages API,
+streams the answer through the official SDK (`AsyncAnthropic`, `max_retries=0`: the
+retrying is pfar's, per `retry.next_wait`) and folds the raw events into a
+`ChatResponse`:
+
+* text blocks are joined into `text`; thinking blocks are read and dropped;
+* tool_use blocks: the `input_json_delta` pieces are joined and parsed at
+  content_block_stop, then checked: the tool must be one of the request's tools and its
+  input must be a JSON object matching the tool's `input_schema` (a subset of JSON
+  Schema: type, properties, required, additionalProperties, items, enum). A call failing
+  a check is not raised: it becomes an error `ToolResult` in `invalid_tool_calls`;
+* `time_to_first_token` is measured from sending the request to the first
+  content_block_delta, `total_time` from sending it to message_stop (the answering
+  attempt only; waits between retries are not included).
+
+Errors (seed 001, Phase 3):
+
+* timeout or connection failure before the answer starts, 5xx  -> retry after the backoff
+* 429 -> wait `retry-after-ms` / `retry-after` (seconds or an HTTP date), else the backoff
+* 400 and other 4xx -> `ProviderCallFailed(bad_request)` at once, with the API's message
+* 529, or an `overloaded_error` event inside the stream -> `policy.overloaded_wait`
+* the stream ends (or the connection drops) before message_stop -> the partial rule below
+
+Partial rule. When the stream stops early the answer so far is kept, with
+`StopReason.partial`, only if more than half of the expected output arrived:
+
+    received = max(output_tokens the server last reported, ceil(chars received / 4))
+    expected = output_tokens from message_delta, if it arrived; else request.max_tokens
+    keep iff  2 * received > expected  and there is text or a finished tool call
+
+Characters counted are those of text, thinking and tool-input JSON deltas; four per
+token is the usual estimate for English. The real API reports the final output count
+only in message_delta, just before message_stop, so mid-answer the denominator is
+usually `max_tokens`: the rule leans towards retrying, never towards a truncated answer
+of unknown size. A kept partial answer holds the text received (including the open text
+block) and the tool calls whose blocks were finished; an unfinished tool call is dropped.
+Otherwise the attempt counts as `stream_cut` and is retried with the backoff.
+
+The API key is given to the SDK only: it is never logged, and every error text is
+scrubbed of it before it is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import anthropic
+import httpx2
+from anthropic.types import (
+    InputJSONDelta,
+    RawContentBlockDeltaEvent,
+    RawContentBlockStartEvent,
+    RawContentBlockStopEvent,
+    RawMessageDeltaEvent,
+    RawMessageStartEvent,
+    RawMessageStopEvent,
+    TextBlock,
+    TextDelta,
+    ThinkingDelta,
+    ToolUseBlock,
+)
+
+from .messages import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    StopReason,
+    ToolCall,
+    ToolResult,
+    ToolSchema,
+    Usage,
+)
+from .retry import ErrorKind, ProviderCallFailed, RetryPolicy, next_wait
+
+PROVIDER = "anthropic"
+_CHARS_PER_TOKEN = 4
+
+_STOP_REASONS = {
+    "end_turn": StopReason.end_turn,
+    "tool_use": StopReason.tool_use,
+    "max_tokens": StopReason.max_tokens,
+    "stop_sequence": StopReason.stop_sequence,
+    # the model declined, or paused a long server-side turn: it has finished speaking
+    "refusal": StopReason.end_turn,
+    "pause_turn": StopReason.end_turn,
+}
+
+Sleep = Callable[[float], Awaitable[object]]
+
+
+class AnthropicProvider:
+    """Chat with Claude through the Messages API, streamed, with pfar's retry policy."""
+
+    name = PROVIDER
+
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        base_url: str | None,
+        timeout: float,
+        policy: RetryPolicy,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self._secret = api_key
+        self._policy = policy
+        self._sleep = sleep
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def __aenter__(self) -> AnthropicProvider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        params = build_params(request)
+        tools = {tool.name: tool for tool in request.tools}
+        retries = 0
+        while True:
+            try:
+                return await self._attempt(request, params, tools)
+            except _AttemptFailed as failed:
+                wait = next_wait(self._policy, failed.kind, retries, failed.retry_after)
+                if wait is None:
+                    raise ProviderCallFailed(
+                        PROVIDER, failed.kind, self._scrub(failed.detail), retries + 1
+                    ) from None
+                retries += 1
+                await self._sleep(wait)
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._secret, "[api key]") if self._secret else text
+
+    async def _attempt(
+        self, request: ChatRequest, params: dict[str, Any], tools: dict[str, ToolSchema]
+    ) -> ChatResponse:
+        started = time.perf_counter()
+        try:
+            stream = await self._client.messages.create(**params, stream=True)
+        except anthropic.APIStatusError as exc:
+            raise _status_failure(exc) from None
+        except anthropic.APIConnectionError as exc:  # APITimeoutError included
+            raise _AttemptFailed(ErrorKind.timeout, _describe_connection(exc)) from None
+
+        acc = _Accumulator(tools, started)
+        cut: str | None = None
+        try:
+            async with stream:
+                async for event in stream:
+                    acc.feed(event)
+        except anthropic.APIStatusError as exc:  # an `event: error` inside the stream
+            raise _status_failure(exc) from None
+        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            cut = f"the connection broke mid-stream ({type(exc).__name__}: {exc})"
+        if acc.stopped and acc.stop_reason is not None:
+            return acc.response(acc.stop_reason, request.model)
+        if acc.stopped:
+            cut = "message_stop arrived without a stop_reason"
+        elif cut is None:
+            cut = "the stream ended before message_stop"
+        received, expected = acc.progress(request.max_tokens)
+        detail = f"{cut}; about {received} of {expected} output tokens had arrived"
+        if 2 * received > expected and acc.has_content():
+            return acc.response(StopReason.partial, request.model, partial=True)
+        raise _AttemptFailed(ErrorKind.stream_cut, detail)
+
+
+# ---------------------------------------------------------------------------------------------
+# request
+
+
+def build_params(request: ChatRequest) -> dict[str, Any]:
+    """Arguments of `messages.create` for `request` (without `stream`, which the call adds)."""
+    params: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": [_message(m) for m in request.messages],
+    }
+    if request.system:
+        params["system"] = request.system
+    if request.tools:
+        params["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in request.tools
+        ]
+    if request.tool_choice is not None:
+        params["tool_choice"] = {"type": "tool", "name": request.tool_choice}
+    if request.temperature is not None:
+        # this SDK version has no `temperature` argument; the API still takes the field
+        params["extra_body"] = {"temperature": request.temperature}
+    return params
+
+
+def _message(message: Message) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    # tool results must come first in a user turn
+    for result in message.tool_results:
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": result.tool_call_id,
+            "content": result.content,
+        }
+        if result.is_error:
+            block["is_error"] = True
+        content.append(block)
+    if message.text:
+        content.append({"type": "text", "text": message.text})
+    for call in message.tool_calls:
+        content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.input})
+    return {"role": message.role, "content": content}
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+
+
+class _AttemptFailed(Exception):
+    def __init__(self, kind: ErrorKind, detail: str, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.kind, self.detail, self.retry_after = kind, detail, retry_after
+
+
+def _status_failure(exc: anthropic.APIStatusError) -> _AttemptFailed:
+    status = exc.status_code
+    error_type = exc.type or ""
+    message = exc.api_message or str(exc)
+    where = f"HTTP {status}" if status >= 400 else "error event in the stream"
+    detail = f"{where} {error_type or 'error'}: {message}"
+    if exc.request_id:
+        detail += f" (request-id {exc.request_id})"
+    if status == 529 or error_type == "overloaded_error":
+        return _AttemptFailed(ErrorKind.overloaded, detail)
+    if status == 429 or error_type == "rate_limit_error":
+        return _AttemptFailed(ErrorKind.rate_limited, detail, _retry_after(exc.response.headers))
+    if status == 408:
+        return _AttemptFailed(ErrorKind.timeout, detail)
+    if status >= 500 or (status < 400 and error_type in ("api_error", "")):
+        return _AttemptFailed(ErrorKind.server, detail)
+    return _AttemptFailed(ErrorKind.bad_request, detail)
+
+
+def _retry_after(headers: httpx2.Headers) -> float | None:
+    """Seconds from `retry-after-ms`, or `retry-after` (seconds or an HTTP date)."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _describe_connection(exc: anthropic.APIConnectionError) -> str:
+    cause = exc.__cause__
+    reason = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+    if isinstance(exc, anthropic.APITimeoutError):
+        return f"no answer in time{reason}"
+    return f"could not connect{reason}"
+
+
+# ---------------------------------------------------------------------------------------------
+# the event stream
+
+
+@dataclass(slots=True)
+class _Block:
+    kind: str  # "text", "tool_use", "thinking" or another block type (ignored)
+    tool_id: str = ""
+    tool_name: str = ""
+    parts: list[str] = field(default_factory=list)
+    finished: bool = False
+
+
+class _Accumulator:
+    """Folds the raw stream events into an answer, in arrival order."""
+
+    def __init__(self, tools: dict[str, ToolSchema], started: float) -> None:
+        self._tools = tools
+        self._started = started
+        self._blocks: dict[int, _Block] = {}
+        self._order: list[int] = []
+        self._tool_calls: list[ToolCall] = []
+        self._invalid: list[ToolResult] = []
+        self._chars = 0
+        self._model = ""
+        self._input_tokens = 0
+        self._output_tokens = 0
+        self._final_output_tokens: int | None = None
+        self._first_token: float | None = None
+        self._finished_at: float | None = None
+        self.stop_reason: StopReason | None = None
+        self.stopped = False
+
+    def feed(self, event: object) -> None:
+        if isinstance(event, RawMessageStartEvent):
+            self._model = event.message.model
+            self._input_tokens = event.message.usage.input_tokens
+            self._output_tokens = event.message.usage.output_tokens
+        elif isinstance(event, RawContentBlockStartEvent):
+            self._start_block(event)
+        elif isinstance(event, RawContentBlockDeltaEvent):
+            self._delta(event)
+        elif isinstance(event, RawContentBlockStopEvent):
+            block = self._blocks.get(event.index)
+            if block is not None and not block.finished:
+                block.finished = True
+                if block.kind == "tool_use":
+                    self._finish_tool(block)
+        elif isinstance(event, RawMessageDeltaEvent):
+            if event.delta.stop_reason is not None:
+                self.stop_reason = _STOP_REASONS.get(event.delta.stop_reason, StopReason.end_turn)
+            self._output_tokens = event.usage.output_tokens
+            self._final_output_tokens = event.usage.output_tokens
+            if event.usage.input_tokens is not None:
+                self._input_tokens = event.usage.input_tokens
+        elif isinstance(event, RawMessageStopEvent):
+            self.stopped = True
+            self._finished_at = time.perf_counter()
+
+    def _start_block(self, event: RawContentBlockStartEvent) -> None:
+        content = event.content_block
+        block = _Block(kind=content.type)
+        if isinstance(content, TextBlock):
+            block.parts.append(content.text)
+        elif isinstance(content, ToolUseBlock):
+            block.tool_id, block.tool_name = content.id, content.name
+            if content.input:  # an input given whole, not in deltas
+                block.parts.append(json.dumps(content.input))
+        self._blocks[event.index] = block
+        self._order.append(event.index)
+
+    def _delta(self, event: RawContentBlockDeltaEvent) -> None:
+        if self._first_token is None:
+            self._first_token = time.perf_counter()
+        block = self._blocks.get(event.index)
+        delta = event.delta
+        if isinstance(delta, TextDelta):
+            self._chars += len(delta.text)
+            if block is not None and block.kind == "text":
+                block.parts.append(delta.text)
+        elif isinstance(delta, InputJSONDelta):
+            self._chars += len(delta.partial_json)
+            if block is not None and block.kind == "tool_use":
+                block.parts.append(delta.partial_json)
+        elif isinstance(delta, ThinkingDelta):
+            self._chars += len(delta.thinking)  # counted as output, never kept
+
+    def _finish_tool(self, block: _Block) -> None:
+        raw = "".join(block.parts)
+        tool = self._tools.get(block.tool_name)
+        if tool is None:
+            known = ", ".join(sorted(self._tools)) or "none"
+            self._reject(block, f"unknown tool {block.tool_name!r} (available tools: {known})")
+            return
+        try:
+            value = json.loads(raw) if raw.strip() else {}
+        except ValueError as exc:
+            self._reject(block, f"tool {tool.name!r}: the input is not valid JSON ({exc})")
+            return
+        problems = validate_schema(value, tool.input_schema)
+        if problems:
+            self._reject(
+                block,
+                f"tool {tool.name!r}: the input does not match its schema: " + "; ".join(problems),
+            )
+            return
+        self._tool_calls.append(ToolCall(id=block.tool_id, name=tool.name, input=value))
+
+    def _reject(self, block: _Block, message: str) -> None:
+        self._invalid.append(ToolResult(tool_call_id=block.tool_id, content=message, is_error=True))
+
+    def progress(self, max_tokens: int) -> tuple[int, int]:
+        """(output tokens received, output tokens expected), for the partial rule."""
+        received = max(self._output_tokens, math.ceil(self._chars / _CHARS_PER_TOKEN))
+        expected = self._final_output_tokens or max_tokens
+        return received, max(1, expected)
+
+    def has_content(self) -> bool:
+        return bool(self._text() or self._tool_calls)
+
+    def _text(self) -> str:
+        return "".join(
+            "".join(self._blocks[i].parts) for i in self._order if self._blocks[i].kind == "text"
+        )
+
+    def response(self, stop_reason: StopReason, model: str, partial: bool = False) -> ChatResponse:
+        finished = self._finished_at if not partial and self._finished_at else time.perf_counter()
+        return ChatResponse(
+            text=self._text(),
+            tool_calls=tuple(self._tool_calls),
+            stop_reason=stop_reason,
+            usage=Usage(input_tokens=self._input_tokens, output_tokens=self._output_tokens),
+            model=self._model or model,
+            time_to_first_token=(
+                None if self._first_token is None else self._first_token - self._started
+            ),
+            total_time=finished - self._started,
+            invalid_tool_calls=tuple(self._invalid),
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON Schema, the subset tool schemas use
+
+_TYPE_CHECKS: dict[str, Callable[[object], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, float) and v.is_integer())
+    ),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+}
+
+
+def validate_schema(value: object, schema: dict[str, Any], path: str = "input") -> list[str]:
+    """What is wrong with `value` against `schema` (empty: it matches).
+
+    Understood: type (one or a list), enum, properties, required, additionalProperties
+    (false or a schema), items. Other keywords are ignored (accepted).
+    """
+    problems: list[str] = []
+    expected = schema.get("type")
+    if expected is not None:
+        names = expected if isinstance(expected, list) else [expected]
+        checks = [_TYPE_CHECKS.get(n) for n in names]
+        if not any(check is None or check(value) for check in checks):
+            return [f"{path} should be {' or '.join(map(str, names))}, not {_json_type(value)}"]
+    if "enum" in schema and value not in schema["enum"]:
+        allowed = ", ".join(json.dumps(v) for v in schema["enum"])
+        problems.append(f"{path} should be one of {allowed}, not {json.dumps(value)}")
+    if isinstance(value, dict):
+        props: dict[str, Any] = schema.get("properties") or {}
+        for name in schema.get("required") or ():
+            if name not in value:
+                problems.append(f"{path} is missing the required property {name!r}")
+        extra = schema.get("additionalProperties", True)
+        for name, item in value.items():
+            if name in props:
+                problems += validate_schema(item, props[name], f"{path}.{name}")
+            elif extra is False:
+                problems.append(f"{path} has an unexpected property {name!r}")
+            elif isinstance(extra, dict):
+                problems += validate_schema(item, extra, f"{path}.{name}")
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            problems += validate_schema(item, schema["items"], f"{path}[{i}]")
+    return problems
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"

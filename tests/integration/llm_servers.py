@@ -1,0 +1,395 @@
+"""Loopback LLM API servers for the provider tests: real HTTP on 127.0.0.1, scripted per test.
+
+The server part is generic: `ScriptedLLMServer` pops one scripted reply per request from a
+queue and records every request it receives. A reply is either `JsonReply` (any status, JSON
+body, headers) or `SSEReply` (a `text/event-stream` body of server-sent events, sent with
+chunked transfer encoding like the real APIs, that can stall before answering or be cut off
+after N events by closing the connection).
+
+Wire formats live in their own clearly named helpers, so another API can be added beside
+them: the `anthropic_*` functions build the Anthropic Messages API's events and error
+bodies (`event: <type>` / `data: <json>` framing). An OpenAI-compatible set would build
+`SSEEvent(None, {...})` chunks ending in `SSEEvent(None, "[DONE]")`.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import socket
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# ---------------------------------------------------------------------------------------------
+# generic: replies, recorded requests, the server
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One server-sent event: `event: <name>` (omitted when None) and `data: <json or text>`."""
+
+    name: str | None
+    data: dict[str, Any] | str
+
+    def encode(self) -> bytes:
+        data = self.data if isinstance(self.data, str) else json.dumps(self.data)
+        head = f"event: {self.name}\n" if self.name is not None else ""
+        return f"{head}data: {data}\n\n".encode()
+
+
+@dataclass(frozen=True, slots=True)
+class SSEReply:
+    """A streamed answer. `cut_after`: send that many events, then drop the connection
+    (no final chunk). `end_early`: send `cut_after` events, then end the body cleanly."""
+
+    events: Sequence[SSEEvent]
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    cut_after: int | None = None
+    end_early: bool = False
+    stall_seconds: float = 0.0  # wait before sending the status line
+
+
+@dataclass(frozen=True, slots=True)
+class JsonReply:
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    stall_seconds: float = 0.0
+
+
+Reply = SSEReply | JsonReply
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: Any  # parsed JSON, or the raw text when it is not JSON
+
+
+class ScriptedLLMServer:
+    """A loopback HTTP server answering each request with the next scripted reply.
+
+    With no reply left it answers 599 with a body saying so, so a test that makes more
+    calls than it scripted fails loudly.
+    """
+
+    def __init__(self) -> None:
+        self.replies: queue.Queue[Reply] = queue.Queue()
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._request_counter = 0
+        handler = _make_handler(self)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False  # don't wait for a client's idle keep-alive
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def script(self, *replies: Reply) -> None:
+        for reply in replies:
+            self.replies.put(reply)
+
+    def next_request_id(self) -> str:
+        with self._lock:
+            self._request_counter += 1
+            return f"req_{self._request_counter:04d}"
+
+    def record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedLLMServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive and chunked bodies, as the real APIs
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length).decode()
+            try:
+                body: Any = json.loads(raw)
+            except ValueError:
+                body = raw
+            server.record(
+                RecordedRequest(
+                    method="POST",
+                    path=self.path,
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=body,
+                )
+            )
+            try:
+                reply = server.replies.get_nowait()
+            except queue.Empty:
+                reply = JsonReply(599, {"error": "no scripted reply left for this request"})
+            try:
+                if reply.stall_seconds:
+                    time.sleep(reply.stall_seconds)
+                if isinstance(reply, JsonReply):
+                    self._send_json(reply)
+                else:
+                    self._send_stream(reply)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up (a timeout test)
+
+        def _start(self, status: int, content_type: str, headers: dict[str, str]) -> None:
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("request-id", server.next_request_id())
+            for name, value in headers.items():
+                self.send_header(name, value)
+
+        def _send_json(self, reply: JsonReply) -> None:
+            payload = json.dumps(reply.body).encode()
+            self._start(reply.status, "application/json", reply.headers)
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+
+        def _send_stream(self, reply: SSEReply) -> None:
+            self._start(reply.status, "text/event-stream; charset=utf-8", reply.headers)
+            self.send_header("cache-control", "no-cache")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            events = list(reply.events)
+            if reply.cut_after is not None:
+                events = events[: reply.cut_after]
+            for event in events:
+                self._chunk(event.encode())
+            if reply.cut_after is not None and not reply.end_early:
+                # drop the connection mid-body: no terminating chunk
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            self._chunk(b"")
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+# ---------------------------------------------------------------------------------------------
+# Anthropic Messages API wire format
+
+
+def anthropic_message_start(
+    *, model: str = "claude-test", input_tokens: int = 10, message_id: str = "msg_test_01"
+) -> SSEEvent:
+    return SSEEvent(
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+            },
+        },
+    )
+
+
+def anthropic_text_block(index: int, chunks: Iterable[str]) -> list[SSEEvent]:
+    """content_block_start / a text_delta per chunk / content_block_stop."""
+    events = [
+        SSEEvent(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "text", "text": ""},
+            },
+        )
+    ]
+    events += [
+        SSEEvent(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "text_delta", "text": c},
+            },
+        )
+        for c in chunks
+    ]
+    events.append(anthropic_block_stop(index))
+    return events
+
+
+def anthropic_tool_use_block(
+    index: int, tool_id: str, name: str, json_chunks: Iterable[str]
+) -> list[SSEEvent]:
+    """A tool_use block whose input arrives as `input_json_delta` pieces (joined by the client)."""
+    events = [
+        SSEEvent(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "tool_use", "id": tool_id, "name": name, "input": {}},
+            },
+        )
+    ]
+    events += [
+        SSEEvent(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": c},
+            },
+        )
+        for c in json_chunks
+    ]
+    events.append(anthropic_block_stop(index))
+    return events
+
+
+def anthropic_thinking_block(index: int, chunks: Iterable[str]) -> list[SSEEvent]:
+    events = [
+        SSEEvent(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+            },
+        )
+    ]
+    events += [
+        SSEEvent(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "thinking_delta", "thinking": c},
+            },
+        )
+        for c in chunks
+    ]
+    events.append(
+        SSEEvent(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "signature_delta", "signature": "c2lnbmF0dXJl"},
+            },
+        )
+    )
+    events.append(anthropic_block_stop(index))
+    return events
+
+
+def anthropic_block_stop(index: int) -> SSEEvent:
+    return SSEEvent("content_block_stop", {"type": "content_block_stop", "index": index})
+
+
+def anthropic_ping() -> SSEEvent:
+    return SSEEvent("ping", {"type": "ping"})
+
+
+def anthropic_message_delta(stop_reason: str | None, output_tokens: int) -> SSEEvent:
+    return SSEEvent(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": output_tokens},
+        },
+    )
+
+
+def anthropic_message_stop() -> SSEEvent:
+    return SSEEvent("message_stop", {"type": "message_stop"})
+
+
+def anthropic_error_event(error_type: str, message: str) -> SSEEvent:
+    """An error sent inside a 200 stream (e.g. `overloaded_error`)."""
+    return SSEEvent("error", {"type": "error", "error": {"type": error_type, "message": message}})
+
+
+def anthropic_stream(
+    *blocks: list[SSEEvent],
+    stop_reason: str = "end_turn",
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    model: str = "claude-test",
+) -> list[SSEEvent]:
+    """A whole answer: message_start, a ping, the blocks, message_delta, message_stop."""
+    events = [anthropic_message_start(model=model, input_tokens=input_tokens), anthropic_ping()]
+    for block in blocks:
+        events += block
+    events += [anthropic_message_delta(stop_reason, output_tokens), anthropic_message_stop()]
+    return events
+
+
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+def anthropic_error_reply(
+    status: int,
+    message: str,
+    *,
+    error_type: str | None = None,
+    retry_after: float | None = None,
+) -> JsonReply:
+    """An error status with the API's body: {"type":"error","error":{"type":...,"message":...}}."""
+    headers = {"x-should-retry": "true" if status in (408, 409, 429) or status >= 500 else "false"}
+    if retry_after is not None:
+        headers["retry-after"] = f"{retry_after:g}"
+    return JsonReply(
+        status,
+        {
+            "type": "error",
+            "error": {
+                "type": error_type or _ANTHROPIC_ERROR_TYPES.get(status, "api_error"),
+                "message": message,
+            },
+        },
+        headers,
+    )
