@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
 
@@ -55,10 +55,58 @@ class JournalConfig(_Section):
     cleanup_interval_hours: float = Field(24, gt=0, le=24 * 365)
 
 
+class LLMRetryConfig(_Section):
+    """The error table's waits (seed 001, Phase 3): immediate, 1 s, 5 s; 30 s when overloaded."""
+
+    backoff_seconds: list[float] = Field(default_factory=lambda: [0.0, 1.0, 5.0], min_length=1)
+    overloaded_wait_seconds: float = Field(30, ge=0, le=3600)
+    max_retries: int = Field(3, ge=0, le=20)
+
+
+class LLMPrice(_Section):
+    """Dollars per million tokens."""
+
+    input: float = Field(0, ge=0)
+    output: float = Field(0, ge=0)
+
+
+class LocalLLMConfig(_Section):
+    """An OpenAI-compatible local server (Ollama, vLLM, llama.cpp) for data above the
+    cloud ceiling."""
+
+    provider: Literal["openai"] = "openai"
+    model: str = Field(min_length=1)
+    base_url: str = Field(min_length=1)
+    api_key_secret: str = ""  # local servers often need none
+
+
 class LLMConfig(_Section):
-    provider: Literal["scripted"] = "scripted"
+    provider: Literal["scripted", "anthropic", "openai"] = "scripted"
     # for the scripted provider: the response file, relative to $PFAR_HOME
     script: str = "scripts/default.toml"
+    model: str = ""
+    base_url: str = ""  # a gateway, a proxy, or an OpenAI-compatible server
+    # the secret in secrets.db holding the API key (default: <provider>_api_key)
+    api_key_secret: str = ""
+    timeout_seconds: float = Field(60, gt=0, le=3600)
+    max_tokens: int = Field(4096, gt=0, le=1_000_000)
+    requests_per_minute: int = Field(50, gt=0)
+    tokens_per_minute: int = Field(200_000, gt=0)
+    # data labelled above this never goes to a cloud provider without the owner's approval
+    cloud_ceiling: Literal["public", "internal", "sensitive", "secret"] = "internal"
+    retry: LLMRetryConfig = LLMRetryConfig()
+    prices: dict[str, LLMPrice] = {}
+    local: LocalLLMConfig | None = None
+
+    @model_validator(mode="after")
+    def _model_named(self) -> LLMConfig:
+        if self.provider != "scripted" and not self.model:
+            raise ValueError(f"provider {self.provider!r} needs llm.model (the model's name)")
+        return self
+
+    @property
+    def key_secret(self) -> str:
+        return self.api_key_secret or f"{self.provider}_api_key"
 
 
 class SessionsConfig(_Section):

@@ -95,7 +95,7 @@ def raw_row(db: Path, session_id: str) -> dict[str, Any]:
 def test_migration_makes_the_sessions_table_and_its_indexes(db: Path) -> None:
     conn = connect(db)
     try:
-        assert schema_version(conn) == 2
+        assert schema_version(conn) >= 2  # and whatever came after sessions
         cols = {r[1]: r for r in conn.execute("PRAGMA table_info(sessions)")}
         assert list(cols) == [
             "session_id",
@@ -136,7 +136,7 @@ def test_a_version_1_vault_is_migrated_to_sessions(tmp_path: Path) -> None:
     conn = open_vault_db(path, "sessions")
     m = SessionManager(conn)
     try:
-        assert schema_version(conn) == 2
+        assert schema_version(conn) >= 2
         assert conn.execute("SELECT adapter FROM adapter_state").fetchall() == [("cli",)]
         assert m.create("/p", "t").status is S.CREATED
     finally:

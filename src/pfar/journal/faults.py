@@ -29,6 +29,7 @@ POINTS = (
     "failed",
     "recovery_decided",
     "message_delivered",
+    "llm_request_sent",
 )
 
 

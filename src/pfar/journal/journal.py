@@ -530,6 +530,57 @@ class Journal:
 
         await self._write(op, point)
 
+    def record_llm_call(self, call: dict[str, Any]) -> None:
+        """A model call's usage and cost; rides on the next commit (accounting, not state)."""
+        row = dict(call)
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO llm_calls(task_id, provider, model, input_tokens, output_tokens, "
+                "time_to_first_token, total_time, cost_usd, queued_seconds, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    row["task_id"],
+                    row["provider"],
+                    row["model"],
+                    row["input_tokens"],
+                    row["output_tokens"],
+                    row["time_to_first_token"],
+                    row["total_time"],
+                    row["cost_usd"],
+                    row["queued_seconds"],
+                    now_rfc3339(),
+                ),
+            )
+
+        self.writer.defer(op)
+
+    def llm_usage(self, task_id: str) -> dict[str, Any]:
+        row = self._reader.execute(
+            "SELECT count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
+            "coalesce(sum(cost_usd), 0) FROM llm_calls WHERE task_id = ?",
+            (task_id,),
+        ).fetchone()
+        return {
+            "calls": row[0],
+            "input_tokens": row[1],
+            "output_tokens": row[2],
+            "cost_usd": row[3],
+        }
+
+    async def llm_request_sent(self, task_id: str, phase: str) -> None:
+        """Journal that a model call is about to go out: a crash before its answer is
+        known to have lost only that call, which recovery makes again."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE task_journal SET state_detail = json_set(state_detail, "
+                "'$.llm_request', json_object('phase', ?, 'sent_at', ?)) WHERE task_id = ?",
+                (phase, now_rfc3339(), task_id),
+            )
+
+        await self._write(op, "llm_request_sent")
+
     def mark_delivered(self, keys: Sequence[str]) -> None:
         """Mark messages delivered with the next commit (nobody waits for it; a crash
         before it only means the owner log's keys absorb a resend)."""

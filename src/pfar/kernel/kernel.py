@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
@@ -42,8 +43,12 @@ from ..journal import (
 )
 from ..journal.faults import FaultHook
 from ..journal.records import now_rfc3339, rfc3339
+from ..llm.model_provider import ModelProvider
 from ..llm.provider import Provider
+from ..llm.proxy import ChatProvider, InferenceProxy, Price, RateLimiter
+from ..llm.retry import RetryPolicy
 from ..llm.scripted import ScriptedProvider
+from ..llm.sdk_providers import build_chat_provider
 from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..runners import Services, TemplateRegistry, advance, answer_outcome
@@ -277,8 +282,63 @@ class Kernel:
         self.owner.notify()
 
     def _load_provider(self, config: Config) -> Provider:
-        path = self.home.root / config.llm.script
-        return ScriptedProvider.load(path)
+        llm = config.llm
+        if llm.provider == "scripted":
+            return ScriptedProvider.load(self.home.root / llm.script)
+        policy = RetryPolicy(
+            backoff=tuple(llm.retry.backoff_seconds),
+            overloaded_wait=llm.retry.overloaded_wait_seconds,
+            max_retries=llm.retry.max_retries,
+        )
+        cloud = build_chat_provider(
+            llm.provider,
+            self._api_key(llm.key_secret, "llm.api_key_secret"),
+            base_url=llm.base_url or None,
+            timeout=llm.timeout_seconds,
+            policy=policy,
+        )
+        providers: dict[str, ChatProvider] = {llm.provider: cloud}
+        local_name = None
+        if llm.local is not None:
+            key = (
+                self._api_key(llm.local.api_key_secret, "llm.local.api_key_secret")
+                if llm.local.api_key_secret
+                else "local"
+            )
+            providers["local"] = build_chat_provider(
+                llm.local.provider,
+                key,
+                base_url=llm.local.base_url,
+                timeout=llm.timeout_seconds,
+                policy=policy,
+            )
+            local_name = "local"
+        proxy = InferenceProxy(
+            providers,
+            default=llm.provider,
+            local=local_name,
+            cloud_ceiling=llm.cloud_ceiling,
+            limiter=RateLimiter(llm.requests_per_minute, llm.tokens_per_minute),
+            prices={m: Price(p.input, p.output) for m, p in llm.prices.items()},
+            on_call=lambda call: self.journal.record_llm_call(dataclasses.asdict(call)),
+        )
+        return ModelProvider(
+            proxy,
+            model=llm.model,
+            max_tokens=llm.max_tokens,
+            tool_descriptions={t.name: t.description for t in self.tools},
+        )
+
+    def _api_key(self, secret: str, key: str) -> str:
+        value = self.secrets.get(secret)
+        if value is None:
+            raise ConfigError(
+                str(self.home.config),
+                key,
+                f"the API key secret {secret!r} is not in the vault; store it with "
+                f"`pfar secret set {secret}` (it reads the key from stdin)",
+            )
+        return value
 
     def add_sink(self, sink: Sink) -> None:
         self.owner.add_sink(sink)

@@ -17,6 +17,8 @@ class LLMRequest:
     metadata: dict[str, Any] = field(default_factory=dict)
     step_results: list[Any] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
+    data_label: str = "internal"  # the task's data: decides whether it may go to the cloud
+    cloud_approved: bool = False  # the owner approved sending it to the cloud anyway
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,8 +96,12 @@ async def _think(task: TaskRecord, svc: Services, phase: Phase, **extra: Any) ->
         task_id=task.task_id,
         metadata=task.extracted_metadata or {},
         tools=list(tpl.allowed_tools) if tpl else [],
+        data_label=task.data_ceiling,
+        cloud_approved=bool(task.detail.get("cloud_approved")),
         **extra,
     )
+    if svc.provider.name != "scripted":  # a real call: journal it before it goes out
+        await svc.journal.llm_request_sent(task.task_id, phase)
     try:
         async with asyncio.timeout(seconds):
             return await svc.provider.complete(req)

@@ -1,0 +1,162 @@
+"""The pipeline's thinking phases on a real model, through the inference proxy.
+
+Extract and plan get structured output by forcing a tool call whose input
+schema is the answer's shape; an invalid plan gets one corrective retry, then
+a clear failure. The prompts live in `prompts/` next to this module.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from importlib import resources
+
+from ..errors import ProviderError
+from .messages import ChatRequest, ChatResponse, Message, ToolCall, ToolResult, ToolSchema
+from .provider import LLMRequest, LLMResponse
+from .proxy import InferenceProxy
+
+METADATA_TOOL = ToolSchema(
+    name="record_metadata",
+    description="Record what the owner's request is about.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "summary": {"type": "string"},
+            "entities": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["summary"],
+    },
+)
+
+
+def plan_tool(tools: list[str]) -> ToolSchema:
+    return ToolSchema(
+        name="submit_plan",
+        description="Submit the plan: the tool calls that carry out the request, in order.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "steps": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "tool": {"type": "string", "enum": tools},
+                            "args": {"type": "object"},
+                            "description": {"type": "string"},
+                        },
+                        "required": ["tool", "args"],
+                    },
+                }
+            },
+            "required": ["steps"],
+        },
+    )
+
+
+def prompt(name: str, **subs: str) -> str:
+    text = resources.files("pfar.llm").joinpath("prompts", f"{name}.md").read_text("utf-8")
+    return string.Template(text).safe_substitute(subs)
+
+
+class ModelProvider:
+    """Implements the pipeline's `Provider` on a chat model behind the proxy."""
+
+    name = "model"
+
+    def __init__(
+        self,
+        proxy: InferenceProxy,
+        *,
+        model: str,
+        max_tokens: int,
+        tool_descriptions: dict[str, str] | None = None,
+    ) -> None:
+        self._proxy, self._model, self._max_tokens = proxy, model, max_tokens
+        self._tool_descriptions = tool_descriptions or {}
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        if request.phase == "extract":
+            return await self._extract(request)
+        if request.phase == "plan":
+            return await self._plan(request)
+        return await self._synthesize(request)
+
+    async def _chat(self, req: LLMRequest, chat: ChatRequest) -> ChatResponse:
+        return await self._proxy.chat(
+            chat,
+            task_id=req.task_id,
+            data_label=req.data_label,
+            cloud_approved=req.cloud_approved,
+        )
+
+    def _request(
+        self, system: str, messages: tuple[Message, ...], tool: ToolSchema | None = None
+    ) -> ChatRequest:
+        return ChatRequest(
+            model=self._model,
+            system=system,
+            messages=messages,
+            tools=(tool,) if tool else (),
+            max_tokens=self._max_tokens,
+            tool_choice=tool.name if tool else None,
+        )
+
+    async def _extract(self, req: LLMRequest) -> LLMResponse:
+        chat = self._request(prompt("extract"), (Message("user", req.input_text),), METADATA_TOOL)
+        resp = await self._chat(req, chat)
+        call = _the_call(resp, METADATA_TOOL.name)
+        if call is None:  # metadata is a convenience: fall back to the request itself
+            return LLMResponse(data={"summary": req.input_text[:200]})
+        return LLMResponse(data=call.input)
+
+    async def _plan(self, req: LLMRequest) -> LLMResponse:
+        tool = plan_tool(req.tools)
+        listing = "\n".join(f"- {t}: {self._tool_descriptions.get(t, '')}" for t in req.tools)
+        system = prompt("plan", tools=listing)
+        messages: tuple[Message, ...] = (Message("user", req.input_text),)
+        for attempt in (1, 2):
+            resp = await self._chat(req, self._request(system, messages, tool))
+            call = _the_call(resp, tool.name)
+            if call is not None:
+                return LLMResponse(data=call.input)
+            problem = _why_not(resp, tool.name)
+            if attempt == 2:
+                raise ProviderError(f"the model gave no valid plan after a correction: {problem}")
+            # one corrective turn: show the model what was wrong and ask again
+            bad = resp.invalid_tool_calls[0] if resp.invalid_tool_calls else None
+            messages = (
+                *messages,
+                Message("assistant", resp.text or "(no plan)"),
+                Message(
+                    "user",
+                    f"That was not a valid plan: {problem}. "
+                    f"Call {tool.name} once with a valid plan."
+                    + (f" ({bad.content})" if bad else ""),
+                ),
+            )
+        raise AssertionError("unreachable")
+
+    async def _synthesize(self, req: LLMRequest) -> LLMResponse:
+        results = json.dumps(req.step_results, sort_keys=True, default=str)[:20_000]
+        chat = self._request(
+            prompt("synthesize"),
+            (Message("user", f"Request: {req.input_text}\n\nStep results: {results}"),),
+        )
+        resp = await self._chat(req, chat)
+        return LLMResponse(text=resp.text.strip() or "Done.")
+
+
+def _the_call(resp: ChatResponse, name: str) -> ToolCall | None:
+    return next((c for c in resp.tool_calls if c.name == name), None)
+
+
+def _why_not(resp: ChatResponse, name: str) -> str:
+    errors = [r.content for r in resp.invalid_tool_calls]
+    if errors:
+        return "; ".join(errors)
+    return f"it did not call {name} (stop reason {resp.stop_reason.value})"
+
+
+__all__ = ["METADATA_TOOL", "ModelProvider", "ToolResult", "plan_tool", "prompt"]
