@@ -80,6 +80,15 @@ class LocalLLMConfig(_Section):
     api_key_secret: str = ""  # local servers often need none
 
 
+class LLMTiers(_Section):
+    """Models by tier (default: llm.model). Extraction uses `cheap`, planning `worker`,
+    synthesis `worker`; a plan still invalid after its correction escalates to `planner`."""
+
+    cheap: str = ""
+    worker: str = ""
+    planner: str = ""
+
+
 class LLMConfig(_Section):
     provider: Literal["scripted", "anthropic", "openai"] = "scripted"
     # for the scripted provider: the response file, relative to $PFAR_HOME
@@ -97,6 +106,7 @@ class LLMConfig(_Section):
     retry: LLMRetryConfig = LLMRetryConfig()
     prices: dict[str, LLMPrice] = {}
     local: LocalLLMConfig | None = None
+    tiers: LLMTiers = LLMTiers()
 
     @model_validator(mode="after")
     def _model_named(self) -> LLMConfig:

@@ -224,3 +224,141 @@ def _only_task(home: Home) -> str:
         return str(conn.execute("SELECT task_id FROM task_journal").fetchone()[0])
     finally:
         conn.close()
+
+
+def _openai_home(tmp_path: Path, server_url: str, extra: str = "", template: str = "") -> Home:
+    home = _home(
+        tmp_path,
+        f"""
+[llm]
+provider = "openai"
+model = "gpt-test"
+base_url = "{server_url}"
+[llm.retry]
+backoff_seconds = [0.0, 0.01, 0.02]
+overloaded_wait_seconds = 0.01
+{extra}
+""",
+    )
+    if template:
+        (home.templates_dir / "note.toml").write_text(template)
+    from pfar.vault.secrets import SecretStore
+
+    store = SecretStore.open(home.secrets_db)
+    store.set("openai_api_key", "sk-test")
+    store.close()
+    return home
+
+
+SECRET_NOTE = """
+id = "note"
+description = "Save a private note"
+allowed_tools = ["file.write", "file.read"]
+data_ceiling = "secret"
+"""
+
+
+def test_secret_data_goes_to_the_local_model_not_the_cloud(tmp_path: Path) -> None:
+    cloud, local = OpenAIServer(), OpenAIServer()
+    try:
+        local.script(
+            Stream(_tool_stream("record_metadata", META)),
+            Stream(_tool_stream("submit_plan", PLAN)),
+            Stream(text_stream("Saved locally.")),
+        )
+        home = _openai_home(
+            tmp_path,
+            cloud.base_url,
+            extra=f'[llm.local]\nmodel = "llama-local"\nbase_url = "{local.base_url}"\n',
+            template=SECRET_NOTE,
+        )
+        result, _ = asyncio.run(_run_note(home))
+    finally:
+        cloud.close()
+        local.close()
+    assert result["state"] == "Completed", result["error"]
+    assert cloud.received == []
+    assert [r.body["model"] for r in local.received] == ["llama-local"] * 3
+
+
+def test_secret_data_without_a_local_model_waits_for_the_owners_approval(tmp_path: Path) -> None:
+    cloud = OpenAIServer()
+    try:
+        cloud.script(
+            Stream(_tool_stream("record_metadata", META)),
+            Stream(_tool_stream("submit_plan", PLAN)),
+            Stream(text_stream("Saved.")),
+        )
+        home = _openai_home(tmp_path, cloud.base_url, template=SECRET_NOTE)
+
+        async def main() -> tuple[str, str, int]:
+            kernel = Kernel(home)
+            await kernel.start()
+            try:
+                task = await kernel.submit("note", "my bank pin is not here")
+                await kernel.wait_idle()
+                parked = kernel.journal.task(task.task_id).state.value
+                (approval,) = kernel.journal.approvals_for_task(task.task_id)
+                assert approval.action_type == "cloud_routing"
+                sent_before = len(cloud.received)
+                await kernel.answer(approval.approval_id, "approve")
+                await kernel.wait_idle()
+                return parked, kernel.journal.task(task.task_id).state.value, sent_before
+            finally:
+                await kernel.shutdown()
+
+        parked, final, sent_before = asyncio.run(main())
+    finally:
+        cloud.close()
+    assert parked == "AwaitingApproval"
+    assert sent_before == 0  # nothing left for the cloud before the owner said yes
+    assert final == "Completed"
+    assert len(cloud.received) == 3
+
+
+def test_a_plan_still_invalid_after_its_correction_escalates_to_the_planner_tier(
+    tmp_path: Path,
+) -> None:
+    server = OpenAIServer()
+    bad = {"steps": [{"tool": "shell.run", "args": {}}]}
+    try:
+        server.script(
+            Stream(_tool_stream("record_metadata", META)),
+            Stream(_tool_stream("submit_plan", bad)),
+            Stream(_tool_stream("submit_plan", bad)),
+            Stream(_tool_stream("submit_plan", PLAN)),
+            Stream(text_stream("Saved.")),
+        )
+        home = _openai_home(
+            tmp_path, server.base_url, extra='[llm.tiers]\ncheap = "m-cheap"\nplanner = "m-big"\n'
+        )
+        result, _ = asyncio.run(_run_note(home))
+    finally:
+        server.close()
+    assert result["state"] == "Completed", result["error"]
+    assert [r.body["model"] for r in server.received] == [
+        "m-cheap",
+        "gpt-test",
+        "gpt-test",
+        "m-big",
+        "gpt-test",
+    ]
+
+
+def test_a_base_url_that_does_not_answer_fails_the_task_clearly(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    home = _openai_home(tmp_path, f"http://127.0.0.1:{port}/v1")
+    result, _ = asyncio.run(_run_note(home))
+    assert result["state"] == "Failed"
+    assert "timeout after 4 attempts" in result["error"]
+    assert "sk-test" not in result["error"]
+
+
+def test_an_unknown_model_tier_is_named(tmp_path: Path) -> None:
+    home = _home(tmp_path, '[llm.tiers]\nfast = "m"\n')
+    with pytest.raises(ConfigError, match=r"llm\.tiers\.fast: unknown key"):
+        asyncio.run(Kernel(home).start())

@@ -57,14 +57,17 @@ _ENDINGS = {_S.Failed, _S.Abandoned}
 # Self-loops are legal where a state carries progress (Executing's current_step)
 # or is re-entered by recovery (Extracting / Planning re-run their phase).
 LEGAL: dict[TaskState, frozenset[TaskState]] = {
-    _S.Extracting: frozenset({_S.Extracting, _S.Planning, *_ENDINGS}),
-    _S.Planning: frozenset({_S.Planning, _S.Executing, *_ENDINGS}),
+    # a thinking phase may park on the owner (e.g. a cloud_routing approval) and return
+    _S.Extracting: frozenset({_S.Extracting, _S.Planning, _S.AwaitingApproval, *_ENDINGS}),
+    _S.Planning: frozenset({_S.Planning, _S.Executing, _S.AwaitingApproval, *_ENDINGS}),
     _S.Executing: frozenset(
         {_S.Executing, _S.AwaitingApproval, _S.AwaitingCredential, _S.Synthesizing, *_ENDINGS}
     ),
-    _S.AwaitingApproval: frozenset({_S.Executing, _S.Synthesizing, *_ENDINGS}),
+    _S.AwaitingApproval: frozenset(
+        {_S.Extracting, _S.Planning, _S.Executing, _S.Synthesizing, *_ENDINGS}
+    ),
     _S.AwaitingCredential: frozenset({_S.Executing, *_ENDINGS}),
-    _S.Synthesizing: frozenset({_S.Synthesizing, _S.Completed, *_ENDINGS}),
+    _S.Synthesizing: frozenset({_S.Synthesizing, _S.Completed, _S.AwaitingApproval, *_ENDINGS}),
     _S.Completed: frozenset(),
     _S.Failed: frozenset(),
     _S.Abandoned: frozenset(),

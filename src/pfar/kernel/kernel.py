@@ -321,12 +321,14 @@ class Kernel:
             limiter=RateLimiter(llm.requests_per_minute, llm.tokens_per_minute),
             prices={m: Price(p.input, p.output) for m, p in llm.prices.items()},
             on_call=lambda call: self.journal.record_llm_call(dataclasses.asdict(call)),
+            models={"local": llm.local.model} if llm.local is not None else None,
         )
         return ModelProvider(
             proxy,
             model=llm.model,
             max_tokens=llm.max_tokens,
             tool_descriptions={t.name: t.description for t in self.tools},
+            tiers=llm.tiers.model_dump(),
         )
 
     def _api_key(self, secret: str, key: str) -> str:

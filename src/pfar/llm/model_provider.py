@@ -72,9 +72,15 @@ class ModelProvider:
         model: str,
         max_tokens: int,
         tool_descriptions: dict[str, str] | None = None,
+        tiers: dict[str, str] | None = None,
     ) -> None:
         self._proxy, self._model, self._max_tokens = proxy, model, max_tokens
         self._tool_descriptions = tool_descriptions or {}
+        self._tiers = {k: v for k, v in (tiers or {}).items() if v}
+
+    def model_for(self, tier: str) -> str:
+        """The model of a tier ("cheap", "worker", "planner"); llm.model when unset."""
+        return self._tiers.get(tier, self._model)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         if request.phase == "extract":
@@ -92,10 +98,14 @@ class ModelProvider:
         )
 
     def _request(
-        self, system: str, messages: tuple[Message, ...], tool: ToolSchema | None = None
+        self,
+        system: str,
+        messages: tuple[Message, ...],
+        tool: ToolSchema | None = None,
+        tier: str = "worker",
     ) -> ChatRequest:
         return ChatRequest(
-            model=self._model,
+            model=self.model_for(tier),
             system=system,
             messages=messages,
             tools=(tool,) if tool else (),
@@ -104,7 +114,9 @@ class ModelProvider:
         )
 
     async def _extract(self, req: LLMRequest) -> LLMResponse:
-        chat = self._request(prompt("extract"), (Message("user", req.input_text),), METADATA_TOOL)
+        chat = self._request(
+            prompt("extract"), (Message("user", req.input_text),), METADATA_TOOL, tier="cheap"
+        )
         resp = await self._chat(req, chat)
         call = _the_call(resp, METADATA_TOOL.name)
         if call is None:  # metadata is a convenience: fall back to the request itself
@@ -116,13 +128,17 @@ class ModelProvider:
         listing = "\n".join(f"- {t}: {self._tool_descriptions.get(t, '')}" for t in req.tools)
         system = prompt("plan", tools=listing)
         messages: tuple[Message, ...] = (Message("user", req.input_text),)
-        for attempt in (1, 2):
-            resp = await self._chat(req, self._request(system, messages, tool))
+        # the worker tier, its one correction, then (when configured) the planner tier
+        tiers = ["worker", "worker"]
+        if self.model_for("planner") != self.model_for("worker"):
+            tiers.append("planner")
+        for attempt, tier in enumerate(tiers, start=1):
+            resp = await self._chat(req, self._request(system, messages, tool, tier))
             call = _the_call(resp, tool.name)
             if call is not None:
                 return LLMResponse(data=call.input)
             problem = _why_not(resp, tool.name)
-            if attempt == 2:
+            if attempt == len(tiers):
                 raise ProviderError(f"the model gave no valid plan after a correction: {problem}")
             # one corrective turn: show the model what was wrong and ask again
             bad = resp.invalid_tool_calls[0] if resp.invalid_tool_calls else None

@@ -10,6 +10,7 @@ for each call: tokens in and out, time to first token, total time, cost.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import heapq
 import itertools
 import time
@@ -148,6 +149,7 @@ class InferenceProxy:
         prices: dict[str, Price] | None = None,
         on_call: Callable[[CallRecord], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        models: dict[str, str] | None = None,
     ) -> None:
         if default not in providers:
             raise ProviderError(f"the default provider {default!r} is not configured")
@@ -161,6 +163,8 @@ class InferenceProxy:
         self._prices = prices or {}
         self._on_call = on_call
         self._clock = clock
+        # a provider that serves one model whatever the request names (a local server)
+        self._models = models or {}
 
     def route(self, task_id: str, data_label: str) -> str:
         """The provider a task's data may go to."""
@@ -180,6 +184,8 @@ class InferenceProxy:
         cloud_approved: bool = False,
     ) -> ChatResponse:
         name = self._default if cloud_approved else self.route(task_id, data_label)
+        if name in self._models:
+            request = dataclasses.replace(request, model=self._models[name])
         estimate = _estimate_tokens(request)
         queued = self._clock()
         await self._limiter.acquire(estimate, priority)

@@ -142,6 +142,11 @@ def answer_outcome(
     """Where the owner's answer sends a parked task (runs inside the decision's commit)."""
     step = approval.step if approval.step is not None else task.current_step
     base: dict[str, Any] = {"current_step": step}
+    if approval.action_type == "cloud_routing":
+        if decision in ("deny", "fail"):
+            return TaskState.Failed, base, {"error": "cloud routing denied by the owner"}
+        # back to the thinking phase it was in; the approval itself is the permission
+        return TaskState(str(task.detail.get("resume_state", "Extracting"))), base, {}
     why = "denied by the owner" if decision == "deny" else "failed by the owner's decision"
     if decision == "deny":
         decision = "skip" if task.detail.get("on_deny") == "skip" else "fail"

@@ -28,6 +28,7 @@ from ..journal import (
 )
 from ..journal.records import Idempotency, now_rfc3339
 from ..llm.provider import LLMRequest, Phase
+from ..llm.proxy import NeedsCloudRouting
 from ..policy.approvals import ApprovalRule, approval_needed
 from ..tools.admin import PromptCredential
 from ..tools.base import Tool, ToolContext
@@ -74,6 +75,22 @@ async def advance(task_id: str, svc: Services) -> None:
                 await _synthesize(task, svc)
         except (VaultError, asyncio.CancelledError):
             raise
+        except NeedsCloudRouting as exc:
+            await ask_owner(
+                task,
+                svc,
+                action_type="cloud_routing",
+                step=task.current_step,
+                tool=None,
+                options=["approve", "deny"],
+                description=(
+                    f"Task {task.template_id} ({task.task_id[:8]}) holds {exc.label!r} data, "
+                    f"above the cloud ceiling {exc.ceiling!r}, and no local model is "
+                    "configured. Send it to the cloud provider anyway?"
+                ),
+                extra_detail={"resume_state": task.state.value},
+            )
+            return
         except PfarError as exc:
             await _fail(task, svc, svc.redactor.text(str(exc)))
             return
@@ -97,7 +114,7 @@ async def _think(task: TaskRecord, svc: Services, phase: Phase, **extra: Any) ->
         metadata=task.extracted_metadata or {},
         tools=list(tpl.allowed_tools) if tpl else [],
         data_label=task.data_ceiling,
-        cloud_approved=bool(task.detail.get("cloud_approved")),
+        cloud_approved=_cloud_approved(task, svc),
         **extra,
     )
     if svc.provider.name != "scripted":  # a real call: journal it before it goes out
@@ -107,6 +124,14 @@ async def _think(task: TaskRecord, svc: Services, phase: Phase, **extra: Any) ->
             return await svc.provider.complete(req)
     except TimeoutError:
         raise ProviderError(f"{phase}: the model did not answer within {seconds:g}s") from None
+
+
+def _cloud_approved(task: TaskRecord, svc: Services) -> bool:
+    """The owner's answer to a cloud_routing question is in the journal for good."""
+    return any(
+        a.action_type == "cloud_routing" and a.status.value == "approved"
+        for a in svc.journal.approvals_for_task(task.task_id)
+    )
 
 
 async def _extract(task: TaskRecord, svc: Services) -> None:
