@@ -95,6 +95,7 @@ class ModelProvider:
             task_id=req.task_id,
             data_label=req.data_label,
             cloud_approved=req.cloud_approved,
+            priority=req.priority,
         )
 
     def _request(

@@ -19,6 +19,7 @@ class LLMRequest:
     tools: list[str] = field(default_factory=list)
     data_label: str = "internal"  # the task's data: decides whether it may go to the cloud
     cloud_approved: bool = False  # the owner approved sending it to the cloud anyway
+    priority: int = 0  # at the shared rate limit, higher goes first
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,6 +115,7 @@ async def _think(task: TaskRecord, svc: Services, phase: Phase, **extra: Any) ->
         tools=list(tpl.allowed_tools) if tpl else [],
         data_label=task.data_ceiling,
         cloud_approved=_cloud_approved(task, svc),
+        priority=tpl.priority if tpl else 0,
         **extra,
     )
     if svc.provider.name != "scripted":  # a real call: journal it before it goes out

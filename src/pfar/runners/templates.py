@@ -47,6 +47,8 @@ class Template(_Section):
     allowed_tools: list[str]
     data_ceiling: Literal["public", "internal", "sensitive", "secret"] = "internal"
     output_sinks: list[str] = ["owner"]
+    # when model calls queue at the shared rate limit, higher goes first
+    priority: int = Field(0, ge=-100, le=100)
     approval: ApprovalSection = ApprovalSection()
     timeouts: TimeoutSection = TimeoutSection()
     idempotency: IdempotencySection = IdempotencySection()
