@@ -43,21 +43,13 @@ from ..journal import (
 )
 from ..journal.faults import FaultHook
 from ..journal.records import now_rfc3339, rfc3339
-from ..llm.model_provider import ModelProvider
 from ..llm.provider import Provider
-from ..llm.proxy import ChatProvider, InferenceProxy, Price, RateLimiter
-from ..llm.retry import RetryPolicy
-from ..llm.scripted import ScriptedProvider
-from ..llm.sdk_providers import build_chat_provider
 from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..runners import Services, TemplateRegistry, advance, answer_outcome
 from ..runners.workflow.definition import load_definition
 from ..runners.workflow.runner import (
-    WORKFLOW_PREFIX,
     advance_workflow,
-    definition_hash,
-    workflow_plan,
 )
 from ..runners.workflow.runner import answer_outcome as workflow_answer_outcome
 from ..tools.processes import end_group_if_same
@@ -66,8 +58,10 @@ from ..vault.home import Home, HomeLock
 from ..vault.secrets import SecretStore
 from ..vault.sqlite import open_vault_db
 from .audit import AuditLog
+from .models import build_provider
 from .owner import OwnerChannel, OwnerLogSink, Sink
 from .sessions import SessionSupervisor
+from .workflows import workflow_task
 
 log = logging.getLogger("pfar.kernel")
 
@@ -282,65 +276,13 @@ class Kernel:
         self.owner.notify()
 
     def _load_provider(self, config: Config) -> Provider:
-        llm = config.llm
-        if llm.provider == "scripted":
-            return ScriptedProvider.load(self.home.root / llm.script)
-        policy = RetryPolicy(
-            backoff=tuple(llm.retry.backoff_seconds),
-            overloaded_wait=llm.retry.overloaded_wait_seconds,
-            max_retries=llm.retry.max_retries,
-        )
-        cloud = build_chat_provider(
-            llm.provider,
-            self._api_key(llm.key_secret, "llm.api_key_secret"),
-            base_url=llm.base_url or None,
-            timeout=llm.timeout_seconds,
-            policy=policy,
-        )
-        providers: dict[str, ChatProvider] = {llm.provider: cloud}
-        local_name = None
-        if llm.local is not None:
-            key = (
-                self._api_key(llm.local.api_key_secret, "llm.local.api_key_secret")
-                if llm.local.api_key_secret
-                else "local"
-            )
-            providers["local"] = build_chat_provider(
-                llm.local.provider,
-                key,
-                base_url=llm.local.base_url,
-                timeout=llm.timeout_seconds,
-                policy=policy,
-            )
-            local_name = "local"
-        proxy = InferenceProxy(
-            providers,
-            default=llm.provider,
-            local=local_name,
-            cloud_ceiling=llm.cloud_ceiling,
-            limiter=RateLimiter(llm.requests_per_minute, llm.tokens_per_minute),
-            prices={m: Price(p.input, p.output) for m, p in llm.prices.items()},
-            on_call=lambda call: self.journal.record_llm_call(dataclasses.asdict(call)),
-            models={"local": llm.local.model} if llm.local is not None else None,
-        )
-        return ModelProvider(
-            proxy,
-            model=llm.model,
-            max_tokens=llm.max_tokens,
+        return build_provider(
+            config,
+            home=self.home,
+            secret=self.secrets.get,
             tool_descriptions={t.name: t.description for t in self.tools},
-            tiers=llm.tiers.model_dump(),
+            on_call=lambda call: self.journal.record_llm_call(dataclasses.asdict(call)),
         )
-
-    def _api_key(self, secret: str, key: str) -> str:
-        value = self.secrets.get(secret)
-        if value is None:
-            raise ConfigError(
-                str(self.home.config),
-                key,
-                f"the API key secret {secret!r} is not in the vault; store it with "
-                f"`pfar secret set {secret}` (it reads the key from stdin)",
-            )
-        return value
 
     def add_sink(self, sink: Sink) -> None:
         self.owner.add_sink(sink)
@@ -474,37 +416,7 @@ class Kernel:
         definition = load_definition(definition_file)
         if not workdir.is_dir():
             raise PfarError(f"workflow directory {workdir} does not exist")
-        now = now_rfc3339()
-        event_id = str(uuid.uuid4())
-        text = f"{definition.name} in {workdir}"
-        task = TaskRecord(
-            task_id=str(uuid.uuid4()),
-            template_id=f"{WORKFLOW_PREFIX}{definition.name}",
-            principal="owner",
-            trigger_event={
-                "event_id": event_id,
-                "adapter": "cli",
-                "template_id": f"{WORKFLOW_PREFIX}{definition.name}",
-                "text": text,
-                "principal": "owner",
-                "payload": {"definition": str(definition_file), "directory": str(workdir)},
-            },
-            state=TaskState.Executing,
-            detail={"current_step": 0},
-            phase=TaskState.Executing.phase,
-            plan=workflow_plan(definition),
-            execute_progress={"current_step": 0},
-            extracted_metadata={"workflow": definition.name, "directory": str(workdir)},
-            data_ceiling="internal",
-            output_sinks=["owner"],
-            trace_id=uuid.uuid4().hex,
-            created_at=now,
-            updated_at=now,
-            error=None,
-            event_id=event_id,
-            template_hash=definition_hash(definition_file),
-            recovery_attempts=0,
-        )
+        task = workflow_task(definition, definition_file, workdir)
         stored, _ = await self.journal.create(task)
         self.audit.log("workflow_started", task_id=stored.task_id, directory=str(workdir))
         self.resume(stored.task_id)
