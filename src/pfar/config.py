@@ -99,8 +99,12 @@ class LLMConfig(_Section):
     api_key_secret: str = ""
     timeout_seconds: float = Field(60, gt=0, le=3600)
     max_tokens: int = Field(4096, gt=0, le=1_000_000)
-    requests_per_minute: int = Field(50, gt=0)
-    tokens_per_minute: int = Field(200_000, gt=0)
+    # one limit shared by every task; unset: 50 and 200,000 for a real provider,
+    # no limit for the scripted one
+    requests_per_minute: int | None = Field(None, gt=0)
+    tokens_per_minute: int | None = Field(None, gt=0)
+    # the limit's window (seconds): a minute; shorter only to test the limiter
+    rate_window_seconds: float = Field(60, gt=0, le=3600)
     # data labelled above this never goes to a cloud provider without the owner's approval
     cloud_ceiling: Literal["public", "internal", "sensitive", "secret"] = "internal"
     retry: LLMRetryConfig = LLMRetryConfig()

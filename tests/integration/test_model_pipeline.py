@@ -362,3 +362,41 @@ def test_an_unknown_model_tier_is_named(tmp_path: Path) -> None:
     home = _home(tmp_path, '[llm.tiers]\nfast = "m"\n')
     with pytest.raises(ConfigError, match=r"llm\.tiers\.fast: unknown key"):
         asyncio.run(Kernel(home).start())
+
+
+def test_the_shared_rate_limit_holds_across_20_concurrent_tasks(tmp_path: Path) -> None:
+    """Every model call of every task passes one limiter: in any window, at most the
+    configured number of calls were let go (from the grant times the journal keeps)."""
+    window, rpm = 0.3, 5
+    home = _home(
+        tmp_path,
+        f"""
+[llm]
+provider = "scripted"
+requests_per_minute = {rpm}
+rate_window_seconds = {window}
+""",
+    )
+
+    async def main() -> list[float]:
+        kernel = Kernel(home)
+        await kernel.start()
+        try:
+            tasks = await asyncio.gather(*(kernel.submit("note", f"note {i}") for i in range(20)))
+            await kernel.wait_idle()
+            states = {kernel.journal.task(t.task_id).state.value for t in tasks}
+            assert states == {"Completed"}
+        finally:
+            await kernel.shutdown()
+        import sqlite3
+
+        conn = sqlite3.connect(home.sessions_db)
+        try:
+            return [r[0] for r in conn.execute("SELECT granted_at FROM llm_calls")]
+        finally:
+            conn.close()
+
+    granted = sorted(asyncio.run(main()))
+    assert len(granted) == 60  # extract, plan, synthesize for each of 20 tasks
+    for i, t in enumerate(granted):
+        assert sum(1 for u in granted[i:] if u - t < window * 0.98) <= rpm

@@ -537,8 +537,8 @@ class Journal:
         def op(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO llm_calls(task_id, provider, model, input_tokens, output_tokens, "
-                "time_to_first_token, total_time, cost_usd, queued_seconds, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "time_to_first_token, total_time, cost_usd, queued_seconds, granted_at, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     row["task_id"],
                     row["provider"],
@@ -549,6 +549,7 @@ class Journal:
                     row["total_time"],
                     row["cost_usd"],
                     row["queued_seconds"],
+                    row.get("granted_at", 0.0),
                     now_rfc3339(),
                 ),
             )

@@ -15,7 +15,7 @@ from ..llm.model_provider import ModelProvider
 from ..llm.provider import Provider
 from ..llm.proxy import CallRecord, ChatProvider, InferenceProxy, Price, RateLimiter
 from ..llm.retry import RetryPolicy
-from ..llm.scripted import ScriptedProvider
+from ..llm.scripted import ScriptedChatProvider, ScriptedProvider
 from ..llm.sdk_providers import build_chat_provider
 from ..vault.home import Home
 
@@ -30,7 +30,26 @@ def build_provider(
 ) -> Provider:
     llm = config.llm
     if llm.provider == "scripted":
-        return ScriptedProvider.load(home.root / llm.script)
+        # a local stand-in for a model: behind the same proxy, never "cloud"
+        scripted = ScriptedChatProvider(ScriptedProvider.load(home.root / llm.script))
+        proxy = InferenceProxy(
+            {"scripted": scripted},
+            default="scripted",
+            local="scripted",
+            limiter=RateLimiter(
+                llm.requests_per_minute or 10**9,
+                llm.tokens_per_minute or 10**12,
+                window=llm.rate_window_seconds,
+            ),
+            on_call=on_call,
+        )
+        return ModelProvider(
+            proxy,
+            model=llm.model or "scripted",
+            max_tokens=llm.max_tokens,
+            tool_descriptions=tool_descriptions,
+            remote=False,
+        )
 
     def api_key(name: str, key: str) -> str:
         value = secret(name)
@@ -77,7 +96,11 @@ def build_provider(
         default=llm.provider,
         local=local_name,
         cloud_ceiling=llm.cloud_ceiling,
-        limiter=RateLimiter(llm.requests_per_minute, llm.tokens_per_minute),
+        limiter=RateLimiter(
+            llm.requests_per_minute or 50,
+            llm.tokens_per_minute or 200_000,
+            window=llm.rate_window_seconds,
+        ),
         prices={m: Price(p.input, p.output) for m, p in llm.prices.items()},
         on_call=on_call,
         models={"local": llm.local.model} if llm.local is not None else None,

@@ -57,6 +57,9 @@ class ChatRequest:
     temperature: float | None = None
     # force a call of this tool (structured output for the extract and plan phases)
     tool_choice: str | None = None
+    # what the pipeline asked for (phase, template, input, step results): providers that
+    # answer from a script rather than a model read it; real ones ignore it
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 class StopReason(StrEnum):

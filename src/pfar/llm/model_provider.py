@@ -7,6 +7,7 @@ a clear failure. The prompts live in `prompts/` next to this module.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import string
 from importlib import resources
@@ -64,6 +65,8 @@ class ModelProvider:
     """Implements the pipeline's `Provider` on a chat model behind the proxy."""
 
     name = "model"
+    # a call goes to a remote model: the pipeline journals "request sent" before it
+    remote = True
 
     def __init__(
         self,
@@ -73,7 +76,9 @@ class ModelProvider:
         max_tokens: int,
         tool_descriptions: dict[str, str] | None = None,
         tiers: dict[str, str] | None = None,
+        remote: bool = True,
     ) -> None:
+        self.remote = remote
         self._proxy, self._model, self._max_tokens = proxy, model, max_tokens
         self._tool_descriptions = tool_descriptions or {}
         self._tiers = {k: v for k, v in (tiers or {}).items() if v}
@@ -90,6 +95,18 @@ class ModelProvider:
         return await self._synthesize(request)
 
     async def _chat(self, req: LLMRequest, chat: ChatRequest) -> ChatResponse:
+        chat = dataclasses.replace(
+            chat,
+            context={
+                "phase": req.phase,
+                "template_id": req.template_id,
+                "input_text": req.input_text,
+                "task_id": req.task_id,
+                "metadata": req.metadata,
+                "step_results": req.step_results,
+                "tools": req.tools,
+            },
+        )
         return await self._proxy.chat(
             chat,
             task_id=req.task_id,

@@ -50,6 +50,7 @@ class CallRecord:
     total_time: float
     cost_usd: float
     queued_seconds: float
+    granted_at: float = 0.0  # wall clock (seconds since the epoch) when the limiter let it go
 
 
 class NeedsCloudRouting(ProviderError):
@@ -189,6 +190,7 @@ class InferenceProxy:
         estimate = _estimate_tokens(request)
         queued = self._clock()
         await self._limiter.acquire(estimate, priority)
+        granted_at = time.time()
         waited = self._clock() - queued
         response = await self._providers[name].chat(request)
         self._limiter.record_usage(
@@ -210,6 +212,7 @@ class InferenceProxy:
                     response.total_time,
                     cost,
                     waited,
+                    granted_at,
                 )
             )
         return response

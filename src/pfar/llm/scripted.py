@@ -11,6 +11,7 @@ import asyncio
 import json
 import re
 import string
+import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..config import validate_model
 from ..errors import ConfigError, ProviderError
+from .messages import ChatRequest, ChatResponse, StopReason, ToolCall, Usage
 from .provider import LLMRequest, LLMResponse
 
 
@@ -166,3 +168,43 @@ def _fill(value: Any, subs: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [_fill(v, subs) for v in value]
     return value
+
+
+class ScriptedChatProvider:
+    """The scripted provider behind the inference proxy: it answers chat requests from
+    the script, as tool calls (extract, plan) or text (synthesize), so a scripted task
+    takes the same path as one on a real model: proxy, rate limit, accounting."""
+
+    name = "scripted"
+
+    def __init__(self, script: ScriptedProvider) -> None:
+        self._script = script
+        self._calls = 0
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        ctx = request.context
+        started = time.monotonic()
+        phase = str(ctx.get("phase", "synthesize"))
+        if phase not in ("extract", "plan", "synthesize"):
+            raise ProviderError(f"scripted provider: unknown phase {phase!r}")
+        answer = await self._script.complete(
+            LLMRequest(
+                phase=phase,  # type: ignore[arg-type]
+                template_id=str(ctx.get("template_id", "")),
+                input_text=str(ctx.get("input_text", "")),
+                task_id=str(ctx.get("task_id", "")),
+                metadata=dict(ctx.get("metadata") or {}),
+                step_results=list(ctx.get("step_results") or []),
+                tools=list(ctx.get("tools") or []),
+            )
+        )
+        self._calls += 1
+        elapsed = time.monotonic() - started
+        if request.tool_choice is not None:
+            data = answer.data if answer.data is not None else {"text": answer.text or ""}
+            call = ToolCall(f"scripted_{self._calls}", request.tool_choice, data)
+            return ChatResponse(
+                "", (call,), StopReason.tool_use, Usage(), request.model, elapsed, elapsed
+            )
+        text = answer.text if answer.text is not None else json.dumps(answer.data)
+        return ChatResponse(text, (), StopReason.end_turn, Usage(), request.model, elapsed, elapsed)

@@ -118,7 +118,7 @@ async def _think(task: TaskRecord, svc: Services, phase: Phase, **extra: Any) ->
         priority=tpl.priority if tpl else 0,
         **extra,
     )
-    if svc.provider.name != "scripted":  # a real call: journal it before it goes out
+    if getattr(svc.provider, "remote", False):  # a model call: journaled before it goes out
         await svc.journal.llm_request_sent(task.task_id, phase)
     try:
         async with asyncio.timeout(seconds):

@@ -10,6 +10,7 @@ CREATE TABLE llm_calls (
     total_time    REAL NOT NULL,
     cost_usd      REAL NOT NULL,
     queued_seconds REAL NOT NULL,
+    granted_at    REAL NOT NULL DEFAULT 0,
     at            TEXT NOT NULL
 );
 CREATE INDEX idx_llm_calls_task ON llm_calls(task_id);
