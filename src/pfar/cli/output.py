@@ -1,0 +1,57 @@
+"""What every `pfar` command shares: the consoles, the home, tables, JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..journal import Journal
+from ..vault.home import Home
+
+out = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
+
+
+def home_of(ctx: click.Context) -> Home:
+    return ctx.obj["home"]  # type: ignore[no-any-return]
+
+
+def emit(data: Any, as_json: bool, table: Table | None = None) -> None:
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str))
+    elif table is not None:
+        out.print(table)
+
+
+_SHORT = {"task_id", "approval_id", "prompt_id"}
+
+
+def _cell(column: str, value: Any) -> str:
+    """For people: ids by their first 8 characters (any unambiguous prefix is accepted),
+    times to the second. `--json` has everything in full."""
+    if value is None:
+        return ""
+    text = str(value)
+    if column in _SHORT:
+        text = text[:8]
+    elif column.endswith("_at") and "T" in text:
+        text = text[:19].replace("T", " ")
+    return text
+
+
+def table(rows: list[dict[str, Any]], columns: list[str], title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*(_cell(c, r.get(c)) for c in columns))
+    return t
+
+
+def readonly(home: Home) -> Journal:
+    return Journal.open_readonly(home.sessions_db)
