@@ -221,10 +221,10 @@ def test_schema_mismatch_is_an_error_result(server: OpenAIServer) -> None:
     assert resp.tool_calls == ()
     errors = {r.tool_call_id: r.content for r in resp.invalid_tool_calls}
     assert all(r.is_error for r in resp.invalid_tool_calls)
-    assert "$.city: expected string, got integer" in errors["c1"]
-    assert "missing required property 'city'" in errors["c2"]
-    assert '$.unit: "k" is not one of "c", "f"' in errors["c2"]
-    assert "$.days[0]: expected integer, got string" in errors["c3"]
+    assert "$.city should be string, not number" in errors["c1"]
+    assert "is missing the required property 'city'" in errors["c2"]
+    assert '$.unit should be one of "c", "f", not "k"' in errors["c2"]
+    assert "$.days[0] should be integer, not string" in errors["c3"]
     assert "must be a JSON object" in errors["c4"]
 
 
@@ -232,12 +232,12 @@ def test_validator_subset() -> None:
     schema = {"type": ["string", "null"], "enum": ["a", None]}
     assert validate(None, schema) == []
     assert validate("a", schema) == []
-    assert validate("b", schema) == ['$: "b" is not one of "a", null']
-    assert validate(True, {"type": "integer"}) == ["$: expected integer, got boolean"]
+    assert validate("b", schema) == ['$ should be one of "a", null, not "b"']
+    assert validate(True, {"type": "integer"}) == ["$ should be integer, not boolean"]
     assert validate(2.0, {"type": "integer"}) == []
     assert validate(1.5, {"type": "number"}) == []
     assert validate({"x": {"y": 1}}, {"properties": {"x": {"required": ["z"]}}}) == [
-        "$.x: missing required property 'z'"
+        "$.x is missing the required property 'z'"
     ]
 
 

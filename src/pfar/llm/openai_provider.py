@@ -55,6 +55,7 @@ from typing import Any
 
 import openai
 
+from .json_schema import validate_schema
 from .messages import (
     ChatRequest,
     ChatResponse,
@@ -379,68 +380,9 @@ def _error(call_id: str, message: str) -> ToolResult:
 # ---------------------------------------------------------------- schema
 
 
-def _is_type(value: Any, kind: str) -> bool:
-    if kind == "object":
-        return isinstance(value, dict)
-    if kind == "array":
-        return isinstance(value, list)
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "null":
-        return value is None
-    if isinstance(value, bool):
-        return False
-    if kind == "integer":
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if kind == "number":
-        return isinstance(value, int | float) and not (
-            isinstance(value, float) and not math.isfinite(value)
-        )
-    return True  # a type this subset does not know: not checked
-
-
 def validate(value: Any, schema: dict[str, Any], path: str = "$") -> list[str]:
-    """Problems of `value` against the JSON Schema subset type/properties/required/items/enum."""
-    if not isinstance(schema, dict):
-        return []
-    kinds = schema.get("type")
-    if kinds is not None:
-        names = [kinds] if isinstance(kinds, str) else list(kinds)
-        if not any(_is_type(value, k) for k in names):
-            return [f"{path}: expected {' or '.join(names)}, got {_json_type(value)}"]
-    problems: list[str] = []
-    if "enum" in schema and value not in schema["enum"]:
-        allowed = ", ".join(json.dumps(v) for v in schema["enum"])
-        problems.append(f"{path}: {json.dumps(value)} is not one of {allowed}")
-    if isinstance(value, dict):
-        for name in schema.get("required", ()):
-            if name not in value:
-                problems.append(f"{path}: missing required property {name!r}")
-        for name, sub in (schema.get("properties") or {}).items():
-            if name in value:
-                problems.extend(validate(value[name], sub, f"{path}.{name}"))
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(value):
-            problems.extend(validate(item, schema["items"], f"{path}[{i}]"))
-    return problems
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    """What is wrong with `value` against `schema` (the providers' shared subset)."""
+    return validate_schema(value, schema, path)
 
 
 # ---------------------------------------------------------------- errors
