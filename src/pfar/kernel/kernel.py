@@ -145,18 +145,12 @@ class Kernel:
                 self.home.sessions_db, self.home.root / "sessions", config.sessions
             )
             opened.append(self.sessions.manager)
+            self.redactor = Redactor(self.secrets.values)
+            self.log_filter = RedactingFilter(self.redactor)  # for pfar's log handlers
+            self._load_services(config)
         except BaseException:
             for resource in opened:
                 resource.close()
-            self._lock.release()
-            raise
-        self.redactor = Redactor(self.secrets.values)
-        self.log_filter = RedactingFilter(self.redactor)  # for the handlers of pfar's logs
-        try:
-            self._load_services(config)
-        except BaseException:
-            self.journal.close(checkpoint=False)
-            self.secrets.close()
             self._lock.release()
             raise
         self.audit = AuditLog(self.home.audit_log, self.redactor)
@@ -242,15 +236,8 @@ class Kernel:
         return ended
 
     async def _release_after_failed_start(self) -> None:
-        self._accepting = False
-        for t in [*self._running.values(), *self._background]:
-            t.cancel()
-        await asyncio.gather(*self._running.values(), *self._background, return_exceptions=True)
         self.audit.close()
-        self.journal.close(checkpoint=False)
-        self.secrets.close()
-        self.sessions.manager.close()
-        self._lock.release()
+        await self.abort()
 
     def _load_services(self, config: Config) -> None:
         """Templates, tools and the model, validated before the journal is written to:
