@@ -196,23 +196,6 @@ def set_credential_message_txn(conn: sqlite3.Connection, prompt_id: str, message
     )
 
 
-def approval_ids_with_prefix(conn: sqlite3.Connection, prefix: str) -> list[str]:
-    rows = conn.execute(
-        "SELECT approval_id FROM pending_approvals WHERE approval_id >= ? AND approval_id < ? "
-        "LIMIT 2",
-        (prefix, prefix + "\uffff"),
-    ).fetchall()
-    return [str(r[0]) for r in rows]
-
-
-def prompt_ids_with_prefix(conn: sqlite3.Connection, prefix: str) -> list[str]:
-    rows = conn.execute(
-        "SELECT prompt_id FROM pending_credentials WHERE prompt_id >= ? AND prompt_id < ? LIMIT 2",
-        (prefix, prefix + "\uffff"),
-    ).fetchall()
-    return [str(r[0]) for r in rows]
-
-
 def next_deadline(conn: sqlite3.Connection) -> str | None:
     """The earliest expiry among pending approvals and prompts (None when nothing waits)."""
     row = conn.execute(

@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from ..errors import (
     AlreadyDecided,
-    AmbiguousId,
     UnknownApproval,
     UnknownCredentialPrompt,
     UnknownTask,
@@ -22,6 +21,7 @@ from ..errors import (
 from ..vault.sqlite import Synchronous, connect, open_vault_db
 from . import approvals_sql, events_sql, steps_sql, tasks_sql
 from .faults import FaultHook
+from .ids import resolve_id
 from .records import (
     ApprovalRecord,
     ApprovalStatus,
@@ -114,14 +114,7 @@ class Journal:
 
     def resolve_task_id(self, prefix: str) -> str:
         """Accept a full id or an unambiguous prefix, as `pfar task show` prints them."""
-        if tasks_sql.get(self._reader, prefix) is not None:
-            return prefix
-        found = tasks_sql.find_by_prefix(self._reader, prefix) if len(prefix) >= 4 else []
-        if len(found) == 1:
-            return found[0]
-        if len(found) > 1:
-            raise AmbiguousId("task", prefix)
-        raise UnknownTask(prefix)
+        return resolve_id(self._reader, "task_journal", "task_id", prefix, "task", UnknownTask)
 
     def tasks(self, states: Sequence[str] | None = None, limit: int = 50) -> list[TaskRecord]:
         return tasks_sql.listing(self._reader, states, limit)
@@ -153,25 +146,19 @@ class Journal:
         return approvals_sql.approvals_with_status(self._reader, statuses, limit)
 
     def resolve_approval_id(self, prefix: str) -> str:
-        """A full approval id, or an unambiguous prefix of at least 4 characters."""
-        if approvals_sql.get_approval(self._reader, prefix) is not None:
-            return prefix
-        found = approvals_sql.approval_ids_with_prefix(self._reader, prefix)
-        if len(prefix) >= 4 and len(found) == 1:
-            return found[0]
-        if len(prefix) >= 4 and len(found) > 1:
-            raise AmbiguousId("approval", prefix)
-        raise UnknownApproval(prefix)
+        return resolve_id(
+            self._reader, "pending_approvals", "approval_id", prefix, "approval", UnknownApproval
+        )
 
     def resolve_prompt_id(self, prefix: str) -> str:
-        if approvals_sql.get_credential(self._reader, prefix) is not None:
-            return prefix
-        found = approvals_sql.prompt_ids_with_prefix(self._reader, prefix)
-        if len(prefix) >= 4 and len(found) == 1:
-            return found[0]
-        if len(prefix) >= 4 and len(found) > 1:
-            raise AmbiguousId("credential prompt", prefix)
-        raise UnknownCredentialPrompt(prefix)
+        return resolve_id(
+            self._reader,
+            "pending_credentials",
+            "prompt_id",
+            prefix,
+            "credential prompt",
+            UnknownCredentialPrompt,
+        )
 
     def next_deadline(self) -> str | None:
         return approvals_sql.next_deadline(self._reader)

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from ..errors import (
-    AmbiguousId,
     IllegalSessionTransition,
     InvalidSessionContext,
     SessionStatusMismatch,
@@ -37,11 +36,10 @@ from ..errors import (
     UnknownSession,
 )
 from ..vault.sqlite import Synchronous, open_vault_db
+from .ids import resolve_id
 from .records import now_rfc3339
 
 T = TypeVar("T")
-
-MIN_PREFIX: Final = 4  # shortest id prefix `get` accepts
 
 
 class SessionStatus(StrEnum):
@@ -141,19 +139,11 @@ def _fetch(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
 
 def _resolve(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
     """The session with this id or, failing that, the one whose id starts with it."""
-    rec = _fetch(conn, session_id)
-    if rec is not None:
-        return rec
-    if len(session_id) >= MIN_PREFIX:
-        rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM sessions WHERE session_id >= ? AND session_id < ? LIMIT 2",
-            (session_id, session_id + "\uffff"),
-        ).fetchall()
-        if len(rows) == 1:
-            return _row(rows[0])
-        if len(rows) > 1:
-            raise AmbiguousId("session", session_id)
-    raise UnknownSession(session_id)
+    full = resolve_id(conn, "sessions", "session_id", session_id, "session", UnknownSession)
+    rec = _fetch(conn, full)
+    if rec is None:  # gone between the two reads
+        raise UnknownSession(session_id)
+    return rec
 
 
 def _live_for_thread(conn: sqlite3.Connection, thread_id: str) -> SessionRecord | None:

@@ -78,14 +78,6 @@ def get(conn: sqlite3.Connection, task_id: str) -> TaskRecord | None:
     return None if row is None else _row(row)
 
 
-def find_by_prefix(conn: sqlite3.Connection, prefix: str) -> list[str]:
-    rows = conn.execute(
-        "SELECT task_id FROM task_journal WHERE task_id >= ? AND task_id < ? LIMIT 2",
-        (prefix, prefix + "\uffff"),
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
 def update_txn(conn: sqlite3.Connection, task_id: str, **fields: Any) -> None:
     """Set columns by name; JSON-valued columns are serialised here."""
     json_cols = {
