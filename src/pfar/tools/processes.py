@@ -28,6 +28,12 @@ def identity(pid: int) -> dict[str, int] | None:
     return None if started is None else {"pid": pid, "start_time": started}
 
 
+def kill_group(pgid: int) -> None:
+    """SIGKILL a process group this process started and still owns (gone: nothing to do)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
 def end_group_if_same(process: dict[str, int]) -> bool:
     """SIGKILL the process group led by `process` if that very process still runs."""
     pid = int(process.get("pid", 0))

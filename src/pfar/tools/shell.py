@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 from typing import Any, ClassVar
 
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
 from .base import ToolContext
+from .processes import kill_group
 
 _MAX_OUTPUT = 16 * 1024
 
@@ -49,7 +48,7 @@ class ShellRun:
                 await ctx.started_process(proc.pid)
             out, err = await proc.communicate()
         except asyncio.CancelledError:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             await proc.wait()
             raise
         if proc.returncode != 0:
@@ -65,8 +64,3 @@ class ShellRun:
 
     async def check(self, args: dict[str, Any], ctx: ToolContext) -> Any | None:
         return None
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)

@@ -12,10 +12,8 @@ and to the journal, and its process is recorded so a restart can end it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,7 @@ from ...journal import (
     TaskState,
 )
 from ...journal.records import now_rfc3339
-from ...tools.processes import identity
+from ...tools.processes import identity, kill_group
 from ..asking import ask_owner
 from ..services import Services
 from .definition import WorkflowDefinition, load_definition
@@ -310,18 +308,13 @@ async def _execute(
         async with asyncio.timeout(timeout):
             out, err = await proc.communicate()
     except TimeoutError:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         await proc.wait()
         return 124, "", f"the step did not finish within {timeout:g}s"
     except asyncio.CancelledError:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         raise
     return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 async def _ask(
