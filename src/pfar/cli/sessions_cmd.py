@@ -7,10 +7,9 @@ import sys
 
 import click
 
-from ..errors import PfarError
 from ..journal.sessions import SessionManager, SessionStatus
 from ..vault.home import Home
-from ..vault.secrets import SecretStore
+from ..vault.secrets import SecretStore, checked_secret
 from ..vault.sqlite import open_vault_db
 from . import client
 from .output import emit, home_of, out, table
@@ -121,11 +120,10 @@ def secret_set(ctx: click.Context, name: str) -> None:
     if client.kernel_running(home):
         client.call(home, {"op": "secret_set", "name": name, "value": value})
     else:
-        if not value.strip():
-            raise PfarError("the secret is empty; nothing was stored")
+        checked = checked_secret(name, value)
         store = SecretStore.open(home.secrets_db)
         try:
-            store.set(name, value.strip())
+            store.set(name, checked)
         finally:
             store.close()
     out.print(f"secret {name} stored; use it as {{{{secret:{name}}}}}")

@@ -17,7 +17,6 @@ import dataclasses
 import hashlib
 import logging
 import os
-import re
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -55,7 +54,7 @@ from ..runners.workflow.runner import answer_outcome as workflow_answer_outcome
 from ..tools.processes import end_group_if_same
 from ..tools.registry import ToolRegistry
 from ..vault.home import Home, HomeLock
-from ..vault.secrets import SecretStore
+from ..vault.secrets import SecretStore, checked_secret
 from ..vault.sqlite import open_vault_db
 from .audit import AuditLog
 from .models import build_provider
@@ -288,10 +287,6 @@ class Kernel:
         """Create a task from an event and start it. The same event id twice: one task."""
         if not self._accepting:
             raise ShuttingDown()
-        if not _TEMPLATE_ID.fullmatch(template_id):
-            raise ConfigError(
-                str(self.home.templates_dir), "", f"{template_id!r} is not a template id"
-            )
         tpl = self._reload_template(template_id)
         event = InboundEvent(
             event_id=event_id or str(uuid.uuid4()),
@@ -478,11 +473,7 @@ class Kernel:
 
     def set_secret(self, name: str, value: str) -> None:
         """Store a secret in secrets.db; from now on it is redacted wherever it appears."""
-        if not _SECRET_NAME.fullmatch(name):
-            raise PfarError(f"{name!r} is not a secret name (letters, digits, _ . -)")
-        if not value.strip():
-            raise PfarError("the secret is empty; nothing was stored")
-        self.secrets.set(name, value.strip())
+        self.secrets.set(name, checked_secret(name, value))
         self.redactor.refresh()
         self.audit.log("secret_set", name=name)
 
@@ -593,10 +584,6 @@ class Kernel:
     def _title(self, task: TaskRecord) -> str:
         tpl = self.templates.get(task.template_id)
         return tpl.title if tpl else task.template_id
-
-
-_TEMPLATE_ID = re.compile(r"[A-Za-z0-9_.\-]+")
-_SECRET_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
 def _answer_outcome(

@@ -7,6 +7,7 @@ file and the key named.
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -40,8 +41,11 @@ class TimeoutSection(_Section):
     llm_seconds: float = Field(120, gt=0)
 
 
+TEMPLATE_ID = r"[A-Za-z0-9_.\-]+"
+
+
 class Template(_Section):
-    id: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
+    id: str = Field(pattern=f"^{TEMPLATE_ID}$")
     description: str = ""
     trigger: str = "cli"
     allowed_tools: list[str]
@@ -124,6 +128,8 @@ class TemplateRegistry:
 
         Re-read only when the file's size or modification time changed.
         """
+        if not re.fullmatch(TEMPLATE_ID, template_id):  # it names a file: no ../config
+            raise ConfigError(str(self.directory), "", f"{template_id!r} is not a template id")
         path = self.directory / f"{template_id}.toml"
         try:
             st = path.stat()

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..errors import PfarError
 from .sqlite import Synchronous, open_vault_db
+
+_NAME = re.compile(r"[A-Za-z0-9_.\-]+")  # what a {{secret:NAME}} reference can name
+
+
+def checked_secret(name: str, value: str) -> str:
+    """The value to store under `name` as the owner gave it, or a clear refusal."""
+    if not _NAME.fullmatch(name):
+        raise PfarError(f"{name!r} is not a secret name (letters, digits, _ . -)")
+    if not value.strip():
+        raise PfarError("the secret is empty; nothing was stored")
+    return value.strip()
 
 
 class SecretStore:
