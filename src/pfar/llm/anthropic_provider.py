@@ -45,13 +45,11 @@ scrubbed of it before it is raised.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import anthropic
@@ -81,7 +79,13 @@ from .messages import (
     ToolSchema,
     Usage,
 )
-from .retry import ErrorKind, ProviderCallFailed, RetryPolicy, next_wait
+from .retry import (
+    AttemptFailed,
+    ErrorKind,
+    RetryPolicy,
+    call_with_retries,
+    retry_after_seconds,
+)
 
 PROVIDER = "anthropic"
 _CHARS_PER_TOKEN = 4
@@ -132,18 +136,13 @@ class AnthropicProvider:
     async def chat(self, request: ChatRequest) -> ChatResponse:
         params = build_params(request)
         tools = {tool.name: tool for tool in request.tools}
-        retries = 0
-        while True:
-            try:
-                return await self._attempt(request, params, tools)
-            except _AttemptFailed as failed:
-                wait = next_wait(self._policy, failed.kind, retries, failed.retry_after)
-                if wait is None:
-                    raise ProviderCallFailed(
-                        PROVIDER, failed.kind, self._scrub(failed.detail), retries + 1
-                    ) from None
-                retries += 1
-                await self._sleep(wait)
+        return await call_with_retries(
+            PROVIDER,
+            self._policy,
+            self._sleep,
+            lambda: self._attempt(request, params, tools),
+            self._scrub,
+        )
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._secret, "[api key]") if self._secret else text
@@ -157,7 +156,7 @@ class AnthropicProvider:
         except anthropic.APIStatusError as exc:
             raise _status_failure(exc) from None
         except anthropic.APIConnectionError as exc:  # APITimeoutError included
-            raise _AttemptFailed(ErrorKind.timeout, _describe_connection(exc)) from None
+            raise AttemptFailed(ErrorKind.timeout, _describe_connection(exc)) from None
 
         acc = _Accumulator(tools, started)
         cut: str | None = None
@@ -179,7 +178,7 @@ class AnthropicProvider:
         detail = f"{cut}; about {received} of {expected} output tokens had arrived"
         if 2 * received > expected and acc.has_content():
             return acc.response(StopReason.partial, request.model, partial=True)
-        raise _AttemptFailed(ErrorKind.stream_cut, detail)
+        raise AttemptFailed(ErrorKind.stream_cut, detail)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,13 +230,7 @@ def _message(message: Message) -> dict[str, Any]:
 # errors
 
 
-class _AttemptFailed(Exception):
-    def __init__(self, kind: ErrorKind, detail: str, retry_after: float | None = None) -> None:
-        super().__init__(detail)
-        self.kind, self.detail, self.retry_after = kind, detail, retry_after
-
-
-def _status_failure(exc: anthropic.APIStatusError) -> _AttemptFailed:
+def _status_failure(exc: anthropic.APIStatusError) -> AttemptFailed:
     status = exc.status_code
     error_type = exc.type or ""
     message = exc.api_message or str(exc)
@@ -246,38 +239,16 @@ def _status_failure(exc: anthropic.APIStatusError) -> _AttemptFailed:
     if exc.request_id:
         detail += f" (request-id {exc.request_id})"
     if status == 529 or error_type == "overloaded_error":
-        return _AttemptFailed(ErrorKind.overloaded, detail)
+        return AttemptFailed(ErrorKind.overloaded, detail)
     if status == 429 or error_type == "rate_limit_error":
-        return _AttemptFailed(ErrorKind.rate_limited, detail, _retry_after(exc.response.headers))
+        return AttemptFailed(
+            ErrorKind.rate_limited, detail, retry_after_seconds(exc.response.headers)
+        )
     if status == 408:
-        return _AttemptFailed(ErrorKind.timeout, detail)
+        return AttemptFailed(ErrorKind.timeout, detail)
     if status >= 500 or (status < 400 and error_type in ("api_error", "")):
-        return _AttemptFailed(ErrorKind.server, detail)
-    return _AttemptFailed(ErrorKind.bad_request, detail)
-
-
-def _retry_after(headers: httpx2.Headers) -> float | None:
-    """Seconds from `retry-after-ms`, or `retry-after` (seconds or an HTTP date)."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+        return AttemptFailed(ErrorKind.server, detail)
+    return AttemptFailed(ErrorKind.bad_request, detail)
 
 
 def _describe_connection(exc: anthropic.APIConnectionError) -> str:

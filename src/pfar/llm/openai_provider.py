@@ -43,9 +43,7 @@ header) are not chained to the errors raised here.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
-import math
 import re
 import time
 import uuid
@@ -66,7 +64,13 @@ from .messages import (
     ToolSchema,
     Usage,
 )
-from .retry import ErrorKind, ProviderCallFailed, RetryPolicy, next_wait
+from .retry import (
+    AttemptFailed,
+    ErrorKind,
+    RetryPolicy,
+    call_with_retries,
+    retry_after_seconds,
+)
 
 PROVIDER = "openai"
 
@@ -123,18 +127,13 @@ class OpenAIProvider:
             max_retries=0,
         ) as client:
             params = build_params(request, official=client.base_url.host == "api.openai.com")
-            retries_done = 0
-            while True:
-                try:
-                    return await self._attempt(client, params, request)
-                except _Failed as failure:
-                    wait = next_wait(self._policy, failure.kind, retries_done, failure.retry_after)
-                    if wait is None:
-                        raise ProviderCallFailed(
-                            PROVIDER, failure.kind, self._scrub(failure.detail), retries_done + 1
-                        ) from None
-                await self._sleep(wait)
-                retries_done += 1
+            return await call_with_retries(
+                PROVIDER,
+                self._policy,
+                self._sleep,
+                lambda: self._attempt(client, params, request),
+                self._scrub,
+            )
 
     async def _attempt(
         self, client: openai.AsyncOpenAI, params: dict[str, Any], request: ChatRequest
@@ -155,11 +154,11 @@ class OpenAIProvider:
             # the whole answer arrived, only the trailer was lost: keep it
             return acc.response(request, StopReason.partial, started)
         except json.JSONDecodeError as exc:
-            raise _Failed(ErrorKind.server, f"malformed stream event: {exc}") from None
+            raise AttemptFailed(ErrorKind.server, f"malformed stream event: {exc}") from None
         finally:
             await stream.close()
         if acc.finish_reason is None:
-            raise _Failed(
+            raise AttemptFailed(
                 ErrorKind.stream_cut,
                 f"stream ended without a finish_reason after {acc.chunks} chunk(s)",
             )
@@ -388,37 +387,31 @@ def validate(value: Any, schema: dict[str, Any], path: str = "$") -> list[str]:
 # ---------------------------------------------------------------- errors
 
 
-class _Failed(Exception):
-    """One attempt failed: what kind, what the server said, and any Retry-After."""
-
-    def __init__(self, kind: ErrorKind, detail: str, retry_after: float | None = None) -> None:
-        super().__init__(detail)
-        self.kind, self.detail, self.retry_after = kind, detail, retry_after
-
-
-def _classify(exc: openai.APIError, *, chunks: int = 0) -> _Failed:
+def _classify(exc: openai.APIError, *, chunks: int = 0) -> AttemptFailed:
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         detail = f"HTTP {status}: {_server_message(exc)}"
         if status == 429:
-            return _Failed(ErrorKind.rate_limited, detail, _retry_after(exc))
+            return AttemptFailed(
+                ErrorKind.rate_limited, detail, retry_after_seconds(exc.response.headers)
+            )
         if status == 529 or (status >= 500 and _says_overloaded(exc)):
-            return _Failed(ErrorKind.overloaded, detail)
+            return AttemptFailed(ErrorKind.overloaded, detail)
         if status >= 500:
-            return _Failed(ErrorKind.server, detail)
+            return AttemptFailed(ErrorKind.server, detail)
         if status == 408:
-            return _Failed(ErrorKind.timeout, detail)
-        return _Failed(ErrorKind.bad_request, detail)
+            return AttemptFailed(ErrorKind.timeout, detail)
+        return AttemptFailed(ErrorKind.bad_request, detail)
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         what = "timed out" if isinstance(exc, openai.APITimeoutError) else "connection failed"
         if chunks:
-            return _Failed(ErrorKind.stream_cut, f"stream {what} after {chunks} chunk(s)")
-        return _Failed(ErrorKind.timeout, f"request {what}")
+            return AttemptFailed(ErrorKind.stream_cut, f"stream {what} after {chunks} chunk(s)")
+        return AttemptFailed(ErrorKind.timeout, f"request {what}")
     # an error event inside a 200 stream
     detail = f"error in stream: {_server_message(exc)}"
     if _says_overloaded(exc):
-        return _Failed(ErrorKind.overloaded, detail)
-    return _Failed(ErrorKind.server, detail)
+        return AttemptFailed(ErrorKind.overloaded, detail)
+    return AttemptFailed(ErrorKind.server, detail)
 
 
 def _server_message(exc: openai.APIError) -> str:
@@ -435,29 +428,6 @@ def _server_message(exc: openai.APIError) -> str:
 def _says_overloaded(exc: openai.APIError) -> bool:
     words = [exc.message, str(exc.type or ""), str(exc.code or "")]
     return any("overload" in w.lower() for w in words)
-
-
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    """Seconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
-    headers = exc.response.headers
-    for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(header)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            continue
-        if math.isfinite(seconds):
-            return max(0.0, seconds)
-    value = headers.get("retry-after")
-    if value:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, when.timestamp() - time.time())
-    return None
 
 
 __all__ = ["OpenAIProvider", "build_params", "validate"]

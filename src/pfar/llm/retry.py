@@ -15,10 +15,17 @@ from config, so tests run fast.
 
 from __future__ import annotations
 
+import email.utils
+import math
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
+from typing import TypeVar
 
 from ..errors import ProviderError
+
+T = TypeVar("T")
 
 
 class ErrorKind(StrEnum):
@@ -63,3 +70,57 @@ def next_wait(
     if kind is ErrorKind.rate_limited and retry_after is not None:
         return max(0.0, retry_after)
     return policy.backoff[min(retries_done, len(policy.backoff) - 1)]
+
+
+class AttemptFailed(Exception):
+    """One attempt failed: what kind, what the server said, and any Retry-After."""
+
+    def __init__(self, kind: ErrorKind, detail: str, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.kind, self.detail, self.retry_after = kind, detail, retry_after
+
+
+async def call_with_retries(
+    provider: str,
+    policy: RetryPolicy,
+    sleep: Callable[[float], Awaitable[object]],
+    attempt: Callable[[], Awaitable[T]],
+    scrub: Callable[[str], str],
+) -> T:
+    """Run `attempt` until it answers or the error table says to give up."""
+    retries = 0
+    while True:
+        try:
+            return await attempt()
+        except AttemptFailed as failed:
+            wait = next_wait(policy, failed.kind, retries, failed.retry_after)
+            if wait is None:
+                raise ProviderCallFailed(
+                    provider, failed.kind, scrub(failed.detail), retries + 1
+                ) from None
+            retries += 1
+            await sleep(wait)
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds from `retry-after-ms`, or `retry-after` (seconds or an HTTP date)."""
+    for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(header)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue
+        if math.isfinite(seconds):
+            return max(0.0, seconds)
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
