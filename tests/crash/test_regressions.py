@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -754,8 +755,17 @@ def test_r10_credential_prompt_resent_after_kill_and_secret_never_leaks(
     home = make_home(
         tmp_path / "home",
         templates={
+            # the token goes only where the template's author sends it: this host's header
             "r10": template(
-                "r10", "Create a Notion page", ["admin.prompt_credential", "http.request"]
+                "r10",
+                "Create a Notion page",
+                ["admin.prompt_credential", "http.request"],
+                f"""
+                [[credentials]]
+                tool = "http.request"
+                host = "{urlsplit(url).netloc}"
+                headers = {{ Authorization = "Bearer {{{{secret:notion_token}}}}" }}
+                """,
             )
         },
         script=script(
@@ -776,7 +786,6 @@ def test_r10_credential_prompt_resent_after_kill_and_secret_never_leaks(
                         {
                             "method": "POST",
                             "url": f"{url}/pages",
-                            "headers": {"Authorization": "Bearer {{secret:notion_token}}"},
                             "body": "page",
                         },
                     ),

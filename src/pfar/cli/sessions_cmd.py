@@ -113,7 +113,7 @@ def secret() -> None:
 def secret_set(ctx: click.Context, name: str) -> None:
     """Store secret NAME; the value is read from stdin (or a hidden prompt), never argv.
 
-    Tool arguments refer to it as {{secret:NAME}}.
+    A template sends it to a tool in its [[credentials]] table as {{secret:NAME}}.
     """
     home = home_of(ctx)
     value = click.prompt("value", hide_input=True) if sys.stdin.isatty() else sys.stdin.read()
@@ -126,4 +126,6 @@ def secret_set(ctx: click.Context, name: str) -> None:
             store.set(name, checked)
         finally:
             store.close()
-    out.print(f"secret {name} stored; use it as {{{{secret:{name}}}}}")
+    out.print(
+        f"secret {name} stored; a template sends it with [[credentials]] as {{{{secret:{name}}}}}"
+    )

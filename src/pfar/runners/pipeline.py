@@ -304,7 +304,8 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
         return False
     tool = svc.tools.get(step.tool)
     semantics = tool.semantics(step.args)
-    idem = _idempotency(tool, step.args, svc.templates.get(task.template_id))
+    tpl = svc.templates.get(task.template_id)
+    idem = _idempotency(tool, step.args, tpl)
     ctx = ToolContext(
         task.task_id,
         i,
@@ -312,6 +313,8 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
         svc.workspace(task.task_id),
         svc.secret,
         _process_recorder(svc, task.task_id, i),
+        # a task whose template is gone keeps its plan but loses its credentials
+        credentials=tpl.bindings(step.tool) if tpl else (),
     )
 
     if record is not None and task.detail.get("retry_step") != i:

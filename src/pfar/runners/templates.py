@@ -12,11 +12,12 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..config import validate_model
 from ..errors import ConfigError
 from ..policy.approvals import ApprovalRule
+from ..tools.base import SECRET_REF, Credential
 
 
 class _Section(BaseModel):
@@ -41,6 +42,48 @@ class TimeoutSection(_Section):
     llm_seconds: float = Field(120, gt=0)
 
 
+class CredentialSection(_Section):
+    """`[[credentials]]`: where the template's author lets a secret go, and nowhere else.
+
+    http.request: `host` and `headers`; the headers are set on requests to that
+    host only. shell.run: `env` and/or `stdin`, never the command line.
+    """
+
+    tool: Literal["http.request", "shell.run"]
+    host: str | None = Field(None, pattern=r"^[A-Za-z0-9.\-]+(:[0-9]{1,5})?$")
+    headers: dict[str, str] = {}
+    env: dict[str, str] = {}
+    stdin: str | None = None
+
+    @model_validator(mode="after")
+    def _fits_its_tool(self) -> CredentialSection:
+        if self.tool == "http.request":
+            if self.host is None:
+                raise ValueError("an http.request credential needs `host`: the one host it goes to")
+            if not self.headers or self.env or self.stdin is not None:
+                raise ValueError("an http.request credential sets `headers` (not env or stdin)")
+        else:
+            if self.host is not None or self.headers:
+                raise ValueError(
+                    "a shell.run credential sets `env` or `stdin` (not host or headers)"
+                )
+            if not self.env and self.stdin is None:
+                raise ValueError("a shell.run credential sets `env` or `stdin`")
+        texts = [*self.headers.values(), *self.env.values(), self.stdin or ""]
+        if not any(SECRET_REF.search(t) for t in texts):
+            raise ValueError("names no secret: write it as {{secret:NAME}}")
+        return self
+
+    def binding(self) -> Credential:
+        return Credential(
+            tool=self.tool,
+            host=self.host,
+            headers=tuple(self.headers.items()),
+            env=tuple(self.env.items()),
+            stdin=self.stdin,
+        )
+
+
 TEMPLATE_ID = r"[A-Za-z0-9_.\-]+"
 
 
@@ -56,6 +99,7 @@ class Template(_Section):
     approval: ApprovalSection = ApprovalSection()
     timeouts: TimeoutSection = TimeoutSection()
     idempotency: IdempotencySection = IdempotencySection()
+    credentials: list[CredentialSection] = []
     # filled by the loader: sha256 of the file, to notice a change under a running task
     content_hash: str = ""
 
@@ -66,6 +110,18 @@ class Template(_Section):
             if sink != "owner" and not sink.startswith("workspace:"):
                 raise ValueError(f"unknown sink {sink!r} (use 'owner' or 'workspace:FILE')")
         return sinks
+
+    @model_validator(mode="after")
+    def _credentials_for_allowed_tools(self) -> Template:
+        for i, cred in enumerate(self.credentials):
+            if cred.tool not in self.allowed_tools:
+                raise ValueError(
+                    f"credentials[{i}] is for {cred.tool}, which allowed_tools does not list"
+                )
+        return self
+
+    def bindings(self, tool: str) -> tuple[Credential, ...]:
+        return tuple(c.binding() for c in self.credentials if c.tool == tool)
 
     @property
     def title(self) -> str:

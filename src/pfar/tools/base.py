@@ -7,11 +7,43 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
+from urllib.parse import urlsplit
 
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
 
-_SECRET_REF = re.compile(r"\{\{\s*secret:([A-Za-z0-9_.\-]+)\s*\}\}")
+SECRET_REF = re.compile(r"\{\{\s*secret:([A-Za-z0-9_.\-]+)\s*\}\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """Secret-bearing arguments that a template's author bound to one tool.
+
+    This is the only place a `{{secret:NAME}}` reference is expanded. A plan's
+    arguments come from a model that may have read hostile text (the task's
+    input, a web page, a command's output), so they are data: a reference
+    written there reaches the tool as the literal text it is.
+    """
+
+    tool: str
+    host: str | None = None  # http.request: the only host (host or host:port) it is sent to
+    headers: tuple[tuple[str, str], ...] = ()  # http.request: headers it sets
+    env: tuple[tuple[str, str], ...] = ()  # shell.run: environment variables it sets
+    stdin: str | None = None  # shell.run: text written to the command's stdin
+
+    def secret_names(self) -> list[str]:
+        texts = [v for _, v in self.headers] + [v for _, v in self.env] + [self.stdin or ""]
+        return sorted({m.group(1) for t in texts for m in SECRET_REF.finditer(t)})
+
+    def fits_url(self, url: str) -> bool:
+        """An http.request binding fits a URL on its own host, over http or https."""
+        parts = urlsplit(url)
+        if self.host is None or parts.scheme not in ("http", "https"):
+            return False
+        host = self.host.lower()
+        if ":" in host:
+            return parts.netloc.lower().rsplit("@", 1)[-1] == host
+        return (parts.hostname or "").lower() == host
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,29 +57,23 @@ class ToolContext:
     secret: Callable[[str], str | None]
     # journals a process the tool started (see tools/processes.py), before it is waited on
     started_process: Callable[[int], Awaitable[None]] | None = None
+    # what the template's author bound to this tool (see Credential)
+    credentials: tuple[Credential, ...] = ()
 
-    def resolve(self, value: Any) -> Any:
-        """Replace `{{secret:NAME}}` references with values, at call time only.
+    def expand(self, text: str) -> str:
+        """`text` from a Credential with its `{{secret:NAME}}` references filled in, at
+        call time only: the journal keeps the reference, never the value."""
 
-        The journal keeps the reference, never the value.
-        """
-        if isinstance(value, str):
+        def sub(m: re.Match[str]) -> str:
+            found = self.secret(m.group(1))
+            if found is None:
+                raise ToolFailed(
+                    f"secret {m.group(1)!r} is not in the vault; "
+                    f"set it with `pfar credential` when asked, or `pfar secret set`"
+                )
+            return found
 
-            def sub(m: re.Match[str]) -> str:
-                found = self.secret(m.group(1))
-                if found is None:
-                    raise ToolFailed(
-                        f"secret {m.group(1)!r} is not in the vault; "
-                        f"set it with `pfar credential` when asked, or `pfar secret set`"
-                    )
-                return found
-
-            return _SECRET_REF.sub(sub, value)
-        if isinstance(value, dict):
-            return {k: self.resolve(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.resolve(v) for v in value]
-        return value
+        return SECRET_REF.sub(sub, text)
 
 
 class Tool(Protocol):

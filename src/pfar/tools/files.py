@@ -54,7 +54,7 @@ class FileWrite:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         path = inside(ctx.workspace, args["path"], self.name)
-        data = ctx.resolve(args["content"]).encode("utf-8")
+        data = str(args["content"]).encode("utf-8")
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{ctx.idempotency_key.replace(':', '_')}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -77,7 +77,7 @@ class FileWrite:
 
     async def check(self, args: dict[str, Any], ctx: ToolContext) -> Any | None:
         path = inside(ctx.workspace, args["path"], self.name)
-        data = ctx.resolve(args["content"]).encode("utf-8")
+        data = str(args["content"]).encode("utf-8")
         if path.exists() and path.read_bytes() == data:
             digest = hashlib.sha256(data).hexdigest()
             return {"path": args["path"], "bytes": len(data), "sha256": digest}

@@ -47,20 +47,27 @@ class HttpRequest:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         method = str(args.get("method", "GET")).upper()
-        headers = {str(k): str(v) for k, v in ctx.resolve(args.get("headers", {})).items()}
+        url = str(args["url"])
+        headers = {str(k): str(v) for k, v in args.get("headers", {}).items()}
+        for cred in ctx.credentials:  # the template's, for this host only
+            if cred.tool == self.name and cred.fits_url(url):
+                for name, value in cred.headers:
+                    for k in [k for k in headers if k.lower() == name.lower()]:
+                        del headers[k]
+                    headers[name] = ctx.expand(value)
         if method in _WRITE_METHODS:
             headers.setdefault("Idempotency-Key", ctx.idempotency_key)
         kwargs: dict[str, Any] = {"headers": headers}
         if "json" in args:
-            kwargs["json"] = ctx.resolve(args["json"])
+            kwargs["json"] = args["json"]
         elif "body" in args:
-            kwargs["content"] = str(ctx.resolve(args["body"])).encode()
+            kwargs["content"] = str(args["body"]).encode()
         timeout = float(args.get("timeout_seconds", 30))
         import httpx  # imported on first use: it costs a restart tens of milliseconds
 
         try:
             async with httpx.AsyncClient(timeout=timeout) as client:
-                resp = await client.request(method, ctx.resolve(args["url"]), **kwargs)
+                resp = await client.request(method, url, **kwargs)
         except httpx.HTTPError as exc:
             raise ToolFailed(f"{self.name}: {method} {args['url']} failed: {exc!r}") from None
         body = resp.text[:_MAX_BODY]

@@ -1,4 +1,9 @@
-"""shell.run: a command in the task workspace. A Write with no idempotency: never retried blind."""
+"""shell.run: a command in the task workspace. A Write with no idempotency: never retried blind.
+
+Secrets reach a command only through its environment or its stdin, from the
+template's `[[credentials]]`: a command line is readable by every local user
+(`ps`, /proc/PID/cmdline), an environment and a pipe are not.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +21,10 @@ _MAX_OUTPUT = 16 * 1024
 
 class ShellRun:
     name: ClassVar[str] = "shell.run"
-    description: ClassVar[str] = "Run a command (argv list, no shell) in the task workspace."
+    description: ClassVar[str] = (
+        "Run a command (argv list, no shell) in the task workspace; `stdin` is optional text "
+        "for its standard input."
+    )
     result_label: ClassVar[str] = "Raw"
 
     def semantics(self, args: dict[str, Any]) -> Semantics:
@@ -29,16 +37,33 @@ class ShellRun:
         argv = args.get("argv")
         if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
             raise ToolFailed(f"{self.name}: argument 'argv' must be a non-empty list of strings")
+        env = args.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise ToolFailed(f"{self.name}: argument 'env' must be a table of strings")
+        if "stdin" in args and not isinstance(args["stdin"], str):
+            raise ToolFailed(f"{self.name}: argument 'stdin' must be a string")
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         ctx.workspace.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "PFAR_TASK_ID": ctx.task_id, "PFAR_STEP": str(ctx.step)}
-        env.update({str(k): str(v) for k, v in ctx.resolve(args.get("env", {})).items()})
+        env.update({str(k): str(v) for k, v in args.get("env", {}).items()})
+        stdin: str | None = args.get("stdin")
+        for cred in ctx.credentials:
+            if cred.tool != self.name:
+                continue
+            env.update({name: ctx.expand(value) for name, value in cred.env})
+            if cred.stdin is not None:
+                if stdin is not None:
+                    raise ToolFailed(
+                        f"{self.name}: the template feeds this command's stdin with a "
+                        "credential, so the plan cannot give it stdin too"
+                    )
+                stdin = ctx.expand(cred.stdin)
         proc = await asyncio.create_subprocess_exec(
-            *ctx.resolve(args["argv"]),
+            *args["argv"],
             cwd=ctx.workspace,
             env=env,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,  # its own process group, so a timeout kills all of it
@@ -46,7 +71,7 @@ class ShellRun:
         try:
             if ctx.started_process is not None:
                 await ctx.started_process(proc.pid)
-            out, err = await proc.communicate()
+            out, err = await proc.communicate(None if stdin is None else stdin.encode())
         except asyncio.CancelledError:
             kill_group(proc.pid)
             await proc.wait()
