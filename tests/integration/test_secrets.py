@@ -8,15 +8,20 @@ shell.run command's environment or stdin, never its command line.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
+import shlex
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -251,3 +256,97 @@ def test_a_credential_that_does_not_fit_its_tool_is_refused_at_load(
         said = " ".join((r.stdout + r.stderr).split())
         assert "bad.toml" in said and problem in said, said
         assert "template not loaded" in wait_for(k.output, what="kernel output")
+
+
+class _EchoingServer:
+    """Answers 400 with the Authorization header it got, URL-encoded, JSON-escaped
+    and base64-encoded: the way real error pages echo a credential back."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                body = json.dumps(
+                    {
+                        "error": f"bad token {token}",
+                        "url": f"/login?token={quote(token, safe='')}",
+                        "basic": base64.b64encode(f"me:{token}".encode()).decode(),
+                        "shell": shlex.quote(token),
+                    }
+                ).encode()
+                self.send_response(400)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        self.netloc = f"127.0.0.1:{self._httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def test_a_secret_echoed_back_encoded_is_redacted_everywhere(tmp_path: Path) -> None:
+    secret = f"P@ss w/rd\"tok'en{uuid.uuid4().hex[:12]}"
+    server = _EchoingServer()
+    try:
+        home = make_home(
+            tmp_path / "home",
+            templates={
+                "echo": f"""
+                    id = "echo"
+                    allowed_tools = ["http.request"]
+                    [[credentials]]
+                    tool = "http.request"
+                    host = "{server.netloc}"
+                    headers = {{ Authorization = "Bearer {{{{secret:pw}}}}" }}
+                    """
+            },
+            script=f"""
+                [[responses]]
+                template = "echo"
+                phase = "plan"
+                [[responses.json.steps]]
+                tool = "http.request"
+                args = {{ url = "http://{server.netloc}/me" }}
+                """,
+        )
+        with running_kernel(home) as k:
+            ok(pfar(home, "secret", "set", "pw", stdin=secret))
+            done = submit_and_wait(home, "echo", "go")
+            assert done["state"] == "Failed", done
+            assert "[REDACTED:pw]" in str(done["error"])
+            shown = ok(pfar(home, "tasks", "--json")) + ok(
+                pfar(home, "task", "show", "--json", str(done["task_id"]))
+            )
+            stdout = k.output()
+    finally:
+        server.close()
+    forms = [secret, quote(secret, safe=""), json.dumps(secret)[1:-1], shlex.quote(secret)]
+    forms.append(base64.b64encode(f"me:{secret}".encode()).decode()[4:20])
+    for form in forms:
+        assert form not in shown and form not in stdout, form
+        assert [
+            p.name
+            for p in home.root.rglob("*")
+            if p.is_file() and p.name != "secrets.db" and form.encode() in p.read_bytes()
+        ] == [], form
+
+
+def test_a_secret_too_short_to_redact_is_refused_and_not_stored(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", script="")
+    r = pfar(home, "secret", "set", "pin", stdin="1234\n")
+    assert r.returncode != 0
+    said = " ".join((r.stdout + r.stderr).split())
+    assert "'pin' is 4 characters long" in said and "at least 8" in said, said
+    assert "Traceback" not in said
+    with running_kernel(home):
+        r = pfar(home, "secret", "set", "pin", stdin="1234\n")
+        assert r.returncode != 0 and "at least 8" in r.stdout + r.stderr
+    conn = sqlite3.connect(home.secrets_db)
+    assert conn.execute("SELECT count(*) FROM secrets").fetchone()[0] == 0

@@ -145,6 +145,13 @@ class Kernel:
             )
             opened.append(self.sessions.manager)
             self.redactor = Redactor(self.secrets.values)
+            for name in self.redactor.too_short:
+                log.warning(
+                    "secret %r is too short to be redacted; set a longer value with "
+                    "`pfar secret set %s`",
+                    name,
+                    name,
+                )
             self.log_filter = RedactingFilter(self.redactor)  # for pfar's log handlers
             self._load_services(config)
         except BaseException:
@@ -459,10 +466,10 @@ class Kernel:
         p = self.journal.credential_prompt(prompt_id)
         if p.status.value != "pending":
             raise AlreadyDecided("credential prompt", prompt_id, p.status.value)
-        if not secret.strip():
-            raise PfarError("the credential is empty; nothing was stored")
+        name = p.vault_ref.removeprefix("vault:")
+        value = checked_secret(name, secret)
         # secrets.db first: a crash before the journal write re-prompts, never loses it
-        self.secrets.set(p.vault_ref.removeprefix("vault:"), secret.strip(), p.service)
+        self.secrets.set(name, value, p.service)
         self.redactor.refresh()
         await self.journal.receive_credential(prompt_id)
         self.audit.log(

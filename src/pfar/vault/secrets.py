@@ -11,6 +11,9 @@ from pathlib import Path
 from ..errors import PfarError
 from .sqlite import Synchronous, open_vault_db
 
+# Redaction finds a secret by its value in every text pfar keeps or shows; a value this
+# short is found in ordinary words and numbers, so it could be neither redacted nor kept
+MIN_SECRET_LENGTH = 8
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")  # what a {{secret:NAME}} reference can name
 
 
@@ -18,9 +21,16 @@ def checked_secret(name: str, value: str) -> str:
     """The value to store under `name` as the owner gave it, or a clear refusal."""
     if not _NAME.fullmatch(name):
         raise PfarError(f"{name!r} is not a secret name (letters, digits, _ . -)")
-    if not value.strip():
+    value = value.strip()
+    if not value:
         raise PfarError("the secret is empty; nothing was stored")
-    return value.strip()
+    if len(value) < MIN_SECRET_LENGTH:
+        raise PfarError(
+            f"secret {name!r} is {len(value)} characters long; pfar needs at least "
+            f"{MIN_SECRET_LENGTH} to find and redact it wherever it appears, so nothing "
+            "was stored"
+        )
+    return value
 
 
 class SecretStore:
