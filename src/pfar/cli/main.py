@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -212,6 +213,32 @@ def approvals(ctx: click.Context, show_all: bool, as_json: bool) -> None:
                 f"{len(creds)} credential prompt(s)",
             )
         )
+
+
+@cli.group()
+def approval() -> None:
+    """One approval."""
+
+
+@approval.command("show")
+@click.argument("approval_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def approval_show(ctx: click.Context, approval_id: str, as_json: bool) -> None:
+    """The whole question: what it asks, and every argument of the action it lets run."""
+    with readonly(home_of(ctx)) as j:
+        a = j.approval(j.resolve_approval_id(approval_id))
+    row = approval_row(a)
+    if as_json:
+        emit(row, True)
+        return
+    for key in ("approval_id", "task_id", "action_type", "tool", "step", "status", "options"):
+        out.print(f"{key}: {row[key]}")
+    out.print(f"expires_at: {a.expires_at}")
+    out.print(f"description: {a.description}")
+    if a.data_preview is not None:
+        out.print(f"action ({len(a.data_preview)} characters, sha256 {a.args_sha256}):")
+        click.echo(json.dumps(json.loads(a.data_preview), indent=2, ensure_ascii=True))
 
 
 def _answer(ctx: click.Context, approval_id: str, decision: str) -> None:

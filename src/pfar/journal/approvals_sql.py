@@ -17,7 +17,8 @@ from .records import (
 
 _A_COLUMNS = (
     "approval_id, task_id, action_type, description, data_preview, taint_level, target_sink, "
-    "tool, step, created_at, expires_at, status, options_json, decision, decided_at, prompts_sent"
+    "tool, step, created_at, expires_at, status, options_json, decision, decided_at, prompts_sent, "
+    "args_sha256"
 )
 _C_COLUMNS = (
     "prompt_id, task_id, service, credential_type, instructions, vault_ref, message_id, "
@@ -43,6 +44,7 @@ def _approval(row: Sequence[Any]) -> ApprovalRecord:
         decision=row[13],
         decided_at=row[14],
         prompts_sent=int(row[15]),
+        args_sha256=row[16],
     )
 
 
@@ -66,7 +68,7 @@ def _credential(row: Sequence[Any]) -> CredentialPromptRecord:
 def insert_approval_txn(conn: sqlite3.Connection, a: ApprovalRecord) -> None:
     conn.execute(
         f"INSERT INTO pending_approvals ({_A_COLUMNS}) VALUES "
-        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             a.approval_id,
             a.task_id,
@@ -84,6 +86,7 @@ def insert_approval_txn(conn: sqlite3.Connection, a: ApprovalRecord) -> None:
             a.decision,
             a.decided_at,
             a.prompts_sent,
+            a.args_sha256,
         ),
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -200,6 +201,9 @@ class ApprovalRecord:
     decision: str | None
     decided_at: str | None
     prompts_sent: int
+    # sha256 of the canonical JSON of the arguments the owner was shown: an approval
+    # lets exactly those run (see args_digest)
+    args_sha256: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,3 +233,9 @@ class OwnerMessage:
     body: str
     task_id: str | None = None
     sink: str = "owner"
+
+
+def args_digest(args: Any) -> str:
+    """The sha256 of a tool call's arguments as canonical JSON: what an approval binds."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()

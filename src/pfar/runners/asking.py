@@ -8,6 +8,7 @@ answer moves the task on from the journal (`answer_outcome`).
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,7 +22,7 @@ from ..journal import (
     TaskRecord,
     TaskState,
 )
-from ..journal.records import now_rfc3339, rfc3339
+from ..journal.records import args_digest, now_rfc3339, rfc3339
 from ..tools.admin import PromptCredential
 from .services import Services
 
@@ -47,9 +48,11 @@ async def ask_owner(
 ) -> None:
     """Park the task on a question to the owner (an approval record); no coroutine waits."""
     approval_id = str(uuid.uuid4())
-    text_preview = None
+    text_preview = digest = None
     if preview is not None:
-        text_preview = json.dumps(svc.redactor.value(preview), sort_keys=True)[:300]
+        # the whole action, never a prefix: what is cut for a chat message says so there
+        text_preview = json.dumps(svc.redactor.value(preview), sort_keys=True, ensure_ascii=False)
+        digest = args_digest(preview)
     approval = ApprovalRecord(
         approval_id=approval_id,
         task_id=task.task_id,
@@ -67,10 +70,12 @@ async def ask_owner(
         decision=None,
         decided_at=None,
         prompts_sent=0,
+        args_sha256=digest,
     )
     detail_extra = {"on_deny": on_deny, **(extra_detail or {})}
     if task.detail.get("approved_step") == step:  # a grant for this step outlives a question
         detail_extra["approved_step"] = step
+        detail_extra["approved_args"] = task.detail.get("approved_args")
     await svc.journal.park_approval(approval, approval_message(approval, 0), detail_extra)
     svc.notify_owner()
 
@@ -83,7 +88,7 @@ def approval_message(a: ApprovalRecord, attempt: int) -> OwnerMessage:
         + f" [{a.approval_id[:8]}]: {a.description}"
     ]
     if a.data_preview:
-        lines.append(f"  preview: {a.data_preview}")
+        lines.append("  action: " + preview_text(a.data_preview, a.approval_id))
     answers = [f"pfar approve {a.approval_id[:8]}  ({first})"]
     if "deny" in a.options or "fail" in a.options:
         deny = "deny" if "deny" in a.options else "fail"
@@ -98,6 +103,26 @@ def approval_message(a: ApprovalRecord, attempt: int) -> OwnerMessage:
         kind="approval",
         task_id=a.task_id,
         body="\n".join(lines),
+    )
+
+
+# A chat message shows this much of an action; `pfar approval show` shows all of it.
+PREVIEW_HEAD, PREVIEW_TAIL = 600, 200
+_BLANK_RUN = re.compile(r"[ \t]{8,}|\s{8,}")
+
+
+def preview_text(preview: str, approval_id: str) -> str:
+    """An action as the owner reads it: whole when it is short, else its head and its
+    tail around a plain statement of what was cut and how to see all of it. A run of
+    blanks that could push a tail out of sight is shown as its length."""
+    shown = _BLANK_RUN.sub(lambda m: f"⟨{len(m.group(0))} blanks⟩", preview)
+    if len(shown) <= PREVIEW_HEAD + PREVIEW_TAIL:
+        return shown
+    cut = len(shown) - PREVIEW_HEAD - PREVIEW_TAIL
+    return (
+        f"{shown[:PREVIEW_HEAD]} … [cut: {cut} of {len(preview)} characters not shown here; "
+        f"`pfar approval show {approval_id[:8]}` prints the whole action] … "
+        f"{shown[-PREVIEW_TAIL:]}"
     )
 
 
@@ -156,11 +181,16 @@ def answer_outcome(
         return TaskState.Executing, {**base, "skip_step": step}, {}
     if decision == "continue":
         # the owner accepted the template as it is now: that becomes the task's template
-        kept = {"approved_step": step} if task.detail.get("approved_step") == step else {}
+        kept = (
+            {"approved_step": step, "approved_args": task.detail.get("approved_args")}
+            if task.detail.get("approved_step") == step
+            else {}
+        )
         return (
             TaskState.Executing,
             {**base, **kept},
             {"template_hash": str(task.detail.get("template_seen", ""))},
         )
-    # approve / retry
-    return TaskState.Executing, {**base, "approved_step": step, "retry_step": step}, {}
+    # approve / retry: this step may run once, with exactly the arguments shown
+    granted = {"approved_step": step, "approved_args": approval.args_sha256, "retry_step": step}
+    return TaskState.Executing, {**base, **granted}, {}

@@ -26,7 +26,7 @@ from ..journal import (
     TaskRecord,
     TaskState,
 )
-from ..journal.records import Idempotency, now_rfc3339
+from ..journal.records import Idempotency, args_digest, now_rfc3339
 from ..llm.provider import LLMRequest, Phase
 from ..llm.proxy import NeedsCloudRouting
 from ..policy.approvals import ApprovalRule, approval_needed
@@ -366,7 +366,7 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
             )
             return False
 
-    if semantics is Semantics.Write and task.detail.get("approved_step") != i:
+    if semantics is Semantics.Write and not _approved(task, i, step.args):
         tpl = svc.templates.get(task.template_id)
         # A task whose template is gone (the owner chose to go on with its plan) has no
         # rules left to trust: every write it makes waits for the owner.
@@ -388,6 +388,7 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
                 taint=need.taint_level,
                 description=(
                     f"Task {_title(task, svc)} wants to run {step.tool} ({where}): {need.reason}."
+                    + _carried(tpl, step.tool)
                 ),
                 preview=step.args,
                 on_deny=approval_rule.on_deny,
@@ -458,6 +459,19 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
         tool.result_label,
         started,
     )
+
+
+def _approved(task: TaskRecord, i: int, args: dict[str, Any]) -> bool:
+    """The owner's grant covers step `i` with exactly the arguments it was shown."""
+    return task.detail.get("approved_step") == i and task.detail.get(
+        "approved_args"
+    ) == args_digest(args)
+
+
+def _carried(tpl: Template | None, tool: str) -> str:
+    """What the template adds to the call, so the owner approves all of it."""
+    names = sorted({n for c in (tpl.bindings(tool) if tpl else ()) for n in c.secret_names()})
+    return f" It carries the template's credentials: {', '.join(names)}." if names else ""
 
 
 def _process_recorder(svc: Services, task_id: str, step: int) -> Callable[[int], Awaitable[None]]:
