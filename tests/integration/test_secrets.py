@@ -27,7 +27,7 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import RecordingServer, make_home, running_kernel, wait_for
+from ..support import RecordingServer, make_home, owner_messages, running_kernel, wait_for
 
 SECRET = "tok-" + uuid.uuid4().hex  # long and unique: grep finds it anywhere it leaked
 
@@ -350,3 +350,25 @@ def test_a_secret_too_short_to_redact_is_refused_and_not_stored(tmp_path: Path) 
         assert r.returncode != 0 and "at least 8" in r.stdout + r.stderr
     conn = sqlite3.connect(home.secrets_db)
     assert conn.execute("SELECT count(*) FROM secrets").fetchone()[0] == 0
+
+
+def test_a_secret_typed_into_task_text_is_replaced_and_the_owner_is_told(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", examples=True)
+    with running_kernel(home):
+        ok(pfar(home, "secret", "set", "api_token", stdin=SECRET))
+        r = pfar(home, "submit", "note", f"my token is {SECRET}", "--wait", "--json")
+        assert r.returncode == 0, r.stderr
+        assert "note: the text held api_token" in r.stderr
+        done = json.loads(r.stdout)
+        note = home.workspace(str(done["task_id"])) / "note.md"
+        assert note.read_text() == "my token is [REDACTED:api_token]\n"
+        notices = wait_for(
+            lambda: [
+                m["body"]
+                for m in owner_messages(home)
+                if m.get("key") == f"redacted-input:{done['task_id']}"
+            ],
+            what="the owner's notice",
+        )
+        assert "its text held api_token" in notices[0]
+    assert leaked(home) == []

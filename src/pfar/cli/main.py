@@ -102,6 +102,11 @@ def submit(
             "adapter": "cli",
         },
     )
+    if result.get("redacted"):
+        err.print(
+            f"note: the text held {', '.join(result['redacted'])}; the task got "
+            "[REDACTED:…] in its place (a template's [[credentials]] is how a task uses a secret)"
+        )
     if wait:
         client.call(home, {"op": "wait_idle"}, timeout=3600)
         with readonly(home) as j:

@@ -98,13 +98,18 @@ class ControlServer:
         if op == "status":
             return asdict(k.statistics())
         if op == "submit":
+            text = str(req["text"])
             task = await k.submit(
                 str(req["template"]),
-                str(req["text"]),
+                text,
                 event_id=req.get("event_id"),
                 adapter=str(req.get("adapter", "cli")),
             )
-            return {"task_id": task.task_id, "state": task.state.value}
+            return {
+                "task_id": task.task_id,
+                "state": task.state.value,
+                "redacted": k.redactor.found(text),
+            }
         if op == "answer":
             a, changed = await k.answer(str(req["approval_id"]), str(req["decision"]))
             return {

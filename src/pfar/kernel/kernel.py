@@ -329,8 +329,29 @@ class Kernel:
             self.audit.log(
                 "task_created", task_id=stored.task_id, template_id=tpl.id, adapter=adapter
             )
+            if found := self.redactor.found(text):
+                await self._tell_text_was_redacted(stored, found)
             self.resume(stored.task_id)
         return stored
+
+    async def _tell_text_was_redacted(self, task: TaskRecord, found: list[str]) -> None:
+        """A secret typed into a task's text is never stored: the task gets a marker in
+        its place. The owner is told, since what the task saves differs from what was typed."""
+        named = ", ".join(found)
+        await self.journal.enqueue(
+            [
+                OwnerMessage(
+                    f"redacted-input:{task.task_id}",
+                    "notice",
+                    f"Task {self._title(task)} ({task.task_id[:8]}): its text held {named}; "
+                    "pfar stored and ran it with [REDACTED:…] in its place, so the task "
+                    "never sees the value. To let a task use a secret, name it in the "
+                    "template's [[credentials]].",
+                    task.task_id,
+                )
+            ]
+        )
+        self.owner.notify()
 
     def _reload_template(self, template_id: str) -> Any:
         tpl = self.templates.fresh(template_id)  # raises ConfigError for a malformed file

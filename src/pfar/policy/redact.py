@@ -81,6 +81,15 @@ class Redactor:
             value = pattern.sub(_mask, value)
         return value
 
+    def found(self, value: str) -> list[str]:
+        """What `text` would replace in `value`: secret names, and "a credential-looking
+        string" for token shapes. Empty when `value` holds nothing to redact."""
+        names = set()
+        if self._pattern is not None:
+            names = {self._names[m.group(0)] for m in self._pattern.finditer(value)}
+        shapes = any(pattern.search(value) for pattern in _PATTERNS)
+        return sorted(names) + (["a credential-looking string"] if shapes else [])
+
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
