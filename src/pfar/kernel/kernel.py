@@ -30,6 +30,7 @@ from ..errors import (
     AlreadyDecided,
     ConfigError,
     PfarError,
+    ShuttingDown,
     VaultMissing,
 )
 from ..journal import (
@@ -54,7 +55,7 @@ from ..runners.workflow.runner import answer_outcome as workflow_answer_outcome
 from ..tools.processes import end_group_if_same
 from ..tools.registry import ToolRegistry
 from ..vault.home import Home, HomeLock
-from ..vault.secrets import SecretStore, checked_secret
+from ..vault.secrets import SecretStore, check_secret_size, checked_secret
 from ..vault.sqlite import open_vault_db
 from .audit import AuditLog
 from .models import build_provider
@@ -70,11 +71,6 @@ def pfar_version() -> str:
         return version("pfar")
     except PackageNotFoundError:
         return "0+unknown"
-
-
-class ShuttingDown(PfarError):
-    def __init__(self) -> None:
-        super().__init__("the kernel is shutting down and accepts no new work")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,12 +143,12 @@ class Kernel:
             self.redactor = Redactor(self.secrets.values)
             self.log_filter = RedactingFilter(self.redactor)  # for pfar's log handlers
             self._load_services(config)
+            self.audit = AuditLog(self.home.audit_log, self.redactor)
         except BaseException:
             for resource in opened:
                 resource.close()
             self._lock.release()
             raise
-        self.audit = AuditLog(self.home.audit_log, self.redactor)
         self.audit.log(
             "system_startup",
             version=pfar_version(),
@@ -461,6 +457,7 @@ class Kernel:
             raise AlreadyDecided("credential prompt", prompt_id, p.status.value)
         if not secret.strip():
             raise PfarError("the credential is empty; nothing was stored")
+        check_secret_size(secret.strip())
         # secrets.db first: a crash before the journal write re-prompts, never loses it
         self.secrets.set(p.vault_ref.removeprefix("vault:"), secret.strip(), p.service)
         self.redactor.refresh()
@@ -542,8 +539,10 @@ class Kernel:
         if still:
             await asyncio.gather(*still, return_exceptions=True)
             self.audit.log("shutdown_timeout", pending_tasks=len(left))
-        with contextlib.suppress(PfarError):
+        try:
             await self.owner.deliver_pending()
+        except (PfarError, OSError) as exc:  # they stay in the outbox for the next start
+            log.error("owner messages not delivered at shutdown: %s", exc)
         await self.sessions.close()
         for bg in self._background:
             bg.cancel()
@@ -567,6 +566,11 @@ class Kernel:
         self.secrets.close()
         self.sessions.manager.close()
         self._lock.release()
+
+    @property
+    def accepting(self) -> bool:
+        """False from the start of a shutdown (or a fail-stop) on: no new work is taken."""
+        return self._accepting
 
     @property
     def stopped(self) -> asyncio.Event:

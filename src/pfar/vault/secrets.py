@@ -12,6 +12,9 @@ from ..errors import PfarError
 from .sqlite import Synchronous, open_vault_db
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")  # what a {{secret:NAME}} reference can name
+# A key, a token, a PEM file fit many times over; the redactor looks for every secret in
+# every line it cleans, so a value the size of a file would cost every log line.
+MAX_SECRET = 64 << 10
 
 
 def checked_secret(name: str, value: str) -> str:
@@ -20,7 +23,17 @@ def checked_secret(name: str, value: str) -> str:
         raise PfarError(f"{name!r} is not a secret name (letters, digits, _ . -)")
     if not value.strip():
         raise PfarError("the secret is empty; nothing was stored")
+    check_secret_size(value.strip())
     return value.strip()
+
+
+def check_secret_size(value: str) -> None:
+    size = len(value.encode(errors="surrogatepass"))
+    if size > MAX_SECRET:
+        raise PfarError(
+            f"the secret is {size} bytes; at most {MAX_SECRET} ({MAX_SECRET >> 10} KiB) "
+            "are stored; nothing was stored"
+        )
 
 
 class SecretStore:
