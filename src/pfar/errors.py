@@ -20,6 +20,7 @@ one, what to do about it.
     - IllegalTransition      the state machine refused a transition
     - AlreadyDecided         an approval or prompt was already answered or expired
     - AmbiguousId            an id prefix matches more than one record
+    - IdPrefixTooShort       an id prefix is shorter than the few characters it takes
     - UnknownSession
     - IllegalSessionTransition  the session state machine refused a transition
     - SessionStatusMismatch  compare-and-set: the session is not in the expected status
@@ -31,6 +32,7 @@ one, what to do about it.
     - ToolFailed
   + ProviderError            the LLM provider could not answer
   + KernelNotRunning         a command needs a running kernel
+  + ShuttingDown             the kernel is shutting down and takes no new work
 """
 
 from __future__ import annotations
@@ -113,6 +115,15 @@ class AmbiguousId(JournalError):
         self.prefix = prefix
 
 
+class IdPrefixTooShort(JournalError):
+    def __init__(self, prefix: str, at_least: int) -> None:
+        super().__init__(
+            f"id prefix {prefix!r} is too short: give at least {at_least} characters "
+            "(or the whole id)"
+        )
+        self.prefix, self.at_least = prefix, at_least
+
+
 class ToolError(PfarError):
     pass
 
@@ -141,6 +152,13 @@ class KernelNotRunning(PfarError):
     def __init__(self, home: str) -> None:
         super().__init__(f"no kernel is running on {home}; start one with `pfar run`")
         self.home = home
+
+
+class ShuttingDown(PfarError):
+    def __init__(self) -> None:
+        super().__init__(
+            "the kernel is shutting down and accepts no new work; try again when it has stopped"
+        )
 
 
 # -- sessions (chat-thread agent sessions; see pfar.journal.sessions) ---------

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from pfar.errors import (
     AlreadyDecided,
+    IdPrefixTooShort,
     IllegalTransition,
     UnknownApproval,
     UnknownCredentialPrompt,
@@ -195,8 +196,8 @@ def test_resolve_task_id_by_prefix(journal: Journal) -> None:
     t = _task("0123456789abcdef")
     run(journal.create(t))
     assert journal.resolve_task_id("01234567") == t.task_id
-    with pytest.raises(UnknownTask):
-        journal.resolve_task_id("012")  # too short to be a prefix
+    with pytest.raises(IdPrefixTooShort, match="'012' is too short: give at least 4"):
+        journal.resolve_task_id("012")
 
 
 # -- steps -------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from pfar.errors import (
     AmbiguousId,
+    IdPrefixTooShort,
     IllegalSessionTransition,
     InvalidSessionContext,
     PfarError,
@@ -206,8 +207,8 @@ def test_get_accepts_an_unambiguous_prefix_of_four_or_more(
     assert manager.get(rec.session_id[:4]) == rec
     assert manager.get(rec.session_id[:10]) == rec
     assert manager.resolve_id(rec.session_id[:8]) == rec.session_id
-    with pytest.raises(UnknownSession):
-        manager.get(rec.session_id[:3])  # too short to be taken as a prefix
+    with pytest.raises(IdPrefixTooShort):
+        manager.get(rec.session_id[:3])
     # two ids sharing a prefix, written as another program would
     conn = sqlite3.connect(db)
     for sid, thread in (("abcd-1111", "ta"), ("abcd-2222", "tb")):

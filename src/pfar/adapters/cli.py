@@ -15,39 +15,57 @@ from typing import TextIO
 from ..errors import PfarError
 from ..journal import OwnerMessage
 from ..kernel.kernel import Kernel
+from ..kernel.lines import MAX_LINE_TEXT, read_lines
+from ..kernel.terminal import write
+from ..policy.printable import printable
 
 log = logging.getLogger("pfar.adapters.cli")
 
 
 class StdoutSink:
+    """Owner messages on the terminal. A message's own lines after its first are indented,
+    so only pfar's "[pfar → owner]" starts a line at the left margin."""
+
     name = "cli"
 
     def __init__(self, out: TextIO | None = None) -> None:
         self._out = out or sys.stdout
+        self._dead = False
 
     async def deliver(self, message: OwnerMessage) -> None:
-        self._out.write(f"\n[pfar → owner] {message.body}\n")
-        self._out.flush()
+        if self._dead:
+            return
+        text = f"\n[pfar → owner] {printable(message.body, indent='    ')}\n"
+        if not write(self._out, text):
+            self._dead = True
+            log.warning("stdout cannot be written; owner messages go to owner.log only")
 
 
 async def read_commands(kernel: Kernel, stream: asyncio.StreamReader) -> None:
     n = 0
-    while line := await stream.readline():
+    async for line in read_lines(stream):
         n += 1
-        text = line.decode(errors="replace").strip()
-        if not text:
+        if line is None:
+            reply = f"error: line {n}: over {MAX_LINE_TEXT}; ignored"
+        elif not (text := line.decode(errors="replace").strip()):
             continue
-        try:
-            reply = await _command(kernel, text, n)
-        except PfarError as exc:
-            reply = f"error: {exc}"
-        except ValueError as exc:  # e.g. an unterminated quote
-            reply = f"error: line {n}: {exc}"
-        except Exception as exc:  # one bad line must not end the adapter
-            log.exception("stdin line %d", n)
-            reply = f"error: line {n}: {exc!r}"
-        sys.stdout.write(reply + "\n")
-        sys.stdout.flush()
+        else:
+            reply = await _reply(kernel, text, n)
+        # a reply that cannot be written is lost; the next line is still read and done
+        write(sys.stdout, printable(reply, indent="") + "\n")
+
+
+async def _reply(kernel: Kernel, text: str, n: int) -> str:
+    try:
+        return await _command(kernel, text, n)
+    except PfarError as exc:
+        why = str(exc)
+    except ValueError as exc:  # e.g. an unterminated quote
+        why = f"line {n}: {exc}"
+    except Exception as exc:  # one bad line must not end the adapter
+        log.exception("stdin line %d", n)
+        why = f"line {n}: {exc!r}"
+    return "error: " + printable(why, indent="  ")
 
 
 async def _command(kernel: Kernel, text: str, n: int) -> str:

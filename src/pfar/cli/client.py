@@ -7,7 +7,8 @@ import socket
 from typing import Any
 
 from ..errors import KernelNotRunning, PfarError
-from ..vault.home import Home
+from ..kernel.lines import MAX_LINE, MAX_LINE_TEXT
+from ..vault.home import Home, HomeLock
 
 
 class RemoteError(PfarError):
@@ -26,18 +27,29 @@ def kernel_running(home: Home) -> bool:
 
 def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:
     path = str(home.control_socket)
+    data = json.dumps(request).encode() + b"\n"
+    if len(data) > MAX_LINE:
+        raise PfarError(
+            f"the request is {len(data)} bytes; the kernel takes at most {MAX_LINE_TEXT}; "
+            "nothing was sent"
+        )
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(path)
     except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
+        if _lock_held(home):
+            raise PfarError(
+                f"the kernel on {home.root} is not answering on its control socket yet "
+                "(it is starting or stopping); try again in a moment"
+            ) from None
         raise KernelNotRunning(str(home.root)) from None
     except OSError as exc:
         sock.close()
         raise PfarError(f"cannot reach the kernel at {path}: {exc}") from None
     try:
-        sock.sendall(json.dumps(request).encode() + b"\n")
+        sock.sendall(data)
         buf = b""
         while not buf.endswith(b"\n"):
             chunk = sock.recv(65536)
@@ -48,6 +60,8 @@ def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:
         raise PfarError(
             f"the kernel did not answer within {timeout:g}s; it goes on with the request"
         ) from None
+    except OSError as exc:
+        raise PfarError(f"the kernel closed the control connection ({exc.strerror})") from None
     finally:
         sock.close()
     response = json.loads(buf)
@@ -55,3 +69,10 @@ def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:
         err = response.get("error", {})
         raise RemoteError(err.get("type", "Error"), err.get("message", "unknown error"))
     return response.get("result")
+
+
+def _lock_held(home: Home) -> bool:
+    try:
+        return HomeLock(home).is_held_elsewhere()
+    except OSError:
+        return False

@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from ..policy.printable import printable
 from ..vault.home import Home
 from . import client
 from .setup_home import init_home
@@ -208,7 +210,8 @@ def _owner_log(home: Home, seen: int) -> int:
     lines = home.owner_log.read_text().splitlines() if home.owner_log.exists() else []
     for line in lines[seen:]:
         msg = json.loads(line)
-        con.print(f"[bold magenta]  owner ← [/]{msg['body']}".replace("\n", "\n           "))
+        body = printable(escape(msg["body"]), indent="           ")
+        con.print(f"[bold magenta]  owner ← [/]{body}")
     return len(lines)
 
 

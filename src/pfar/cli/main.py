@@ -13,14 +13,18 @@ import click
 from ..config import Config
 from ..errors import KernelNotRunning, PfarError
 from ..journal import TaskState
+from ..policy.printable import printable
 from ..recovery import plan_recovery
 from ..vault.home import Home, HomeLock
+from ..vault.secrets import check_secret_size
 from . import client
 from .output import emit, err, home_of, out, readonly, table
 from .sessions_cmd import secret, session
 from .setup_home import init_home
 from .views import approval_row, credential_row, task_row, timeline
 from .workflows_cmd import workflow
+
+MAX_LIMIT = 1_000_000  # a listing longer than this is a job for --json and a script
 
 
 # user data is never markup; piped output is not squeezed into 80 columns
@@ -56,6 +60,7 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
     """Run the kernel in the foreground (CLI adapter on stdin/stdout)."""
     from ..adapters.cli import StdoutSink, read_commands, stdin_reader
     from ..kernel.process import serve
+    from ..kernel.terminal import say
 
     home = home_of(ctx)
 
@@ -64,8 +69,8 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
 
         def started(kernel: Any) -> None:
             for e in kernel.template_errors:
-                err.print(f"template not loaded: {e}")
-            err.print(
+                say(f"template not loaded: {e}")
+            say(
                 f"pfar kernel running on {home.root} (pid {__import__('os').getpid()}, "
                 f"boot {kernel.boot_id[:8]})"
             )
@@ -125,7 +130,13 @@ def submit(
     type=click.Choice([st.value for st in TaskState]),
     help="Only tasks in this state (repeatable).",
 )
-@click.option("--limit", default=50, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, MAX_LIMIT),
+    default=50,
+    show_default=True,
+    help="At most this many tasks.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def tasks(ctx: click.Context, states: tuple[str, ...], limit: int, as_json: bool) -> None:
@@ -157,10 +168,11 @@ def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
         return
     t = data["task"]
     out.print(f"{t['task_id']}  {t['template_id']}  {t['state']} (phase {t['phase']})")
+    # errors and events quote tools and servers: their lines after the first are indented
     if t["error"]:
-        out.print(f"error: {t['error']}")
+        out.print(f"error: {printable(t['error'], indent='       ')}")
     for ev in data["timeline"]:
-        out.print(f"  {ev['at']}  {ev['event']}")
+        out.print(f"  {ev['at']}  {printable(ev['event'], indent='    ')}")
 
 
 @task.command("trace")
@@ -171,7 +183,7 @@ def task_trace(ctx: click.Context, task_id: str) -> None:
     from .trace_view import task_as_trace
 
     with readonly(home_of(ctx)) as j:
-        click.echo(task_as_trace(j, j.resolve_task_id(task_id)), nl=False)
+        click.echo(printable(task_as_trace(j, j.resolve_task_id(task_id)), indent=""), nl=False)
 
 
 @cli.command()
@@ -296,6 +308,7 @@ def credential(ctx: click.Context, prompt_id: str) -> None:
         secret = click.prompt("secret", hide_input=True)
     else:
         secret = sys.stdin.read()
+    check_secret_size(secret.strip())  # refused here, before it is sent anywhere
     r = client.call(home_of(ctx), {"op": "credential", "prompt_id": prompt_id, "secret": secret})
     out.print(f"credential stored; task {r['task_id']} resumes")
 
@@ -369,8 +382,8 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except KernelNotRunning as exc:
-        err.print(f"error: {exc}")
+        err.print(f"error: {printable(str(exc), indent='  ')}")
         sys.exit(2)
     except PfarError as exc:
-        err.print(f"error: {exc}")
+        err.print(f"error: {printable(str(exc), indent='  ')}")
         sys.exit(1)

@@ -11,10 +11,22 @@ from rich.console import Console
 from rich.table import Table
 
 from ..journal import Journal
+from ..policy.printable import printable
 from ..vault.home import Home
 
-out = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
+
+class _Terminal(Console):
+    """Text printed for people never carries a control character to their terminal:
+    task errors, results and descriptions come from servers and models."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(
+            *(printable(o, indent="") if isinstance(o, str) else o for o in objects), **kwargs
+        )
+
+
+out = _Terminal(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
+err = _Terminal(stderr=True, highlight=False, markup=False, soft_wrap=True)
 
 
 def home_of(ctx: click.Context) -> Home:
@@ -41,7 +53,7 @@ def _cell(column: str, value: Any) -> str:
         text = text[:8]
     elif column.endswith("_at") and "T" in text:
         text = text[:19].replace("T", " ")
-    return text
+    return printable(text, indent="")
 
 
 def table(rows: list[dict[str, Any]], columns: list[str], title: str) -> Table:

@@ -8,6 +8,7 @@ import sys
 import click
 
 from ..journal.sessions import SessionManager, SessionStatus
+from ..policy.printable import printable
 from ..vault.home import Home
 from ..vault.secrets import SecretStore, checked_secret
 from ..vault.sqlite import open_vault_db
@@ -58,7 +59,8 @@ def session_show(ctx: click.Context, session_id: str, as_json: bool) -> None:
         emit(row, True)
         return
     for key, value in row.items():
-        out.print(f"{key:13} {json.dumps(value) if isinstance(value, dict) else value}")
+        text = json.dumps(value) if isinstance(value, dict) else str(value)
+        out.print(f"{key:13} {printable(text, indent=' ' * 14)}")
 
 
 @session.command("new")
@@ -117,10 +119,10 @@ def secret_set(ctx: click.Context, name: str) -> None:
     """
     home = home_of(ctx)
     value = click.prompt("value", hide_input=True) if sys.stdin.isatty() else sys.stdin.read()
+    checked = checked_secret(name, value)  # refused here, before it is sent anywhere
     if client.kernel_running(home):
-        client.call(home, {"op": "secret_set", "name": name, "value": value})
+        client.call(home, {"op": "secret_set", "name": name, "value": checked})
     else:
-        checked = checked_secret(name, value)
         store = SecretStore.open(home.secrets_db)
         try:
             store.set(name, checked)

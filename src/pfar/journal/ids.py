@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from ..errors import AmbiguousId, PfarError
+from ..errors import AmbiguousId, IdPrefixTooShort, PfarError
 
 MIN_PREFIX = 4
 
@@ -21,15 +21,17 @@ def resolve_id(
     """The full id in `table.column` that `given` names (both are pfar's own, not input)."""
     if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (given,)).fetchone():
         return given
-    found: list[str] = []
-    if len(given) >= MIN_PREFIX:
-        found = [
-            str(r[0])
-            for r in conn.execute(
-                f"SELECT {column} FROM {table} WHERE {column} >= ? AND {column} < ? LIMIT 2",
-                (given, given + "\uffff"),
-            )
-        ]
+    if len(given) < MIN_PREFIX:
+        # said whether or not some id starts with it: "no task with id 'd'" would be
+        # wrong as often as not, and a short prefix is refused either way
+        raise IdPrefixTooShort(given, MIN_PREFIX)
+    found = [
+        str(r[0])
+        for r in conn.execute(
+            f"SELECT {column} FROM {table} WHERE {column} >= ? AND {column} < ? LIMIT 2",
+            (given, given + "\uffff"),
+        )
+    ]
     if len(found) == 1:
         return found[0]
     if found:

@@ -16,13 +16,21 @@ import os
 from dataclasses import asdict
 from typing import Any
 
-from ..errors import PfarError
+from ..errors import PfarError, ShuttingDown
 from .kernel import Kernel
+from .lines import MAX_LINE_TEXT, read_lines
 
 log = logging.getLogger("pfar.control")
 
-_MAX_LINE = 1 << 20
+# what a shutting-down kernel still answers: the socket stays open until its tasks are done
+_WHILE_SHUTTING_DOWN = {"ping", "status", "wait_idle", "shutdown"}
 MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on macOS
+
+
+_TOO_LONG = {
+    "ok": False,
+    "error": {"type": "BadRequest", "message": f"request over {MAX_LINE_TEXT}; nothing was done"},
+}
 
 
 class ControlServer:
@@ -43,9 +51,7 @@ class ControlServer:
             path.unlink()  # stale from a killed kernel; we hold the home lock
         old = os.umask(0o177)
         try:
-            self._server = await asyncio.start_unix_server(
-                self._client, path=str(path), limit=_MAX_LINE
-            )
+            self._server = await asyncio.start_unix_server(self._client, path=str(path))
         finally:
             os.umask(old)
         os.chmod(path, 0o600)
@@ -56,14 +62,19 @@ class ControlServer:
             for client in list(self._clients):  # an idle client must not hold shutdown
                 client.close()
             await self._server.wait_closed()
-        with contextlib.suppress(FileNotFoundError):
-            self._kernel.home.control_socket.unlink()
+        path = self._kernel.home.control_socket
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # e.g. the home was made unwritable: shutdown goes on
+            log.error("could not remove %s: %s", path, exc.strerror or exc)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._clients.add(writer)
         try:
-            while line := await reader.readline():
-                response = await self._handle(line)
+            async for line in read_lines(reader):
+                response = await self._handle(line) if line is not None else _TOO_LONG
                 writer.write(json.dumps(response).encode() + b"\n")
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -77,6 +88,8 @@ class ControlServer:
             request = json.loads(line)
             if not isinstance(request, dict) or not isinstance(request.get("op"), str):
                 raise ValueError("a request is a JSON object with an 'op'")
+            if not self._kernel.accepting and request["op"] not in _WHILE_SHUTTING_DOWN:
+                raise ShuttingDown()
             result = await self._dispatch(request)
         except PfarError as exc:
             return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}

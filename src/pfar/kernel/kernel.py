@@ -30,6 +30,7 @@ from ..errors import (
     AlreadyDecided,
     ConfigError,
     PfarError,
+    ShuttingDown,
     VaultMissing,
 )
 from ..journal import (
@@ -70,11 +71,6 @@ def pfar_version() -> str:
         return version("pfar")
     except PackageNotFoundError:
         return "0+unknown"
-
-
-class ShuttingDown(PfarError):
-    def __init__(self) -> None:
-        super().__init__("the kernel is shutting down and accepts no new work")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,12 +150,12 @@ class Kernel:
                 )
             self.log_filter = RedactingFilter(self.redactor)  # for pfar's log handlers
             self._load_services(config)
+            self.audit = AuditLog(self.home.audit_log, self.redactor)
         except BaseException:
             for resource in opened:
                 resource.close()
             self._lock.release()
             raise
-        self.audit = AuditLog(self.home.audit_log, self.redactor)
         self.audit.log(
             "system_startup",
             version=pfar_version(),
@@ -570,8 +566,10 @@ class Kernel:
         if still:
             await asyncio.gather(*still, return_exceptions=True)
             self.audit.log("shutdown_timeout", pending_tasks=len(left))
-        with contextlib.suppress(PfarError):
+        try:
             await self.owner.deliver_pending()
+        except (PfarError, OSError) as exc:  # they stay in the outbox for the next start
+            log.error("owner messages not delivered at shutdown: %s", exc)
         await self.sessions.close()
         for bg in self._background:
             bg.cancel()
@@ -595,6 +593,11 @@ class Kernel:
         self.secrets.close()
         self.sessions.manager.close()
         self._lock.release()
+
+    @property
+    def accepting(self) -> bool:
+        """False from the start of a shutdown (or a fail-stop) on: no new work is taken."""
+        return self._accepting
 
     @property
     def stopped(self) -> asyncio.Event:

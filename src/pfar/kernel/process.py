@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import sys
 from collections.abc import Callable
 
 from ..config import Config
@@ -13,6 +12,7 @@ from ..vault.home import Home
 from .control import ControlServer
 from .kernel import Kernel
 from .owner import Sink
+from .terminal import LogFormatter, StderrHandler, say
 
 
 async def serve(
@@ -30,10 +30,11 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await kernel.start()
-    # pfar's log lines go to stderr through one handler that redacts secrets
-    handler = logging.StreamHandler(sys.stderr)
+    # pfar's log lines go to stderr through one handler that redacts secrets, escapes
+    # control characters and never raises
+    handler = StderrHandler()
     handler.addFilter(kernel.log_filter)
-    handler.setFormatter(logging.Formatter("pfar: %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(LogFormatter("pfar: %(levelname)s %(name)s: %(message)s"))
     logging.getLogger("pfar").addHandler(handler)
     logging.getLogger("pfar").propagate = False
     for sink in sinks or []:
@@ -52,19 +53,22 @@ async def serve(
     await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     for w in waiters + extras:
         w.cancel()
-    await control.close()
     if kernel.journal.writer.failure is not None:
-        sys.stderr.write(
+        await control.close()
+        say(
             "pfar: the journal could not be written; stopped without a clean "
-            "shutdown. The next start recovers from what is on disk.\n"
+            "shutdown. The next start recovers from what is on disk."
         )
         await kernel.abort()
         return 3
+    # the socket answers "shutting down" while in-flight tasks finish: a client that
+    # finds no socket would tell its user that no kernel is running
     left = await kernel.shutdown()
+    await control.close()
     if left:
-        sys.stderr.write(f"pfar: {len(left)} task(s) left in the journal for the next start\n")
+        say(f"pfar: {len(left)} task(s) left in the journal for the next start")
     if kernel.failure:
-        sys.stderr.write(f"pfar: the kernel stopped itself: {kernel.failure}\n")
+        say(f"pfar: the kernel stopped itself: {kernel.failure}")
         return 4
-    sys.stderr.write("pfar kernel shut down cleanly\n")
+    say("pfar kernel shut down cleanly")
     return 0

@@ -15,6 +15,9 @@ from .sqlite import Synchronous, open_vault_db
 # short is found in ordinary words and numbers, so it could be neither redacted nor kept
 MIN_SECRET_LENGTH = 8
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")  # what a {{secret:NAME}} reference can name
+# A key, a token, a PEM file fit many times over; the redactor looks for every secret in
+# every line it cleans, so a value the size of a file would cost every log line.
+MAX_SECRET = 64 << 10
 
 
 def checked_secret(name: str, value: str) -> str:
@@ -30,7 +33,17 @@ def checked_secret(name: str, value: str) -> str:
             f"{MIN_SECRET_LENGTH} to find and redact it wherever it appears, so nothing "
             "was stored"
         )
+    check_secret_size(value)
     return value
+
+
+def check_secret_size(value: str) -> None:
+    size = len(value.encode(errors="surrogatepass"))
+    if size > MAX_SECRET:
+        raise PfarError(
+            f"the secret is {size} bytes; at most {MAX_SECRET} ({MAX_SECRET >> 10} KiB) "
+            "are stored; nothing was stored"
+        )
 
 
 class SecretStore:
