@@ -20,6 +20,7 @@ one, what to do about it.
     - IllegalTransition      the state machine refused a transition
     - AlreadyDecided         an approval or prompt was already answered or expired
     - AmbiguousId            an id prefix matches more than one record
+    - EventIdReused          an event id came back with another template or text
     - UnknownSession
     - IllegalSessionTransition  the session state machine refused a transition
     - SessionStatusMismatch  compare-and-set: the session is not in the expected status
@@ -31,6 +32,7 @@ one, what to do about it.
     - ToolFailed
   + ProviderError            the LLM provider could not answer
   + KernelNotRunning         a command needs a running kernel
+  + BadRequest               a request's field has the wrong type or shape (field named)
 """
 
 from __future__ import annotations
@@ -113,6 +115,18 @@ class AmbiguousId(JournalError):
         self.prefix = prefix
 
 
+class EventIdReused(JournalError):
+    """Exactly-once means the same event twice, not any event under a used id."""
+
+    def __init__(self, event_id: str, task_id: str, differs: str) -> None:
+        super().__init__(
+            f"event id {event_id!r} was already used by task {task_id} ({differs}); "
+            "nothing was created (the same event id with the same template and text "
+            "returns that task; a new event needs a new id)"
+        )
+        self.event_id, self.task_id, self.differs = event_id, task_id, differs
+
+
 class ToolError(PfarError):
     pass
 
@@ -135,6 +149,14 @@ class ToolFailed(ToolError):
 
 class ProviderError(PfarError):
     pass
+
+
+class BadRequest(PfarError):
+    """A request (control socket or API call) whose field has the wrong type or shape."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field, self.problem = field, problem
 
 
 class KernelNotRunning(PfarError):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pfar.cli.client import RemoteError
 from pfar.vault.home import Home
 
 from ..support import (
@@ -513,3 +514,82 @@ def test_a_tool_that_hangs_is_stopped_at_its_timeout(tmp_path: Path) -> None:
         _, state2, _ = _submit_and_wait(home, "echo fine")
         assert state2 == "Completed"
         assert k.proc.poll() is None
+
+
+# -- event ids ---------------------------------------------------------------------------
+
+
+def test_an_event_id_reused_for_another_event_is_refused_naming_its_task(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    (home.templates_dir / "other.toml").write_text('id = "other"\nallowed_tools = []\n')
+    with running_kernel(home) as k:
+        first = pfar(home, "submit", "cmd", "echo one", "--event-id", "mail-1", "--json")
+        assert first.returncode == 0, said(first)
+        task_id = json.loads(first.stdout)["task_id"]
+        # redelivered: the same template and text is the same event (exactly once)
+        again = pfar(home, "submit", "cmd", "echo one", "--event-id", "mail-1", "--json")
+        assert again.returncode == 0, said(again)
+        assert json.loads(again.stdout)["task_id"] == task_id
+
+        other_text = pfar(home, "submit", "cmd", "echo two", "--event-id", "mail-1")
+        assert other_text.returncode == 1, said(other_text)
+        assert (
+            f"event id 'mail-1' was already used by task {task_id} (a different text); "
+            "nothing was created" in said(other_text)
+        ), said(other_text)
+        other_tpl = pfar(home, "submit", "other", "echo one", "--event-id", "mail-1")
+        assert other_tpl.returncode == 1, said(other_tpl)
+        assert (
+            f"event id 'mail-1' was already used by task {task_id} "
+            "(template 'cmd', not 'other')" in said(other_tpl)
+        ), said(other_tpl)
+        assert k.proc.poll() is None
+    assert list(task_states(home)) == [task_id]
+    with db(home) as conn:
+        text = conn.execute("SELECT json_extract(trigger_event, '$.text') FROM task_journal")
+        assert text.fetchone()[0] == "echo one"
+
+
+def test_a_redelivered_event_is_the_same_after_a_secret_in_its_text_was_stored(
+    tmp_path: Path,
+) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    text = "echo hunter2-pass"
+    with running_kernel(home):
+        first = pfar(home, "submit", "cmd", text, "--event-id", "e-7", "--json")
+        assert first.returncode == 0, said(first)
+        stored = pfar(home, "secret", "set", "pw", stdin="hunter2-pass")
+        assert stored.returncode == 0, said(stored)
+        # the journal holds the text as redacted then; the redelivery is redacted now
+        again = pfar(home, "submit", "cmd", text, "--event-id", "e-7", "--json")
+        assert again.returncode == 0, said(again)
+        assert json.loads(again.stdout)["task_id"] == json.loads(first.stdout)["task_id"]
+    assert len(task_states(home)) == 1
+
+
+@pytest.mark.parametrize(
+    ("event_id", "problem"),
+    [
+        ([1, 2], "event_id: must be a string, not list"),
+        ({"a": 1}, "event_id: must be a string, not dict"),
+        (True, "event_id: must be a string, not bool"),
+        (1, "event_id: must be a string, not int"),
+        ("", "event_id: must be 1 to 256 characters"),
+        ("x" * 257, "event_id: must be 1 to 256 characters"),
+        ("a\nb", "event_id: must not contain control characters"),
+    ],
+    ids=["list", "object", "true", "int", "empty", "too-long", "newline"],
+)
+def test_event_ids_on_the_control_socket_are_checked(
+    tmp_path: Path, event_id: object, problem: str
+) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    with running_kernel(home) as k:
+        ok = k.request("submit", template="cmd", text="echo a", event_id="1")
+        with pytest.raises(RemoteError) as bad:
+            k.request("submit", template="cmd", text="echo a", event_id=event_id)
+        assert bad.value.kind == "BadRequest", bad.value
+        assert problem in str(bad.value)
+        # `true` is not the event "1" (or "True") seen again
+        assert k.request("ping")
+    assert list(task_states(home)) == [ok["task_id"]]

@@ -82,7 +82,10 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
 @cli.command()
 @click.argument("template")
 @click.argument("text")
-@click.option("--event-id", help="Idempotency: the same event id twice creates one task.")
+@click.option(
+    "--event-id",
+    help="Idempotency: the same event (id, template, text) twice creates one task.",
+)
 @click.option("--wait", is_flag=True, help="Wait until no task is running, then show it.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context

@@ -16,7 +16,7 @@ import os
 from dataclasses import asdict
 from typing import Any
 
-from ..errors import PfarError
+from ..errors import BadRequest, PfarError
 from .kernel import Kernel
 
 log = logging.getLogger("pfar.control")
@@ -99,10 +99,11 @@ class ControlServer:
             return asdict(k.statistics())
         if op == "submit":
             task = await k.submit(
-                str(req["template"]),
-                str(req["text"]),
+                _string(req, "template"),
+                _string(req, "text"),
+                # checked by submit, never str()-ed: True and "True" are different events
                 event_id=req.get("event_id"),
-                adapter=str(req.get("adapter", "cli")),
+                adapter=_string(req, "adapter", "cli"),
             )
             return {"task_id": task.task_id, "state": task.state.value}
         if op == "answer":
@@ -141,3 +142,13 @@ class ControlServer:
             self.shutdown_requested.set()
             return {}
         raise ValueError(f"unknown op {op!r}")
+
+
+def _string(req: dict[str, Any], key: str, default: str | None = None) -> str:
+    """A request field that must be a string: a list or a number is refused, not str()-ed."""
+    value = req.get(key, default)
+    if value is None:
+        raise BadRequest(key, "is required")
+    if not isinstance(value, str):
+        raise BadRequest(key, f"must be a string, not {type(value).__name__}")
+    return value
