@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pfar.cli.client import RemoteError
+from pfar.cli.client import RemoteError, call
 from pfar.vault.home import Home
 
 from ..support import (
@@ -593,3 +593,62 @@ def test_event_ids_on_the_control_socket_are_checked(
         # `true` is not the event "1" (or "True") seen again
         assert k.request("ping")
     assert list(task_states(home)) == [ok["task_id"]]
+
+
+# -- the scripted model's patterns -----------------------------------------------------------
+
+SLOW_TEMPLATE = """
+    id = "slow"
+    description = "Match a pattern"
+    allowed_tools = ["shell.run"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("pattern", "problem"),
+    [
+        # what froze the kernel with `re`; `regex` answers it at once: no plan matches
+        ("(a+)+$", "has no plan for template 'slow'"),
+        # catastrophic for any backtracking matcher: stopped at the match timeout
+        ("(a|aa)+$", "responses.0.match: the pattern '(a|aa)+$' took more than 1s"),
+    ],
+    ids=["nested-plus", "alternation"],
+)
+def test_a_catastrophic_match_pattern_never_stalls_the_kernel(
+    tmp_path: Path, pattern: str, problem: str
+) -> None:
+    script = f"""
+        [[responses]]
+        template = "slow"
+        phase = "plan"
+        match = '{pattern}'
+        json = {{ steps = [ {{ tool = "shell.run", args = {{ argv = ["true"] }} }} ] }}
+    """
+    home = make_home(
+        tmp_path / "home",
+        templates={"slow": SLOW_TEMPLATE, "cmd": CMD_TEMPLATE},
+        script=script + CMD_SCRIPT,
+    )
+    k = KernelProcess(home)
+    try:
+        k.wait_ready()
+        slow = pfar(home, "submit", "slow", "a" * 40 + "b", "--json")
+        assert slow.returncode == 0, said(slow)
+        task_id = json.loads(slow.stdout)["task_id"]
+        # the control socket answers while the pattern runs, and other tasks go on
+        assert call(home, {"op": "ping"}, timeout=30)["boot_id"]
+        ok = pfar(home, "submit", "cmd", "echo fine", "--json")
+        assert ok.returncode == 0, said(ok)
+        row = wait_for(
+            lambda: (r := _task_row(home, task_id))["state"] in TERMINAL and r,
+            what="the task with the slow pattern to end",
+        )
+        assert row["state"] == "Failed"
+        assert str(home.root / "scripts" / "default.toml") in row["error"], row["error"]
+        assert problem in row["error"], row["error"]
+        wait_for(lambda: set(task_states(home).values()) <= TERMINAL, what="the other task")
+        assert task_states(home)[json.loads(ok.stdout)["task_id"]] == "Completed"
+        assert k.terminate() == 0
+    finally:
+        if k.proc.poll() is None:
+            k.kill()
