@@ -5,6 +5,7 @@ one, what to do about it.
 
 * PfarError
   + ConfigError              a config or template file is malformed (file and key named)
+    - ConfigErrors           several problems in one file, each with its key
   + VaultError
     - VaultMissing           the vault does not exist where it should
     - VaultLocked            another kernel owns this home
@@ -47,6 +48,25 @@ class ConfigError(PfarError):
         where = f"{path}: {key}" if key else path
         super().__init__(f"{where}: {problem}")
         self.path, self.key, self.problem = path, key, problem
+
+    @property
+    def each(self) -> list[ConfigError]:
+        """Every problem, one error each (`path: key: problem`)."""
+        return [self]
+
+
+class ConfigErrors(ConfigError):
+    """Several problems in one file, reported together: one line each, with its key."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        first = errors[0]
+        super().__init__(first.path, first.key, first.problem)
+        self.args = ("\n".join(str(e) for e in errors),)
+        self.errors = errors
+
+    @property
+    def each(self) -> list[ConfigError]:
+        return list(self.errors)
 
 
 class VaultError(PfarError):

@@ -652,3 +652,81 @@ def test_a_catastrophic_match_pattern_never_stalls_the_kernel(
     finally:
         if k.proc.poll() is None:
             k.kill()
+
+
+# -- templates, checked whole at load ---------------------------------------------------------
+
+WHOLE_BAD_TEMPLATE = """
+    id = "bad"
+    allowed_tools = ["rm.everything", "shell.run"]
+    output_sinks = ["owner", "workspace:../../x", "workspace:/etc/hostname"]
+    priority = "high"
+    [approval]
+    require = ["shel.run"]
+    on_deny = "maybe"
+    [timeouts]
+    step_seconds = "soon"
+"""
+
+KNOWN_TOOLS = "admin.prompt_credential, file.read, file.write, http.request, shell.run"
+WHOLE_BAD_PROBLEMS = [
+    f"allowed_tools.0: unknown tool 'rm.everything' (known: {KNOWN_TOOLS})",
+    "output_sinks.1: 'workspace:../../x': '../../x' leads outside the task workspace",
+    "output_sinks.2: 'workspace:/etc/hostname': '/etc/hostname' is an absolute path",
+    "priority: Input should be a valid integer",
+    f"approval.require.0: unknown tool 'shel.run' (known: {KNOWN_TOOLS})",
+    "approval.on_deny: Input should be 'skip' or 'fail'",
+    "timeouts.step_seconds: Input should be a valid number",
+]
+
+
+def test_a_template_is_checked_whole_at_load_and_every_problem_is_named(tmp_path: Path) -> None:
+    home = make_home(
+        tmp_path / "home",
+        templates={"cmd": CMD_TEMPLATE, "bad": WHOLE_BAD_TEMPLATE},
+        script=CMD_SCRIPT,
+    )
+    path = home.templates_dir / "bad.toml"
+    body = path.read_text()
+    with running_kernel(home) as k:
+        r = pfar(home, "submit", "bad", "echo hello")
+        assert r.returncode == 1, said(r)
+        for problem in WHOLE_BAD_PROBLEMS:
+            assert f"{path}: {problem}" in said(r), (problem, said(r))
+        assert task_states(home) == {}
+        assert k.proc.poll() is None
+    # at start, one line for each problem, each with the file and its key
+    started = k.stdout_path.read_text().splitlines()
+    for problem in WHOLE_BAD_PROBLEMS:
+        assert any(
+            line.startswith(f"template not loaded: {path}: {problem}") for line in started
+        ), (problem, started)
+    assert path.read_text() == body
+    assert not (home.root.parent / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("sink", "problem"),
+    [
+        ("workspace:../../escaped.txt", "leads outside the task workspace (through '..')"),
+        ("workspace:/tmp/escaped.txt", "is an absolute path"),
+        ("workspace:", "is empty"),
+    ],
+    ids=["dotdot", "absolute", "empty"],
+)
+def test_a_workspace_sink_outside_the_workspace_is_refused_before_any_write(
+    tmp_path: Path, sink: str, problem: str
+) -> None:
+    effects = tmp_path / "effects.log"
+    template = (
+        'id = "cmd"\nallowed_tools = ["shell.run"]\n'
+        f'output_sinks = ["{sink}"]\n[timeouts]\nstep_seconds = 5\n'
+    )
+    home = make_home(tmp_path / "home", templates={"cmd": template}, script=CMD_SCRIPT)
+    with running_kernel(home):
+        r = pfar(home, "submit", "cmd", f"echo ran >> {effects}")
+        assert r.returncode == 1, said(r)
+        assert f"{home.templates_dir / 'cmd.toml'}: output_sinks.0: {sink!r}: " in said(r)
+        assert problem in said(r), said(r)
+    assert task_states(home) == {}
+    assert not effects.exists()  # refused at load: the task's write never ran

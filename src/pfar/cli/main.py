@@ -63,7 +63,8 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
 
         def started(kernel: Any) -> None:
             for e in kernel.template_errors:
-                err.print(f"template not loaded: {e}")
+                for problem in e.each:  # one line each, with its key
+                    err.print(f"template not loaded: {problem}")
             err.print(
                 f"pfar kernel running on {home.root} (pid {__import__('os').getpid()}, "
                 f"boot {kernel.boot_id[:8]})"

@@ -182,7 +182,8 @@ class Kernel:
         await self._expire()
         await self._cleanup()
         for err in self.template_errors:
-            self.audit.log("template_invalid", error=str(err))
+            for problem in err.each:
+                self.audit.log("template_invalid", error=str(problem))
 
         # Stage 3 (services) was loaded before any journal write: see _load_services
         now = datetime.now(UTC)
@@ -246,9 +247,11 @@ class Kernel:
     def _load_services(self, config: Config) -> None:
         """Templates, tools and the model, validated before the journal is written to:
         a bad script or config stops the start without touching any task."""
-        self.templates = TemplateRegistry(self.home.templates_dir)
-        self.template_errors = self.templates.load()
         self.tools = self._tools or ToolRegistry.builtin()
+        self.templates = TemplateRegistry(
+            self.home.templates_dir, [tool.name for tool in self.tools]
+        )
+        self.template_errors = self.templates.load()
         self.provider = self._provider or self._load_provider(config)
         self.services = Services(
             journal=self.journal,
