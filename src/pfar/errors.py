@@ -171,8 +171,9 @@ class ProviderError(PfarError):
     pass
 
 
-class BadRequest(PfarError):
-    """A request (control socket or API call) whose field has the wrong type or shape."""
+class BadRequest(PfarError, ValueError):
+    """A request (control socket or API call) whose field has the wrong type or shape
+    (a ValueError too: callers that caught the untyped one keep working)."""
 
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"{field}: {problem}")

@@ -730,3 +730,141 @@ def test_a_workspace_sink_outside_the_workspace_is_refused_before_any_write(
         assert problem in said(r), said(r)
     assert task_states(home) == {}
     assert not effects.exists()  # refused at load: the task's write never ran
+
+
+# -- workflows: files outside the workflow directory ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "problem"),
+    [
+        (
+            'artifacts = ["../../../../etc/passwd"]',
+            "steps.0.artifacts.0",
+            "'../../../../etc/passwd' leads outside the workflow directory (through '..')",
+        ),
+        (
+            'artifacts = ["notes.md", "/etc/hostname"]',
+            "steps.0.artifacts.1",
+            "'/etc/hostname' is an absolute path: give it relative to the workflow directory",
+        ),
+    ],
+    ids=["dotdot", "absolute"],
+)
+def test_a_workflow_artifact_outside_its_directory_is_refused_at_load(
+    tmp_path: Path, line: str, key: str, problem: str
+) -> None:
+    home = make_home(tmp_path / "home", script="")
+    work = tmp_path / "work"
+    work.mkdir()
+    definition = tmp_path / "wf.toml"
+    definition.write_text(
+        f'name = "wf"\n[[steps]]\nname = "one"\nrun = ["touch", "ran.txt"]\n{line}\n'
+    )
+    with running_kernel(home):
+        r = pfar(home, "workflow", "start", str(definition), str(work))
+        assert r.returncode == 1, said(r)
+        assert f"error: {definition}: {key}: {problem}" in said(r), said(r)
+    assert task_states(home) == {}
+    assert sorted(p.name for p in work.iterdir()) == []  # nothing ran, no trace written
+
+
+def test_a_workflow_artifact_that_is_a_symlink_leading_out_is_not_taken_as_made(
+    tmp_path: Path,
+) -> None:
+    home = make_home(tmp_path / "home", script="")
+    work = tmp_path / "work"
+    work.mkdir()
+    definition = tmp_path / "wf.toml"
+    definition.write_text(
+        'name = "wf"\n[[steps]]\nname = "one"\n'
+        'run = ["ln", "-s", "/etc/hostname", "out.txt"]\nartifacts = ["out.txt"]\n'
+    )
+    with running_kernel(home):
+        r = pfar(home, "workflow", "start", str(definition), str(work))
+        assert r.returncode == 0, said(r)
+        task_id = r.stdout.split()[2]
+
+        def asked() -> sqlite3.Row | None:
+            with db(home) as conn:
+                return conn.execute(
+                    "SELECT description FROM pending_approvals WHERE task_id = ?", (task_id,)
+                ).fetchone()
+
+        question = wait_for(asked, what="the owner to be asked about the failed step")
+        assert "expected artifacts missing: out.txt" in question["description"]
+    with db(home) as conn:
+        step = conn.execute("SELECT status FROM task_steps WHERE task_id = ?", (task_id,))
+        assert step.fetchone()["status"] == "failed"
+    # a trace edited by hand to name it: the status says where it points, never "ok"
+    trace = (work / "trace.md").read_text()
+    (work / "trace.md").write_text(
+        trace.replace("**Status:** failed", "**Status:** completed\n**Artifacts:** out.txt")
+    )
+    status = pfar(home, "workflow", "status", str(work))
+    assert "artifact out.txt: OUTSIDE the workflow directory (not checked)" in said(status)
+    assert "out.txt: ok" not in said(status)
+
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+def test_a_session_for_a_project_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", script="")
+    missing = tmp_path / "nonexistent"
+    with running_kernel(home) as k:
+        r = pfar(home, "session", "new", str(missing), "chat-1")
+        assert r.returncode != 0, said(r)
+        assert str(missing) in said(r) and "does not exist" in said(r), said(r)
+        # the control socket checks it too: the CLI is not the only client
+        with pytest.raises(RemoteError) as bad:
+            k.request("session_new", project_path=str(missing), thread_id="chat-1")
+        assert bad.value.kind == "BadRequest"
+        assert str(bad.value) == (f"project_path: {missing} does not exist; nothing was created"), (
+            bad.value
+        )
+        with pytest.raises(RemoteError) as relative:
+            k.request("session_new", project_path="proj", thread_id="chat-1")
+        assert "project_path: 'proj' is not an absolute path" in str(relative.value)
+    r = pfar(home, "session", "list", "--json")
+    assert json.loads(r.stdout) == []
+
+
+def test_a_thread_id_with_shell_syntax_is_refused_and_never_run(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    home = make_home(
+        tmp_path / "home",
+        script="",
+        config="""
+            [sessions]
+            agent_command = ["sh", "-c", "echo {thread_id} > args.txt; exec sleep 30"]
+        """,
+    )
+    with running_kernel(home):
+        r = pfar(home, "session", "new", str(project), "chat-3;touch pwned")
+        assert r.returncode == 1, said(r)
+        assert "thread_id: 'chat-3;touch pwned' is not a thread id" in said(r), said(r)
+        assert json.loads(pfar(home, "session", "list", "--json").stdout) == []
+
+    # a row stored before thread ids were checked: kept as it is, and still never run
+    with db(home) as conn:
+        conn.execute(
+            "INSERT INTO sessions (session_id, project_path, thread_id, status, context, "
+            "created_at, updated_at) VALUES ('old-1', ?, 'chat-3;touch pwned', 'CREATED', "
+            "'{}', '2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z')",
+            (str(project),),
+        )
+    with running_kernel(home):
+        r = pfar(home, "session", "resume", "old-1")
+        assert r.returncode == 0, said(r)
+        args = project / "args.txt"
+        wait_for(lambda: args.exists() and args.read_text(), what="the agent's output")
+        assert args.read_text() == "chat-3;touch pwned\n"
+        assert not (project / "pwned").exists()
+        r = pfar(home, "session", "terminate", "old-1")
+        assert r.returncode == 0, said(r)
+    assert not (project / "pwned").exists()
+    with db(home) as conn:
+        thread = conn.execute("SELECT thread_id FROM sessions WHERE session_id = 'old-1'")
+        assert thread.fetchone()[0] == "chat-3;touch pwned"

@@ -35,3 +35,13 @@ def resolved_inside(base: Path, relative: str) -> Path | None:
     except (OSError, ValueError, RuntimeError):  # a loop or a name the OS cannot hold
         return None
     return target if root in target.parents else None
+
+
+def exists_inside(base: Path, relative: str) -> bool:
+    """`relative` is there, inside `base` once symlinks are resolved: what is outside is
+    not the directory's file, whatever is there."""
+    target = resolved_inside(base, relative)
+    try:
+        return target is not None and target.exists()
+    except (OSError, ValueError):  # a name the file system cannot hold is not there
+        return False
