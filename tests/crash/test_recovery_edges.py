@@ -147,3 +147,49 @@ def test_planned_tool_that_no_longer_exists_asks_instead_of_crashing(tmp_path: P
             )
         ]
     assert statuses == ["completed", "skipped"]
+
+
+def test_a_report_after_a_flood_names_each_title_once_with_its_count(tmp_path: Path) -> None:
+    templates = {
+        f"t{i}": f'id = "t{i}"\ndescription = "{title}"\nallowed_tools = ["file.write"]\n'
+        for i, title in enumerate(["Morning digest", *(f"Job {n}" for n in range(6))])
+    }
+    home = make_home(
+        tmp_path / "home",
+        templates=templates,
+        # every plan takes long: all tasks are in Planning when the kernel is killed
+        script='[[responses]]\nphase = "plan"\ndelay_seconds = 60\njson = { steps = [] }\n',
+        config="[recovery]\nshutdown_timeout_seconds = 0\n",
+    )
+    first = KernelProcess(home)
+    try:
+        first.wait_ready()
+        ids = [first.request("submit", template="t0", text=f"d{i}")["task_id"] for i in range(200)]
+        ids += [first.request("submit", template=f"t{i}", text="x")["task_id"] for i in range(1, 7)]
+        wait_for(
+            lambda: all(_state(home, t)["state"] == "Planning" for t in ids),
+            what="every task to be planning",
+        )
+    finally:
+        first.kill()
+
+    second = KernelProcess(home)
+    try:
+        second.wait_ready()
+        boot_id = second.request("ping")["boot_id"]
+        (report,) = wait_for(
+            lambda: [m["body"] for m in owner_messages(home) if m["key"] == f"report:{boot_id}"],
+            what="the recovery report",
+        )
+    finally:
+        second.kill()
+    lines = report.splitlines()
+    assert lines[0] == "System restarted. Recovery report:"
+    assert len(lines) == 2, report
+    head, _, names = lines[1].partition(" (")
+    assert head == " - 206 tasks retried"
+    listed = names.removesuffix(")").split(", ")
+    # the first 5 distinct titles, the flood's once with its count, then the rest counted
+    assert listed[0] == "Morning digest ×200"
+    assert len(listed) == 6 and all(n.startswith("Job ") for n in listed[1:5]), listed
+    assert listed[5:] == ["and 2 more"], listed

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# names listed on one line of the report; a restart after a flood must stay one message
+MAX_NAMES = 5
+
 
 @dataclass(slots=True)
 class RecoveryReport:
@@ -42,6 +45,27 @@ class RecoveryReport:
             "descriptions": self.descriptions,
         }
 
+    def _names(self, ids: list[str]) -> str:
+        """The tasks of one line: a name the same for many tasks once, with its count after
+        a multiplication sign; at most MAX_NAMES names, then how many tasks are unnamed."""
+        counts: dict[str, int] = {}
+        for t in ids:
+            name = self.descriptions.get(t, t[:8])
+            counts[name] = counts.get(name, 0) + 1
+        shown = list(counts.items())[:MAX_NAMES]
+        names = [name if n == 1 else f"{name} ×{n}" for name, n in shown]
+        # "too old: A from 25 min ago, B from 15 min ago": the reason said once
+        said: set[str] = set()
+        for i, name in enumerate(names):
+            reason, sep, rest = name.partition(": ")
+            if sep and reason == "too old":
+                names[i] = rest if reason in said else name
+                said.add(reason)
+        left = len(ids) - sum(n for _, n in shown)
+        if left:
+            names.append(f"and {left} more")
+        return ", ".join(names)
+
     def render(self) -> str:
         if self.empty:
             return "System restarted. No pending tasks to recover."
@@ -49,15 +73,7 @@ class RecoveryReport:
 
         def line(ids: list[str], one: str, many: str, verb: str) -> None:
             if ids:
-                names = [self.descriptions.get(t, t[:8]) for t in ids]
-                # "too old: A from 25 min ago, B from 15 min ago": the reason said once
-                said: set[str] = set()
-                for i, name in enumerate(names):
-                    reason, sep, rest = name.partition(": ")
-                    if sep and reason == "too old":
-                        names[i] = rest if reason in said else name
-                        said.add(reason)
-                what = ", ".join(names)
+                what = self._names(ids)
                 lines.append(f" - {len(ids)} {one if len(ids) == 1 else many} {verb} ({what})")
 
         line(self.retried, "task", "tasks", "retried")
