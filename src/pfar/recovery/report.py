@@ -12,6 +12,8 @@ MAX_NAMES = 5
 class RecoveryReport:
     retried: list[str] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
+    # resumed at a write in doubt: the owner is asked before anything runs
+    asked: list[str] = field(default_factory=list)
     reprompted: list[str] = field(default_factory=list)
     abandoned: list[str] = field(default_factory=list)
     orphan_containers: int = 0
@@ -26,6 +28,7 @@ class RecoveryReport:
         return not (
             self.retried
             or self.resumed
+            or self.asked
             or self.reprompted
             or self.abandoned
             or self.orphan_containers
@@ -37,6 +40,7 @@ class RecoveryReport:
         return {
             "retried": self.retried,
             "resumed": self.resumed,
+            "asked": self.asked,
             "reprompted": self.reprompted,
             "abandoned": self.abandoned,
             "orphan_containers": self.orphan_containers,
@@ -78,6 +82,12 @@ class RecoveryReport:
 
         line(self.retried, "task", "tasks", "retried")
         line(self.resumed, "task", "tasks", "resumed")
+        line(
+            self.asked,
+            "task",
+            "tasks",
+            "resumed at a write in doubt: the owner is asked to retry, skip or fail",
+        )
         approvals = [t for t in self.reprompted if self.reprompt_kinds.get(t) != "credential"]
         creds = [t for t in self.reprompted if self.reprompt_kinds.get(t) == "credential"]
         line(approvals, "approval", "approvals", "re-sent")
