@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 
-from .errors import ConfigError
+from .errors import ConfigError, ConfigErrors
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -155,17 +156,26 @@ class Config(_Section):
         return validate_model(cls, data, path)
 
 
-def validate_model(model: type[M], data: object, path: Path) -> M:
-    """Validate `data`; on failure raise ConfigError naming the first bad key."""
+def validate_model(
+    model: type[M], data: object, path: Path, context: dict[str, Any] | None = None
+) -> M:
+    """Validate `data`; on failure raise ConfigError naming every bad key, each with its
+    problem (one fix-and-retry round per file, not one per mistake)."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        raise ConfigError(str(path), key, msg) from None
+        errors = [_problem(path, err) for err in exc.errors()]
+    raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
+
+
+def _problem(path: Path, err: ErrorDetails) -> ConfigError:
+    key = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif err["type"] == "value_error":  # our own validators' words, without pydantic's prefix
+        msg = msg.removeprefix("Value error, ")
+    return ConfigError(str(path), key, msg)
 
 
 DEFAULT_CONFIG_TOML = """\

@@ -5,6 +5,7 @@ one, what to do about it.
 
 * PfarError
   + ConfigError              a config or template file is malformed (file and key named)
+    - ConfigErrors           several problems in one file, each with its key
   + VaultError
     - VaultMissing           the vault does not exist where it should
     - VaultLocked            another kernel owns this home
@@ -21,6 +22,7 @@ one, what to do about it.
     - AlreadyDecided         an approval or prompt was already answered or expired
     - AmbiguousId            an id prefix matches more than one record
     - IdPrefixTooShort       an id prefix is shorter than the few characters it takes
+    - EventIdReused          an event id came back with another template or text
     - UnknownSession
     - IllegalSessionTransition  the session state machine refused a transition
     - SessionStatusMismatch  compare-and-set: the session is not in the expected status
@@ -33,6 +35,7 @@ one, what to do about it.
   + ProviderError            the LLM provider could not answer
   + KernelNotRunning         a command needs a running kernel
   + ShuttingDown             the kernel is shutting down and takes no new work
+  + BadRequest               a request's field has the wrong type or shape (field named)
 """
 
 from __future__ import annotations
@@ -47,6 +50,25 @@ class ConfigError(PfarError):
         where = f"{path}: {key}" if key else path
         super().__init__(f"{where}: {problem}")
         self.path, self.key, self.problem = path, key, problem
+
+    @property
+    def each(self) -> list[ConfigError]:
+        """Every problem, one error each (`path: key: problem`)."""
+        return [self]
+
+
+class ConfigErrors(ConfigError):
+    """Several problems in one file, reported together: one line each, with its key."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        first = errors[0]
+        super().__init__(first.path, first.key, first.problem)
+        self.args = ("\n".join(str(e) for e in errors),)
+        self.errors = errors
+
+    @property
+    def each(self) -> list[ConfigError]:
+        return list(self.errors)
 
 
 class VaultError(PfarError):
@@ -124,6 +146,18 @@ class IdPrefixTooShort(JournalError):
         self.prefix, self.at_least = prefix, at_least
 
 
+class EventIdReused(JournalError):
+    """Exactly-once means the same event twice, not any event under a used id."""
+
+    def __init__(self, event_id: str, task_id: str, differs: str) -> None:
+        super().__init__(
+            f"event id {event_id!r} was already used by task {task_id} ({differs}); "
+            "nothing was created (the same event id with the same template and text "
+            "returns that task; a new event needs a new id)"
+        )
+        self.event_id, self.task_id, self.differs = event_id, task_id, differs
+
+
 class ToolError(PfarError):
     pass
 
@@ -146,6 +180,15 @@ class ToolFailed(ToolError):
 
 class ProviderError(PfarError):
     pass
+
+
+class BadRequest(PfarError, ValueError):
+    """A request (control socket or API call) whose field has the wrong type or shape
+    (a ValueError too: callers that caught the untyped one keep working)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field, self.problem = field, problem
 
 
 class KernelNotRunning(PfarError):

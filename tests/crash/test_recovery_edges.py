@@ -4,6 +4,9 @@ a planned tool that no longer exists. The kernel runs as a real subprocess."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +150,128 @@ def test_planned_tool_that_no_longer_exists_asks_instead_of_crashing(tmp_path: P
             )
         ]
     assert statuses == ["completed", "skipped"]
+
+
+def test_a_report_after_a_flood_names_each_title_once_with_its_count(tmp_path: Path) -> None:
+    templates = {
+        f"t{i}": f'id = "t{i}"\ndescription = "{title}"\nallowed_tools = ["file.write"]\n'
+        for i, title in enumerate(["Morning digest", *(f"Job {n}" for n in range(6))])
+    }
+    home = make_home(
+        tmp_path / "home",
+        templates=templates,
+        # every plan takes long: all tasks are in Planning when the kernel is killed
+        script='[[responses]]\nphase = "plan"\ndelay_seconds = 60\njson = { steps = [] }\n',
+        config="[recovery]\nshutdown_timeout_seconds = 0\n",
+    )
+    first = KernelProcess(home)
+    try:
+        first.wait_ready()
+        ids = [first.request("submit", template="t0", text=f"d{i}")["task_id"] for i in range(200)]
+        ids += [first.request("submit", template=f"t{i}", text="x")["task_id"] for i in range(1, 7)]
+        wait_for(
+            lambda: all(_state(home, t)["state"] == "Planning" for t in ids),
+            what="every task to be planning",
+        )
+    finally:
+        first.kill()
+
+    second = KernelProcess(home)
+    try:
+        second.wait_ready()
+        boot_id = second.request("ping")["boot_id"]
+        (report,) = wait_for(
+            lambda: [m["body"] for m in owner_messages(home) if m["key"] == f"report:{boot_id}"],
+            what="the recovery report",
+        )
+    finally:
+        second.kill()
+    lines = report.splitlines()
+    assert lines[0] == "System restarted. Recovery report:"
+    assert len(lines) == 2, report
+    head, _, names = lines[1].partition(" (")
+    assert head == " - 206 tasks retried"
+    listed = names.removesuffix(")").split(", ")
+    # the first 5 distinct titles, the flood's once with its count, then the rest counted
+    assert listed[0] == "Morning digest ×200"
+    assert len(listed) == 6 and all(n.startswith("Job ") for n in listed[1:5]), listed
+    assert listed[5:] == ["and 2 more"], listed
+
+
+def _pfar(home, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "1000", "NO_COLOR": "1"}
+    env.pop("PFAR_FAULT", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pfar", "--home", str(home.root), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+
+
+def test_a_write_in_doubt_is_said_to_ask_the_owner_by_dry_run_and_report(tmp_path: Path) -> None:
+    log = tmp_path / "effects.log"
+    home = make_home(
+        tmp_path / "home",
+        templates={
+            "cmd": 'id = "cmd"\ndescription = "Run a command"\nallowed_tools = ["shell.run"]\n'
+        },
+        script=f"""
+            [[responses]]
+            template = "cmd"
+            phase = "plan"
+            json = {{ steps = [ {{ tool = "shell.run", args = {{ argv = ["sh", "-c",
+                "echo ran >> {log}"] }} }} ] }}
+        """,
+    )
+    # killed right after the shell step's "started" is durable: did it run? nobody knows
+    first = KernelProcess(home, fault="step_started:1")
+    first.wait_ready()
+    task_id = first.request("submit", template="cmd", text="go")["task_id"]
+    assert first.killed_by_fault(), first.output()
+
+    dry = _pfar(home, "recover", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    (decision,) = json.loads(dry.stdout)["decisions"]
+    assert decision["task_id"] == task_id
+    assert decision["action"] == "AskOwner"
+    assert decision["reason"] == (
+        "the write in flight (shell.run, step 1 of 1) may have happened: "
+        "the owner will be asked to retry, skip or fail it"
+    )
+    human = _pfar(home, "recover", "--dry-run")
+    assert "AskOwner" in " ".join(human.stdout.split()), human.stdout
+
+    before = log.read_text() if log.exists() else ""
+    with running_kernel(home) as k:
+        boot_id = k.request("ping")["boot_id"]
+        (report,) = wait_for(
+            lambda: [m["body"] for m in owner_messages(home) if m["key"] == f"report:{boot_id}"],
+            what="the recovery report",
+        )
+        assert report == (
+            "System restarted. Recovery report:\n"
+            " - 1 task resumed at a write in doubt: the owner is asked to retry, skip or fail "
+            "(Run a command — step 1 of 1)"
+        )
+        # ... and that is what happens: the owner is asked, nothing runs meanwhile
+        asked = wait_for(
+            lambda: [
+                m
+                for m in owner_messages(home)
+                if m["kind"] == "approval" and m["task_id"] == task_id
+            ],
+            what="the owner to be asked",
+        )
+        assert "I was interrupted while executing 'shell.run'" in asked[0]["body"]
+        with db(home) as conn:
+            (q,) = conn.execute(
+                "SELECT action_type, options_json FROM pending_approvals WHERE task_id = ?",
+                (task_id,),
+            ).fetchall()
+        assert q["action_type"] == "write_in_doubt"
+        assert json.loads(q["options_json"]) == ["retry", "skip", "fail"]
+        assert _state(home, task_id)["state"] == "AwaitingApproval"
+    assert (log.read_text() if log.exists() else "") == before

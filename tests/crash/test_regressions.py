@@ -396,7 +396,9 @@ def test_r4_shell_write_in_doubt_asks_the_owner_then_retries(tmp_path: Path) -> 
     with running_kernel(home) as k2:
         report = boot_report(home, k2)
         assert report == (
-            "System restarted. Recovery report:\n - 1 task resumed (Announce — step 2 of 2)"
+            "System restarted. Recovery report:\n"
+            " - 1 task resumed at a write in doubt: the owner is asked to retry, skip or fail "
+            "(Announce — step 2 of 2)"
         )
         wait_state(home, tid, "AwaitingApproval")
         (q,) = rows(home, "SELECT * FROM pending_approvals WHERE task_id = ?", tid)
@@ -453,10 +455,11 @@ def test_r4_shell_write_that_ran_before_the_kill_is_skipped_on_the_owners_word(
 
         with running_kernel(home) as k2:
             report = boot_report(home, k2)
-            # no step completed yet: nothing to resume, the journaled plan runs from its start
+            # the shell step was in flight: the owner is asked before it runs again
             assert report == (
                 "System restarted. Recovery report:\n"
-                " - 1 task retried (Announce)\n"
+                " - 1 task resumed at a write in doubt: the owner is asked to retry, skip or "
+                "fail (Announce — step 1 of 1)\n"
                 " - 1 orphaned process cleaned up"  # the `sleep 30` it left running
             )
             wait_state(home, tid, "AwaitingApproval")

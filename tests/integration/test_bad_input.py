@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pfar.cli.client import RemoteError, call
 from pfar.vault.home import Home
 
 from ..support import (
@@ -513,3 +514,357 @@ def test_a_tool_that_hangs_is_stopped_at_its_timeout(tmp_path: Path) -> None:
         _, state2, _ = _submit_and_wait(home, "echo fine")
         assert state2 == "Completed"
         assert k.proc.poll() is None
+
+
+# -- event ids ---------------------------------------------------------------------------
+
+
+def test_an_event_id_reused_for_another_event_is_refused_naming_its_task(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    (home.templates_dir / "other.toml").write_text('id = "other"\nallowed_tools = []\n')
+    with running_kernel(home) as k:
+        first = pfar(home, "submit", "cmd", "echo one", "--event-id", "mail-1", "--json")
+        assert first.returncode == 0, said(first)
+        task_id = json.loads(first.stdout)["task_id"]
+        # redelivered: the same template and text is the same event (exactly once)
+        again = pfar(home, "submit", "cmd", "echo one", "--event-id", "mail-1", "--json")
+        assert again.returncode == 0, said(again)
+        assert json.loads(again.stdout)["task_id"] == task_id
+
+        other_text = pfar(home, "submit", "cmd", "echo two", "--event-id", "mail-1")
+        assert other_text.returncode == 1, said(other_text)
+        assert (
+            f"event id 'mail-1' was already used by task {task_id} (a different text); "
+            "nothing was created" in said(other_text)
+        ), said(other_text)
+        other_tpl = pfar(home, "submit", "other", "echo one", "--event-id", "mail-1")
+        assert other_tpl.returncode == 1, said(other_tpl)
+        assert (
+            f"event id 'mail-1' was already used by task {task_id} "
+            "(template 'cmd', not 'other')" in said(other_tpl)
+        ), said(other_tpl)
+        assert k.proc.poll() is None
+    assert list(task_states(home)) == [task_id]
+    with db(home) as conn:
+        text = conn.execute("SELECT json_extract(trigger_event, '$.text') FROM task_journal")
+        assert text.fetchone()[0] == "echo one"
+
+
+def test_a_redelivered_event_is_the_same_after_a_secret_in_its_text_was_stored(
+    tmp_path: Path,
+) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    text = "echo hunter2-pass"
+    with running_kernel(home):
+        first = pfar(home, "submit", "cmd", text, "--event-id", "e-7", "--json")
+        assert first.returncode == 0, said(first)
+        stored = pfar(home, "secret", "set", "pw", stdin="hunter2-pass")
+        assert stored.returncode == 0, said(stored)
+        # the journal holds the text as redacted then; the redelivery is redacted now
+        again = pfar(home, "submit", "cmd", text, "--event-id", "e-7", "--json")
+        assert again.returncode == 0, said(again)
+        assert json.loads(again.stdout)["task_id"] == json.loads(first.stdout)["task_id"]
+    assert len(task_states(home)) == 1
+
+
+@pytest.mark.parametrize(
+    ("event_id", "problem"),
+    [
+        ([1, 2], "event_id: must be a string, not list"),
+        ({"a": 1}, "event_id: must be a string, not dict"),
+        (True, "event_id: must be a string, not bool"),
+        (1, "event_id: must be a string, not int"),
+        ("", "event_id: must be 1 to 256 characters"),
+        ("x" * 257, "event_id: must be 1 to 256 characters"),
+        ("a\nb", "event_id: must not contain control characters"),
+    ],
+    ids=["list", "object", "true", "int", "empty", "too-long", "newline"],
+)
+def test_event_ids_on_the_control_socket_are_checked(
+    tmp_path: Path, event_id: object, problem: str
+) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    with running_kernel(home) as k:
+        ok = k.request("submit", template="cmd", text="echo a", event_id="1")
+        with pytest.raises(RemoteError) as bad:
+            k.request("submit", template="cmd", text="echo a", event_id=event_id)
+        assert bad.value.kind == "BadRequest", bad.value
+        assert problem in str(bad.value)
+        # `true` is not the event "1" (or "True") seen again
+        assert k.request("ping")
+    assert list(task_states(home)) == [ok["task_id"]]
+
+
+# -- the scripted model's patterns -----------------------------------------------------------
+
+SLOW_TEMPLATE = """
+    id = "slow"
+    description = "Match a pattern"
+    allowed_tools = ["shell.run"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("pattern", "problem"),
+    [
+        # what froze the kernel with `re`; `regex` answers it at once: no plan matches
+        ("(a+)+$", "has no plan for template 'slow'"),
+        # catastrophic for any backtracking matcher: stopped at the match timeout
+        ("(a|aa)+$", "responses.0.match: the pattern '(a|aa)+$' took more than 1s"),
+    ],
+    ids=["nested-plus", "alternation"],
+)
+def test_a_catastrophic_match_pattern_never_stalls_the_kernel(
+    tmp_path: Path, pattern: str, problem: str
+) -> None:
+    script = f"""
+        [[responses]]
+        template = "slow"
+        phase = "plan"
+        match = '{pattern}'
+        json = {{ steps = [ {{ tool = "shell.run", args = {{ argv = ["true"] }} }} ] }}
+    """
+    home = make_home(
+        tmp_path / "home",
+        templates={"slow": SLOW_TEMPLATE, "cmd": CMD_TEMPLATE},
+        script=script + CMD_SCRIPT,
+    )
+    k = KernelProcess(home)
+    try:
+        k.wait_ready()
+        slow = pfar(home, "submit", "slow", "a" * 40 + "b", "--json")
+        assert slow.returncode == 0, said(slow)
+        task_id = json.loads(slow.stdout)["task_id"]
+        # the control socket answers while the pattern runs, and other tasks go on
+        assert call(home, {"op": "ping"}, timeout=30)["boot_id"]
+        ok = pfar(home, "submit", "cmd", "echo fine", "--json")
+        assert ok.returncode == 0, said(ok)
+        row = wait_for(
+            lambda: (r := _task_row(home, task_id))["state"] in TERMINAL and r,
+            what="the task with the slow pattern to end",
+        )
+        assert row["state"] == "Failed"
+        assert str(home.root / "scripts" / "default.toml") in row["error"], row["error"]
+        assert problem in row["error"], row["error"]
+        wait_for(lambda: set(task_states(home).values()) <= TERMINAL, what="the other task")
+        assert task_states(home)[json.loads(ok.stdout)["task_id"]] == "Completed"
+        assert k.terminate() == 0
+    finally:
+        if k.proc.poll() is None:
+            k.kill()
+
+
+# -- templates, checked whole at load ---------------------------------------------------------
+
+WHOLE_BAD_TEMPLATE = """
+    id = "bad"
+    allowed_tools = ["rm.everything", "shell.run"]
+    output_sinks = ["owner", "workspace:../../x", "workspace:/etc/hostname"]
+    priority = "high"
+    [approval]
+    require = ["shel.run"]
+    on_deny = "maybe"
+    [timeouts]
+    step_seconds = "soon"
+"""
+
+KNOWN_TOOLS = "admin.prompt_credential, file.read, file.write, http.request, shell.run"
+WHOLE_BAD_PROBLEMS = [
+    f"allowed_tools.0: unknown tool 'rm.everything' (known: {KNOWN_TOOLS})",
+    "output_sinks.1: 'workspace:../../x': '../../x' leads outside the task workspace",
+    "output_sinks.2: 'workspace:/etc/hostname': '/etc/hostname' is an absolute path",
+    "priority: Input should be a valid integer",
+    f"approval.require.0: unknown tool 'shel.run' (known: {KNOWN_TOOLS})",
+    "approval.on_deny: Input should be 'skip' or 'fail'",
+    "timeouts.step_seconds: Input should be a valid number",
+]
+
+
+def test_a_template_is_checked_whole_at_load_and_every_problem_is_named(tmp_path: Path) -> None:
+    home = make_home(
+        tmp_path / "home",
+        templates={"cmd": CMD_TEMPLATE, "bad": WHOLE_BAD_TEMPLATE},
+        script=CMD_SCRIPT,
+    )
+    path = home.templates_dir / "bad.toml"
+    body = path.read_text()
+    with running_kernel(home) as k:
+        r = pfar(home, "submit", "bad", "echo hello")
+        assert r.returncode == 1, said(r)
+        for problem in WHOLE_BAD_PROBLEMS:
+            assert f"{path}: {problem}" in said(r), (problem, said(r))
+        assert task_states(home) == {}
+        assert k.proc.poll() is None
+    # at start, one line for each problem, each with the file and its key
+    started = k.stdout_path.read_text().splitlines()
+    for problem in WHOLE_BAD_PROBLEMS:
+        assert any(
+            line.startswith(f"template not loaded: {path}: {problem}") for line in started
+        ), (problem, started)
+    assert path.read_text() == body
+    assert not (home.root.parent / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("sink", "problem"),
+    [
+        ("workspace:../../escaped.txt", "leads outside the task workspace (through '..')"),
+        ("workspace:/tmp/escaped.txt", "is an absolute path"),
+        ("workspace:", "is empty"),
+    ],
+    ids=["dotdot", "absolute", "empty"],
+)
+def test_a_workspace_sink_outside_the_workspace_is_refused_before_any_write(
+    tmp_path: Path, sink: str, problem: str
+) -> None:
+    effects = tmp_path / "effects.log"
+    template = (
+        'id = "cmd"\nallowed_tools = ["shell.run"]\n'
+        f'output_sinks = ["{sink}"]\n[timeouts]\nstep_seconds = 5\n'
+    )
+    home = make_home(tmp_path / "home", templates={"cmd": template}, script=CMD_SCRIPT)
+    with running_kernel(home):
+        r = pfar(home, "submit", "cmd", f"echo ran >> {effects}")
+        assert r.returncode == 1, said(r)
+        assert f"{home.templates_dir / 'cmd.toml'}: output_sinks.0: {sink!r}: " in said(r)
+        assert problem in said(r), said(r)
+    assert task_states(home) == {}
+    assert not effects.exists()  # refused at load: the task's write never ran
+
+
+# -- workflows: files outside the workflow directory ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "problem"),
+    [
+        (
+            'artifacts = ["../../../../etc/passwd"]',
+            "steps.0.artifacts.0",
+            "'../../../../etc/passwd' leads outside the workflow directory (through '..')",
+        ),
+        (
+            'artifacts = ["notes.md", "/etc/hostname"]',
+            "steps.0.artifacts.1",
+            "'/etc/hostname' is an absolute path: give it relative to the workflow directory",
+        ),
+    ],
+    ids=["dotdot", "absolute"],
+)
+def test_a_workflow_artifact_outside_its_directory_is_refused_at_load(
+    tmp_path: Path, line: str, key: str, problem: str
+) -> None:
+    home = make_home(tmp_path / "home", script="")
+    work = tmp_path / "work"
+    work.mkdir()
+    definition = tmp_path / "wf.toml"
+    definition.write_text(
+        f'name = "wf"\n[[steps]]\nname = "one"\nrun = ["touch", "ran.txt"]\n{line}\n'
+    )
+    with running_kernel(home):
+        r = pfar(home, "workflow", "start", str(definition), str(work))
+        assert r.returncode == 1, said(r)
+        assert f"error: {definition}: {key}: {problem}" in said(r), said(r)
+    assert task_states(home) == {}
+    assert sorted(p.name for p in work.iterdir()) == []  # nothing ran, no trace written
+
+
+def test_a_workflow_artifact_that_is_a_symlink_leading_out_is_not_taken_as_made(
+    tmp_path: Path,
+) -> None:
+    home = make_home(tmp_path / "home", script="")
+    work = tmp_path / "work"
+    work.mkdir()
+    definition = tmp_path / "wf.toml"
+    definition.write_text(
+        'name = "wf"\n[[steps]]\nname = "one"\n'
+        'run = ["ln", "-s", "/etc/hostname", "out.txt"]\nartifacts = ["out.txt"]\n'
+    )
+    with running_kernel(home):
+        r = pfar(home, "workflow", "start", str(definition), str(work))
+        assert r.returncode == 0, said(r)
+        task_id = r.stdout.split()[2]
+
+        def asked() -> sqlite3.Row | None:
+            with db(home) as conn:
+                return conn.execute(
+                    "SELECT description FROM pending_approvals WHERE task_id = ?", (task_id,)
+                ).fetchone()
+
+        question = wait_for(asked, what="the owner to be asked about the failed step")
+        assert "expected artifacts missing: out.txt" in question["description"]
+    with db(home) as conn:
+        step = conn.execute("SELECT status FROM task_steps WHERE task_id = ?", (task_id,))
+        assert step.fetchone()["status"] == "failed"
+    # a trace edited by hand to name it: the status says where it points, never "ok"
+    trace = (work / "trace.md").read_text()
+    (work / "trace.md").write_text(
+        trace.replace("**Status:** failed", "**Status:** completed\n**Artifacts:** out.txt")
+    )
+    status = pfar(home, "workflow", "status", str(work))
+    assert "artifact out.txt: OUTSIDE the workflow directory (not checked)" in said(status)
+    assert "out.txt: ok" not in said(status)
+
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+def test_a_session_for_a_project_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", script="")
+    missing = tmp_path / "nonexistent"
+    with running_kernel(home) as k:
+        r = pfar(home, "session", "new", str(missing), "chat-1")
+        assert r.returncode != 0, said(r)
+        assert str(missing) in said(r) and "does not exist" in said(r), said(r)
+        # the control socket checks it too: the CLI is not the only client
+        with pytest.raises(RemoteError) as bad:
+            k.request("session_new", project_path=str(missing), thread_id="chat-1")
+        assert bad.value.kind == "BadRequest"
+        assert str(bad.value) == (f"project_path: {missing} does not exist; nothing was created"), (
+            bad.value
+        )
+        with pytest.raises(RemoteError) as relative:
+            k.request("session_new", project_path="proj", thread_id="chat-1")
+        assert "project_path: 'proj' is not an absolute path" in str(relative.value)
+    r = pfar(home, "session", "list", "--json")
+    assert json.loads(r.stdout) == []
+
+
+def test_a_thread_id_with_shell_syntax_is_refused_and_never_run(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    home = make_home(
+        tmp_path / "home",
+        script="",
+        config="""
+            [sessions]
+            agent_command = ["sh", "-c", "echo {thread_id} > args.txt; exec sleep 30"]
+        """,
+    )
+    with running_kernel(home):
+        r = pfar(home, "session", "new", str(project), "chat-3;touch pwned")
+        assert r.returncode == 1, said(r)
+        assert "thread_id: 'chat-3;touch pwned' is not a thread id" in said(r), said(r)
+        assert json.loads(pfar(home, "session", "list", "--json").stdout) == []
+
+    # a row stored before thread ids were checked: kept as it is, and still never run
+    with db(home) as conn:
+        conn.execute(
+            "INSERT INTO sessions (session_id, project_path, thread_id, status, context, "
+            "created_at, updated_at) VALUES ('old-1', ?, 'chat-3;touch pwned', 'CREATED', "
+            "'{}', '2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z')",
+            (str(project),),
+        )
+    with running_kernel(home):
+        r = pfar(home, "session", "resume", "old-1")
+        assert r.returncode == 0, said(r)
+        args = project / "args.txt"
+        wait_for(lambda: args.exists() and args.read_text(), what="the agent's output")
+        assert args.read_text() == "chat-3;touch pwned\n"
+        assert not (project / "pwned").exists()
+        r = pfar(home, "session", "terminate", "old-1")
+        assert r.returncode == 0, said(r)
+    assert not (project / "pwned").exists()
+    with db(home) as conn:
+        thread = conn.execute("SELECT thread_id FROM sessions WHERE session_id = 'old-1'")
+        assert thread.fetchone()[0] == "chat-3;touch pwned"

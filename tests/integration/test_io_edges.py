@@ -429,7 +429,7 @@ def test_secret_set_over_the_limit_is_refused_with_the_limit(tmp_path: Path) -> 
             home, json.dumps({"op": "secret_set", "name": "big", "value": big}).encode() + b"\n"
         )
         assert answer["ok"] is False and expected in answer["error"]["message"], answer
-        ok = pfar(home, "secret", "set", "small", stdin="fits")
+        ok = pfar(home, "secret", "set", "small", stdin="fits-fine")
         assert ok.returncode == 0, said(ok)
         assert k.proc.poll() is None
     assert stored() == 1

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -264,3 +266,55 @@ def test_section_7_3_table() -> None:
     assert should_retry_step(checked, Semantics.Write, Idempotency.check) is (
         StepRecovery.CheckEffect
     )
+
+
+# -- a write in flight: the owner is asked, and recovery says so ---------------------------
+
+
+def _in_flight(idempotency: Idempotency, step: int = 0) -> StepRecord:
+    return StepRecord(
+        "task-1",
+        step,
+        "shell.run",
+        Semantics.Write,
+        idempotency,
+        StepStatus.started,
+        {},
+        None,
+        "Raw",
+        rfc3339(NOW),
+        None,
+        None,
+    )
+
+
+def _executing(detail: dict[str, object] | None = None) -> TaskRecord:
+    task = _task(TaskState.Executing)
+    return replace(task, plan={"steps": [{}]}, detail={"current_step": 0, **(detail or {})})
+
+
+def test_a_write_in_doubt_is_decided_as_asking_the_owner() -> None:
+    d = decide(_executing(), NOW, timedelta(hours=1), 3, True, _in_flight(Idempotency.none))
+    assert d.action is RecoveryAction.AskOwner
+    assert d.reason == (
+        "the write in flight (shell.run, step 1 of 1) may have happened: "
+        "the owner will be asked to retry, skip or fail it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("task", "step"),
+    [
+        (_executing(), _in_flight(Idempotency.key)),  # retried with its key
+        (_executing(), _in_flight(Idempotency.check)),  # checks its own effect
+        (_executing({"retry_step": 0}), _in_flight(Idempotency.none)),  # owner said retry
+        (_executing({"skip_step": 0}), _in_flight(Idempotency.none)),  # owner said skip
+        (_executing(), None),  # nothing in flight
+    ],
+    ids=["key", "check", "answered-retry", "answered-skip", "none-in-flight"],
+)
+def test_no_question_when_the_pipeline_would_not_ask(
+    task: TaskRecord, step: StepRecord | None
+) -> None:
+    d = decide(task, NOW, timedelta(hours=1), 3, True, step)
+    assert d.action is determine_recovery_action(task)

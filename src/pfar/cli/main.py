@@ -69,7 +69,8 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
 
         def started(kernel: Any) -> None:
             for e in kernel.template_errors:
-                say(f"template not loaded: {e}")
+                for problem in e.each:  # one line each, with its key
+                    say(f"template not loaded: {problem}")
             say(
                 f"pfar kernel running on {home.root} (pid {__import__('os').getpid()}, "
                 f"boot {kernel.boot_id[:8]})"
@@ -88,7 +89,10 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
 @cli.command()
 @click.argument("template")
 @click.argument("text")
-@click.option("--event-id", help="Idempotency: the same event id twice creates one task.")
+@click.option(
+    "--event-id",
+    help="Idempotency: the same event (id, template, text) twice creates one task.",
+)
 @click.option("--wait", is_flag=True, help="Wait until no task is running, then show it.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context

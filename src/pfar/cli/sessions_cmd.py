@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -69,8 +70,10 @@ def session_show(ctx: click.Context, session_id: str, as_json: bool) -> None:
 @click.pass_context
 def session_new(ctx: click.Context, project_path: str, thread_id: str) -> None:
     """Create a session bound to a project directory and a chat thread."""
+    # the kernel's working directory is not ours: send the path as we mean it
+    project = os.path.abspath(project_path)
     r = client.call(
-        home_of(ctx), {"op": "session_new", "project_path": project_path, "thread_id": thread_id}
+        home_of(ctx), {"op": "session_new", "project_path": project, "thread_id": thread_id}
     )
     out.print(f"session {r['session_id']} {r['status']}")
 

@@ -79,7 +79,8 @@ def workflow_status(directory: str, as_json: bool) -> None:
             "task_spec": rd.context.task_spec,
             "task_spec_exists": rd.context.task_spec_exists,
             "artifacts": [
-                {"step": a.step, "path": a.path, "exists": a.exists} for a in rd.artifacts
+                {"step": a.step, "path": a.path, "exists": a.exists, "inside": a.inside}
+                for a in rd.artifacts
             ],
             "message": rd.message,
         }
@@ -90,7 +91,10 @@ def workflow_status(directory: str, as_json: bool) -> None:
     if data.get("resume_step"):
         out.print(f"resume point: Step {data['resume_step']} ({data['resume_name']})")
     for a in data.get("artifacts", []):
-        out.print(f"  artifact {a['path']}: {'ok' if a['exists'] else 'MISSING'}")
+        seen = "ok" if a["exists"] else "MISSING"
+        if not a["inside"]:
+            seen = "OUTSIDE the workflow directory (not checked)"
+        out.print(f"  artifact {a['path']}: {seen}")
     out.print(data["message"])
     if data.get("options"):
         out.print("options: " + ", ".join(data["options"]))

@@ -281,6 +281,10 @@ class Journal:
     def started_processes(self) -> list[tuple[str, int, dict[str, Any]]]:
         return steps_sql.started_processes(self._reader)
 
+    def steps_in_flight(self) -> dict[str, StepRecord]:
+        """Task id -> its step still marked started (a task runs one step at a time)."""
+        return {rec.task_id: rec for rec in steps_sql.in_flight(self._reader)}
+
     async def step_finished(self, rec: StepRecord, *, next_step: int, last: bool = False) -> None:
         """A step's outcome (completed or skipped) and the task's progress, in one commit.
 

@@ -18,6 +18,7 @@ import builtins
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import threading
 import uuid
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from ..errors import (
+    BadRequest,
     IllegalSessionTransition,
     InvalidSessionContext,
     SessionStatusMismatch,
@@ -108,6 +110,21 @@ class SessionRecord:
             "updated_at": self.updated_at,
             "process": self.process,
         }
+
+
+# A chat platform's thread id: it ends up in the agent's argv and its log, so it is
+# plain (no shell or option syntax), and bounded.
+THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@+\-]{0,127}")
+
+
+def check_thread_id(thread_id: str) -> str:
+    if not isinstance(thread_id, str) or not THREAD_ID.fullmatch(thread_id):
+        raise BadRequest(
+            "thread_id",
+            f"{thread_id!r} is not a thread id: use 1 to 128 letters, digits and _ . : @ + - "
+            "(starting with a letter or digit)",
+        )
+    return thread_id
 
 
 # -- SQL -----------------------------------------------------------------------
@@ -281,6 +298,7 @@ class SessionManager:
             raise ValueError("project_path must not be empty")
         if not thread_id:
             raise ValueError("thread_id must not be empty")
+        check_thread_id(thread_id)
         project = str(Path(project).expanduser().absolute())
         at = now_rfc3339()
         rec = SessionRecord(

@@ -94,6 +94,16 @@ def started_processes(conn: sqlite3.Connection) -> list[tuple[str, int, dict[str
     return [(str(r[0]), int(r[1]), dict(loads(r[2]))) for r in rows]
 
 
+def in_flight(conn: sqlite3.Connection) -> list[StepRecord]:
+    """Every step still marked started (through the partial index: cheap however long
+    the history): writes whose outcome a crash left unknown."""
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM task_steps INDEXED BY idx_task_steps_started "
+        "WHERE status = 'started'"
+    ).fetchall()
+    return [_row(r) for r in rows]
+
+
 def for_task(conn: sqlite3.Connection, task_id: str) -> list[StepRecord]:
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM task_steps WHERE task_id = ? ORDER BY step", (task_id,)

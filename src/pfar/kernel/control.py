@@ -16,7 +16,7 @@ import os
 from dataclasses import asdict
 from typing import Any
 
-from ..errors import PfarError, ShuttingDown
+from ..errors import BadRequest, PfarError, ShuttingDown
 from .kernel import Kernel
 from .lines import MAX_LINE_TEXT, read_lines
 
@@ -111,12 +111,13 @@ class ControlServer:
         if op == "status":
             return asdict(k.statistics())
         if op == "submit":
-            text = str(req["text"])
+            text = _string(req, "text")
             task = await k.submit(
-                str(req["template"]),
+                _string(req, "template"),
                 text,
+                # checked by submit, never str()-ed: True and "True" are different events
                 event_id=req.get("event_id"),
-                adapter=str(req.get("adapter", "cli")),
+                adapter=_string(req, "adapter", "cli"),
             )
             return {
                 "task_id": task.task_id,
@@ -159,3 +160,13 @@ class ControlServer:
             self.shutdown_requested.set()
             return {}
         raise ValueError(f"unknown op {op!r}")
+
+
+def _string(req: dict[str, Any], key: str, default: str | None = None) -> str:
+    """A request field that must be a string: a list or a number is refused, not str()-ed."""
+    value = req.get(key, default)
+    if value is None:
+        raise BadRequest(key, "is required")
+    if not isinstance(value, str):
+        raise BadRequest(key, f"must be a string, not {type(value).__name__}")
+    return value

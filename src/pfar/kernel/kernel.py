@@ -28,7 +28,9 @@ from typing import Any
 from ..config import Config
 from ..errors import (
     AlreadyDecided,
+    BadRequest,
     ConfigError,
+    EventIdReused,
     PfarError,
     ShuttingDown,
     VaultMissing,
@@ -64,6 +66,9 @@ from .sessions import SessionSupervisor
 from .workflows import workflow_task
 
 log = logging.getLogger("pfar.kernel")
+
+# an event id is an adapter's message id: a uuid, a mail Message-ID; longer is not an id
+MAX_EVENT_ID = 256
 
 
 def pfar_version() -> str:
@@ -180,7 +185,8 @@ class Kernel:
         await self._expire()
         await self._cleanup()
         for err in self.template_errors:
-            self.audit.log("template_invalid", error=str(err))
+            for problem in err.each:
+                self.audit.log("template_invalid", error=str(problem))
 
         # Stage 3 (services) was loaded before any journal write: see _load_services
         now = datetime.now(UTC)
@@ -244,9 +250,11 @@ class Kernel:
     def _load_services(self, config: Config) -> None:
         """Templates, tools and the model, validated before the journal is written to:
         a bad script or config stops the start without touching any task."""
-        self.templates = TemplateRegistry(self.home.templates_dir)
-        self.template_errors = self.templates.load()
         self.tools = self._tools or ToolRegistry.builtin()
+        self.templates = TemplateRegistry(
+            self.home.templates_dir, [tool.name for tool in self.tools]
+        )
+        self.template_errors = self.templates.load()
         self.provider = self._provider or self._load_provider(config)
         self.services = Services(
             journal=self.journal,
@@ -290,6 +298,8 @@ class Kernel:
         """Create a task from an event and start it. The same event id twice: one task."""
         if not self._accepting:
             raise ShuttingDown()
+        if event_id is not None:
+            check_event_id(event_id)
         tpl = self._reload_template(template_id)
         event = InboundEvent(
             event_id=event_id or str(uuid.uuid4()),
@@ -321,6 +331,8 @@ class Kernel:
             recovery_attempts=0,
         )
         stored, created = await self.journal.create(task, event)
+        if not created:
+            self._same_event(stored, event)
         if created:
             self.audit.log(
                 "task_created", task_id=stored.task_id, template_id=tpl.id, adapter=adapter
@@ -348,6 +360,19 @@ class Kernel:
             ]
         )
         self.owner.notify()
+
+    def _same_event(self, stored: TaskRecord, event: InboundEvent) -> None:
+        """A redelivered event is the same template and text; anything else reusing the id
+        is refused, naming the task that has it. The stored text was redacted with the
+        secrets known then: redact it again now, as the new text was, before comparing."""
+        first = stored.trigger_event or {}
+        if stored.template_id != event.template_id:
+            differs = f"template {stored.template_id!r}, not {event.template_id!r}"
+        elif self.redactor.text(str(first.get("text", ""))) != event.text:
+            differs = "a different text"
+        else:
+            return
+        raise EventIdReused(event.event_id, stored.task_id, differs)
 
     def _reload_template(self, template_id: str) -> Any:
         tpl = self.templates.fresh(template_id)  # raises ConfigError for a malformed file
@@ -615,6 +640,17 @@ class Kernel:
     def _title(self, task: TaskRecord) -> str:
         tpl = self.templates.get(task.template_id)
         return tpl.title if tpl else task.template_id
+
+
+def check_event_id(event_id: object) -> str:
+    """Event ids are strings: `True` or `1` would collide with "True" or "1" once stored."""
+    if not isinstance(event_id, str):
+        raise BadRequest("event_id", f"must be a string, not {type(event_id).__name__}")
+    if not event_id.strip() or len(event_id) > MAX_EVENT_ID:
+        raise BadRequest("event_id", f"must be 1 to {MAX_EVENT_ID} characters, not all blank")
+    if not event_id.isprintable():
+        raise BadRequest("event_id", "must not contain control characters")
+    return event_id
 
 
 def _answer_outcome(

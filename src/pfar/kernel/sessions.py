@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from ..config import SessionsConfig
-from ..errors import PfarError
+from ..errors import BadRequest, PfarError
 from ..journal.sessions import SessionLifecycle, SessionManager, SessionRecord, SessionStatus
 from ..recovery.sessions import CrashRecovery
 from ..tools import agent_process
@@ -36,6 +36,14 @@ class SessionSupervisor:
         return CrashRecovery(self.manager, self.lifecycle).recover()
 
     def create(self, project_path: str, thread_id: str) -> SessionRecord:
+        """A CREATED session; the project must be a directory now (checked again at
+        resume: it may go away), and relative paths mean nothing to a kernel: refused."""
+        path = Path(project_path)
+        if not path.is_absolute():
+            raise BadRequest("project_path", f"{project_path!r} is not an absolute path")
+        if not path.is_dir():
+            what = "is not a directory" if path.exists() else "does not exist"
+            raise BadRequest("project_path", f"{project_path} {what}; nothing was created")
         return self.manager.create(project_path, thread_id)
 
     async def resume(self, session_id: str) -> SessionRecord:
@@ -48,7 +56,14 @@ class SessionSupervisor:
             )
         argv = self._argv(s)
         proc = await agent_process.start(
-            s.session_id, argv, project_path=s.project_path, log_dir=self._log_dir
+            s.session_id,
+            argv,
+            project_path=s.project_path,
+            log_dir=self._log_dir,
+            env={
+                agent_process.PLACEHOLDERS["project_path"]: s.project_path,
+                agent_process.PLACEHOLDERS["thread_id"]: s.thread_id,
+            },
         )
         try:
             active = self.lifecycle.transition(
@@ -115,9 +130,9 @@ class SessionSupervisor:
         fill = {
             "session_id": s.session_id,
             "project_path": s.project_path,
-            "thread_id": s.thread_id,
+            "thread_id": s.thread_id,  # checked at creation; a row from before may hold anything
         }
-        argv = [a.format(**fill) for a in self._config.agent_command]
+        template = list(self._config.agent_command)
         if int(s.context.get("runs", 0)) > 0:
-            argv += [a.format(**fill) for a in self._config.resume_args]
-        return argv
+            template += self._config.resume_args
+        return agent_process.fill_argv(template, fill)

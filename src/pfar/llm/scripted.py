@@ -3,13 +3,19 @@
 Responses are chosen by (template, phase, optional regex on the task's input),
 never by call order, so a phase retried after a crash gets the same answer.
 See docs/scripts.md for the format.
+
+A `match` pattern is the script author's and the input is anyone's: a pattern that
+backtracks catastrophically must not stall the kernel. Matching uses the `regex`
+package, whose matcher stops itself at a timeout (a thread cannot interrupt `re`,
+and a subprocess per match would cost more than the match), in a worker thread with
+the GIL released, so the event loop (control socket, other tasks, model timeouts)
+runs on while it matches.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 import string
 import time
 import tomllib
@@ -17,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import regex
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..config import validate_model
@@ -43,10 +50,15 @@ class Script(BaseModel):
     responses: list[ScriptedResponse] = []
 
 
+# how long one `match` may search one input; a sane pattern takes microseconds
+MATCH_TIMEOUT_SECONDS = 1.0
+
+
 @dataclass(slots=True)
 class _Compiled:
     spec: ScriptedResponse
-    pattern: re.Pattern[str] | None
+    pattern: regex.Pattern[str] | None
+    key: str  # e.g. responses.3.match, for messages
 
 
 class ScriptedProvider:
@@ -78,19 +90,32 @@ class ScriptedProvider:
             raise ProviderError(f"scripted provider: {exc}") from None
         self._stamp = stamp
 
-    def _find(self, req: LLMRequest) -> ScriptedResponse | None:
+    async def _find(self, req: LLMRequest) -> ScriptedResponse | None:
         self._refresh()
         for c in self._responses:
             r = c.spec
             if r.phase != req.phase or r.template not in ("*", req.template_id):
                 continue
-            if c.pattern is not None and not c.pattern.search(req.input_text):
+            if c.pattern is not None and not await self._search(c, c.pattern, req.input_text):
                 continue
             return r
         return None
 
+    async def _search(self, c: _Compiled, pattern: regex.Pattern[str], text: str) -> bool:
+        try:
+            found = await asyncio.to_thread(
+                pattern.search, text, timeout=MATCH_TIMEOUT_SECONDS, concurrent=True
+            )
+        except TimeoutError:
+            raise ProviderError(
+                f"scripted provider: {self._source}: {c.key}: the pattern {pattern.pattern!r} "
+                f"took more than {MATCH_TIMEOUT_SECONDS:g}s on this task's input "
+                "(it backtracks catastrophically: simplify it)"
+            ) from None
+        return found is not None
+
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        r = self._find(request)
+        r = await self._find(request)
         if r is None:
             return self._default(request)
         if r.delay_seconds:
@@ -125,11 +150,12 @@ def _read(path: Path) -> Script:
 def _compile(script: Script, source: str) -> list[_Compiled]:
     compiled = []
     for i, r in enumerate(script.responses):
+        key = f"responses.{i}.match"
         try:
-            pattern = re.compile(r.match) if r.match else None
-        except re.error as exc:
-            raise ConfigError(source, f"responses.{i}.match", f"bad regex: {exc}") from None
-        compiled.append(_Compiled(r, pattern))
+            pattern = regex.compile(r.match) if r.match else None
+        except regex.error as exc:
+            raise ConfigError(source, key, f"bad regex: {exc}") from None
+        compiled.append(_Compiled(r, pattern, key))
     return compiled
 
 

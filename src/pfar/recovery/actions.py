@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from ..journal.records import TaskRecord
+from ..journal.records import StepRecord, StepStatus, TaskRecord
 from ..journal.records import parse_rfc3339 as _parse
 from ..journal.states import TaskState
+from ..runners.step_rules import StepRecovery, should_retry_step
 
 
 class RecoveryAction(StrEnum):
@@ -17,6 +18,9 @@ class RecoveryAction(StrEnum):
     Resynthesize = "Resynthesize"
     RepromptApproval = "RepromptApproval"
     RepromptCredential = "RepromptCredential"
+    # a write was in flight and may have happened: the task resumes by asking the owner
+    # (retry, skip or fail); nothing runs before the answer
+    AskOwner = "AskOwner"
     Abandon = "Abandon"
 
 
@@ -49,9 +53,15 @@ class Decision:
 
 
 def decide(
-    task: TaskRecord, now: datetime, max_age: timedelta, max_attempts: int, crashed: bool
+    task: TaskRecord,
+    now: datetime,
+    max_age: timedelta,
+    max_attempts: int,
+    crashed: bool,
+    in_flight: StepRecord | None = None,
 ) -> Decision:
-    """The whole decision for one task: age and crash-loop limits first, then its state.
+    """The whole decision for one task: age and crash-loop limits first, then its state,
+    then the step it had in flight (`in_flight`: its step still marked started, if any).
 
     Parked tasks are not aged out: they wait on the owner under their own deadline,
     and a restart must not change their fate. Nor are traced workflows: on resume
@@ -73,4 +83,32 @@ def decide(
                 RecoveryAction.Abandon,
                 f"Abandoned: its recovery crashed the kernel {task.recovery_attempts} times",
             )
+    doubt = write_in_doubt(task, in_flight)
+    if doubt:
+        return Decision(task.task_id, RecoveryAction.AskOwner, doubt)
     return Decision(task.task_id, determine_recovery_action(task))
+
+
+def write_in_doubt(task: TaskRecord, step: StepRecord | None) -> str:
+    """Why the owner will be asked about `task`'s write in flight, or "" when they won't.
+
+    The pipeline's own rule (should_retry_step) on what the journal recorded when the
+    step started (its semantics and idempotency), so that what recovery says is what the
+    task then does. A traced workflow is left to its trace's recovery check; a step the
+    owner already chose to skip or retry is skipped or retried without asking again.
+    """
+    if task.state is not TaskState.Executing or task.is_workflow or step is None:
+        return ""
+    i = task.current_step
+    if step.step != i or step.status is not StepStatus.started:
+        return ""
+    if i in (task.detail.get("skip_step"), task.detail.get("retry_step")):
+        return ""  # the owner answered already (a crash came before the answer was acted on)
+    rule = should_retry_step(step, step.semantics, step.idempotency)
+    if rule is not StepRecovery.RequireOwnerConfirmation:
+        return ""
+    total = len((task.plan or {}).get("steps", []))
+    return (
+        f"the write in flight ({step.tool}, step {i + 1} of {total}) may have happened: "
+        "the owner will be asked to retry, skip or fail it"
+    )

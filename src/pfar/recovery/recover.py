@@ -29,13 +29,16 @@ def plan_recovery(
 ) -> RecoveryPlan:
     """What recovery would do. Changes nothing (this is `pfar recover --dry-run`)."""
     tasks = journal.unfinished()
-    decisions = [decide(t, now, max_age, max_attempts, crashed) for t in tasks]
+    in_flight = journal.steps_in_flight()
+    decisions = [
+        decide(t, now, max_age, max_attempts, crashed, in_flight.get(t.task_id)) for t in tasks
+    ]
     return RecoveryPlan(decisions, {t.task_id: t for t in tasks})
 
 
 def describe(task: TaskRecord, title: str, decision: Decision, now: datetime) -> str:
     """How the report names a task (spec §7.4's wording)."""
-    if decision.action is RecoveryAction.ResumeExecution:
+    if decision.action in (RecoveryAction.ResumeExecution, RecoveryAction.AskOwner):
         total = len((task.plan or {}).get("steps", []))
         return f"{title} — step {task.current_step + 1} of {total}"
     if decision.action is RecoveryAction.Abandon:
@@ -95,6 +98,9 @@ async def recover_tasks(
                     prompts.append(credential_message(p, attempt))
             report.reprompted.append(d.task_id)
             report.reprompt_kinds[d.task_id] = "credential"
+        elif d.action is RecoveryAction.AskOwner:
+            report.asked.append(d.task_id)  # advance parks it on the question
+            to_resume.append(d.task_id)
         else:
             (
                 report.resumed

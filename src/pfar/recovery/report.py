@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# names listed on one line of the report; a restart after a flood must stay one message
+MAX_NAMES = 5
+
 
 @dataclass(slots=True)
 class RecoveryReport:
     retried: list[str] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
+    # resumed at a write in doubt: the owner is asked before anything runs
+    asked: list[str] = field(default_factory=list)
     reprompted: list[str] = field(default_factory=list)
     abandoned: list[str] = field(default_factory=list)
     orphan_containers: int = 0
@@ -23,6 +28,7 @@ class RecoveryReport:
         return not (
             self.retried
             or self.resumed
+            or self.asked
             or self.reprompted
             or self.abandoned
             or self.orphan_containers
@@ -34,6 +40,7 @@ class RecoveryReport:
         return {
             "retried": self.retried,
             "resumed": self.resumed,
+            "asked": self.asked,
             "reprompted": self.reprompted,
             "abandoned": self.abandoned,
             "orphan_containers": self.orphan_containers,
@@ -42,6 +49,27 @@ class RecoveryReport:
             "descriptions": self.descriptions,
         }
 
+    def _names(self, ids: list[str]) -> str:
+        """The tasks of one line: a name the same for many tasks once, with its count after
+        a multiplication sign; at most MAX_NAMES names, then how many tasks are unnamed."""
+        counts: dict[str, int] = {}
+        for t in ids:
+            name = self.descriptions.get(t, t[:8])
+            counts[name] = counts.get(name, 0) + 1
+        shown = list(counts.items())[:MAX_NAMES]
+        names = [name if n == 1 else f"{name} ×{n}" for name, n in shown]
+        # "too old: A from 25 min ago, B from 15 min ago": the reason said once
+        said: set[str] = set()
+        for i, name in enumerate(names):
+            reason, sep, rest = name.partition(": ")
+            if sep and reason == "too old":
+                names[i] = rest if reason in said else name
+                said.add(reason)
+        left = len(ids) - sum(n for _, n in shown)
+        if left:
+            names.append(f"and {left} more")
+        return ", ".join(names)
+
     def render(self) -> str:
         if self.empty:
             return "System restarted. No pending tasks to recover."
@@ -49,19 +77,17 @@ class RecoveryReport:
 
         def line(ids: list[str], one: str, many: str, verb: str) -> None:
             if ids:
-                names = [self.descriptions.get(t, t[:8]) for t in ids]
-                # "too old: A from 25 min ago, B from 15 min ago": the reason said once
-                said: set[str] = set()
-                for i, name in enumerate(names):
-                    reason, sep, rest = name.partition(": ")
-                    if sep and reason == "too old":
-                        names[i] = rest if reason in said else name
-                        said.add(reason)
-                what = ", ".join(names)
+                what = self._names(ids)
                 lines.append(f" - {len(ids)} {one if len(ids) == 1 else many} {verb} ({what})")
 
         line(self.retried, "task", "tasks", "retried")
         line(self.resumed, "task", "tasks", "resumed")
+        line(
+            self.asked,
+            "task",
+            "tasks",
+            "resumed at a write in doubt: the owner is asked to retry, skip or fail",
+        )
         approvals = [t for t in self.reprompted if self.reprompt_kinds.get(t) != "credential"]
         creds = [t for t in self.reprompted if self.reprompt_kinds.get(t) == "credential"]
         line(approvals, "approval", "approvals", "re-sent")

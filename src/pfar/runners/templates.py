@@ -1,7 +1,9 @@
 """Task templates: TOML files in `$PFAR_HOME/templates/`, one template per file.
 
 See docs/templates.md for the format. A malformed file is refused with the
-file and the key named.
+file and the key named: every problem in it at once, each with its key. Names
+that point elsewhere are checked at load too: tools against the tool registry,
+workspace sinks against the task workspace, so that a template that loads runs.
 """
 
 from __future__ import annotations
@@ -9,15 +11,53 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..config import validate_model
 from ..errors import ConfigError
 from ..policy.approvals import ApprovalRule
 from ..tools.base import SECRET_REF, Credential
+from .paths import outside_problem
+
+
+def _known_tool(name: str, info: ValidationInfo) -> str:
+    """A tool the registry has: a typo in allowed_tools or approval.require is refused at
+    load, not found out when a plan asks for it (or when an approval silently never asks)."""
+    known = (info.context or {}).get("tools")
+    if known is not None and name not in known and not (name == "*" and _is_require(info)):
+        raise ValueError(f"unknown tool {name!r} (known: {', '.join(sorted(known))})")
+    return name
+
+
+def _is_require(info: ValidationInfo) -> bool:
+    return info.field_name == "require"  # approval.require = ["*"]: every write
+
+
+def _sink(sink: str) -> str:
+    if sink == "owner":
+        return sink
+    if not sink.startswith("workspace:"):
+        raise ValueError(f"unknown sink {sink!r} (use 'owner' or 'workspace:FILE')")
+    problem = outside_problem(sink.removeprefix("workspace:"), "the task workspace")
+    if problem:
+        raise ValueError(f"{sink!r}: {problem}")
+    return sink
+
+
+ToolName = Annotated[str, AfterValidator(_known_tool)]
+Sink = Annotated[str, AfterValidator(_sink)]
 
 
 class _Section(BaseModel):
@@ -25,7 +65,7 @@ class _Section(BaseModel):
 
 
 class ApprovalSection(_Section):
-    require: list[str] = []
+    require: list[ToolName] = []
     tainted_writes: bool = False
     on_deny: Literal["skip", "fail"] = "fail"
     timeout_seconds: float | None = Field(None, gt=0)
@@ -91,9 +131,9 @@ class Template(_Section):
     id: str = Field(pattern=f"^{TEMPLATE_ID}$")
     description: str = ""
     trigger: str = "cli"
-    allowed_tools: list[str]
+    allowed_tools: list[ToolName]
     data_ceiling: Literal["public", "internal", "sensitive", "secret"] = "internal"
-    output_sinks: list[str] = ["owner"]
+    output_sinks: list[Sink] = ["owner"]
     # when model calls queue at the shared rate limit, higher goes first
     priority: int = Field(0, ge=-100, le=100)
     approval: ApprovalSection = ApprovalSection()
@@ -103,13 +143,21 @@ class Template(_Section):
     # filled by the loader: sha256 of the file, to notice a change under a running task
     content_hash: str = ""
 
-    @field_validator("output_sinks")
+    @field_validator("id")
     @classmethod
-    def _sinks(cls, sinks: list[str]) -> list[str]:
-        for sink in sinks:
-            if sink != "owner" and not sink.startswith("workspace:"):
-                raise ValueError(f"unknown sink {sink!r} (use 'owner' or 'workspace:FILE')")
-        return sinks
+    def _file_name(cls, value: str, info: ValidationInfo) -> str:
+        stem = (info.context or {}).get("file_stem")
+        if stem is not None and value != stem:
+            raise ValueError(f"must match the file name ({stem!r})")
+        return value
+
+    @field_validator("content_hash")
+    @classmethod
+    def _computed(cls, value: str, info: ValidationInfo) -> str:
+        # runs only when the file sets it: the loader fills it in
+        if (info.context or {}).get("file_stem") is not None:
+            raise ValueError("is computed by pfar; remove it")
+        return value
 
     @model_validator(mode="after")
     def _credentials_for_allowed_tools(self) -> Template:
@@ -135,7 +183,7 @@ class Template(_Section):
         )
 
 
-def load_template(path: Path) -> Template:
+def load_template(path: Path, tools: Collection[str]) -> Template:
     try:
         raw = path.read_bytes()
         data = tomllib.loads(raw.decode("utf-8"))
@@ -143,19 +191,21 @@ def load_template(path: Path) -> Template:
         raise ConfigError(str(path), "", f"not valid TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(str(path), "", f"cannot be read: {exc}") from None
-    if "content_hash" in data:
-        raise ConfigError(str(path), "content_hash", "is computed by pfar; remove it")
-    tpl = validate_model(Template, data, path)
-    if tpl.id != path.stem:
-        raise ConfigError(str(path), "id", f"must match the file name ({path.stem!r})")
+    tpl = validate_model(
+        Template, data, path, context={"file_stem": path.stem, "tools": frozenset(tools)}
+    )
     return tpl.model_copy(update={"content_hash": hashlib.sha256(raw).hexdigest()[:16]})
 
 
 class TemplateRegistry:
-    """Templates by id, loaded from a directory; reloaded on demand (e.g. each submit)."""
+    """Templates by id, loaded from a directory; reloaded on demand (e.g. each submit).
 
-    def __init__(self, directory: Path) -> None:
+    `tools` are the names of the registered tools: a template naming another is refused.
+    """
+
+    def __init__(self, directory: Path, tools: Collection[str]) -> None:
         self.directory = directory
+        self._tools = frozenset(tools)
         self._templates: dict[str, Template] = {}
         self._stamps: dict[str, tuple[int, int, int]] = {}
 
@@ -166,7 +216,7 @@ class TemplateRegistry:
         if self.directory.exists():
             for path in sorted(self.directory.glob("*.toml")):
                 try:
-                    tpl = load_template(path)
+                    tpl = load_template(path, self._tools)
                 except ConfigError as exc:
                     errors.append(exc)
                     continue
@@ -197,7 +247,7 @@ class TemplateRegistry:
         cached = self._templates.get(template_id)
         if cached is not None and self._stamps.get(template_id) == stamp:
             return cached
-        tpl = load_template(path)
+        tpl = load_template(path, self._tools)
         self._templates[template_id] = tpl
         self._stamps[template_id] = stamp
         return tpl

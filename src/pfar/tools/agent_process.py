@@ -89,6 +89,62 @@ async def start(
     return AgentProcess(session_id, {**ident, "argv": args}, log_path, proc)
 
 
+# placeholders in `[sessions] agent_command` and the variables that carry the same values
+PLACEHOLDERS = {
+    "session_id": "PFAR_SESSION_ID",
+    "project_path": "PFAR_PROJECT_PATH",
+    "thread_id": "PFAR_THREAD_ID",
+}
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"}
+
+
+def fill_argv(template: Sequence[str], values: Mapping[str, str]) -> list[str]:
+    """The agent's argv with `{session_id}`, `{project_path}` and `{thread_id}` filled in.
+
+    An argument is one argv element, never parsed again: a value goes in as it is. The
+    exception is the script of a shell (`sh -c SCRIPT`), which the shell parses: there a
+    placeholder becomes a double-quoted reference to the variable that carries the value
+    ("${PFAR_THREAD_ID}"), so no value is ever read as shell code, quoted or not (shlex
+    quoting breaks inside a script's own double quotes). Only these three names are
+    replaced: any other brace (`${HOME}`, awk's `{print}`) is left alone.
+    """
+    script = _shell_script_index(template)
+    argv = []
+    for i, arg in enumerate(template):
+        for name, var in PLACEHOLDERS.items():
+            arg = arg.replace("{" + name + "}", f'"${{{var}}}"' if i == script else values[name])
+        argv.append(arg)
+    return argv
+
+
+def _shell_script_index(argv: Sequence[str]) -> int | None:
+    """Where the script is in `[env [NAME=VALUE...]] SHELL [options] -c SCRIPT [args]`."""
+    i = 0
+    if i < len(argv) and os.path.basename(argv[i]) == "env":
+        i += 1
+        while i < len(argv) and ("=" in argv[i] or argv[i].startswith("-")):
+            i += 1
+    if i >= len(argv) or os.path.basename(argv[i]) not in _SHELLS:
+        return None
+    command = False
+    i += 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            i += 1
+            break
+        if arg.startswith("--"):
+            i += 1
+            continue
+        if arg[:1] in ("-", "+") and len(arg) > 1:
+            command = command or "c" in arg[1:]
+            # -o and -O take a value, also at the end of a cluster: -euo pipefail
+            i += 2 if ("o" in arg[1:] or "O" in arg[1:]) else 1
+            continue
+        break
+    return i if command and i < len(argv) else None
+
+
 def _open_log(
     who: str, session_id: str, args: list[str], cwd: Path, log_dir: Path
 ) -> tuple[Path, int]:

@@ -7,11 +7,25 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from ...config import validate_model
 from ...errors import ConfigError
+from ..paths import outside_problem
+
+
+def _inside(relative: str) -> str:
+    """Artifacts and the task spec are the workflow directory's files: a path leading out
+    (absolute, or '..') would have the check report on, and trust, files elsewhere."""
+    problem = outside_problem(relative, "the workflow directory")
+    if problem:
+        raise ValueError(problem)
+    return relative
+
+
+InsidePath = Annotated[str, AfterValidator(_inside)]
 
 
 class _Section(BaseModel):
@@ -24,7 +38,7 @@ class WorkflowStep(_Section):
     run: list[str] = Field(min_length=1)
     description: str = ""
     # files the step is expected to create or change, relative to the task directory
-    artifacts: list[str] = []
+    artifacts: list[InsidePath] = []
     timeout_seconds: float = Field(3600, gt=0, le=7 * 86400)
 
 
@@ -32,7 +46,7 @@ class WorkflowDefinition(_Section):
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
     description: str = ""
     # the task spec the trace points at, relative to the task directory
-    task_spec: str = "spec.md"
+    task_spec: InsidePath = "spec.md"
     steps: list[WorkflowStep] = Field(min_length=1)
 
     @field_validator("steps")

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from ..paths import exists_inside, resolved_inside
 from .trace import Artifact, ResumeEntry, StepStatus, Trace, TraceStep, WorkflowStatus
 
 
@@ -61,6 +62,8 @@ class ArtifactCheck:
     text: str
     path: str  # as written in the trace, relative to base_dir
     exists: bool
+    # False: the path (or a symlink on it) leads outside base_dir; never counted as there
+    inside: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,10 +120,8 @@ def classify(trace: Trace) -> TraceState:
 
 
 def _exists(base: Path, path: str) -> bool:
-    try:
-        return (base / path).exists()
-    except (OSError, ValueError):  # a name the file system cannot hold is not there
-        return False
+    # inside `base` only: a hand-edited trace may name /etc/hostname, or a symlink lead out
+    return exists_inside(base, path)
 
 
 def reconstruct_context(trace: Trace, base_dir: str | os.PathLike[str]) -> Context:
@@ -146,8 +147,10 @@ def verify_artifacts(trace: Trace, base_dir: str | os.PathLike[str]) -> list[Art
         for artifact in step.artifacts:
             path = artifact.path
             if path is not None and path not in checks:
-                exists = _exists(Path(base_dir), path)
-                checks[path] = ArtifactCheck(step.number, artifact.text, path, exists)
+                base = Path(base_dir)
+                exists = _exists(base, path)
+                inside = exists or resolved_inside(base, path) is not None
+                checks[path] = ArtifactCheck(step.number, artifact.text, path, exists, inside)
     return list(checks.values())
 
 

@@ -31,6 +31,7 @@ from ...journal import (
 from ...journal.records import now_rfc3339
 from ...tools.processes import identity, kill_group
 from ..asking import ask_owner
+from ..paths import exists_inside
 from ..services import Services
 from .definition import WorkflowDefinition, load_definition
 from .recovery_check import OwnerOption, RecoveryDecision, TraceState, decide, resume_entry
@@ -242,7 +243,7 @@ async def _run_step(
     code, out, err = await _execute(
         spec.run, run.directory, env, spec.timeout_seconds, task, i, svc
     )
-    missing = [a for a in spec.artifacts if not (run.directory / a).exists()]
+    missing = [a for a in spec.artifacts if not exists_inside(run.directory, a)]
     trace = read_trace(run.trace_path)
     summary = _last_line(out) or f"{spec.name} finished"
     if code == 0 and not missing:
