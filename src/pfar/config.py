@@ -13,6 +13,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
+from .vault.perms import check_private
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -146,6 +147,7 @@ class Config(_Section):
         """Read and validate `path`; a missing file means all defaults."""
         if not path.exists():
             return cls()
+        check_private(path)  # settings another user could edit are refused, not trusted
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:

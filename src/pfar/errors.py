@@ -5,6 +5,7 @@ one, what to do about it.
 
 * PfarError
   + ConfigError              a config or template file is malformed (file and key named)
+    - UnsafePermissions      a file pfar would load can be changed by another user
   + VaultError
     - VaultMissing           the vault does not exist where it should
     - VaultLocked            another kernel owns this home
@@ -45,6 +46,22 @@ class ConfigError(PfarError):
         where = f"{path}: {key}" if key else path
         super().__init__(f"{where}: {problem}")
         self.path, self.key, self.problem = path, key, problem
+
+
+class UnsafePermissions(ConfigError):
+    """`path` (or `culprit`, a directory above it) can be written by someone else: loading
+    it would let another local user choose what pfar runs as its owner."""
+
+    def __init__(self, path: str, culprit: str, problem: str) -> None:
+        fix = f"chown $(id -u) {culprit}" if "owned by" in problem else f"chmod go-w {culprit}"
+        where = "it" if culprit == path else culprit
+        super().__init__(
+            path,
+            "",
+            f"refused: {where} {problem}, so another user could change what pfar runs; "
+            f"fix it with `{fix}` and check the contents",
+        )
+        self.culprit = culprit
 
 
 class VaultError(PfarError):

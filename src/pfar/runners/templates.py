@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..config import validate_model
 from ..errors import ConfigError
 from ..policy.approvals import ApprovalRule
+from ..vault.perms import check_private
 
 
 class _Section(BaseModel):
@@ -80,6 +81,7 @@ class Template(_Section):
 
 
 def load_template(path: Path) -> Template:
+    check_private(path)  # a template another user can replace would run their commands
     try:
         raw = path.read_bytes()
         data = tomllib.loads(raw.decode("utf-8"))
@@ -108,6 +110,11 @@ class TemplateRegistry:
         found: dict[str, Template] = {}
         errors: list[ConfigError] = []
         if self.directory.exists():
+            try:
+                check_private(self.directory)
+            except ConfigError as exc:
+                self._templates = {}
+                return [exc]
             for path in sorted(self.directory.glob("*.toml")):
                 try:
                     tpl = load_template(path)
