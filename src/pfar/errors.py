@@ -11,6 +11,7 @@ one, what to do about it.
     - VaultLocked            another kernel owns this home
     - VaultCorrupt           a database file is not readable; never repaired by overwriting
     - VaultIOError           a write or fsync failed: the kernel stops (fail-stop)
+      . VaultUnwritable      read-only, disk full, permission denied: not damage
     - MigrationFailed
     - SessionStoreError      the sessions table could not be read or written (rolled back)
     - SessionRecoveryFailed  session crash recovery stopped at a database error
@@ -82,6 +83,11 @@ class VaultCorrupt(VaultError):
 
 class VaultIOError(VaultError):
     pass
+
+
+class VaultUnwritable(VaultIOError):
+    """pfar cannot write a vault file (read-only, disk full, permission denied). The data
+    is intact: the message says what to fix, never to move or recreate the file."""
 
 
 class MigrationFailed(VaultError):
