@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_core import ErrorDetails
 
 from .errors import ConfigError, ConfigErrors
+from .vault.perms import check_private
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -147,6 +148,7 @@ class Config(_Section):
         """Read and validate `path`; a missing file means all defaults."""
         if not path.exists():
             return cls()
+        check_private(path)  # settings another user could edit are refused, not trusted
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:

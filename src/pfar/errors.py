@@ -6,11 +6,13 @@ one, what to do about it.
 * PfarError
   + ConfigError              a config or template file is malformed (file and key named)
     - ConfigErrors           several problems in one file, each with its key
+    - UnsafePermissions      a file pfar would load can be changed by another user
   + VaultError
     - VaultMissing           the vault does not exist where it should
     - VaultLocked            another kernel owns this home
     - VaultCorrupt           a database file is not readable; never repaired by overwriting
     - VaultIOError           a write or fsync failed: the kernel stops (fail-stop)
+      . VaultUnwritable      read-only, disk full, permission denied: not damage
     - MigrationFailed
     - SessionStoreError      the sessions table could not be read or written (rolled back)
     - SessionRecoveryFailed  session crash recovery stopped at a database error
@@ -71,6 +73,22 @@ class ConfigErrors(ConfigError):
         return list(self.errors)
 
 
+class UnsafePermissions(ConfigError):
+    """`path` (or `culprit`, a directory above it) can be written by someone else: loading
+    it would let another local user choose what pfar runs as its owner."""
+
+    def __init__(self, path: str, culprit: str, problem: str) -> None:
+        fix = f"chown $(id -u) {culprit}" if "owned by" in problem else f"chmod go-w {culprit}"
+        where = "it" if culprit == path else culprit
+        super().__init__(
+            path,
+            "",
+            f"refused: {where} {problem}, so another user could change what pfar runs; "
+            f"fix it with `{fix}` and check the contents",
+        )
+        self.culprit = culprit
+
+
 class VaultError(PfarError):
     pass
 
@@ -89,6 +107,11 @@ class VaultCorrupt(VaultError):
 
 class VaultIOError(VaultError):
     pass
+
+
+class VaultUnwritable(VaultIOError):
+    """pfar cannot write a vault file (read-only, disk full, permission denied). The data
+    is intact: the message says what to fix, never to move or recreate the file."""
 
 
 class MigrationFailed(VaultError):

@@ -1,9 +1,23 @@
-"""`pfar init`: a new home with a config, an empty vault, and example templates."""
+"""`pfar init`: a new home with a config, an empty vault, and example templates.
+
+The home is built whole in a temporary directory next to the target (so on the same
+filesystem), synced, and only then put in place: renamed as a whole when the target
+does not exist, or entry by entry into an existing directory with the vault last.
+The vault is what makes a home, so a killed init leaves either no vault (the next
+init completes the home) or a complete one; never a vault with a database missing.
+A staging directory a killed init left behind is removed by the next init.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
+import shutil
+import signal
+import tempfile
 from importlib import resources
+from pathlib import Path
 
 from ..config import DEFAULT_CONFIG_TOML
 from ..errors import VaultError
@@ -11,6 +25,11 @@ from ..journal import Journal
 from ..vault.home import Home
 from ..vault.secrets import SecretStore
 from ..vault.sqlite import open_vault_db
+
+# Test-only: `PFAR_FAULT=init:POINT` SIGKILLs `pfar init` right after POINT, as
+# journal/faults.py does for the kernel's journal points.
+FAULT_ENV = "PFAR_FAULT"
+FAULT_POINTS = ("staged", "vault_created", "synced", "moved")
 
 
 def init_home(home: Home, *, examples: bool = True) -> list[str]:
@@ -20,27 +39,126 @@ def init_home(home: Home, *, examples: bool = True) -> list[str]:
         raise VaultError(
             f"{home.root} already has a vault ({existing[0].name}); nothing was changed"
         )
-    created: list[str] = []
-    home.root.mkdir(parents=True, exist_ok=True)
-    os.chmod(home.root, 0o700)
-    for d in (home.vault_dir, home.templates_dir, home.workspaces_dir, home.root / "scripts"):
-        d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if not home.config.exists():
-        home.config.write_text(DEFAULT_CONFIG_TOML, encoding="utf-8")
-        created.append(str(home.config))
+    if home.root.exists() and not home.root.is_dir():
+        raise VaultError(f"{home.root} exists and is not a directory; nothing was changed")
+    if home.vault_dir.is_dir() and any(home.vault_dir.iterdir()):
+        # e.g. a -wal file whose database is gone: it may hold committed data
+        raise VaultError(
+            f"{home.vault_dir} holds files but no complete vault; nothing was changed. "
+            "Restore the vault from a backup, or move that directory elsewhere to start anew"
+        )
+    parent = home.root.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(home)
+    staging = Path(tempfile.mkdtemp(prefix=f".{home.root.name}.init-{os.getpid()}-", dir=parent))
+    try:
+        _build(Home(staging), examples)
+        _fault("staged")
+        _sync_tree(staging)
+        _fault("synced")
+        if not home.root.exists():
+            created = [str(home.root / rel) for rel in _files(staging)]
+            os.rename(staging, home.root)
+            _fsync_dir(parent)
+        else:
+            created = _move_into(staging, home.root)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return created
+
+
+def _build(home: Home, examples: bool) -> None:
+    for d in (home.vault_dir, home.templates_dir, home.workspaces_dir, home.scripts_dir):
+        d.mkdir(mode=0o700)
+    _write(home.config, DEFAULT_CONFIG_TOML)
     Journal.open(home.sessions_db, create=True).close()
     SecretStore.open(home.secrets_db, create=True).close()
     open_vault_db(home.memory_db, "memory", create=True).close()
-    created += [str(home.sessions_db), str(home.secrets_db), str(home.memory_db)]
+    _fault("vault_created")
     if examples:
         assets = resources.files("pfar.cli").joinpath("assets")
-        for folder, target in (
-            ("templates", home.templates_dir),
-            ("scripts", home.root / "scripts"),
-        ):
+        for folder, target in (("templates", home.templates_dir), ("scripts", home.scripts_dir)):
             for entry in assets.joinpath(folder).iterdir():
-                dest = target / entry.name
-                if not dest.exists():
-                    dest.write_text(entry.read_text(encoding="utf-8"), encoding="utf-8")
-                    created.append(str(dest))
-    return created
+                _write(target / entry.name, entry.read_text(encoding="utf-8"))
+
+
+def _move_into(staging: Path, root: Path) -> list[str]:
+    """Move what `root` lacks from `staging` into it, the vault last; keep what it has."""
+    os.chmod(root, 0o700)
+    moved: list[str] = []
+    entries = sorted(staging.iterdir(), key=lambda p: p.name == "vault")
+    for entry in entries:
+        dest = root / entry.name
+        if entry.name == "vault" or not dest.exists():
+            # an empty vault/ left by an older, interrupted init is replaced whole
+            moved += [str(dest / rel) for rel in _files(entry)] if entry.is_dir() else [str(dest)]
+            if entry.name == "vault":
+                _fault("moved")
+            os.rename(entry, dest)
+        elif entry.is_dir() and dest.is_dir():
+            for child in sorted(entry.iterdir()):
+                if not (dest / child.name).exists():
+                    os.rename(child, dest / child.name)
+                    moved.append(str(dest / child.name))
+            _fsync_dir(dest)
+    _fsync_dir(root)
+    return moved
+
+
+def _remove_leftovers(home: Home) -> None:
+    """Staging directories of inits that were killed; one whose process lives is left."""
+    for leftover in home.root.parent.glob(f".{glob.escape(home.root.name)}.init-*-*"):
+        pid = leftover.name.removeprefix(f".{home.root.name}.init-").split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)) and leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _write(path: Path, text: str) -> None:
+    # owner-only from the start: a home others can write is refused (vault/perms.py)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file())
+
+
+def _sync_tree(root: Path) -> None:
+    """fsync every file and directory under `root` (and `root`): durable before it is
+    renamed into place."""
+    for path in sorted(root.rglob("*"), key=lambda p: -len(p.parts)):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        elif path.is_dir():
+            _fsync_dir(path)
+    _fsync_dir(root)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fault(point: str) -> None:
+    if os.environ.get(FAULT_ENV) == f"init:{point}":
+        with contextlib.suppress(OSError):
+            os.write(2, f"pfar: fault hook: SIGKILL after init:{point}\n".encode())
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -18,7 +18,7 @@ from ..errors import (
     UnknownCredentialPrompt,
     UnknownTask,
 )
-from ..vault.sqlite import Synchronous, connect, open_vault_db
+from ..vault.sqlite import Synchronous, check_table, connect, open_vault_db
 from . import approvals_sql, events_sql, steps_sql, tasks_sql
 from .faults import FaultHook
 from .ids import resolve_id
@@ -129,10 +129,32 @@ class Journal:
         return tasks_sql.unfinished(self._reader)
 
     def steps(self, task_id: str) -> list[StepRecord]:
-        return steps_sql.for_task(self._reader, task_id)
+        steps = steps_sql.for_task(self._reader, task_id)
+        numbers = [s.step for s in steps]
+        if numbers != list(range(len(numbers))) or len(numbers) < self._steps_done(task_id):
+            self._check_steps()
+        return steps
 
     def step(self, task_id: str, step: int) -> StepRecord | None:
-        return steps_sql.get(self._reader, task_id, step)
+        rec = steps_sql.get(self._reader, task_id, step)
+        if rec is None and step < self._steps_done(task_id):
+            self._check_steps()
+        return rec
+
+    def _steps_done(self, task_id: str) -> int:
+        """How many steps the task's progress says were finished (each one has its row)."""
+        rec = tasks_sql.get(self._reader, task_id)
+        progress = (rec.execute_progress or {}) if rec else {}
+        last, current = progress.get("last_completed"), progress.get("current_step")
+        return max(
+            last + 1 if isinstance(last, int) else 0, current if isinstance(current, int) else 0
+        )
+
+    def _check_steps(self) -> None:
+        """Steps missing from what the task's progress promises: a damaged page can hide
+        rows without an error, so look before answering with a short list. A step row
+        is written in the same commit as the progress that names it."""
+        check_table(self._reader, self.path, "task_steps")
 
     def approval(self, approval_id: str) -> ApprovalRecord:
         rec = approvals_sql.get_approval(self._reader, approval_id)

@@ -12,9 +12,9 @@ thread, avoids two thread wake-ups and the GIL hand-off per commit, which cost
 more than the fsync itself; the loop is blocked for one commit at a time, and
 every task that would run meanwhile is waiting on that commit anyway.
 
-An I/O error on commit stops the writer for good (fail-stop): after a failed
-fsync the OS may have dropped the data, so the only safe continuation is a
-restart that recovers from what is really on disk.
+An I/O error on commit, or a damaged page met by a write, stops the writer for
+good (fail-stop): after a failed fsync the OS may have dropped the data, so the
+only safe continuation is a restart that recovers from what is really on disk.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ..errors import VaultIOError
+from ..errors import VaultCorrupt, VaultIOError, VaultUnwritable
 from .faults import FaultHook
 
 T = TypeVar("T")
@@ -141,6 +141,8 @@ class GroupCommitWriter:
                         raise
                     _rollback_op(conn)
                     outcomes.append((False, exc))
+                except VaultCorrupt:
+                    raise  # a damaged page: writing on could spread it (fail-stop)
                 except Exception as exc:
                     _rollback_op(conn)
                     outcomes.append((False, exc))
@@ -195,5 +197,7 @@ def _rollback_op(conn: sqlite3.Connection) -> None:
 
 
 def _is_io_error(exc: sqlite3.OperationalError) -> bool:
+    if isinstance(exc, VaultUnwritable):
+        return True
     text = str(exc).lower()
     return "disk i/o" in text or "database or disk is full" in text or "readonly" in text

@@ -57,6 +57,7 @@ from ..runners.workflow.runner import answer_outcome as workflow_answer_outcome
 from ..tools.processes import end_group_if_same
 from ..tools.registry import ToolRegistry
 from ..vault.home import Home, HomeLock
+from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
 from ..vault.sqlite import open_vault_db
 from .audit import AuditLog
@@ -118,7 +119,9 @@ class Kernel:
     # -- startup -------------------------------------------------------------
 
     async def start(self) -> RecoveryReport:
-        # Stage 1: foundation
+        # Stage 1: foundation. A home another user can write to is refused before
+        # anything in it is loaded: they could choose what the kernel runs.
+        check_home(self.home)
         config = self._config or Config.load(self.home.config)
         self.config = config
         if not self.home.sessions_db.exists():

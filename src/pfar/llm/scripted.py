@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..config import validate_model
 from ..errors import ConfigError, ProviderError
+from ..vault.perms import check_private
 from .messages import ChatRequest, ChatResponse, StopReason, ToolCall, Usage
 from .provider import LLMRequest, LLMResponse
 
@@ -140,6 +141,7 @@ class ScriptedProvider:
 def _read(path: Path) -> Script:
     if not path.exists():
         raise ConfigError(str(path), "", "script file not found (config key llm.script)")
+    check_private(path)  # the model's answers decide what runs: only the owner writes them
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:

@@ -29,6 +29,7 @@ from ..config import validate_model
 from ..errors import ConfigError
 from ..policy.approvals import ApprovalRule
 from ..tools.base import SECRET_REF, Credential
+from ..vault.perms import check_private
 from .paths import outside_problem
 
 
@@ -184,6 +185,7 @@ class Template(_Section):
 
 
 def load_template(path: Path, tools: Collection[str]) -> Template:
+    check_private(path)  # a template another user can replace would run their commands
     try:
         raw = path.read_bytes()
         data = tomllib.loads(raw.decode("utf-8"))
@@ -214,6 +216,11 @@ class TemplateRegistry:
         found: dict[str, Template] = {}
         errors: list[ConfigError] = []
         if self.directory.exists():
+            try:
+                check_private(self.directory)
+            except ConfigError as exc:
+                self._templates = {}
+                return [exc]
             for path in sorted(self.directory.glob("*.toml")):
                 try:
                     tpl = load_template(path, self._tools)

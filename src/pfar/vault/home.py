@@ -46,6 +46,11 @@ class Home:
         return self.root / "templates"
 
     @property
+    def scripts_dir(self) -> Path:
+        """The scripted model's response files (`llm.script` is relative to the home)."""
+        return self.root / "scripts"
+
+    @property
     def workspaces_dir(self) -> Path:
         return self.root / "workspaces"
 

@@ -1,19 +1,186 @@
 """Opening vault databases: pragmas for durability, migrations, and refusal of damaged files.
 
 A database that cannot be read is reported, never recreated: `open_vault_db`
-creates a file only when asked to (`pfar init`), and raises otherwise.
+creates a file only when asked to (`pfar init`), and raises otherwise. A file that
+cannot be written (read-only, disk full) is not a damaged one: the two are told
+apart by SQLite's result code, and neither message advises a step that loses data.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Self
 
-from ..errors import VaultCorrupt, VaultLocked, VaultMissing
+from ..errors import VaultCorrupt, VaultLocked, VaultMissing, VaultUnwritable
 from .schema import migrate, schema_version
 
 Synchronous = Literal["FULL", "NORMAL"]
+
+
+# What a database error says about the file, by SQLite's primary result code.
+_DAMAGE = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+_UNWRITABLE = frozenset(
+    {
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_PERM,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_IOERR,
+    }
+)
+
+
+class DamagedDatabase(VaultCorrupt, sqlite3.DatabaseError):
+    """A page of the file is damaged. Also a sqlite3 error, so that every handler that
+    rolls a transaction back on a database error still does."""
+
+
+class UnwritableDatabase(VaultUnwritable, sqlite3.OperationalError):
+    """The file cannot be written (read-only, disk full, permission denied). Also a
+    sqlite3.OperationalError, so the journal writer still stops on it (fail-stop)."""
+
+
+def recovery_advice(path: Path) -> str:
+    """What to do with a damaged vault file: keep everything, restore or salvage."""
+    return (
+        f"Stop the kernel, keep a copy of the whole {path.parent} directory, then restore "
+        f"it from a backup or salvage the readable rows with `sqlite3 {path} .recover`. "
+        "Do not delete the file: it is the only copy of what it holds."
+    )
+
+
+def translate(path: Path, exc: sqlite3.Error) -> sqlite3.Error:
+    """pfar's error for `exc` raised on `path`, naming the file and what to do, or `exc`
+    itself when it is not about the file (a constraint, a busy database, a bug)."""
+    if isinstance(exc, (DamagedDatabase, UnwritableDatabase)):
+        return exc
+    code = (exc.sqlite_errorcode or 0) & 0xFF
+    if code in _DAMAGE:
+        return DamagedDatabase(
+            f"{path} is damaged ({exc}); pfar changed nothing in it. {recovery_advice(path)}"
+        )
+    if code in _UNWRITABLE:
+        return unwritable(path, code, str(exc))
+    return exc
+
+
+def unwritable(path: Path, code: int, cause: str) -> UnwritableDatabase:
+    return UnwritableDatabase(
+        f"pfar cannot write {path} ({cause}): {_why_unwritable(path, code)}. The file is "
+        "not damaged and nothing in it was changed: fix that, then start again "
+        "(do not move, delete or re-create the file: it holds your data)."
+    )
+
+
+def _why_unwritable(path: Path, code: int) -> str:
+    if code == sqlite3.SQLITE_FULL or _disk_full(path):
+        return f"the disk holding {path.parent} is full; free some space"
+    directory = path.parent
+    if directory.exists() and not os.access(directory, os.W_OK | os.X_OK):
+        return (
+            f"its directory {directory} is read-only (SQLite writes {path.name}-wal and "
+            f"{path.name}-shm next to it); make it writable with `chmod u+w {directory}` "
+            "(or check `lsattr -d` and the mount)"
+        )
+    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if file.exists() and not os.access(file, os.R_OK | os.W_OK):
+            return (
+                f"{file} is read-only or unreadable to pfar; make it writable with "
+                f"`chmod u+rw {file}` (or check `lsattr` and the mount)"
+            )
+    if code == sqlite3.SQLITE_IOERR:
+        return "the disk reported an I/O error; check it (dmesg) before anything else"
+    return "permission denied; check the permissions and the mount of the vault directory"
+
+
+def _disk_full(path: Path) -> bool:
+    try:
+        return shutil.disk_usage(path.parent).free < 64 * 1024
+    except OSError:
+        return False
+
+
+def check_table(conn: sqlite3.Connection, path: Path, table: str) -> None:
+    """Raise DamagedDatabase when SQLite's integrity check finds `table` damaged.
+
+    For a read that looks inconsistent: a page whose keys were overwritten can still
+    parse, so a lookup quietly skips its rows instead of failing (quick_check does
+    not notice that; integrity_check compares the rows with their key order)."""
+    rows = conn.execute(f"PRAGMA integrity_check({table})").fetchall()
+    problems = [str(r[0]) for r in rows if str(r[0]) != "ok"]
+    if problems:
+        more = f"; and {len(problems) - 3} more" if problems[3:] else ""
+        shown = "; ".join(problems[:3]) + more
+        raise DamagedDatabase(
+            f"{path} is damaged (table {table}: {shown}); pfar changed nothing in it. "
+            f"{recovery_advice(path)}"
+        )
+
+
+class _Cursor(sqlite3.Cursor):
+    """Every error a statement meets on the way through the file is translated once,
+    here: callers see pfar's error with the file named, never a bare sqlite3 one."""
+
+    def _path(self) -> Path:
+        conn = self.connection
+        return conn.path if isinstance(conn, VaultConnection) else Path("?")
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Self:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            raise translate(self._path(), exc) from exc
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> Self:
+        try:
+            return super().executemany(sql, seq_of_parameters)
+        except sqlite3.Error as exc:
+            raise translate(self._path(), exc) from exc
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.Error as exc:
+            raise translate(self._path(), exc) from exc
+
+    def fetchmany(self, size: int | None = 1) -> list[Any]:
+        try:
+            return super().fetchmany(size)
+        except sqlite3.Error as exc:
+            raise translate(self._path(), exc) from exc
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.Error as exc:
+            raise translate(self._path(), exc) from exc
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.Error as exc:
+            raise translate(self._path(), exc) from exc
+
+
+class VaultConnection(sqlite3.Connection):
+    """A connection that knows its file and translates its errors (see _Cursor)."""
+
+    path: Path
+
+    def cursor(self, factory: Any = None) -> Any:
+        return super().cursor(factory or _Cursor)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:
+        cur: _Cursor = self.cursor()
+        return cur.execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> _Cursor:
+        cur: _Cursor = self.cursor()
+        return cur.executemany(sql, parameters)
 
 
 def connect(
@@ -21,12 +188,24 @@ def connect(
 ) -> sqlite3.Connection:
     """A connection with pfar's pragmas. Autocommit mode: transactions are explicit."""
     uri = f"file:{path}?mode={'ro' if readonly else 'rw'}"
+    if not readonly and path.exists() and not os.access(path, os.W_OK):
+        # SQLite would quietly open it read-only and fail at the first write, much later
+        raise unwritable(path, sqlite3.SQLITE_READONLY, "the file is not writable")
     try:
         conn = sqlite3.connect(
-            uri, uri=True, isolation_level=None, check_same_thread=False, timeout=10.0
+            uri,
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=10.0,
+            factory=VaultConnection,
         )
     except sqlite3.OperationalError as exc:
+        if path.exists():
+            raise translate(path, exc) from None
         raise VaultMissing(f"{path}: cannot open ({exc})") from None
+    assert isinstance(conn, VaultConnection)
+    conn.path = path
     try:
         conn.execute("PRAGMA busy_timeout = 10000")
         if not readonly:
@@ -42,9 +221,12 @@ def connect(
         conn.close()
         if "locked" in str(exc) or "busy" in str(exc):
             raise VaultLocked(f"{path}: database is locked by another process ({exc})") from None
+        cause = exc.__cause__ if isinstance(exc.__cause__, sqlite3.Error) else exc
+        if isinstance(exc, UnwritableDatabase):
+            raise
         raise VaultCorrupt(
-            f"{path}: not a readable pfar database ({exc}); it was left untouched. "
-            "Restore it from a backup or move it aside and run `pfar init`."
+            f"{path}: not a readable pfar database ({cause}); it was left untouched. "
+            f"{recovery_advice(path)}"
         ) from None
     return conn
 
@@ -69,7 +251,7 @@ def open_vault_db(
     elif path.stat().st_size == 0:
         raise VaultCorrupt(
             f"{path} is empty: its data is gone (a truncated restore?). It was left as it is; "
-            "restore it from a backup, or move it aside and run `pfar init` to start anew."
+            "restore it from a backup (the rest of the vault is untouched: keep it as it is)."
         )
     if not create:
         # Look before touching: even switching to WAL would write to a foreign file.
