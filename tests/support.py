@@ -217,3 +217,27 @@ class RecordingServer:
     def close(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+def pfar(
+    home: Home | Path, *args: str, stdin: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """`pfar --home HOME ARGS...` as a real process; wide terminal so messages never wrap."""
+    root = home.root if isinstance(home, Home) else home
+    env = {**os.environ, "COLUMNS": "1000", "NO_COLOR": "1"}
+    env.pop("PFAR_HOME", None)
+    env.pop("PFAR_FAULT", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pfar", "--home", str(root), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def said(proc: subprocess.CompletedProcess[str]) -> str:
+    """Everything the command printed, whitespace normalised."""
+    return " ".join((proc.stdout + proc.stderr).split())

@@ -4,14 +4,11 @@ a planned tool that no longer exists. The kernel runs as a real subprocess."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from ..support import KernelProcess, db, make_home, owner_messages, running_kernel, wait_for
+from ..support import KernelProcess, db, make_home, owner_messages, pfar, running_kernel, wait_for
 
 pytestmark = pytest.mark.crash
 
@@ -198,19 +195,6 @@ def test_a_report_after_a_flood_names_each_title_once_with_its_count(tmp_path: P
     assert listed[5:] == ["and 2 more"], listed
 
 
-def _pfar(home, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "1000", "NO_COLOR": "1"}
-    env.pop("PFAR_FAULT", None)
-    return subprocess.run(
-        [sys.executable, "-m", "pfar", "--home", str(home.root), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-    )
-
-
 def test_a_write_in_doubt_is_said_to_ask_the_owner_by_dry_run_and_report(tmp_path: Path) -> None:
     log = tmp_path / "effects.log"
     home = make_home(
@@ -232,7 +216,7 @@ def test_a_write_in_doubt_is_said_to_ask_the_owner_by_dry_run_and_report(tmp_pat
     task_id = first.request("submit", template="cmd", text="go")["task_id"]
     assert first.killed_by_fault(), first.output()
 
-    dry = _pfar(home, "recover", "--dry-run", "--json")
+    dry = pfar(home, "recover", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     (decision,) = json.loads(dry.stdout)["decisions"]
     assert decision["task_id"] == task_id
@@ -241,7 +225,7 @@ def test_a_write_in_doubt_is_said_to_ask_the_owner_by_dry_run_and_report(tmp_pat
         "the write in flight (shell.run, step 1 of 1) may have happened: "
         "the owner will be asked to retry, skip or fail it"
     )
-    human = _pfar(home, "recover", "--dry-run")
+    human = pfar(home, "recover", "--dry-run")
     assert "AskOwner" in " ".join(human.stdout.split()), human.stdout
 
     before = log.read_text() if log.exists() else ""

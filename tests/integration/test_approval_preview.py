@@ -4,28 +4,11 @@ exactly the action it showed run: through the real CLI and a real kernel."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from pfar.vault.home import Home
 
-from ..support import KernelProcess, db, make_home, owner_messages, running_kernel, wait_for
-
-
-def pfar(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "1000", "NO_COLOR": "1"}
-    env.pop("PFAR_HOME", None)
-    env.pop("PFAR_FAULT", None)
-    return subprocess.run(
-        [sys.executable, "-m", "pfar", "--home", str(home.root), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+from ..support import KernelProcess, db, make_home, owner_messages, pfar, running_kernel, wait_for
 
 
 def pending(home: Home) -> list[dict[str, object]]:

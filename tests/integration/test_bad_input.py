@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,34 +19,14 @@ from ..support import (
     KernelProcess,
     db,
     make_home,
+    pfar,
     running_kernel,
+    said,
     task_states,
     wait_for,
 )
 
 TERMINAL = {"Completed", "Failed", "Abandoned"}
-
-
-def pfar(home: Home | Path, *args: str, stdin: str | None = None, timeout: float = 60):
-    """`pfar --home HOME ARGS...` as a real process; wide terminal so messages never wrap."""
-    root = home.root if isinstance(home, Home) else home
-    env = {**os.environ, "COLUMNS": "1000", "NO_COLOR": "1"}
-    env.pop("PFAR_HOME", None)
-    env.pop("PFAR_FAULT", None)
-    return subprocess.run(
-        [sys.executable, "-m", "pfar", "--home", str(root), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def said(proc: subprocess.CompletedProcess[str]) -> str:
-    """Everything the command printed, whitespace normalised."""
-    return " ".join((proc.stdout + proc.stderr).split())
 
 
 def digest(root: Path, *, skip: tuple[str, ...] = ()) -> dict[str, str]:

@@ -204,7 +204,7 @@ def test_a_read_only_vault_is_not_called_corrupt(
         (("run", "--no-stdin"), None, path if path.is_file() else home.sessions_db)
     ]
     if target != "vault/sessions.db":  # `secret set` writes secrets.db only
-        commands.append((("secret", "set", "token"), "x\n", home.secrets_db))
+        commands.append((("secret", "set", "token"), "a-secret-value\n", home.secrets_db))
     with read_only(path):
         for args, stdin, db in commands:
             r = pfar(home, *args, stdin=stdin, timeout=60)

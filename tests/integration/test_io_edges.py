@@ -25,8 +25,17 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import KernelProcess, db, make_home, running_kernel, task_states, wait_for
-from .test_bad_input import CMD_SCRIPT, CMD_TEMPLATE, pfar, said
+from ..support import (
+    KernelProcess,
+    db,
+    make_home,
+    pfar,
+    running_kernel,
+    said,
+    task_states,
+    wait_for,
+)
+from .test_bad_input import CMD_SCRIPT, CMD_TEMPLATE
 
 TERMINAL = {"Completed", "Failed", "Abandoned"}
 RAW_CONTROLS = ("\x1b", "\x07", "\x9b", "\r", "\u202e")

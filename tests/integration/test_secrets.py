@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import shlex
 import sqlite3
 import subprocess
@@ -27,24 +26,9 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import RecordingServer, make_home, owner_messages, running_kernel, wait_for
+from ..support import RecordingServer, make_home, owner_messages, pfar, running_kernel, wait_for
 
 SECRET = "tok-" + uuid.uuid4().hex  # long and unique: grep finds it anywhere it leaked
-
-
-def pfar(home: Home, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "1000", "NO_COLOR": "1"}
-    env.pop("PFAR_HOME", None)
-    env.pop("PFAR_FAULT", None)
-    return subprocess.run(
-        [sys.executable, "-m", "pfar", "--home", str(home.root), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
 
 
 def ok(proc: subprocess.CompletedProcess[str]) -> str:

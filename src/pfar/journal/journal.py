@@ -18,7 +18,14 @@ from ..errors import (
     UnknownCredentialPrompt,
     UnknownTask,
 )
-from ..vault.sqlite import Synchronous, check_table, connect, open_vault_db
+from ..vault.sqlite import (
+    DamagedDatabase,
+    Synchronous,
+    check_table,
+    connect,
+    open_vault_db,
+    recovery_advice,
+)
 from . import approvals_sql, events_sql, steps_sql, tasks_sql
 from .faults import FaultHook
 from .ids import resolve_id
@@ -131,15 +138,28 @@ class Journal:
     def steps(self, task_id: str) -> list[StepRecord]:
         steps = steps_sql.for_task(self._reader, task_id)
         numbers = [s.step for s in steps]
-        if numbers != list(range(len(numbers))) or len(numbers) < self._steps_done(task_id):
+        done = self._steps_done(task_id)
+        if numbers != list(range(len(numbers))) or len(numbers) < done:
             self._check_steps()
+        if len(numbers) < done:
+            self._missing_steps(task_id, len(numbers), done)
         return steps
 
     def step(self, task_id: str, step: int) -> StepRecord | None:
         rec = steps_sql.get(self._reader, task_id, step)
-        if rec is None and step < self._steps_done(task_id):
+        if rec is None and step < (done := self._steps_done(task_id)):
             self._check_steps()
+            self._missing_steps(task_id, 0, done)
         return rec
+
+    def _missing_steps(self, task_id: str, found: int, done: int) -> None:
+        """A row hidden by a damaged key can leave the b-tree in order, so even SQLite's
+        integrity check may pass; the task's progress still says the row must exist."""
+        raise DamagedDatabase(
+            f"{self.path} is damaged (table task_steps: task {task_id} finished {done} "
+            f"step(s) but {'only ' + str(found) if found else 'not all'} of their rows can "
+            f"be read); pfar changed nothing in it. {recovery_advice(self.path)}"
+        )
 
     def _steps_done(self, task_id: str) -> int:
         """How many steps the task's progress says were finished (each one has its row)."""
