@@ -68,9 +68,13 @@ def test_a_group_writable_template_is_not_loaded(tmp_path: Path) -> None:
         # the others are loaded and run
         ok = pfar(home, "submit", "cmd", "echo fine", "--wait", "--json")
         assert ok.returncode == 0, said(ok)
-        # a template loosened while the kernel runs is refused at its next load
+        # a template loosened while the kernel runs is refused at its next use, even
+        # before anyone changed it (a chmod changes neither its size nor its mtime)
         cmd_tpl = home.templates_dir / "cmd.toml"
         cmd_tpl.chmod(0o666)
+        r = pfar(home, "submit", "cmd", "echo again")
+        assert r.returncode == 1, said(r)
+        assert f"{cmd_tpl}: refused: it is world-writable" in said(r), said(r)
         cmd_tpl.write_text(cmd_tpl.read_text() + "# changed by someone else\n")
         r = pfar(home, "submit", "cmd", "echo again")
         assert r.returncode == 1, said(r)

@@ -239,7 +239,8 @@ class TemplateRegistry:
     def fresh(self, template_id: str) -> Template | None:
         """The template as it is on disk now: what a resumed task is checked against.
 
-        Re-read only when the file's size or modification time changed.
+        Re-read only when the file's size or modification time changed; its permissions
+        (and its directories') are checked every time, since a chmod changes neither.
         """
         if not re.fullmatch(TEMPLATE_ID, template_id):  # it names a file: no ../config
             raise ConfigError(str(self.directory), "", f"{template_id!r} is not a template id")
@@ -250,6 +251,7 @@ class TemplateRegistry:
             self._templates.pop(template_id, None)
             self._stamps.pop(template_id, None)
             return None
+        check_private(path)
         stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
         cached = self._templates.get(template_id)
         if cached is not None and self._stamps.get(template_id) == stamp:
