@@ -36,6 +36,7 @@ one, what to do about it.
     - ToolFailed
   + ProviderError            the LLM provider could not answer
   + KernelNotRunning         a command needs a running kernel
+    - KernelNotReady         one holds the home but is starting or stopping
   + ShuttingDown             the kernel is shutting down and takes no new work
   + BadRequest               a request's field has the wrong type or shape (field named)
 """
@@ -217,6 +218,18 @@ class BadRequest(PfarError, ValueError):
 class KernelNotRunning(PfarError):
     def __init__(self, home: str) -> None:
         super().__init__(f"no kernel is running on {home}; start one with `pfar run`")
+        self.home = home
+
+
+class KernelNotReady(KernelNotRunning):
+    """A kernel holds the home but its control socket is not (or no longer) there."""
+
+    def __init__(self, home: str) -> None:
+        PfarError.__init__(
+            self,
+            f"the kernel on {home} is not answering on its control socket yet "
+            "(it is starting or stopping); try again in a moment",
+        )
         self.home = home
 
 

@@ -6,7 +6,7 @@ import json
 import socket
 from typing import Any
 
-from ..errors import KernelNotRunning, PfarError
+from ..errors import KernelNotReady, KernelNotRunning, PfarError
 from ..kernel.lines import MAX_LINE, MAX_LINE_TEXT
 from ..vault.home import Home, HomeLock
 
@@ -40,10 +40,7 @@ def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:
     except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
         if _lock_held(home):
-            raise PfarError(
-                f"the kernel on {home.root} is not answering on its control socket yet "
-                "(it is starting or stopping); try again in a moment"
-            ) from None
+            raise KernelNotReady(str(home.root)) from None
         raise KernelNotRunning(str(home.root)) from None
     except OSError as exc:
         sock.close()
