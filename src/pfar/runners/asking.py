@@ -47,29 +47,21 @@ async def ask_owner(
     extra_detail: dict[str, Any] | None = None,
 ) -> None:
     """Park the task on a question to the owner (an approval record); no coroutine waits."""
-    approval_id = str(uuid.uuid4())
     text_preview = digest = None
     if preview is not None:
         # the whole action, never a prefix: what is cut for a chat message says so there
         text_preview = json.dumps(svc.redactor.value(preview), sort_keys=True, ensure_ascii=False)
         digest = args_digest(preview)
-    approval = ApprovalRecord(
-        approval_id=approval_id,
-        task_id=task.task_id,
+    approval = new_question(
+        task.task_id,
         action_type=action_type,
-        description=description,
-        data_preview=text_preview,
-        taint_level=taint,
-        target_sink=tool,
-        tool=tool,
         step=step,
-        created_at=now_rfc3339(),
-        expires_at=_deadline(timeout or svc.approval_timeout_seconds),
-        status=ApprovalStatus.pending,
+        tool=tool,
         options=options,
-        decision=None,
-        decided_at=None,
-        prompts_sent=0,
+        description=description,
+        timeout=timeout or svc.approval_timeout_seconds,
+        preview=text_preview,
+        taint=taint,
         args_sha256=digest,
     )
     detail_extra = {"on_deny": on_deny, **(extra_detail or {})}
@@ -78,6 +70,42 @@ async def ask_owner(
         detail_extra["approved_args"] = task.detail.get("approved_args")
     await svc.journal.park_approval(approval, approval_message(approval, 0), detail_extra)
     svc.notify_owner()
+
+
+def new_question(
+    task_id: str,
+    *,
+    action_type: str,
+    step: int,
+    tool: str | None,
+    options: list[str],
+    description: str,
+    timeout: float,
+    preview: str | None = None,
+    taint: str | None = None,
+    args_sha256: str | None = None,
+) -> ApprovalRecord:
+    """A pending question to the owner about `task_id`, not yet journaled; `options[0]` is
+    what `pfar approve` answers."""
+    return ApprovalRecord(
+        approval_id=str(uuid.uuid4()),
+        task_id=task_id,
+        action_type=action_type,
+        description=description,
+        data_preview=preview,
+        taint_level=taint,
+        target_sink=tool,
+        tool=tool,
+        step=step,
+        created_at=now_rfc3339(),
+        expires_at=_deadline(timeout),
+        status=ApprovalStatus.pending,
+        options=options,
+        decision=None,
+        decided_at=None,
+        prompts_sent=0,
+        args_sha256=args_sha256,
+    )
 
 
 def approval_message(a: ApprovalRecord, attempt: int) -> OwnerMessage:
