@@ -38,8 +38,8 @@ class RecoveryConfig(_Section):
     adapter_max_retries: int = Field(5, ge=0, le=1000)
     adapter_retry_backoff_seconds: float = Field(5, ge=0, le=_DAY)
     adapter_retry_backoff_max_seconds: float = Field(60, ge=0, le=_DAY)
-    # pfar's addition: a task whose recovery crashed the kernel this many times
-    # is abandoned instead of crash-looping the kernel.
+    # pfar's addition: kernel deaths in a row with a task in flight and no progress
+    # before the owner is asked to resume or abandon it (it runs nothing until then).
     max_recovery_attempts: int = Field(3, gt=0, le=1000)
 
 
@@ -191,7 +191,8 @@ journal_retention_failed_days = 7
 adapter_max_retries = 5
 adapter_retry_backoff_seconds = 5
 adapter_retry_backoff_max_seconds = 60
-max_recovery_attempts = 3           # crashes during one task's recovery before it is abandoned
+max_recovery_attempts = 3           # kernel deaths in a row a task is in flight for, with no
+                                    # progress, before its owner is asked: resume or abandon
 
 [approvals]
 approval_timeout_seconds = 3600

@@ -41,12 +41,15 @@ def _state(home, task_id: str) -> dict:
         return dict(row)
 
 
-def test_task_whose_recovery_keeps_crashing_the_kernel_is_abandoned(tmp_path: Path) -> None:
+def test_task_whose_recovery_keeps_crashing_the_kernel_is_parked_on_a_question(
+    tmp_path: Path,
+) -> None:
     home = make_home(
         tmp_path / "home",
         templates={"slow_note": SLOW_NOTE},
         script=SCRIPT,
-        config="[recovery]\nmax_recovery_attempts = 3\n",
+        # kernel deaths in a row with the task in flight: the first below, then three
+        config="[recovery]\nmax_recovery_attempts = 4\n",
     )
     first = KernelProcess(home, fault="step_completed")
     first.wait_ready()
@@ -62,18 +65,32 @@ def test_task_whose_recovery_keeps_crashing_the_kernel_is_abandoned(tmp_path: Pa
 
     with running_kernel(home):
         row = wait_for(
-            lambda: (r := _state(home, task_id))["state"] == "Abandoned" and r,
-            what="the crash-looping task to be abandoned",
+            lambda: (r := _state(home, task_id))["state"] == "AwaitingApproval" and r,
+            what="the crash-looping task to be parked on a question",
         )
-        assert "crashed the kernel 3 times" in row["error"]
+        # never abandoned on a guess: the owner is asked, and nothing runs meanwhile
+        detail = json.loads(row["state_detail"])
+        assert detail["parked_from"]["state"] == "Executing"
+        assert row["recovery_attempts"] == 0
+        with db(home) as conn:
+            (q,) = conn.execute(
+                "SELECT action_type, options_json FROM pending_approvals WHERE task_id = ?",
+                (task_id,),
+            ).fetchall()
+        assert q["action_type"] == "in_flight_deaths"
+        assert json.loads(q["options_json"]) == ["resume", "abandon"]
         reports = [m["body"] for m in owner_messages(home) if m["kind"] == "report"]
         wait_for(
             lambda: any(
-                "abandoned" in m["body"] for m in owner_messages(home) if m["kind"] == "report"
+                "1 task parked: in flight during 4 kernel deaths in a row with no progress; "
+                "the owner is asked to resume or abandon (Slow note)" in m["body"]
+                for m in owner_messages(home)
+                if m["kind"] == "report"
             ),
             what="the report",
         )
     assert len(reports) >= 1
+    assert _state(home, task_id)["state"] == "AwaitingApproval"
 
 
 def test_template_changed_under_a_running_task_asks_the_owner(tmp_path: Path) -> None:

@@ -19,8 +19,11 @@ from pfar.journal import (
 )
 from pfar.journal.records import rfc3339
 from pfar.recovery import (
+    InFlightDeaths,
     RecoveryAction,
     StepRecovery,
+    TooOld,
+    WriteInDoubt,
     decide,
     determine_recovery_action,
     should_retry_step,
@@ -134,9 +137,12 @@ def test_decide(task: TaskRecord, max_age: timedelta, attempts: int, crashed: bo
         assert d.action is RecoveryAction.Abandon
         assert "exceeded max recovery age" in d.reason
         assert f"({int(age.total_seconds() // 60)} min old)" in d.reason
-    elif crashed and task.recovery_attempts >= attempts:
-        assert d.action is RecoveryAction.Abandon
-        assert f"crashed the kernel {task.recovery_attempts} times" in d.reason
+    elif crashed and not task.state.terminal and task.recovery_attempts + 1 >= attempts:
+        # the death that brought this restart, and one per recovered run since
+        deaths = task.recovery_attempts + 1
+        assert d.action is RecoveryAction.ParkInFlight
+        assert d.why == InFlightDeaths(deaths)
+        assert f"in flight during {deaths} kernel deaths in a row" in d.reason
     else:
         assert d.action is determine_recovery_action(task)
         assert d.reason == ""
@@ -184,17 +190,23 @@ def test_parked_tasks_are_never_aged_out(
     st.integers(min_value=0, max_value=10),
     st.integers(min_value=0, max_value=50),
 )
-def test_crash_loop_abandons_only_after_a_crash(
+def test_deaths_in_flight_park_the_task_only_after_a_crash(
     state: TaskState, max_attempts_: int, attempts: int, step: int
 ) -> None:
     task = _task(state, age_us=1_000_000, attempts=attempts, current_step=step)
     crashed = decide(task, NOW, timedelta(minutes=10), max_attempts_, crashed=True)
     clean = decide(task, NOW, timedelta(minutes=10), max_attempts_, crashed=False)
-    # after a clean shutdown the attempt counter says nothing about crash loops
+    # after a clean shutdown the attempt counter says nothing about kernel deaths
     assert clean.action is determine_recovery_action(task)
-    if attempts >= max_attempts_:
-        assert crashed.action is RecoveryAction.Abandon
-        assert str(attempts) in crashed.reason
+    # never abandoned for having been in flight: being there says nothing about why
+    assert crashed.action is not RecoveryAction.Abandon
+    if attempts + 1 >= max_attempts_:
+        assert crashed.action is RecoveryAction.ParkInFlight
+        assert crashed.why == InFlightDeaths(attempts + 1)
+        assert crashed.reason == (
+            f"in flight during {attempts + 1} kernel deaths in a row, no progress between "
+            "them: the owner will be asked to resume or abandon it"
+        )
     else:
         assert crashed.action is determine_recovery_action(task)
 
@@ -296,6 +308,7 @@ def _executing(detail: dict[str, object] | None = None) -> TaskRecord:
 def test_a_write_in_doubt_is_decided_as_asking_the_owner() -> None:
     d = decide(_executing(), NOW, timedelta(hours=1), 3, True, _in_flight(Idempotency.none))
     assert d.action is RecoveryAction.AskOwner
+    assert d.why == WriteInDoubt("shell.run", 0, 1)
     assert d.reason == (
         "the write in flight (shell.run, step 1 of 1) may have happened: "
         "the owner will be asked to retry, skip or fail it"
@@ -318,3 +331,50 @@ def test_no_question_when_the_pipeline_would_not_ask(
 ) -> None:
     d = decide(task, NOW, timedelta(hours=1), 3, True, step)
     assert d.action is determine_recovery_action(task)
+
+
+# -- in flight during kernel deaths: a question, never an abandonment ---------------------
+
+
+@given(tasks(), max_ages, max_attempts, st.booleans())
+def test_only_age_abandons_an_unfinished_task(
+    task: TaskRecord, max_age: timedelta, attempts: int, crashed: bool
+) -> None:
+    """Of what recovery knows about an unfinished task, only its age abandons it; the
+    reason is a typed record, never prose to be read back."""
+    assume(not task.state.terminal)
+    d = decide(task, NOW, max_age, attempts, crashed)
+    if d.action is RecoveryAction.Abandon:
+        assert isinstance(d.why, TooOld)
+    if d.action is RecoveryAction.ParkInFlight:
+        assert crashed and not task.state.parked
+        assert d.why == InFlightDeaths(task.recovery_attempts + 1)
+
+
+@given(st.integers(min_value=1, max_value=6), st.integers(min_value=0, max_value=10))
+def test_deaths_count_the_one_that_brought_the_restart(max_deaths: int, attempts: int) -> None:
+    """`recovery_attempts` counts recovered runs since the last progress, each ended by a
+    death; the death that interrupted the run before them makes one more."""
+    task = _task(TaskState.Planning, attempts=attempts)
+    d = decide(task, NOW, timedelta(hours=1), max_deaths, crashed=True)
+    assert (d.action is RecoveryAction.ParkInFlight) is (attempts + 1 >= max_deaths)
+
+
+def test_a_workflow_in_flight_during_the_deaths_is_parked_too_but_never_aged_out() -> None:
+    wf = replace(_executing(), template_id="workflow:build", recovery_attempts=2)
+    old = replace(wf, updated_at=rfc3339(NOW - timedelta(days=3)))
+    assert decide(old, NOW, timedelta(minutes=10), 3, True).why == InFlightDeaths(3)
+    assert decide(old, NOW, timedelta(minutes=10), 4, True).action is (
+        RecoveryAction.RetryFromScratch
+    )
+
+
+def test_the_deaths_are_asked_about_before_a_write_in_doubt() -> None:
+    """Past the deaths, nothing of the task runs before the owner answers, not even the
+    question about its write (that one comes after a "resume")."""
+    task = replace(_executing(), recovery_attempts=2)
+    d = decide(task, NOW, timedelta(hours=1), 3, True, _in_flight(Idempotency.none))
+    assert d.action is RecoveryAction.ParkInFlight
+    assert d.why == InFlightDeaths(3)
+    below = decide(task, NOW, timedelta(hours=1), 4, True, _in_flight(Idempotency.none))
+    assert below.action is RecoveryAction.AskOwner

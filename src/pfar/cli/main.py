@@ -299,7 +299,7 @@ def deny(ctx: click.Context, approval_id: str) -> None:
 @click.argument("option")
 @click.pass_context
 def answer(ctx: click.Context, approval_id: str, option: str) -> None:
-    """Answer with one of the offered options (retry, skip, fail, continue, ...)."""
+    """Answer with one of the offered options (retry, skip, fail, continue, resume, ...)."""
     _answer(ctx, approval_id, option)
 
 

@@ -375,24 +375,32 @@ class Journal:
         """Insert the approval, park the task on it, and queue the prompt: one commit."""
 
         def op(conn: sqlite3.Connection) -> None:
-            approvals_sql.insert_approval_txn(conn, approval)
-            self._transition_txn(
-                conn,
-                approval.task_id,
-                TaskState.AwaitingApproval,
-                {
-                    "approval_id": approval.approval_id,
-                    "step": approval.step,
-                    "current_step": approval.step,
-                    **(detail_extra or {}),
-                },
-                True,
-                {},
-            )
+            self._park_approval_txn(conn, approval, detail_extra)
             events_sql.enqueue_message_txn(conn, message, approval.created_at)
             approvals_sql.count_prompt_txn(conn, approval.approval_id)
 
         await self._write(op, "approval_parked")
+
+    def _park_approval_txn(
+        self,
+        conn: sqlite3.Connection,
+        approval: ApprovalRecord,
+        detail_extra: dict[str, Any] | None,
+    ) -> None:
+        approvals_sql.insert_approval_txn(conn, approval)
+        self._transition_txn(
+            conn,
+            approval.task_id,
+            TaskState.AwaitingApproval,
+            {
+                "approval_id": approval.approval_id,
+                "step": approval.step,
+                "current_step": approval.step,
+                **(detail_extra or {}),
+            },
+            True,
+            {},
+        )
 
     async def park_credential(self, prompt: CredentialPromptRecord, message: OwnerMessage) -> None:
         def op(conn: sqlite3.Connection) -> None:
@@ -447,7 +455,7 @@ class Journal:
             at = now_rfc3339()
             status = (
                 ApprovalStatus.denied
-                if decision in ("deny", "fail", "skip")
+                if decision in ("deny", "fail", "skip", "abandon")
                 else ApprovalStatus.approved
             )
             approvals_sql.decide_approval_txn(conn, approval_id, status, decision, at)
@@ -529,11 +537,13 @@ class Journal:
         abandon: Sequence[tuple[str, str]],
         attempted: Sequence[str],
         messages: Sequence[OwnerMessage],
+        park: Sequence[tuple[ApprovalRecord, dict[str, Any]]] = (),
     ) -> None:
-        """Recovery's decisions and the owner's report (and re-sent prompts), one commit.
+        """Recovery's decisions and the owner's report (and prompts), one commit.
 
-        `abandon` holds (task_id, reason); each task in `attempted` counts one more
-        recovery (reset whenever the task makes progress).
+        `abandon` holds (task_id, reason); `park` holds (question, detail) for tasks that
+        park on a new question (its prompt is among `messages`, after the report); each
+        task in `attempted` counts one more recovery (reset whenever the task moves).
         """
 
         def op(conn: sqlite3.Connection) -> None:
@@ -541,6 +551,8 @@ class Journal:
                 self._transition_txn(
                     conn, task_id, TaskState.Abandoned, None, False, {"error": reason}
                 )
+            for approval, detail_extra in park:
+                self._park_approval_txn(conn, approval, detail_extra)
             conn.executemany(
                 "UPDATE task_journal SET recovery_attempts = recovery_attempts + 1 "
                 "WHERE task_id = ?",

@@ -48,6 +48,7 @@ from ..journal.records import now_rfc3339, rfc3339
 from ..llm.provider import Provider
 from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
+from ..recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer
 from ..runners import Services, TemplateRegistry, advance, answer_outcome
 from ..runners.workflow.definition import load_definition
 from ..runners.workflow.runner import (
@@ -203,10 +204,10 @@ class Kernel:
         report, to_resume = await recover_tasks(
             self.journal,
             plan,
-            now,
             self._title,
             count_attempts=crashed,
             report_key=f"report:{self.boot_id}",
+            question_timeout=config.approvals.approval_timeout_seconds,
             orphan_processes=self._end_orphans(),
             sessions_recovered=self._recover_sessions(),
         )
@@ -477,7 +478,7 @@ class Kernel:
     # -- the owner's answers ---------------------------------------------------
 
     async def answer(self, approval_id: str, decision: str) -> tuple[ApprovalRecord, bool]:
-        """Answer an approval (approve, deny, retry, skip, fail, continue). Idempotent."""
+        """Answer an approval (approve, deny, or one of the options it offers). Idempotent."""
         if not self._accepting:
             raise ShuttingDown()
         approval_id = self.journal.resolve_approval_id(approval_id)
@@ -485,7 +486,8 @@ class Kernel:
         if decision == "approve":
             decision = a.options[0]
         elif decision == "deny" and "deny" not in a.options:
-            decision = "fail"
+            # the question's own way of saying no: "abandon" where it offers no "fail"
+            decision = "abandon" if "abandon" in a.options and "fail" not in a.options else "fail"
         if decision not in a.options and a.status.value == "pending":
             raise PfarError(
                 f"approval {approval_id[:8]} offers {', '.join(a.options)}; got {decision!r}"
@@ -659,6 +661,9 @@ def check_event_id(event_id: object) -> str:
 def _answer_outcome(
     task: TaskRecord, approval: ApprovalRecord, decision: str
 ) -> tuple[TaskState, dict[str, Any], dict[str, Any]]:
+    # recovery's own question, asked of pipeline tasks and workflows alike
+    if approval.action_type == IN_FLIGHT_DEATHS:
+        return in_flight_answer(task, approval, decision)
     if task.is_workflow:
         return workflow_answer_outcome(task, decision)
     return answer_outcome(task, approval, decision)

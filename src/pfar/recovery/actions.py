@@ -21,6 +21,9 @@ class RecoveryAction(StrEnum):
     # a write was in flight and may have happened: the task resumes by asking the owner
     # (retry, skip or fail); nothing runs before the answer
     AskOwner = "AskOwner"
+    # the kernel died again and again with the task in flight and no progress between the
+    # deaths: the task parks on a question (resume or abandon); nothing runs before the answer
+    ParkInFlight = "ParkInFlight"
     Abandon = "Abandon"
 
 
@@ -46,51 +49,121 @@ def determine_recovery_action(task: TaskRecord) -> RecoveryAction:
 
 
 @dataclass(frozen=True, slots=True)
+class TooOld:
+    """Unfinished, not waiting on the owner, and last moved longer ago than the max age."""
+
+    minutes: int
+
+    def text(self) -> str:
+        return f"Abandoned after restart: task exceeded max recovery age ({self.minutes} min old)"
+
+
+@dataclass(frozen=True, slots=True)
+class InFlightDeaths:
+    """The kernel died `deaths` times in a row with the task in flight and no journaled
+    progress between the deaths. What is known, not why: nothing says the task caused them."""
+
+    deaths: int
+
+    def text(self) -> str:
+        return (
+            f"in flight during {self.deaths} kernel deaths in a row, no progress between "
+            "them: the owner will be asked to resume or abandon it"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WriteInDoubt:
+    """A write without idempotency was in flight: it may or may not have happened."""
+
+    tool: str
+    step: int  # 0-based
+    total: int
+
+    def text(self) -> str:
+        return (
+            f"the write in flight ({self.tool}, step {self.step + 1} of {self.total}) may have "
+            "happened: the owner will be asked to retry, skip or fail it"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Unrecoverable:
+    """A state recovery has no rule for (terminal states never reach recovery)."""
+
+    def text(self) -> str:
+        return "Abandoned: unrecoverable state"
+
+
+# Why recovery decided what it did, when it is more than the task's state: a closed union,
+# so that nothing downstream reads the reason's prose to find out what happened.
+Reason = TooOld | InFlightDeaths | WriteInDoubt | Unrecoverable
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     task_id: str
     action: RecoveryAction
-    reason: str = ""
+    why: Reason | None = None
+
+    @property
+    def reason(self) -> str:
+        """The reason as the owner and `pfar recover --dry-run` read it ("" when none)."""
+        return self.why.text() if self.why is not None else ""
+
+
+def deaths_in_flight(task: TaskRecord, crashed: bool) -> int:
+    """How many kernel deaths in a row found `task` in flight with no progress between them.
+
+    Only meaningful after a crash: then the task was in flight when the kernel died (it is
+    unfinished and not waiting on the owner), and `recovery_attempts` counts the recovered
+    runs since its last progress, each of which also ended in a death (every journaled
+    move resets it; a clean stop does not count one). 0 after a clean stop, and for a
+    parked task, which runs nothing.
+    """
+    if not crashed or task.state.parked or task.state.terminal:
+        return 0
+    return task.recovery_attempts + 1
 
 
 def decide(
     task: TaskRecord,
     now: datetime,
     max_age: timedelta,
-    max_attempts: int,
+    max_deaths: int,
     crashed: bool,
     in_flight: StepRecord | None = None,
 ) -> Decision:
-    """The whole decision for one task: age and crash-loop limits first, then its state,
-    then the step it had in flight (`in_flight`: its step still marked started, if any).
+    """The whole decision for one task: age and repeated kernel deaths first, then its
+    state, then the step it had in flight (`in_flight`: its step still marked started).
 
     Parked tasks are not aged out: they wait on the owner under their own deadline,
     and a restart must not change their fate. Nor are traced workflows: on resume
     their trace's recovery check decides, and asks the owner where it must.
+
+    A task in flight during `max_deaths` kernel deaths in a row is never abandoned for
+    it: that it was running when the kernel died says nothing about why the kernel died.
+    It parks on a question to the owner, which also stops a task that really does kill
+    the kernel each time (a parked task runs nothing until the answer).
     """
     # A workflow's steps may run for hours: its trace, not its age, says what to do.
     if not task.state.parked and not task.is_workflow:
         age = now - _parse(task.last_activity)
         if age > max_age:
-            minutes = int(age.total_seconds() // 60)
             return Decision(
-                task.task_id,
-                RecoveryAction.Abandon,
-                f"Abandoned after restart: task exceeded max recovery age ({minutes} min old)",
+                task.task_id, RecoveryAction.Abandon, TooOld(int(age.total_seconds() // 60))
             )
-        if crashed and task.recovery_attempts >= max_attempts:
-            return Decision(
-                task.task_id,
-                RecoveryAction.Abandon,
-                f"Abandoned: its recovery crashed the kernel {task.recovery_attempts} times",
-            )
+    deaths = deaths_in_flight(task, crashed)
+    if deaths >= max_deaths:
+        return Decision(task.task_id, RecoveryAction.ParkInFlight, InFlightDeaths(deaths))
     doubt = write_in_doubt(task, in_flight)
-    if doubt:
+    if doubt is not None:
         return Decision(task.task_id, RecoveryAction.AskOwner, doubt)
     return Decision(task.task_id, determine_recovery_action(task))
 
 
-def write_in_doubt(task: TaskRecord, step: StepRecord | None) -> str:
-    """Why the owner will be asked about `task`'s write in flight, or "" when they won't.
+def write_in_doubt(task: TaskRecord, step: StepRecord | None) -> WriteInDoubt | None:
+    """Why the owner will be asked about `task`'s write in flight, or None when they won't.
 
     The pipeline's own rule (should_retry_step) on what the journal recorded when the
     step started (its semantics and idempotency), so that what recovery says is what the
@@ -98,17 +171,13 @@ def write_in_doubt(task: TaskRecord, step: StepRecord | None) -> str:
     owner already chose to skip or retry is skipped or retried without asking again.
     """
     if task.state is not TaskState.Executing or task.is_workflow or step is None:
-        return ""
+        return None
     i = task.current_step
     if step.step != i or step.status is not StepStatus.started:
-        return ""
+        return None
     if i in (task.detail.get("skip_step"), task.detail.get("retry_step")):
-        return ""  # the owner answered already (a crash came before the answer was acted on)
+        return None  # the owner answered already (a crash came before the answer was acted on)
     rule = should_retry_step(step, step.semantics, step.idempotency)
     if rule is not StepRecovery.RequireOwnerConfirmation:
-        return ""
-    total = len((task.plan or {}).get("steps", []))
-    return (
-        f"the write in flight ({step.tool}, step {i + 1} of {total}) may have happened: "
-        "the owner will be asked to retry, skip or fail it"
-    )
+        return None
+    return WriteInDoubt(step.tool, i, len((task.plan or {}).get("steps", [])))

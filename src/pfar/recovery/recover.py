@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from ..journal import Journal, OwnerMessage, TaskRecord
-from ..journal.records import parse_rfc3339
+from ..journal import ApprovalRecord, Journal, OwnerMessage, TaskRecord
 from ..runners.asking import approval_message, credential_message
-from .actions import Decision, RecoveryAction, decide
+from .actions import Decision, InFlightDeaths, RecoveryAction, TooOld, Unrecoverable, decide
+from .in_flight import in_flight_question
 from .report import RecoveryReport
 
 
@@ -25,48 +26,50 @@ class RecoveryPlan:
 
 
 def plan_recovery(
-    journal: Journal, now: datetime, max_age: timedelta, max_attempts: int, crashed: bool
+    journal: Journal, now: datetime, max_age: timedelta, max_deaths: int, crashed: bool
 ) -> RecoveryPlan:
-    """What recovery would do. Changes nothing (this is `pfar recover --dry-run`)."""
+    """What recovery would do. Changes nothing (this is `pfar recover --dry-run`).
+
+    `max_deaths` is `[recovery] max_recovery_attempts`: kernel deaths in a row with a
+    task in flight and no progress before the owner is asked about it.
+    """
     tasks = journal.unfinished()
     in_flight = journal.steps_in_flight()
     decisions = [
-        decide(t, now, max_age, max_attempts, crashed, in_flight.get(t.task_id)) for t in tasks
+        decide(t, now, max_age, max_deaths, crashed, in_flight.get(t.task_id)) for t in tasks
     ]
     return RecoveryPlan(decisions, {t.task_id: t for t in tasks})
 
 
-def describe(task: TaskRecord, title: str, decision: Decision, now: datetime) -> str:
+def describe(task: TaskRecord, title: str, decision: Decision) -> str:
     """How the report names a task (spec §7.4's wording)."""
     if decision.action in (RecoveryAction.ResumeExecution, RecoveryAction.AskOwner):
         total = len((task.plan or {}).get("steps", []))
         return f"{title} — step {task.current_step + 1} of {total}"
-    if decision.action is RecoveryAction.Abandon:
-        if task.recovery_attempts and "crashed the kernel" in decision.reason:
-            return f"its recovery crashed the kernel {task.recovery_attempts} times: {title}"
-        minutes = int((now - parse_rfc3339(task.last_activity)).total_seconds() // 60)
-        return f"too old: {title} from {minutes} min ago"
+    if isinstance(decision.why, TooOld):
+        return f"too old: {title} from {decision.why.minutes} min ago"
     return title
 
 
 async def recover_tasks(
     journal: Journal,
     plan: RecoveryPlan,
-    now: datetime,
     title_of: Callable[[TaskRecord], str],
     *,
     count_attempts: bool,
     report_key: str,
+    question_timeout: float,
     orphan_processes: int = 0,
     sessions_recovered: Sequence[str] = (),
 ) -> tuple[RecoveryReport, list[str]]:
     """Journal every decision and the owner's report in one commit; return the report
     and the task ids to resume.
 
-    One commit, so that a task is never abandoned without the report that says so
-    being queued with it: a kernel that dies here leaves either nothing decided or
-    everything decided and the report waiting to be delivered. Re-sent prompts are
-    queued after the report, so the owner reads the report first.
+    One commit, so that a task is never abandoned or parked without the report that
+    says so being queued with it: a kernel that dies here leaves either nothing decided
+    or everything decided and the report waiting to be delivered. Prompts (re-sent ones,
+    and the questions about tasks parked here, `question_timeout` seconds to answer)
+    are queued after the report, so the owner reads the report first.
     """
     report = RecoveryReport(
         orphan_processes=orphan_processes, sessions_recovered=list(sessions_recovered)
@@ -74,12 +77,22 @@ async def recover_tasks(
     prompts: list[OwnerMessage] = []
     to_resume: list[str] = []
     abandon: list[tuple[str, str]] = []
+    park: list[tuple[ApprovalRecord, dict[str, Any]]] = []
     for d in plan.decisions:
         task = plan.tasks[d.task_id]
-        report.descriptions[d.task_id] = describe(task, title_of(task), d, now)
+        report.descriptions[d.task_id] = describe(task, title_of(task), d)
         if d.action is RecoveryAction.Abandon:
-            abandon.append((d.task_id, d.reason or "Abandoned: unrecoverable state"))
+            abandon.append((d.task_id, (d.why or Unrecoverable()).text()))
             report.abandoned.append(d.task_id)
+        elif d.action is RecoveryAction.ParkInFlight:
+            if not isinstance(d.why, InFlightDeaths):  # decide() always says how many
+                raise TypeError(f"task {d.task_id}: ParkInFlight without its deaths")
+            question, detail = in_flight_question(
+                task, d.why.deaths, title_of(task), question_timeout
+            )
+            park.append((question, detail))
+            prompts.append(approval_message(question, 0))
+            report.parked[d.task_id] = d.why.deaths
         elif d.action is RecoveryAction.RepromptApproval:
             approval_id = str(task.detail.get("approval_id", ""))
             a = journal.approval(approval_id)
@@ -110,6 +123,7 @@ async def recover_tasks(
             to_resume.append(d.task_id)
     await journal.apply_recovery(
         abandon=abandon,
+        park=park,
         attempted=to_resume if count_attempts else [],
         messages=[OwnerMessage(report_key, "report", report.render()), *prompts],
     )

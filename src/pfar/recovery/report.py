@@ -14,6 +14,9 @@ class RecoveryReport:
     resumed: list[str] = field(default_factory=list)
     # resumed at a write in doubt: the owner is asked before anything runs
     asked: list[str] = field(default_factory=list)
+    # task id -> kernel deaths in a row it was in flight for: parked on a question
+    # (resume or abandon); nothing runs before the answer
+    parked: dict[str, int] = field(default_factory=dict)
     reprompted: list[str] = field(default_factory=list)
     abandoned: list[str] = field(default_factory=list)
     orphan_containers: int = 0
@@ -29,6 +32,7 @@ class RecoveryReport:
             self.retried
             or self.resumed
             or self.asked
+            or self.parked
             or self.reprompted
             or self.abandoned
             or self.orphan_containers
@@ -41,6 +45,7 @@ class RecoveryReport:
             "retried": self.retried,
             "resumed": self.resumed,
             "asked": self.asked,
+            "parked": list(self.parked),
             "reprompted": self.reprompted,
             "abandoned": self.abandoned,
             "orphan_containers": self.orphan_containers,
@@ -88,6 +93,14 @@ class RecoveryReport:
             "tasks",
             "resumed at a write in doubt: the owner is asked to retry, skip or fail",
         )
+        for deaths in sorted(set(self.parked.values())):
+            line(
+                [t for t, n in self.parked.items() if n == deaths],
+                "task",
+                "tasks",
+                f"parked: in flight during {deaths} kernel deaths in a row with no progress; "
+                "the owner is asked to resume or abandon",
+            )
         approvals = [t for t in self.reprompted if self.reprompt_kinds.get(t) != "credential"]
         creds = [t for t in self.reprompted if self.reprompt_kinds.get(t) == "credential"]
         line(approvals, "approval", "approvals", "re-sent")
