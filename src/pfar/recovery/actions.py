@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from ..journal.records import StepRecord, StepStatus, TaskRecord
 from ..journal.records import parse_rfc3339 as _parse
-from ..journal.states import TaskState
+from ..journal.states import PAUSE_REQUESTED, TaskState
 from ..runners.step_rules import StepRecovery, should_retry_step
 
 
@@ -22,6 +22,11 @@ class RecoveryAction(StrEnum):
     # (retry, skip or fail); nothing runs before the answer
     AskOwner = "AskOwner"
     Abandon = "Abandon"
+    # the owner's holds outlive a restart: a paused task stays paused (a running one whose
+    # pause was asked for is paused), and a cancel whose intent was committed is finished
+    LeavePaused = "LeavePaused"
+    Pause = "Pause"
+    FinishCancel = "FinishCancel"
 
 
 def determine_recovery_action(task: TaskRecord) -> RecoveryAction:
@@ -42,6 +47,10 @@ def determine_recovery_action(task: TaskRecord) -> RecoveryAction:
         return RecoveryAction.RepromptApproval
     if state is TaskState.AwaitingCredential:
         return RecoveryAction.RepromptCredential
+    if state is TaskState.Paused:
+        return RecoveryAction.LeavePaused
+    if state is TaskState.Cancelling:
+        return RecoveryAction.FinishCancel
     return RecoveryAction.Abandon  # terminal states never reach recovery
 
 
@@ -65,8 +74,17 @@ def decide(
 
     Parked tasks are not aged out: they wait on the owner under their own deadline,
     and a restart must not change their fate. Nor are traced workflows: on resume
-    their trace's recovery check decides, and asks the owner where it must.
+    their trace's recovery check decides, and asks the owner where it must. Nor is
+    what the owner holds: a paused task, a task whose pause or cancel was asked for.
     """
+    if task.state in (TaskState.Paused, TaskState.Cancelling):
+        return Decision(task.task_id, determine_recovery_action(task))
+    if task.state.working and task.detail.get(PAUSE_REQUESTED):
+        return Decision(
+            task.task_id,
+            RecoveryAction.Pause,
+            "the owner asked for a pause before the restart: paused, not resumed",
+        )
     # A workflow's steps may run for hours: its trace, not its age, says what to do.
     if not task.state.parked and not task.is_workflow:
         age = now - _parse(task.last_activity)

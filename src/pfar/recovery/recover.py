@@ -15,6 +15,7 @@ from ..journal import Journal, OwnerMessage, TaskRecord
 from ..journal.records import parse_rfc3339
 from ..runners.asking import approval_message, credential_message
 from .actions import Decision, RecoveryAction, decide
+from .cancelling import cancel_message
 from .report import RecoveryReport
 
 
@@ -74,10 +75,21 @@ async def recover_tasks(
     prompts: list[OwnerMessage] = []
     to_resume: list[str] = []
     abandon: list[tuple[str, str]] = []
+    pause: list[str] = []
+    cancel: list[str] = []
     for d in plan.decisions:
         task = plan.tasks[d.task_id]
         report.descriptions[d.task_id] = describe(task, title_of(task), d, now)
-        if d.action is RecoveryAction.Abandon:
+        if d.action in (RecoveryAction.LeavePaused, RecoveryAction.Pause):
+            if d.action is RecoveryAction.Pause:
+                pause.append(d.task_id)
+            report.paused.append(d.task_id)
+        elif d.action is RecoveryAction.FinishCancel:
+            # its processes were ended before this (orphan_processes): only the record is left
+            cancel.append(d.task_id)
+            report.cancelled.append(d.task_id)
+            prompts.append(cancel_message(journal, task, title_of(task)))
+        elif d.action is RecoveryAction.Abandon:
             abandon.append((d.task_id, d.reason or "Abandoned: unrecoverable state"))
             report.abandoned.append(d.task_id)
         elif d.action is RecoveryAction.RepromptApproval:
@@ -112,5 +124,7 @@ async def recover_tasks(
         abandon=abandon,
         attempted=to_resume if count_attempts else [],
         messages=[OwnerMessage(report_key, "report", report.render()), *prompts],
+        pause=pause,
+        cancel=cancel,
     )
     return report, to_resume
