@@ -21,6 +21,7 @@ one, what to do about it.
     - UnknownApproval
     - UnknownCredentialPrompt
     - IllegalTransition      the state machine refused a transition
+    - TaskStateRefused       cancel / pause / resume asked of a task in a state that forbids it
     - AlreadyDecided         an approval or prompt was already answered or expired
     - AmbiguousId            an id prefix matches more than one record
     - IdPrefixTooShort       an id prefix is shorter than the few characters it takes
@@ -147,6 +148,16 @@ class IllegalTransition(JournalError):
     def __init__(self, task_id: str, src: str, dst: str) -> None:
         super().__init__(f"task {task_id}: cannot go from {src} to {dst}")
         self.task_id, self.src, self.dst = task_id, src, dst
+
+
+class TaskStateRefused(JournalError):
+    """The owner asked to cancel, pause or resume a task whose state does not allow it."""
+
+    def __init__(self, task_id: str, state: str, action: str, why: str) -> None:
+        super().__init__(
+            f"task {task_id} is {state}: {why}, so it cannot be {action}; nothing was changed"
+        )
+        self.task_id, self.state, self.action = task_id, state, action
 
 
 class AlreadyDecided(JournalError):

@@ -26,7 +26,7 @@ from ..support import (
     wait_for,
 )
 
-TERMINAL = {"Completed", "Failed", "Abandoned"}
+TERMINAL = {"Completed", "Failed", "Abandoned", "Cancelled"}
 
 
 def digest(root: Path, *, skip: tuple[str, ...] = ()) -> dict[str, str]:
@@ -417,6 +417,50 @@ def test_submit_without_a_kernel_exits_2(tmp_path: Path) -> None:
         r = pfar(home, *args, stdin="x\n")
         assert r.returncode == 2, (args, said(r))
         assert "start one with `pfar run`" in said(r)
+
+
+def test_cancel_pause_resume_without_a_kernel_exit_2(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home")
+    before = digest(home.root)
+    for verb in ("cancel", "pause", "resume"):
+        r = pfar(home, verb, "abcd1234")
+        assert r.returncode == 2, (verb, said(r))
+        assert said(r) == f"error: no kernel is running on {home.root}; start one with `pfar run`"
+    assert digest(home.root) == before
+
+
+# -- the owner's hold on a task: cancel, pause, resume --------------------------------
+
+
+def test_cancel_pause_resume_name_an_unknown_or_too_short_id(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    with running_kernel(home) as k:
+        for verb in ("cancel", "pause", "resume"):
+            r = pfar(home, verb, "zzzzzzzz")
+            assert r.returncode == 1, (verb, said(r))
+            assert said(r) == "error: no task with id 'zzzzzzzz'; `pfar tasks` lists them"
+            r = pfar(home, verb, "ab")
+            assert r.returncode == 1, (verb, said(r))
+            assert said(r) == (
+                "error: id prefix 'ab' is too short: give at least 4 characters (or the whole id)"
+            )
+        assert k.proc.poll() is None
+
+
+def test_an_ended_task_cannot_be_cancelled_paused_or_resumed(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
+    with running_kernel(home):
+        task_id, state, _ = _submit_and_wait(home, "true")
+        assert state == "Completed"
+        before = _task_row(home, task_id)
+        for verb, action in (("cancel", "cancelled"), ("pause", "paused"), ("resume", "resumed")):
+            r = pfar(home, verb, task_id[:8])
+            assert r.returncode == 1, (verb, said(r))
+            assert said(r) == (
+                f"error: task {task_id} is Completed: it has already ended, so it cannot be "
+                f"{action}; nothing was changed"
+            )
+        assert dict(_task_row(home, task_id)) == dict(before)
 
 
 # -- tools that fail -----------------------------------------------------------------

@@ -570,6 +570,7 @@ def test_cleanup_deletes_only_old_finished_tasks(journal: Journal) -> None:
         ("Completed", "8d"),
         ("Failed", "8d"),
         ("Abandoned", "8d"),
+        ("Cancelled", "8d"),  # kept as long as a failure: the owner may ask what it did
     }
     assert removed == len(gone)
     left = {t.task_id for t in journal.tasks(limit=1000)}

@@ -40,6 +40,9 @@ EXPECTED = {
     TaskState.Completed: RecoveryAction.Abandon,
     TaskState.Failed: RecoveryAction.Abandon,
     TaskState.Abandoned: RecoveryAction.Abandon,
+    TaskState.Cancelled: RecoveryAction.Abandon,
+    TaskState.Paused: RecoveryAction.LeavePaused,
+    TaskState.Cancelling: RecoveryAction.FinishCancel,
 }
 
 ages_us = st.integers(min_value=-5_000_000, max_value=30 * 24 * 3600 * 1_000_000)
@@ -128,9 +131,10 @@ def test_decide(task: TaskRecord, max_age: timedelta, attempts: int, crashed: bo
     d = decide(task, NOW, max_age, attempts, crashed)
     assert d.task_id == task.task_id
     age = NOW - datetime.fromisoformat(task.updated_at.replace("Z", "+00:00"))
-    if task.state.parked:
-        # parked tasks wait on the owner under their own deadline: never aged out,
-        # never abandoned for crash loops (they run no code on recovery)
+    if task.state.parked or task.state.held:
+        # parked tasks wait on the owner under their own deadline, and what the owner holds
+        # (paused, being cancelled) is the owner's: never aged out, never abandoned for
+        # crash loops (they run no code on recovery)
         assert d.action is determine_recovery_action(task)
         assert d.action is not RecoveryAction.Abandon
     elif age > max_age:
@@ -149,7 +153,7 @@ def test_decide(task: TaskRecord, max_age: timedelta, attempts: int, crashed: bo
 
 
 @given(
-    st.sampled_from([s for s in TaskState if not s.parked]),
+    st.sampled_from([s for s in TaskState if not s.parked and not s.held]),
     st.integers(min_value=1, max_value=10**9),
     st.integers(min_value=1, max_value=3600),
 )
@@ -185,7 +189,7 @@ def test_parked_tasks_are_never_aged_out(
 
 
 @given(
-    st.sampled_from([s for s in TaskState if not s.parked and not s.terminal]),
+    st.sampled_from([s for s in TaskState if s.working]),
     st.integers(min_value=1, max_value=6),
     st.integers(min_value=0, max_value=10),
     st.integers(min_value=0, max_value=50),
@@ -209,6 +213,23 @@ def test_deaths_in_flight_park_the_task_only_after_a_crash(
         )
     else:
         assert crashed.action is determine_recovery_action(task)
+
+
+@given(
+    st.sampled_from([s for s in TaskState if s.working]),
+    ages_us,
+    st.integers(min_value=0, max_value=10),
+    st.booleans(),
+)
+def test_a_standing_pause_request_pauses_whatever_the_age_or_crashes(
+    state: TaskState, age_us: int, attempts: int, crashed: bool
+) -> None:
+    """The owner asked a running task to pause and the kernel died before its boundary:
+    the restart pauses it (the owner's word), never resumes or abandons it."""
+    task = _task(state, age_us=age_us, attempts=attempts)
+    task = replace(task, detail={**task.detail, "pause_requested": True})
+    d = decide(task, NOW, timedelta(seconds=1), 1, crashed)
+    assert d.action is RecoveryAction.Pause
 
 
 # -- should_retry_step (spec §7.3) --------------------------------------------------

@@ -14,10 +14,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pfar.errors import IllegalTransition
-from pfar.journal import Journal, TaskRecord, TaskState
+from pfar.errors import IllegalTransition, TaskStateRefused
+from pfar.journal import Journal, OwnerMessage, TaskRecord, TaskState
+from pfar.journal.holds import PauseOutcome, ResumeOutcome
 from pfar.journal.records import now_rfc3339
-from pfar.journal.states import LEGAL, TERMINAL, UNFINISHED, check_transition, is_legal
+from pfar.journal.states import (
+    LEGAL,
+    TERMINAL,
+    UNFINISHED,
+    WORKING,
+    check_transition,
+    is_legal,
+)
+
+S = TaskState
 
 states = st.sampled_from(list(TaskState))
 task_ids = st.text(
@@ -47,7 +57,7 @@ def test_legal_covers_every_state_and_nothing_else() -> None:
 
 
 def test_terminal_and_unfinished_partition_the_states() -> None:
-    assert {TaskState.Completed, TaskState.Failed, TaskState.Abandoned} == TERMINAL
+    assert {S.Completed, S.Failed, S.Abandoned, S.Cancelled} == TERMINAL
     assert set(TaskState) == TERMINAL | UNFINISHED
     assert not TERMINAL & UNFINISHED
     assert {s for s in TaskState if s.terminal} == TERMINAL
@@ -70,9 +80,56 @@ def test_every_unfinished_state_can_reach_a_terminal_state(src: TaskState) -> No
     if src.terminal:
         return
     assert _reachable(src) & TERMINAL
-    # and failing is always one step away: no unfinished state is a trap
-    assert TaskState.Failed in LEGAL[src]
-    assert TaskState.Abandoned in LEGAL[src]
+    if src.held:
+        return
+    # and failing is always one step away: no state a runner or the owner's question
+    # holds is a trap
+    assert S.Failed in LEGAL[src]
+    assert S.Abandoned in LEGAL[src]
+
+
+@given(states)
+def test_every_unfinished_state_can_be_cancelled_and_only_through_cancelling(
+    src: TaskState,
+) -> None:
+    """The owner can cancel any unfinished task, and always by committing the intent
+    (Cancelling) first: Cancelled is never one step from anywhere else."""
+    if src.terminal:
+        assert S.Cancelling not in LEGAL[src]
+    elif src is S.Cancelling:
+        assert LEGAL[src] == {S.Cancelled}  # a cancel, once intended, only finishes
+    else:
+        assert S.Cancelling in LEGAL[src]
+    assert (S.Cancelled in LEGAL[src]) == (src is S.Cancelling)
+
+
+def test_cancelled_is_terminal_and_absorbing() -> None:
+    assert S.Cancelled.terminal and LEGAL[S.Cancelled] == frozenset()
+    assert not S.Cancelling.terminal and S.Cancelling in UNFINISHED
+
+
+def test_only_working_states_can_be_paused() -> None:
+    """Never a task parked on the owner (it holds nothing), never an ended or cancelling one."""
+    assert {s for s in TaskState if S.Paused in LEGAL[s]} == WORKING
+    assert {s for s in TaskState if s.working} == WORKING
+    assert not (WORKING & {s for s in TaskState if s.parked or s.held or s.terminal})
+
+
+@given(states, st.sampled_from([*TaskState, None]))
+def test_paused_returns_only_where_it_came_from_or_to_cancelling(
+    dst: TaskState, came_from: TaskState | None
+) -> None:
+    ok = is_legal(S.Paused, dst, came_from)
+    assert ok == (dst is S.Cancelling or (dst.working and dst is came_from))
+    if not ok:
+        with pytest.raises(IllegalTransition):
+            check_transition("t", S.Paused, dst, came_from)
+
+
+@given(st.sampled_from(sorted(WORKING)), states)
+def test_pause_then_resume_is_a_round_trip(src: TaskState, dst: TaskState) -> None:
+    assert is_legal(src, S.Paused)
+    assert is_legal(S.Paused, dst, src) == (dst in (src, S.Cancelling))
 
 
 @given(states, states, task_ids)
@@ -88,15 +145,19 @@ def test_terminal_states_are_absorbing(src: TaskState, dst: TaskState, task_id: 
 @given(st.lists(states, max_size=40), task_ids)
 def test_any_sequence_from_extracting_follows_legal(attempts: list[TaskState], tid: str) -> None:
     current = TaskState.Extracting
+    came_from: TaskState | None = None  # where a Paused task was paused from
     for dst in attempts:
-        if dst in LEGAL[current]:
-            assert is_legal(current, dst)
-            check_transition(tid, current, dst)  # does not raise
+        if dst in LEGAL[current] and (
+            current is not S.Paused or not dst.working or dst is came_from
+        ):
+            assert is_legal(current, dst, came_from)
+            check_transition(tid, current, dst, came_from)  # does not raise
+            came_from = current if dst is S.Paused else None
             current = dst
         else:
-            assert not is_legal(current, dst)
+            assert not is_legal(current, dst, came_from)
             with pytest.raises(IllegalTransition) as info:
-                check_transition(tid, current, dst)
+                check_transition(tid, current, dst, came_from)
             err = info.value
             assert (err.task_id, err.src, err.dst) == (tid, current.value, dst.value)
             msg = str(err)
@@ -172,15 +233,20 @@ def test_journal_stores_what_the_model_says(
     async def go() -> None:
         await j.create(_task(tid))
         model = TaskState.Extracting
+        came_from: TaskState | None = None
         for n, dst in enumerate(attempts):
             before = j.task(tid)
             assert before.state is model
-            if is_legal(model, dst):
+            if is_legal(model, dst, came_from):
                 await j.transition(tid, dst, point=None, detail={"current_step": n}, error=f"e{n}")
+                came_from = model if dst is S.Paused else None
                 model = dst
                 after = j.task(tid)
                 assert after.state is dst
-                assert after.detail == {"current_step": n}
+                # the journal keeps where a paused task goes back to
+                assert after.detail == {"current_step": n} | (
+                    {"paused_from": came_from.value} if came_from else {}
+                )
                 assert after.error == f"e{n}"
                 assert after.phase == (dst.phase or before.phase)
                 assert after.updated_at >= before.updated_at
@@ -222,10 +288,12 @@ def test_concurrent_transitions_apply_in_order_and_refusals_undo_only_themselves
 
     results = asyncio.run(go())
     model = TaskState.Extracting
+    came_from: TaskState | None = None
     last_ok = None
     for n, (dst, result) in enumerate(zip(attempts, results, strict=True)):
-        if is_legal(model, dst):
+        if is_legal(model, dst, came_from):
             assert result is None, (n, dst, result)
+            came_from = model if dst is S.Paused else None
             model = dst
             last_ok = n
         else:
@@ -241,3 +309,127 @@ def test_unknown_task_transition_is_refused(shared_journal: Journal) -> None:
 
     with pytest.raises(UnknownTask, match="no-such-task"):
         asyncio.run(shared_journal.transition("no-such-task", TaskState.Planning, point=None))
+
+
+# -- the owner's holds (pause, resume, cancel), enforced by a real journal ----------
+
+# an owner's request, or a runner's move into a state (a runner's own moves, along the
+# pipeline, drawn more often: a pause request is honoured at such a move)
+owner_ops = st.one_of(
+    st.sampled_from(["pause_running", "pause_running", "pause_idle", "unpause", "cancel"]),
+    st.sampled_from([S.Planning, S.Executing, S.Synthesizing, S.Completed]),
+    states,
+)
+
+
+class _Model:
+    """What the journal must hold after each step: state, where a Paused task goes back,
+    and whether a running task's pause request stands."""
+
+    def __init__(self) -> None:
+        self.state = S.Extracting
+        self.came_from: TaskState | None = None
+        self.requested = False
+
+    def move(self, dst: TaskState) -> bool:
+        if not is_legal(self.state, dst, self.came_from):
+            return False
+        if dst is S.Paused:
+            self.came_from = self.state
+        elif self.requested and dst is not self.state and dst.working:
+            # a runner's move while a pause request stands: that boundary is where it stops
+            self.came_from, dst = dst, S.Paused
+        else:
+            self.came_from = None
+        if dst is not self.state:
+            self.requested = False
+        self.state = dst
+        return True
+
+    def refuses_pause(self) -> bool:
+        return self.state.terminal or self.state.parked or self.state is S.Cancelling
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(st.lists(owner_ops, min_size=1, max_size=25))
+def test_holds_follow_the_model(shared_journal: Journal, ops: list[object]) -> None:
+    """Pause (of a running task, or of one no coroutine holds), resume and cancel, mixed
+    with a runner's moves: the journal ends where the model says, a refusal changes
+    nothing, a Paused task goes back only where it was paused, and once Cancelling no
+    runner move lands."""
+    j = shared_journal
+    tid = str(uuid.uuid4())
+
+    async def go() -> None:
+        await j.create(_task(tid))
+        m = _Model()
+        for op in ops:
+            before = j.task(tid)
+            if isinstance(op, TaskState):
+                if m.move(op):
+                    await j.transition(tid, op, point=None)
+                else:
+                    with pytest.raises(IllegalTransition):
+                        await j.transition(tid, op, point=None)
+                    assert j.task(tid) == before
+            elif op in ("pause_running", "pause_idle"):
+                running = op == "pause_running"
+                if m.refuses_pause():
+                    with pytest.raises(TaskStateRefused) as info:
+                        await j.request_pause(tid, running=lambda r=running: r)
+                    assert info.value.state == m.state.value and tid in str(info.value)
+                    assert j.task(tid) == before
+                    continue
+                state, outcome = await j.request_pause(tid, running=lambda r=running: r)
+                if m.state is S.Paused or (running and m.requested):
+                    assert outcome is PauseOutcome.already
+                elif running:
+                    assert outcome is PauseOutcome.requested
+                    m.requested = True
+                else:
+                    assert outcome is PauseOutcome.paused
+                    m.move(S.Paused)
+                assert state is m.state
+            elif op == "unpause":
+                if m.state is S.Paused:
+                    back = m.came_from
+                    assert back is not None
+                    state, outcome = await j.unpause(tid)
+                    assert (state, outcome) == (back, ResumeOutcome.resumed)
+                    m.move(back)
+                elif m.state.working and m.requested:
+                    state, outcome = await j.unpause(tid)
+                    assert (state, outcome) == (m.state, ResumeOutcome.withdrawn)
+                    m.requested = False
+                else:
+                    with pytest.raises(TaskStateRefused):
+                        await j.unpause(tid)
+                    assert j.task(tid) == before
+            else:  # cancel: the intent, then the end
+                if m.state.terminal:
+                    with pytest.raises(TaskStateRefused) as info:
+                        await j.begin_cancel(tid)
+                    assert info.value.state == m.state.value
+                    continue
+                intent = await j.begin_cancel(tid)
+                assert intent.already == (m.state is S.Cancelling)
+                m.move(S.Cancelling)
+                assert j.task(tid).state is S.Cancelling
+                # a runner's move after the intent is refused: the task is the owner's
+                for late in WORKING:
+                    with pytest.raises(IllegalTransition):
+                        await j.transition(tid, late, point=None)
+                await j.finish_cancel(tid, OwnerMessage(f"cancelled:{tid}", "notice", "x", tid))
+                m.move(S.Cancelled)
+            row = j.task(tid)
+            assert row.state is m.state
+            assert row.detail.get("paused_from") == (
+                m.came_from.value if m.state is S.Paused and m.came_from else None
+            )
+            assert bool(row.detail.get("pause_requested")) == m.requested
+
+    asyncio.run(go())

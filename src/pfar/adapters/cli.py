@@ -2,6 +2,7 @@
 
 Lines it understands (everything else is an error it prints, never a crash):
   submit TEMPLATE TEXT...     approve ID     deny ID     answer ID OPTION     tasks
+  cancel ID     pause ID     resume ID
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TextIO
 
 from ..errors import PfarError
 from ..journal import OwnerMessage
+from ..kernel.holds import describe
 from ..kernel.kernel import Kernel
 from ..kernel.lines import MAX_LINE_TEXT, read_lines
 from ..kernel.terminal import write
@@ -80,10 +82,19 @@ async def _command(kernel: Kernel, text: str, n: int) -> str:
     if verb == "answer" and len(args) == 2:
         a, _ = await kernel.answer(args[0], args[1])
         return f"approval {a.approval_id[:8]}: {a.status.value} ({a.decision})"
+    if verb in _HOLDS and len(args) == 1:
+        result = await getattr(kernel, _HOLDS[verb])(args[0])
+        return describe(result.to_json())
     if verb == "tasks":
         rows = kernel.journal.tasks(limit=20)
         return "\n".join(f"{t.task_id[:8]}  {t.template_id:20} {t.state.value}" for t in rows)
-    return "commands: submit TEMPLATE TEXT | approve ID | deny ID | answer ID OPTION | tasks"
+    return (
+        "commands: submit TEMPLATE TEXT | approve ID | deny ID | answer ID OPTION | tasks | "
+        "cancel ID | pause ID | resume ID"
+    )
+
+
+_HOLDS = {"cancel": "cancel_task", "pause": "pause_task", "resume": "resume_task"}
 
 
 async def stdin_reader() -> asyncio.StreamReader | None:

@@ -18,6 +18,7 @@ from ..recovery import plan_recovery
 from ..vault.home import Home, HomeLock
 from ..vault.secrets import check_secret_size
 from . import client
+from .holds_cmd import cancel, pause, resume
 from .output import emit, err, home_of, out, readonly, table
 from .sessions_cmd import secret, session
 from .setup_home import init_home
@@ -197,14 +198,16 @@ def task_trace(ctx: click.Context, task_id: str) -> None:
 def approvals(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """Pending approvals and credential prompts."""
     statuses = (
-        ("pending", "approved", "denied", "expired", "recovered") if show_all else ("pending",)
+        ("pending", "approved", "denied", "expired", "recovered", "withdrawn")
+        if show_all
+        else ("pending",)
     )
     with readonly(home_of(ctx)) as j:
         rows = [approval_row(a) for a in j.approvals(statuses)]
         creds = [
             credential_row(p)
             for p in j.credential_prompts(
-                ("pending", "received", "expired") if show_all else ("pending",)
+                ("pending", "received", "expired", "withdrawn") if show_all else ("pending",)
             )
         ]
     if as_json:
@@ -371,6 +374,9 @@ def demo(keep: bool) -> None:
     sys.exit(run_demo(keep=keep))
 
 
+cli.add_command(cancel)
+cli.add_command(pause)
+cli.add_command(resume)
 cli.add_command(workflow)
 cli.add_command(session)
 cli.add_command(secret)

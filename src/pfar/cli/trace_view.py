@@ -44,6 +44,10 @@ def task_as_trace(journal: Journal, task_id: str) -> str:
             trace = complete_step(trace, n, summary=f"{rec.tool}: skipped by the owner")
         elif rec.status is StepStatus.failed:
             trace = fail_step(trace, n, summary=f"{rec.tool} failed", challenges=rec.error or "")
+        elif rec.status is StepStatus.cancelled:
+            trace = fail_step(
+                trace, n, summary=f"{rec.tool} cut off by a cancel", challenges=rec.error or ""
+            )
         else:
             trace = update_step(trace, n, current_focus=f"{rec.tool} was running")
     if task.state is TaskState.Completed:

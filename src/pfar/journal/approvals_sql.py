@@ -208,3 +208,35 @@ def next_deadline(conn: sqlite3.Connection) -> str | None:
         "SELECT min(expires_at) AS e FROM pending_credentials WHERE status = 'pending')"
     ).fetchone()
     return None if row is None or row[0] is None else str(row[0])
+
+
+def withdraw_for_task_txn(
+    conn: sqlite3.Connection, task_id: str, at: str
+) -> tuple[list[str], list[str]]:
+    """Withdraw every question still pending for `task_id` (its task is being cancelled):
+    (approval ids, credential prompt ids) withdrawn."""
+    approvals = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT approval_id FROM pending_approvals WHERE task_id = ? AND status = 'pending'",
+            (task_id,),
+        )
+    ]
+    prompts = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT prompt_id FROM pending_credentials WHERE task_id = ? AND status = 'pending'",
+            (task_id,),
+        )
+    ]
+    conn.execute(
+        "UPDATE pending_approvals SET status = ?, decided_at = ? "
+        "WHERE task_id = ? AND status = 'pending'",
+        (ApprovalStatus.withdrawn.value, at, task_id),
+    )
+    conn.execute(
+        "UPDATE pending_credentials SET status = ?, received_at = ? "
+        "WHERE task_id = ? AND status = 'pending'",
+        (CredentialStatus.withdrawn.value, at, task_id),
+    )
+    return approvals, prompts

@@ -30,6 +30,7 @@ POINTS = (
     "recovery_decided",
     "message_delivered",
     "llm_request_sent",
+    "cancel_intended",
 )
 
 

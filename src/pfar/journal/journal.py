@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from ..errors import (
     AlreadyDecided,
+    IllegalTransition,
     UnknownApproval,
     UnknownCredentialPrompt,
     UnknownTask,
@@ -26,7 +27,7 @@ from ..vault.sqlite import (
     open_vault_db,
     recovery_advice,
 )
-from . import approvals_sql, events_sql, steps_sql, tasks_sql
+from . import approvals_sql, events_sql, holds, steps_sql, tasks_sql
 from .faults import FaultHook
 from .ids import resolve_id
 from .records import (
@@ -41,7 +42,14 @@ from .records import (
     TaskRecord,
     now_rfc3339,
 )
-from .states import TERMINAL, TaskState, check_transition
+from .states import (
+    PAUSE_REQUESTED,
+    PAUSED_FROM,
+    TERMINAL,
+    TaskState,
+    check_transition,
+    paused_from,
+)
 from .writer import GroupCommitWriter
 
 T = TypeVar("T")
@@ -285,26 +293,57 @@ class Journal:
         detail: dict[str, Any] | None,
         reset_attempts: bool,
         fields: dict[str, Any],
-    ) -> None:
-        current = tasks_sql.get_state(conn, task_id)
+    ) -> TaskState:
+        """Move the task (checked against its row); return the state it is now in.
+
+        The journal keeps the pause bookkeeping: entering Paused records where from,
+        leaving it goes back only there, and a runner's move into another working
+        state while the owner's pause request stands lands in Paused instead (that
+        move is the boundary where the task stops).
+        """
+        current = tasks_sql.get_state_detail(conn, task_id)
         if current is None:
             raise UnknownTask(task_id)
-        state, phase = current
-        check_transition(task_id, state, to)
+        state, phase, row_detail = current
+        check_transition(task_id, state, to, paused_from(row_detail))
+        base = dict(row_detail if detail is None else detail)
+        requested = bool(base.pop(PAUSE_REQUESTED, None) or row_detail.get(PAUSE_REQUESTED))
+        base.pop(PAUSED_FROM, None)
+        new_phase = to.phase or phase
+        if to is state:
+            if requested:  # a self-loop is no boundary: the request waits for the next one
+                base[PAUSE_REQUESTED] = True
+        elif to is TaskState.Paused:
+            base[PAUSED_FROM] = state.value
+        elif requested and to.working and state is not TaskState.Paused:
+            base[PAUSED_FROM] = to.value
+            to = TaskState.Paused
         cols: dict[str, Any] = dict(fields)
         cols["state"] = to
-        cols["phase"] = to.phase or phase
+        cols["phase"] = new_phase
         cols["updated_at"] = now_rfc3339()
-        if detail is not None:
-            cols["state_detail"] = detail
+        cols["state_detail"] = base
         if reset_attempts:
             cols["recovery_attempts"] = 0
         tasks_sql.update_txn(conn, task_id, **cols)
+        return to
+
+    def _executing_txn(self, conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
+        """A step's row is written only while its task executes: once the owner paused
+        or cancelled it, a late write of the runner is refused (and undone)."""
+        current = tasks_sql.get_state_detail(conn, task_id)
+        if current is None:
+            raise UnknownTask(task_id)
+        state, _, row_detail = current
+        if state is not TaskState.Executing:
+            raise IllegalTransition(task_id, state.value, TaskState.Executing.value)
+        return row_detail
 
     async def step_started(self, rec: StepRecord) -> None:
         """A step is about to run: durable before the tool is called."""
 
         def op(conn: sqlite3.Connection) -> None:
+            self._executing_txn(conn, rec.task_id)
             steps_sql.start_txn(conn, rec)
             # The owner's "retry" covered the run that starts now, not any later one:
             # if this run is interrupted too, the owner is asked again.
@@ -320,38 +359,47 @@ class Journal:
 
         await self._write(op, None)
 
-    def started_processes(self) -> list[tuple[str, int, dict[str, Any]]]:
-        return steps_sql.started_processes(self._reader)
+    def started_processes(
+        self, task_id: str | None = None
+    ) -> list[tuple[str, int, dict[str, Any]]]:
+        return steps_sql.started_processes(self._reader, task_id)
 
     def steps_in_flight(self) -> dict[str, StepRecord]:
         """Task id -> its step still marked started (a task runs one step at a time)."""
         return {rec.task_id: rec for rec in steps_sql.in_flight(self._reader)}
 
-    async def step_finished(self, rec: StepRecord, *, next_step: int, last: bool = False) -> None:
+    async def step_finished(
+        self, rec: StepRecord, *, next_step: int, last: bool = False
+    ) -> TaskState:
         """A step's outcome (completed or skipped) and the task's progress, in one commit.
 
-        After the plan's `last` step the task moves to Synthesizing in the same commit.
+        After the plan's `last` step the task moves to Synthesizing in the same commit;
+        when the owner asked for a pause, it moves to Paused instead. Returns the state
+        the task is in now: a runner goes on only while it is Executing.
         """
         at = rec.completed_at or now_rfc3339()
         progress = {"current_step": next_step, "last_completed": rec.step, "last_step_at": at}
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite3.Connection) -> TaskState:
+            row_detail = self._executing_txn(conn, rec.task_id)
             steps_sql.finish_txn(conn, rec)
-            if last:
-                self._transition_txn(
+            if last or row_detail.get(PAUSE_REQUESTED):
+                return self._transition_txn(
                     conn,
                     rec.task_id,
-                    TaskState.Synthesizing,
+                    TaskState.Synthesizing if last else TaskState.Paused,
                     {"current_step": next_step},
                     True,
                     {"execute_progress": progress},
                 )
-                return
             # updated_at (in two indexes) moves at phase boundaries; a step's time lives
             # in execute_progress, so a step commit rewrites one row page, no index
             tasks_sql.progress_txn(conn, rec.task_id, {"current_step": next_step}, progress)
+            return TaskState.Executing
 
-        await self._write(op, ("step_completed", "synthesizing") if last else "step_completed")
+        return await self._write(
+            op, ("step_completed", "synthesizing") if last else "step_completed"
+        )
 
     async def step_failed(
         self, rec: StepRecord, error: str, messages: Sequence[OwnerMessage] = ()
@@ -478,7 +526,7 @@ class Journal:
             if p is None:
                 raise UnknownCredentialPrompt(prompt_id)
             if p.status is not CredentialStatus.pending:
-                raise AlreadyDecided("credential prompt", prompt_id, p.status.value)
+                raise AlreadyDecided("credential prompt", prompt_id, prompt_status_text(p))
             at = now_rfc3339()
             approvals_sql.set_credential_status_txn(conn, prompt_id, CredentialStatus.received, at)
             step = p.step or 0
@@ -526,6 +574,45 @@ class Journal:
         self._transition_txn(conn, task_id, TaskState.Failed, None, True, {"error": error})
         return [(task_id, error)]
 
+    # -- the owner's hold: pause, resume, cancel (see holds.py) -------------------
+
+    async def request_pause(
+        self, task_id: str, *, running: Callable[[], bool]
+    ) -> tuple[TaskState, holds.PauseOutcome]:
+        """Pause now (`running()` False: no coroutine holds the task) or at the running
+        task's next boundary; refused for a parked, cancelling or ended task."""
+
+        def op(conn: sqlite3.Connection) -> tuple[TaskState, holds.PauseOutcome]:
+            return holds.pause_txn(conn, task_id, running, self._transition_txn)
+
+        return await self._write(op, None)
+
+    async def unpause(self, task_id: str) -> tuple[TaskState, holds.ResumeOutcome]:
+        def op(conn: sqlite3.Connection) -> tuple[TaskState, holds.ResumeOutcome]:
+            return holds.unpause_txn(conn, task_id, self._transition_txn)
+
+        return await self._write(op, None)
+
+    async def begin_cancel(self, task_id: str) -> holds.CancelIntent:
+        """Commit the intent to cancel (before any process is ended): from here on the
+        task is never resumed, and a restart finishes the cancel."""
+
+        def op(conn: sqlite3.Connection) -> holds.CancelIntent:
+            return holds.begin_cancel_txn(conn, task_id, self._transition_txn)
+
+        return await self._write(op, "cancel_intended")
+
+    async def finish_cancel(self, task_id: str, message: OwnerMessage) -> list[int] | None:
+        """Cancelled, its running steps recorded as cut off, and the owner told: one commit."""
+
+        def op(conn: sqlite3.Connection) -> list[int] | None:
+            cut = holds.finish_cancel_txn(conn, task_id, self._transition_txn)
+            if cut is not None:
+                events_sql.enqueue_message_txn(conn, message, now_rfc3339())
+            return cut
+
+        return await self._write(op, None)
+
     async def fail(self, task_id: str, error: str, messages: Sequence[OwnerMessage] = ()) -> None:
         await self.transition(
             task_id, TaskState.Failed, point="failed", messages=messages, error=error
@@ -538,12 +625,17 @@ class Journal:
         attempted: Sequence[str],
         messages: Sequence[OwnerMessage],
         park: Sequence[tuple[ApprovalRecord, dict[str, Any]]] = (),
+        pause: Sequence[str] = (),
+        cancel: Sequence[str] = (),
     ) -> None:
         """Recovery's decisions and the owner's report (and prompts), one commit.
 
         `abandon` holds (task_id, reason); `park` holds (question, detail) for tasks that
         park on a new question (its prompt is among `messages`, after the report); each
-        task in `attempted` counts one more recovery (reset whenever the task moves).
+        task in `attempted` counts one more recovery (reset whenever the task makes
+        progress). Tasks in `pause` had the owner's pause request standing: they are
+        Paused; tasks in `cancel` were being cancelled (their processes are ended
+        already): they are Cancelled.
         """
 
         def op(conn: sqlite3.Connection) -> None:
@@ -553,6 +645,10 @@ class Journal:
                 )
             for approval, detail_extra in park:
                 self._park_approval_txn(conn, approval, detail_extra)
+            for task_id in pause:
+                self._transition_txn(conn, task_id, TaskState.Paused, None, False, {})
+            for task_id in cancel:
+                holds.finish_cancel_txn(conn, task_id, self._transition_txn)
             conn.executemany(
                 "UPDATE task_journal SET recovery_attempts = recovery_attempts + 1 "
                 "WHERE task_id = ?",
@@ -668,7 +764,9 @@ class Journal:
 
         def op(conn: sqlite3.Connection) -> int:
             n = tasks_sql.delete_finished_before_txn(conn, ["Completed"], completed_before)
-            n += tasks_sql.delete_finished_before_txn(conn, ["Failed", "Abandoned"], failed_before)
+            n += tasks_sql.delete_finished_before_txn(
+                conn, ["Failed", "Abandoned", "Cancelled"], failed_before
+            )
             conn.execute(
                 "DELETE FROM inbound_events WHERE task_id IS NOT NULL AND task_id NOT IN "
                 "(SELECT task_id FROM task_journal) AND received_at < ?",
@@ -683,11 +781,19 @@ class Journal:
         return await self._write(op, None)
 
 
+def prompt_status_text(p: CredentialPromptRecord) -> str:
+    if p.status is CredentialStatus.withdrawn:
+        return "withdrawn because its task was cancelled"
+    return p.status.value
+
+
 def _decided_text(a: ApprovalRecord) -> str:
     when = f" at {a.decided_at}" if a.decided_at else ""
     if a.status is ApprovalStatus.expired:
         return f"expired{when}"
+    if a.status is ApprovalStatus.withdrawn:
+        return f"withdrawn{when} because its task was cancelled"
     return f"{a.status.value} ({a.decision}){when}"
 
 
-__all__ = ["Journal", "StepStatus"]
+__all__ = ["Journal", "StepStatus", "prompt_status_text"]

@@ -58,6 +58,8 @@ class StepStatus(StrEnum):
     completed = "completed"
     failed = "failed"
     skipped = "skipped"
+    # cut off by the owner's cancel while it ran: it may have had (some of) its effects
+    cancelled = "cancelled"
 
 
 class ApprovalStatus(StrEnum):
@@ -66,12 +68,14 @@ class ApprovalStatus(StrEnum):
     denied = "denied"
     expired = "expired"
     recovered = "recovered"
+    withdrawn = "withdrawn"  # its task was cancelled: the question no longer stands
 
 
 class CredentialStatus(StrEnum):
     pending = "pending"
     received = "received"
     expired = "expired"
+    withdrawn = "withdrawn"  # its task was cancelled
 
 
 @dataclass(frozen=True, slots=True)

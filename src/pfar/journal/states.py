@@ -16,9 +16,14 @@ class TaskState(StrEnum):
     Synthesizing = "Synthesizing"
     AwaitingApproval = "AwaitingApproval"
     AwaitingCredential = "AwaitingCredential"
+    # stopped by the owner between two steps; `detail["paused_from"]` is where it goes back
+    Paused = "Paused"
+    # the owner's cancel is committed: its processes are being ended; only Cancelled follows
+    Cancelling = "Cancelling"
     Completed = "Completed"
     Failed = "Failed"
     Abandoned = "Abandoned"
+    Cancelled = "Cancelled"
 
     @property
     def terminal(self) -> bool:
@@ -30,14 +35,35 @@ class TaskState(StrEnum):
         return self in (TaskState.AwaitingApproval, TaskState.AwaitingCredential)
 
     @property
+    def working(self) -> bool:
+        """A runner may advance it: the only states a coroutine may hold."""
+        return self in WORKING
+
+    @property
+    def held(self) -> bool:
+        """Stopped by the owner (paused, or being cancelled): no runner may move it."""
+        return self in (TaskState.Paused, TaskState.Cancelling)
+
+    @property
     def phase(self) -> str:
         return _PHASE[self]
 
 
 PersistedTaskState = TaskState
 
-TERMINAL = frozenset({TaskState.Completed, TaskState.Failed, TaskState.Abandoned})
+# Keys of `TaskRecord.detail` that the journal keeps for pausing (see Journal.transition):
+# the owner asked a running task to pause at its next boundary ...
+PAUSE_REQUESTED = "pause_requested"
+# ... and the state a Paused task goes back to when it is resumed.
+PAUSED_FROM = "paused_from"
+
+TERMINAL = frozenset(
+    {TaskState.Completed, TaskState.Failed, TaskState.Abandoned, TaskState.Cancelled}
+)
 UNFINISHED = frozenset(TaskState) - TERMINAL
+WORKING = frozenset(
+    {TaskState.Extracting, TaskState.Planning, TaskState.Executing, TaskState.Synthesizing}
+)
 
 _PHASE = {
     TaskState.Extracting: "extract",
@@ -47,38 +73,76 @@ _PHASE = {
     TaskState.AwaitingCredential: "execute",
     TaskState.Synthesizing: "synthesize",
     TaskState.Completed: "egress",
+    # held and cancelled tasks keep the phase they were stopped in (see Journal.transition)
+    TaskState.Paused: "",
+    TaskState.Cancelling: "",
     TaskState.Failed: "",
     TaskState.Abandoned: "",
+    TaskState.Cancelled: "",
 }
 
 _S = TaskState
-_ENDINGS = {_S.Failed, _S.Abandoned}
+# Every unfinished state but Cancelling may fail, be abandoned or be cancelled; a cancel
+# always passes through Cancelling, so that its intent is durable before a process is ended.
+_ENDINGS = {_S.Failed, _S.Abandoned, _S.Cancelling}
+# A task is paused only at a boundary of its own work: never while parked on the owner
+# (it holds nothing then already) and never from a state it could not come back to.
+_PAUSE = {_S.Paused}
 
 # Self-loops are legal where a state carries progress (Executing's current_step)
 # or is re-entered by recovery (Extracting / Planning re-run their phase).
 LEGAL: dict[TaskState, frozenset[TaskState]] = {
     # a thinking phase may park on the owner (e.g. a cloud_routing approval) and return
-    _S.Extracting: frozenset({_S.Extracting, _S.Planning, _S.AwaitingApproval, *_ENDINGS}),
-    _S.Planning: frozenset({_S.Planning, _S.Executing, _S.AwaitingApproval, *_ENDINGS}),
+    _S.Extracting: frozenset({_S.Extracting, _S.Planning, _S.AwaitingApproval, *_ENDINGS, *_PAUSE}),
+    _S.Planning: frozenset({_S.Planning, _S.Executing, _S.AwaitingApproval, *_ENDINGS, *_PAUSE}),
     _S.Executing: frozenset(
-        {_S.Executing, _S.AwaitingApproval, _S.AwaitingCredential, _S.Synthesizing, *_ENDINGS}
+        {
+            _S.Executing,
+            _S.AwaitingApproval,
+            _S.AwaitingCredential,
+            _S.Synthesizing,
+            *_ENDINGS,
+            *_PAUSE,
+        }
     ),
     _S.AwaitingApproval: frozenset(
         {_S.Extracting, _S.Planning, _S.Executing, _S.Synthesizing, *_ENDINGS}
     ),
     _S.AwaitingCredential: frozenset({_S.Executing, *_ENDINGS}),
-    _S.Synthesizing: frozenset({_S.Synthesizing, _S.Completed, _S.AwaitingApproval, *_ENDINGS}),
+    _S.Synthesizing: frozenset(
+        {_S.Synthesizing, _S.Completed, _S.AwaitingApproval, *_ENDINGS, *_PAUSE}
+    ),
+    # back only to the state it was paused from (check_transition), or cancelled
+    _S.Paused: frozenset({*WORKING, _S.Cancelling}),
+    _S.Cancelling: frozenset({_S.Cancelled}),
     _S.Completed: frozenset(),
     _S.Failed: frozenset(),
     _S.Abandoned: frozenset(),
+    _S.Cancelled: frozenset(),
 }
 
 
-def is_legal(src: TaskState, dst: TaskState) -> bool:
-    return dst in LEGAL[src]
+def paused_from(detail: dict[str, object]) -> TaskState | None:
+    value = detail.get(PAUSED_FROM)
+    try:
+        return TaskState(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
-def check_transition(task_id: str, src: TaskState, dst: TaskState) -> None:
+def is_legal(src: TaskState, dst: TaskState, paused_from: TaskState | None = None) -> bool:
+    """The table's answer; leaving Paused for a working state also needs `paused_from`
+    (the state the task was paused in) to be that state."""
+    if dst not in LEGAL[src]:
+        return False
+    if src is TaskState.Paused and dst.working:
+        return dst is paused_from
+    return True
+
+
+def check_transition(
+    task_id: str, src: TaskState, dst: TaskState, paused_from: TaskState | None = None
+) -> None:
     """Raise IllegalTransition unless `src -> dst` is a legal move."""
-    if not is_legal(src, dst):
+    if not is_legal(src, dst, paused_from):
         raise IllegalTransition(task_id, src.value, dst.value)

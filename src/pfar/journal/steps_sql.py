@@ -85,12 +85,20 @@ def set_process_txn(
     )
 
 
-def started_processes(conn: sqlite3.Connection) -> list[tuple[str, int, dict[str, Any]]]:
-    """(task_id, step, process) of steps still marked started that recorded a process."""
-    rows = conn.execute(
+def started_processes(
+    conn: sqlite3.Connection, task_id: str | None = None
+) -> list[tuple[str, int, dict[str, Any]]]:
+    """(task_id, step, process) of steps still marked started that recorded a process
+    (of one task, or of all)."""
+    sql = (
         "SELECT task_id, step, process_json FROM task_steps "
         "WHERE status = 'started' AND process_json IS NOT NULL"
-    ).fetchall()
+    )
+    rows = (
+        conn.execute(sql + " AND task_id = ?", (task_id,)).fetchall()
+        if task_id is not None
+        else conn.execute(sql).fetchall()
+    )
     return [(str(r[0]), int(r[1]), dict(loads(r[2]))) for r in rows]
 
 
@@ -116,3 +124,19 @@ def get(conn: sqlite3.Connection, task_id: str, step: int) -> StepRecord | None:
         f"SELECT {_COLUMNS} FROM task_steps WHERE task_id = ? AND step = ?", (task_id, step)
     ).fetchone()
     return None if row is None else _row(row)
+
+
+def cut_off_txn(conn: sqlite3.Connection, task_id: str, at: str, error: str) -> list[int]:
+    """Mark the task's steps still running as cut off by a cancel; their numbers."""
+    steps = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT step FROM task_steps WHERE task_id = ? AND status = 'started'", (task_id,)
+        )
+    ]
+    conn.execute(
+        "UPDATE task_steps SET status = ?, completed_at = ?, error = ? "
+        "WHERE task_id = ? AND status = 'started'",
+        (StepStatus.cancelled.value, at, error, task_id),
+    )
+    return steps

@@ -15,8 +15,8 @@ _COLUMNS = (
     "updated_at, error, event_id, template_hash, recovery_attempts"
 )
 # must read exactly as the partial index idx_task_journal_unfinished's WHERE clause
-_TERMINAL_SQL = "'Completed', 'Failed', 'Abandoned'"
-assert {s.value for s in TERMINAL} == {"Completed", "Failed", "Abandoned"}
+_TERMINAL_SQL = "'Completed', 'Failed', 'Abandoned', 'Cancelled'"
+assert {s.value for s in TERMINAL} == {"Completed", "Failed", "Abandoned", "Cancelled"}
 
 
 def _row(row: Sequence[Any]) -> TaskRecord:
@@ -131,6 +131,15 @@ def get_state(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, str] |
         "SELECT state, phase FROM task_journal WHERE task_id = ?", (task_id,)
     ).fetchone()
     return None if row is None else (TaskState(row[0]), str(row[1]))
+
+
+def get_state_detail(
+    conn: sqlite3.Connection, task_id: str
+) -> tuple[TaskState, str, dict[str, Any]] | None:
+    row = conn.execute(
+        "SELECT state, phase, state_detail FROM task_journal WHERE task_id = ?", (task_id,)
+    ).fetchone()
+    return None if row is None else (TaskState(row[0]), str(row[1]), loads(row[2]) or {})
 
 
 def unfinished(conn: sqlite3.Connection) -> list[TaskRecord]:

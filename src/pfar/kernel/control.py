@@ -133,6 +133,9 @@ class ControlServer:
                 "changed": changed,
                 "task_id": a.task_id,
             }
+        if op in _HOLDS:
+            result = await getattr(k, _HOLDS[op])(_string(req, "task_id"))
+            return result.to_json()
         if op == "credential":
             task = await k.provide_credential(str(req["prompt_id"]), str(req["secret"]))
             return {"task_id": task.task_id, "state": task.state.value}
@@ -160,6 +163,10 @@ class ControlServer:
             self.shutdown_requested.set()
             return {}
         raise ValueError(f"unknown op {op!r}")
+
+
+# the owner's hold on a task: op -> Kernel method
+_HOLDS = {"task_cancel": "cancel_task", "task_pause": "pause_task", "task_resume": "resume_task"}
 
 
 def _string(req: dict[str, Any], key: str, default: str | None = None) -> str:

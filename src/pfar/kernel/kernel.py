@@ -44,12 +44,15 @@ from ..journal import (
     TaskState,
 )
 from ..journal.faults import FaultHook
+from ..journal.journal import prompt_status_text
 from ..journal.records import now_rfc3339, rfc3339
+from ..journal.states import PAUSE_REQUESTED
 from ..llm.provider import Provider
 from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer
-from ..runners import Services, TemplateRegistry, advance, answer_outcome
+from ..runners import Services, TemplateRegistry, answer_outcome
+from ..runners import advance as advance_pipeline
 from ..runners.workflow.definition import load_definition
 from ..runners.workflow.runner import (
     advance_workflow,
@@ -61,6 +64,7 @@ from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
 from ..vault.sqlite import open_vault_db
+from . import holds
 from .audit import AuditLog
 from .models import build_provider
 from .owner import OwnerChannel, OwnerLogSink, Sink
@@ -204,7 +208,7 @@ class Kernel:
         report, to_resume = await recover_tasks(
             self.journal,
             plan,
-            self._title,
+            self.title,
             count_attempts=crashed,
             report_key=f"report:{self.boot_id}",
             question_timeout=config.approvals.approval_timeout_seconds,
@@ -227,7 +231,7 @@ class Kernel:
         # Stage 5: notify, then resume
         self.owner.notify()
         for task_id in to_resume:
-            self.resume(task_id)
+            self.advance(task_id)
         return report
 
     def _recover_sessions(self) -> list[str]:
@@ -343,7 +347,7 @@ class Kernel:
             )
             if found := self.redactor.found(text):
                 await self._tell_text_was_redacted(stored, found)
-            self.resume(stored.task_id)
+            self.advance(stored.task_id)
         return stored
 
     async def _tell_text_was_redacted(self, task: TaskRecord, found: list[str]) -> None:
@@ -355,7 +359,7 @@ class Kernel:
                 OwnerMessage(
                     f"redacted-input:{task.task_id}",
                     "notice",
-                    f"Task {self._title(task)} ({task.task_id[:8]}): its text held {named}; "
+                    f"Task {self.title(task)} ({task.task_id[:8]}): its text held {named}; "
                     "pfar stored and ran it with [REDACTED:…] in its place, so the task "
                     "never sees the value. To let a task use a secret, name it in the "
                     "template's [[credentials]].",
@@ -389,8 +393,9 @@ class Kernel:
             )
         return tpl
 
-    def resume(self, task_id: str) -> None:
-        """Advance a task from the journal, now. The one way any task continues."""
+    def advance(self, task_id: str) -> None:
+        """Advance a task from the journal, now. The one way any task continues: after a
+        submit, an answer, a restart or the owner's resume alike."""
         if task_id in self._running:
             self._again.add(task_id)
             return
@@ -402,10 +407,11 @@ class Kernel:
             while True:
                 self._again.discard(task_id)
                 task = self.journal.task(task_id)
-                runner = advance_workflow if task.is_workflow else advance
+                runner = advance_workflow if task.is_workflow else advance_pipeline
                 await runner(task_id, self.services)
                 if task_id not in self._again:
                     break
+            await self._settle_pause(task_id)
         except asyncio.CancelledError:
             raise
         except PfarError as exc:
@@ -417,6 +423,42 @@ class Kernel:
             self._running.pop(task_id, None)
             if not self._running:
                 self._idle.set()
+
+    async def _settle_pause(self, task_id: str) -> None:
+        """A runner that stopped short of a boundary (an error it logged) leaves a pause
+        request standing on a task no coroutine holds any more: pause it now."""
+        task = self.journal.task(task_id)
+        if task.state.working and task.detail.get(PAUSE_REQUESTED):
+            await self.journal.request_pause(task_id, running=lambda: False)
+
+    def is_running(self, task_id: str) -> bool:
+        """A coroutine holds the task (it is being advanced, or is about to be)."""
+        return task_id in self._running
+
+    async def stop_coroutine(self, task_id: str) -> None:
+        self._again.discard(task_id)
+        await holds.stop_coroutine(self._running, task_id)
+
+    # -- the owner's hold: cancel, pause, resume (see holds.py) -------------------
+
+    async def cancel_task(self, task_id: str) -> holds.HoldResult:
+        """End the task as Cancelled: intent committed, coroutine cancelled, processes
+        ended, questions withdrawn. Refused (TaskStateRefused) for an ended task."""
+        if not self._accepting:
+            raise ShuttingDown()
+        return await holds.cancel(self, task_id)
+
+    async def pause_task(self, task_id: str) -> holds.HoldResult:
+        """Pause the task at its next step boundary (now, if no coroutine holds it)."""
+        if not self._accepting:
+            raise ShuttingDown()
+        return await holds.pause(self, task_id)
+
+    async def resume_task(self, task_id: str) -> holds.HoldResult:
+        """Continue a paused task from the journal (or withdraw a pause not yet reached)."""
+        if not self._accepting:
+            raise ShuttingDown()
+        return await holds.resume(self, task_id)
 
     def _fail_stop(self, exc: BaseException) -> None:
         log.critical("journal write failed; stopping the kernel: %s", exc)
@@ -454,7 +496,7 @@ class Kernel:
         task = workflow_task(definition, definition_file, workdir)
         stored, _ = await self.journal.create(task)
         self.audit.log("workflow_started", task_id=stored.task_id, directory=str(workdir))
-        self.resume(stored.task_id)
+        self.advance(stored.task_id)
         return stored
 
     async def resume_workflow(self, directory: str) -> TaskRecord:
@@ -471,8 +513,11 @@ class Kernel:
         if task.state.terminal:
             payload = (task.trigger_event or {}).get("payload", {})
             return await self.start_workflow(str(payload["definition"]), workdir)
-        if not task.state.parked:
-            self.resume(task_id)
+        if task.state is TaskState.Paused:  # "go on" is the owner's resume
+            await self.resume_task(task_id)
+            return self.journal.task(task_id)
+        if task.state.working:
+            self.advance(task_id)
         return task
 
     # -- the owner's answers ---------------------------------------------------
@@ -502,7 +547,7 @@ class Kernel:
                 decision=decision,
                 task_id=decided.task_id,
             )
-            self.resume(decided.task_id)
+            self.advance(decided.task_id)
             self.owner.notify()
         return decided, changed
 
@@ -512,7 +557,7 @@ class Kernel:
         prompt_id = self.journal.resolve_prompt_id(prompt_id)
         p = self.journal.credential_prompt(prompt_id)
         if p.status.value != "pending":
-            raise AlreadyDecided("credential prompt", prompt_id, p.status.value)
+            raise AlreadyDecided("credential prompt", prompt_id, prompt_status_text(p))
         name = p.vault_ref.removeprefix("vault:")
         value = checked_secret(name, secret)
         # secrets.db first: a crash before the journal write re-prompts, never loses it
@@ -522,7 +567,7 @@ class Kernel:
         self.audit.log(
             "credential_received", prompt_id=prompt_id, service=p.service, task_id=p.task_id
         )
-        self.resume(p.task_id)
+        self.advance(p.task_id)
         return self.journal.task(p.task_id)
 
     def set_secret(self, name: str, value: str) -> None:
@@ -642,7 +687,8 @@ class Kernel:
             writes=self.journal.writer.writes,
         )
 
-    def _title(self, task: TaskRecord) -> str:
+    def title(self, task: TaskRecord) -> str:
+        """How the owner's messages name the task: its template's title."""
         tpl = self.templates.get(task.template_id)
         return tpl.title if tpl else task.template_id
 

@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from ..journal.records import StepRecord, StepStatus, TaskRecord
 from ..journal.records import parse_rfc3339 as _parse
-from ..journal.states import TaskState
+from ..journal.states import PAUSE_REQUESTED, TaskState
 from ..runners.step_rules import StepRecovery, should_retry_step
 
 
@@ -25,6 +25,11 @@ class RecoveryAction(StrEnum):
     # deaths: the task parks on a question (resume or abandon); nothing runs before the answer
     ParkInFlight = "ParkInFlight"
     Abandon = "Abandon"
+    # the owner's holds outlive a restart: a paused task stays paused (a running one whose
+    # pause was asked for is paused), and a cancel whose intent was committed is finished
+    LeavePaused = "LeavePaused"
+    Pause = "Pause"
+    FinishCancel = "FinishCancel"
 
 
 def determine_recovery_action(task: TaskRecord) -> RecoveryAction:
@@ -45,6 +50,10 @@ def determine_recovery_action(task: TaskRecord) -> RecoveryAction:
         return RecoveryAction.RepromptApproval
     if state is TaskState.AwaitingCredential:
         return RecoveryAction.RepromptCredential
+    if state is TaskState.Paused:
+        return RecoveryAction.LeavePaused
+    if state is TaskState.Cancelling:
+        return RecoveryAction.FinishCancel
     return RecoveryAction.Abandon  # terminal states never reach recovery
 
 
@@ -88,6 +97,14 @@ class WriteInDoubt:
 
 
 @dataclass(frozen=True, slots=True)
+class PauseRequested:
+    """The owner asked for a pause while the task ran; the kernel died before it took."""
+
+    def text(self) -> str:
+        return "the owner asked for a pause before the restart: paused, not resumed"
+
+
+@dataclass(frozen=True, slots=True)
 class Unrecoverable:
     """A state recovery has no rule for (terminal states never reach recovery)."""
 
@@ -97,7 +114,7 @@ class Unrecoverable:
 
 # Why recovery decided what it did, when it is more than the task's state: a closed union,
 # so that nothing downstream reads the reason's prose to find out what happened.
-Reason = TooOld | InFlightDeaths | WriteInDoubt | Unrecoverable
+Reason = TooOld | InFlightDeaths | WriteInDoubt | PauseRequested | Unrecoverable
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +156,18 @@ def decide(
 
     Parked tasks are not aged out: they wait on the owner under their own deadline,
     and a restart must not change their fate. Nor are traced workflows: on resume
-    their trace's recovery check decides, and asks the owner where it must.
+    their trace's recovery check decides, and asks the owner where it must. Nor is
+    what the owner holds: a paused task, a task whose pause or cancel was asked for.
 
     A task in flight during `max_deaths` kernel deaths in a row is never abandoned for
     it: that it was running when the kernel died says nothing about why the kernel died.
     It parks on a question to the owner, which also stops a task that really does kill
     the kernel each time (a parked task runs nothing until the answer).
     """
+    if task.state in (TaskState.Paused, TaskState.Cancelling):
+        return Decision(task.task_id, determine_recovery_action(task))
+    if task.state.working and task.detail.get(PAUSE_REQUESTED):
+        return Decision(task.task_id, RecoveryAction.Pause, PauseRequested())
     # A workflow's steps may run for hours: its trace, not its age, says what to do.
     if not task.state.parked and not task.is_workflow:
         age = now - _parse(task.last_activity)

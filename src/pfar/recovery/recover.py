@@ -15,6 +15,7 @@ from typing import Any
 from ..journal import ApprovalRecord, Journal, OwnerMessage, TaskRecord
 from ..runners.asking import approval_message, credential_message
 from .actions import Decision, InFlightDeaths, RecoveryAction, TooOld, Unrecoverable, decide
+from .cancelling import cancel_message
 from .in_flight import in_flight_question
 from .report import RecoveryReport
 
@@ -78,10 +79,21 @@ async def recover_tasks(
     to_resume: list[str] = []
     abandon: list[tuple[str, str]] = []
     park: list[tuple[ApprovalRecord, dict[str, Any]]] = []
+    pause: list[str] = []
+    cancel: list[str] = []
     for d in plan.decisions:
         task = plan.tasks[d.task_id]
         report.descriptions[d.task_id] = describe(task, title_of(task), d)
-        if d.action is RecoveryAction.Abandon:
+        if d.action in (RecoveryAction.LeavePaused, RecoveryAction.Pause):
+            if d.action is RecoveryAction.Pause:
+                pause.append(d.task_id)
+            report.paused.append(d.task_id)
+        elif d.action is RecoveryAction.FinishCancel:
+            # its processes were ended before this (orphan_processes): only the record is left
+            cancel.append(d.task_id)
+            report.cancelled.append(d.task_id)
+            prompts.append(cancel_message(journal, task, title_of(task)))
+        elif d.action is RecoveryAction.Abandon:
             abandon.append((d.task_id, (d.why or Unrecoverable()).text()))
             report.abandoned.append(d.task_id)
         elif d.action is RecoveryAction.ParkInFlight:
@@ -126,5 +138,7 @@ async def recover_tasks(
         park=park,
         attempted=to_resume if count_attempts else [],
         messages=[OwnerMessage(report_key, "report", report.render()), *prompts],
+        pause=pause,
+        cancel=cancel,
     )
     return report, to_resume

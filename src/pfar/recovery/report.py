@@ -19,6 +19,8 @@ class RecoveryReport:
     parked: dict[str, int] = field(default_factory=dict)
     reprompted: list[str] = field(default_factory=list)
     abandoned: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)  # the owner's cancel, finished now
+    paused: list[str] = field(default_factory=list)  # the owner's pause: left alone
     orphan_containers: int = 0
     orphan_processes: int = 0  # processes of interrupted steps that outlived the kernel
     sessions_recovered: list[str] = field(default_factory=list)  # ACTIVE -> PAUSED (seed 004)
@@ -35,6 +37,8 @@ class RecoveryReport:
             or self.parked
             or self.reprompted
             or self.abandoned
+            or self.cancelled
+            or self.paused
             or self.orphan_containers
             or self.orphan_processes
             or self.sessions_recovered
@@ -48,6 +52,8 @@ class RecoveryReport:
             "parked": list(self.parked),
             "reprompted": self.reprompted,
             "abandoned": self.abandoned,
+            "cancelled": self.cancelled,
+            "paused": self.paused,
             "orphan_containers": self.orphan_containers,
             "orphan_processes": self.orphan_processes,
             "sessions_recovered": self.sessions_recovered,
@@ -106,6 +112,8 @@ class RecoveryReport:
         line(approvals, "approval", "approvals", "re-sent")
         line(creds, "credential prompt", "credential prompts", "re-sent")
         line(self.abandoned, "task", "tasks", "abandoned")
+        line(self.cancelled, "task", "tasks", "cancelled, as the owner asked before the restart")
+        line(self.paused, "task", "tasks", "left paused")
         if self.sessions_recovered:
             n = len(self.sessions_recovered)
             lines.append(f" - Recovered {n} session{'s' if n != 1 else ''} after crash (paused)")

@@ -54,7 +54,7 @@ async def advance(task_id: str, svc: Services) -> None:
     while True:
         task = mirror or svc.journal.task(task_id)
         fresh, mirror = mirror is not None, None
-        if task.state.terminal or task.state.parked:
+        if not task.state.working:  # ended, parked on the owner, paused or being cancelled
             return
         try:
             if task.state is TaskState.Extracting:
@@ -513,7 +513,8 @@ async def _finish(
     """Journal a step's outcome; return the task as it now stands in the journal."""
     at = now_rfc3339()
     last = i + 1 == len((task.plan or {}).get("steps", []))
-    await svc.journal.step_finished(
+    # Synthesizing after the last step; Paused instead when the owner asked for a pause
+    state = await svc.journal.step_finished(
         StepRecord(
             task.task_id,
             i,
@@ -533,7 +534,7 @@ async def _finish(
     )
     return dataclasses.replace(
         task,
-        state=TaskState.Synthesizing if last else task.state,
+        state=state,
         phase=TaskState.Synthesizing.phase if last else task.phase,
         detail={"current_step": i + 1},
         execute_progress={"current_step": i + 1, "last_completed": i, "last_step_at": at},
@@ -571,7 +572,9 @@ async def _step_failed(
 
 async def _fail(task: TaskRecord, svc: Services, error: str) -> None:
     current = svc.journal.task(task.task_id)
-    if current.state.terminal:
+    # held: the owner paused or is cancelling it, and a late write of this runner was
+    # refused; the task is the owner's now, not this runner's to fail
+    if current.state.terminal or current.state.held:
         return
     await svc.journal.fail(task.task_id, error, [_failure_message(task, svc, error)])
     svc.notify_owner()

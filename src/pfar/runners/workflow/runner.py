@@ -12,6 +12,7 @@ and to the journal, and its process is recorded so a restart can end it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 from dataclasses import dataclass
@@ -95,7 +96,7 @@ def workflow_plan(definition: WorkflowDefinition) -> dict[str, Any]:
 async def advance_workflow(task_id: str, svc: Services) -> None:
     """Advance a workflow task until it completes, fails, or waits on the owner."""
     task = svc.journal.task(task_id)
-    if task.state.terminal or task.state.parked:
+    if not task.state.working:  # ended, parked on the owner, paused or being cancelled
         return
     run = WorkflowRun.of(task)
     try:
@@ -137,7 +138,11 @@ async def _advance(
             next_step = step
             trace = read_trace(run.trace_path)
     while next_step <= len(definition.steps):
-        ok = await _run_step(task, run, definition, trace, next_step, svc)
+        ok, state = await _run_step(task, run, definition, trace, next_step, svc)
+        if state is not TaskState.Executing:
+            # paused by the owner at this step's end: resuming starts with the recovery
+            # check on the trace, which goes on from here (or asks about a failed step)
+            return
         trace = read_trace(run.trace_path)
         if not ok:
             rd = decide(trace, run.directory, names)
@@ -206,7 +211,8 @@ async def _run_step(
     trace: Trace,
     number: int,
     svc: Services,
-) -> bool:
+) -> tuple[bool, TaskState]:
+    """Run one step: (whether it succeeded, the task's state after its commit)."""
     spec = definition.steps[number - 1]
     focus = ""
     s = trace.step(number)
@@ -240,9 +246,13 @@ async def _run_step(
         "PFAR_TRACE": str(run.trace_path),
         "PFAR_CURRENT_FOCUS": focus,
     }
-    code, out, err = await _execute(
-        spec.run, run.directory, env, spec.timeout_seconds, task, i, svc
-    )
+    try:
+        code, out, err = await _execute(
+            spec.run, run.directory, env, spec.timeout_seconds, task, i, svc
+        )
+    except asyncio.CancelledError:
+        _note_cut_off(task, run, number, spec.name, svc)
+        raise
     missing = [a for a in spec.artifacts if not exists_inside(run.directory, a)]
     trace = read_trace(run.trace_path)
     summary = _last_line(out) or f"{spec.name} finished"
@@ -277,8 +287,30 @@ async def _run_step(
         now_rfc3339(),
         error,
     )
-    await svc.journal.step_finished(rec, next_step=i + 1)
-    return status is StepStatus.completed
+    state = await svc.journal.step_finished(rec, next_step=i + 1)
+    return status is StepStatus.completed, state
+
+
+def _note_cut_off(
+    task: TaskRecord, run: WorkflowRun, number: int, name: str, svc: Services
+) -> None:
+    """The owner cancelled the task while this step ran (its command is ended): the
+    trace says so, as the journal does, since the step may have had effects. Written
+    without awaiting, so the cancelled coroutine cannot be cut off half-way through it.
+    A kernel stopping (not a cancel) leaves the step in progress for the next start."""
+    if svc.journal.task(task.task_id).state is not TaskState.Cancelling:
+        return
+    with contextlib.suppress(PfarError, OSError):
+        trace = read_trace(run.trace_path)
+        write_trace_atomic(
+            run.trace_path,
+            fail_step(
+                trace,
+                number,
+                summary=f"{name} cut off: the task was cancelled while it ran",
+                challenges="it may have had (some of) its effects; check before running it again",
+            ),
+        )
 
 
 async def _execute(
@@ -366,7 +398,7 @@ async def _tell(task: TaskRecord, svc: Services, kind: str, rd: RecoveryDecision
 
 async def _end(task: TaskRecord, svc: Services, state: TaskState, text: str) -> None:
     current = svc.journal.task(task.task_id)
-    if current.state.terminal:
+    if current.state.terminal or current.state.held:  # the owner's now (see pipeline._fail)
         return
     message = OwnerMessage(
         f"{'result' if state is TaskState.Completed else 'failed'}:{task.task_id}",

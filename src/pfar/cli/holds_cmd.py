@@ -1,0 +1,47 @@
+"""`pfar cancel|pause|resume ID`: the owner's hold on a task, through the running kernel
+(it alone may end a task's processes or advance it; without one: exit 2)."""
+
+from __future__ import annotations
+
+import click
+
+from ..kernel.holds import describe
+from . import client
+from .output import emit, home_of, out
+
+
+def _hold(ctx: click.Context, op: str, task_id: str, as_json: bool) -> None:
+    result = client.call(home_of(ctx), {"op": op, "task_id": task_id})
+    if as_json:
+        emit(result, True)
+    else:
+        out.print(describe(result))
+
+
+@click.command()
+@click.argument("task_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def cancel(ctx: click.Context, task_id: str, as_json: bool) -> None:
+    """Cancel a task: end the process its running step started, withdraw its questions to
+    you; it ends Cancelled (a running step is recorded as cut off)."""
+    _hold(ctx, "task_cancel", task_id, as_json)
+
+
+@click.command()
+@click.argument("task_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def pause(ctx: click.Context, task_id: str, as_json: bool) -> None:
+    """Pause a task between steps: its running step finishes first. It stays Paused,
+    across restarts too, until `pfar resume`."""
+    _hold(ctx, "task_pause", task_id, as_json)
+
+
+@click.command()
+@click.argument("task_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def resume(ctx: click.Context, task_id: str, as_json: bool) -> None:
+    """Resume a paused task from the journal, where it was paused."""
+    _hold(ctx, "task_resume", task_id, as_json)

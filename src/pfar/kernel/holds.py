@@ -1,0 +1,140 @@
+"""The owner's hold on a task: cancel, pause, resume (the kernel's side of them).
+
+Cancel: the intent is committed first (the task is Cancelling: never resumed again,
+and a crash from here on is finished by the next start), then the task's coroutine
+is cancelled, then every process its running step started is ended, then the task
+is Cancelled with that step recorded as cut off, in one commit with the owner's
+message.
+
+Pause stops a task between steps, never inside one: a running task is asked to
+pause and parks itself (Paused) at its next boundary, when its current step or
+thinking phase has finished and been journaled; a task no coroutine holds is
+Paused at once. A task parked on the owner's answer is not paused (it holds
+nothing already): it can be answered or cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..journal.holds import PauseOutcome, ResumeOutcome
+from ..journal.states import TaskState
+from ..recovery.cancelling import cancel_message
+from ..tools.processes import end_group_if_same
+
+if TYPE_CHECKING:
+    from .kernel import Kernel
+
+
+@dataclass(frozen=True, slots=True)
+class HoldResult:
+    """What a cancel, pause or resume did, for the operator API's callers."""
+
+    task_id: str
+    state: TaskState  # the task's state once the request was carried out
+    outcome: str  # cancelled / already_cancelled, or a PauseOutcome / ResumeOutcome
+    withdrawn: list[str] = field(default_factory=list)  # question ids withdrawn by a cancel
+    cut_off_steps: list[int] = field(default_factory=list)  # 0-based, cut off by a cancel
+    processes_ended: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "task_id": self.task_id,
+            "state": self.state.value,
+            "outcome": self.outcome,
+            "withdrawn": self.withdrawn,
+            "cut_off_steps": self.cut_off_steps,
+            "processes_ended": self.processes_ended,
+        }
+
+
+async def cancel(k: Kernel, given_id: str) -> HoldResult:
+    task_id = k.journal.resolve_task_id(given_id)
+    intent = await k.journal.begin_cancel(task_id)  # refuses an ended task, naming its state
+    withdrawn = [*intent.approvals, *intent.prompts]
+    k.audit.log(
+        "task_cancel_intended",
+        task_id=task_id,
+        from_state=intent.from_state.value,
+        withdrawn=withdrawn,
+    )
+    await k.stop_coroutine(task_id)
+    ended = 0
+    for _, step, process in k.journal.started_processes(task_id):
+        if end_group_if_same(process):
+            ended += 1
+            k.audit.log("cancelled_process_ended", task_id=task_id, step=step, **process)
+    task = k.journal.task(task_id)
+    cut = await k.journal.finish_cancel(task_id, cancel_message(k.journal, task, k.title(task)))
+    k.owner.notify()
+    if cut is None:  # a cancel running alongside finished it first
+        return HoldResult(task_id, TaskState.Cancelled, "already_cancelled")
+    k.audit.log("task_cancelled", task_id=task_id, cut_off_steps=cut, processes_ended=ended)
+    return HoldResult(task_id, TaskState.Cancelled, "cancelled", withdrawn, cut, ended)
+
+
+async def pause(k: Kernel, given_id: str) -> HoldResult:
+    task_id = k.journal.resolve_task_id(given_id)
+    # decided when the commit runs (on the loop's thread): no coroutine can start or stop
+    # between the look and the write
+    state, outcome = await k.journal.request_pause(task_id, running=lambda: k.is_running(task_id))
+    if outcome is not PauseOutcome.already:
+        k.audit.log("task_pause", task_id=task_id, outcome=outcome.value, state=state.value)
+    return HoldResult(task_id, state, outcome.value)
+
+
+async def resume(k: Kernel, given_id: str) -> HoldResult:
+    task_id = k.journal.resolve_task_id(given_id)
+    state, outcome = await k.journal.unpause(task_id)
+    k.audit.log("task_resume", task_id=task_id, outcome=outcome.value, state=state.value)
+    if outcome is ResumeOutcome.resumed:
+        k.advance(task_id)
+    return HoldResult(task_id, state, outcome.value)
+
+
+async def stop_coroutine(running: dict[str, asyncio.Task[None]], task_id: str) -> None:
+    """Cancel the coroutine advancing `task_id` and wait until it has unwound (its tools
+    end their processes as they unwind)."""
+    t = running.get(task_id)
+    if t is None:
+        return
+    t.cancel()
+    await asyncio.gather(t, return_exceptions=True)
+
+
+def describe(r: Mapping[str, Any]) -> str:
+    """A HoldResult (as JSON) in the owner's words: the CLI's and the stdin adapter's."""
+    tid, state, outcome = str(r["task_id"]), str(r["state"]), str(r["outcome"])
+    if outcome == "cancelled":
+        lines = [f"task {tid} Cancelled"]
+        if r.get("withdrawn"):
+            lines.append(f"  withdrawn: question {', '.join(q[:8] for q in r['withdrawn'])}")
+        for step in r.get("cut_off_steps") or []:
+            lines.append(
+                f"  step {int(step) + 1} was cut off while it ran: it may have had "
+                "(some of) its effects"
+            )
+        if r.get("processes_ended"):
+            lines.append(f"  processes ended: {r['processes_ended']}")
+        return "\n".join(lines)
+    return {
+        "already_cancelled": f"task {tid} was already Cancelled; nothing changed",
+        "paused": f"task {tid} Paused; `pfar resume {tid[:8]}` continues it",
+        "requested": (
+            f"task {tid} ({state}) will pause when its current step ends; "
+            f"`pfar tasks --state Paused` lists it then"
+        ),
+        "already": (
+            f"task {tid} is already Paused; nothing changed"
+            if state == TaskState.Paused.value
+            else f"task {tid} ({state}) already has a pause requested; nothing changed"
+        ),
+        "resumed": f"task {tid} resumes ({state})",
+        "withdrawn": (
+            f"task {tid} ({state}) had not reached its pause yet: the pause request is "
+            "withdrawn and it goes on running"
+        ),
+    }.get(outcome, f"task {tid}: {outcome} ({state})")
