@@ -43,6 +43,11 @@ Otherwise the attempt counts as `stream_cut` and is retried with the backoff.
 The API key is given to the SDK only: it is never logged, and every error text is
 scrubbed of it before it is raised. It is read at every call (see `keys.ApiKey`); the
 client is rebuilt, sharing its connection pool, when it changed.
+
+A connection that breaks mid-stream surfaces as the SDK's HTTP library's own
+`TransportError` (`httpx`, or `httpx2` in newer SDKs), not as an SDK exception. That
+library is the SDK's to choose and is not one of pfar's dependencies, so it is
+recognised by its class name (`_is_transport_error`) rather than imported.
 """
 
 from __future__ import annotations
@@ -56,7 +61,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
-import httpx2
 from anthropic.types import (
     InputJSONDelta,
     RawContentBlockDeltaEvent,
@@ -183,7 +187,9 @@ class AnthropicProvider:
                     acc.feed(event)
         except anthropic.APIStatusError as exc:  # an `event: error` inside the stream
             raise _status_failure(exc) from None
-        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+        except Exception as exc:
+            if not (isinstance(exc, anthropic.APIConnectionError) or _is_transport_error(exc)):
+                raise
             cut = f"the connection broke mid-stream ({type(exc).__name__}: {exc})"
         if acc.stopped and acc.stop_reason is not None:
             return acc.response(acc.stop_reason, request.model)
@@ -268,6 +274,14 @@ def _status_failure(exc: anthropic.APIStatusError) -> AttemptFailed:
     if status >= 500 or (status < 400 and error_type in ("api_error", "")):
         return AttemptFailed(ErrorKind.server, detail)
     return AttemptFailed(ErrorKind.bad_request, detail)
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    """An `httpx.TransportError` or `httpx2.TransportError`, whichever the SDK uses."""
+    return any(
+        cls.__name__ == "TransportError" and cls.__module__.split(".")[0] in ("httpx", "httpx2")
+        for cls in type(exc).__mro__
+    )
 
 
 def _describe_connection(exc: anthropic.APIConnectionError) -> str:
