@@ -101,6 +101,7 @@ class NoopRead:
 
     name: ClassVar[str] = "bench.noop"
     description: ClassVar[str] = "Benchmark step: returns a small dict."
+    args_schema: ClassVar[dict[str, Any]] = {"type": "object"}
     result_label: ClassVar[str] = "Extracted"
 
     def __init__(
@@ -136,6 +137,7 @@ class NoopWrite:
 
     name: ClassVar[str] = "bench.noop_write"
     description: ClassVar[str] = "Benchmark write: does nothing, needs the owner's approval."
+    args_schema: ClassVar[dict[str, Any]] = {"type": "object"}
     result_label: ClassVar[str] = "Extracted"
 
     def semantics(self, args: dict[str, Any]) -> Semantics:

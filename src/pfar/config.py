@@ -7,11 +7,11 @@ nothing is guessed and nothing is rewritten.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_core import ErrorDetails
 
 from .errors import ConfigError, ConfigErrors
 from .vault.perms import check_private
@@ -170,7 +170,9 @@ def validate_model(
     raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
 
 
-def _problem(path: Path, err: ErrorDetails) -> ConfigError:
+def _problem(path: Path, err: Mapping[str, Any]) -> ConfigError:
+    # one of `ValidationError.errors()` (pydantic-core's ErrorDetails: not imported, as
+    # pydantic-core is pydantic's dependency, not pfar's)
     key = ".".join(str(p) for p in err["loc"])
     msg = err["msg"]
     if err["type"] == "extra_forbidden":

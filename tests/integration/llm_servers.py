@@ -77,10 +77,13 @@ class ScriptedLLMServer:
     """A loopback HTTP server answering each request with the next scripted reply.
 
     With no reply left it answers 599 with a body saying so, so a test that makes more
-    calls than it scripted fails loudly.
+    calls than it scripted fails loudly. With `api_key` set, a request that does not
+    carry that key (`x-api-key`, or `Authorization: Bearer`) gets the API's 401 instead,
+    and no scripted reply is used up.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, api_key: str | None = None) -> None:
+        self.api_key = api_key
         self.replies: queue.Queue[Reply] = queue.Queue()
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -102,6 +105,12 @@ class ScriptedLLMServer:
     def script(self, *replies: Reply) -> None:
         for reply in replies:
             self.replies.put(reply)
+
+    def accepts(self, headers: Any) -> bool:
+        if self.api_key is None:
+            return True
+        sent = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+        return bool(sent == self.api_key)
 
     def next_request_id(self) -> str:
         with self._lock:
@@ -147,7 +156,11 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
                 )
             )
             try:
-                reply = server.replies.get_nowait()
+                reply = (
+                    anthropic_error_reply(401, "invalid x-api-key")
+                    if not server.accepts(self.headers)
+                    else server.replies.get_nowait()
+                )
             except queue.Empty:
                 reply = JsonReply(599, {"error": "no scripted reply left for this request"})
             try:

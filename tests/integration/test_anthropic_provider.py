@@ -460,7 +460,8 @@ def test_the_api_key_is_scrubbed_from_errors(server: ScriptedLLMServer) -> None:
     rec = Recorder()
     server.script(anthropic_error_reply(401, f"invalid x-api-key: {API_KEY}"))
     failed = failure(server.url, ask(), rec)
-    assert failed.kind is ErrorKind.bad_request
+    assert failed.kind is ErrorKind.unauthorized  # never retried: the key is wrong
+    assert rec.waits == []
     assert "invalid x-api-key: [api key]" in failed.detail
 
 

@@ -541,7 +541,7 @@ def test_api_key_never_in_error_text(server: OpenAIServer) -> None:
     )
     h = Harness(server)
     first = h.fail(ask())
-    assert first.kind is ErrorKind.bad_request and "Incorrect API key provided" in str(first)
+    assert first.kind is ErrorKind.unauthorized and "Incorrect API key provided" in str(first)
     second = h.fail(ask())
     assert "[redacted] may not use this model" in str(second)
     assert API_KEY not in repr(h.provider)

@@ -285,7 +285,7 @@ class Kernel:
             config,
             home=self.home,
             secret=self.secrets.get,
-            tool_descriptions={t.name: t.description for t in self.tools},
+            tools=self.tools,
             on_call=lambda call: self.journal.record_llm_call(dataclasses.asdict(call)),
         )
 

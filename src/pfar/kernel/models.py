@@ -2,7 +2,10 @@
 
 The scripted provider replays a file; a real provider (Anthropic, or any
 OpenAI-compatible server) sits behind the inference proxy, which every call
-passes through. API keys come from secrets.db, never from config.
+passes through. API keys come from secrets.db, never from config, and are read
+at every call: `pfar secret set` on a running kernel takes effect at the next
+call. A key the provider refuses (401) fails the call at once, naming the
+secret to fix and the command that fixes it.
 """
 
 from __future__ import annotations
@@ -10,14 +13,56 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..config import Config
-from ..errors import ConfigError
-from ..llm.model_provider import ModelProvider
+from ..errors import ConfigError, ProviderError, ToolFailed
+from ..llm.messages import ChatRequest, ChatResponse, ToolSchema
+from ..llm.model_provider import ModelProvider, StepCheck
 from ..llm.provider import Provider
 from ..llm.proxy import CallRecord, ChatProvider, InferenceProxy, Price, RateLimiter
-from ..llm.retry import RetryPolicy
+from ..llm.retry import ErrorKind, ProviderCallFailed, RetryPolicy
 from ..llm.scripted import ScriptedChatProvider, ScriptedProvider
 from ..llm.sdk_providers import build_chat_provider
+from ..tools.registry import ToolRegistry
 from ..vault.home import Home
+
+
+def tool_schemas(tools: ToolRegistry) -> dict[str, ToolSchema]:
+    """What the planner is shown of each tool: name, description, its arguments' schema."""
+    return {t.name: ToolSchema(t.name, t.description, t.args_schema) for t in tools}
+
+
+def step_check(tools: ToolRegistry) -> StepCheck:
+    """A plan step as its tool sees it: the tool's own `validate()` complaint, or None."""
+
+    def check(name: str, args: dict[str, object]) -> str | None:
+        if name not in tools:
+            return f"unknown tool {name!r}"
+        try:
+            tools.get(name).validate(dict(args))
+        except ToolFailed as exc:
+            return str(exc)
+        return None
+
+    return check
+
+
+class _NamesItsKey:
+    """A provider whose 401 says which secret holds the refused key and how to replace it."""
+
+    def __init__(self, inner: ChatProvider, secret_name: str) -> None:
+        self._inner, self._secret_name = inner, secret_name
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        try:
+            return await self._inner.chat(request)
+        except ProviderCallFailed as exc:
+            if exc.kind is not ErrorKind.unauthorized:
+                raise
+            name = self._secret_name
+            raise ProviderError(
+                f"{exc}; the API key in secret {name!r} was refused: store the right key "
+                f"with `pfar secret set {name}` (it reads the key from stdin); the running "
+                "kernel uses it from the next call"
+            ) from None
 
 
 def build_provider(
@@ -25,7 +70,7 @@ def build_provider(
     *,
     home: Home,
     secret: Callable[[str], str | None],
-    tool_descriptions: dict[str, str],
+    tools: ToolRegistry,
     on_call: Callable[[CallRecord], None],
 ) -> Provider:
     llm = config.llm
@@ -47,20 +92,27 @@ def build_provider(
             proxy,
             model=llm.model or "scripted",
             max_tokens=llm.max_tokens,
-            tool_descriptions=tool_descriptions,
+            tools=tool_schemas(tools),
+            check_step=step_check(tools),
             remote=False,
         )
 
-    def api_key(name: str, key: str) -> str:
-        value = secret(name)
-        if value is None:
-            raise ConfigError(
-                str(home.config),
-                key,
-                f"the API key secret {name!r} is not in the vault; store it with "
-                f"`pfar secret set {name}` (it reads the key from stdin)",
-            )
-        return value
+    def api_key(name: str, key: str) -> Callable[[], str]:
+        """The key as the vault holds it at each call; missing: refused, naming the secret."""
+
+        def read() -> str:
+            value = secret(name)
+            if value is None:
+                raise ConfigError(
+                    str(home.config),
+                    key,
+                    f"the API key secret {name!r} is not in the vault; store it with "
+                    f"`pfar secret set {name}` (it reads the key from stdin)",
+                )
+            return value
+
+        read()  # at startup: a kernel without its key does not start
+        return read
 
     policy = RetryPolicy(
         backoff=tuple(llm.retry.backoff_seconds),
@@ -68,27 +120,32 @@ def build_provider(
         max_retries=llm.retry.max_retries,
     )
     providers: dict[str, ChatProvider] = {
-        llm.provider: build_chat_provider(
-            llm.provider,
-            api_key(llm.key_secret, "llm.api_key_secret"),
-            base_url=llm.base_url or None,
-            timeout=llm.timeout_seconds,
-            policy=policy,
+        llm.provider: _NamesItsKey(
+            build_chat_provider(
+                llm.provider,
+                api_key(llm.key_secret, "llm.api_key_secret"),
+                base_url=llm.base_url or None,
+                timeout=llm.timeout_seconds,
+                policy=policy,
+            ),
+            llm.key_secret,
         )
     }
     local_name = None
     if llm.local is not None:
-        key = (
-            api_key(llm.local.api_key_secret, "llm.local.api_key_secret")
-            if llm.local.api_key_secret
-            else "local"
-        )
-        providers["local"] = build_chat_provider(
+        local = build_chat_provider(
             llm.local.provider,
-            key,
+            (
+                api_key(llm.local.api_key_secret, "llm.local.api_key_secret")
+                if llm.local.api_key_secret
+                else "local"  # local servers often need none, but the SDK wants one
+            ),
             base_url=llm.local.base_url,
             timeout=llm.timeout_seconds,
             policy=policy,
+        )
+        providers["local"] = (
+            _NamesItsKey(local, llm.local.api_key_secret) if llm.local.api_key_secret else local
         )
         local_name = "local"
     proxy = InferenceProxy(
@@ -109,6 +166,7 @@ def build_provider(
         proxy,
         model=llm.model,
         max_tokens=llm.max_tokens,
-        tool_descriptions=tool_descriptions,
+        tools=tool_schemas(tools),
+        check_step=step_check(tools),
         tiers=llm.tiers.model_dump(),
     )

@@ -19,6 +19,8 @@ Errors (seed 001, Phase 3):
 
 * timeout or connection failure before the answer starts, 5xx  -> retry after the backoff
 * 429 -> wait `retry-after-ms` / `retry-after` (seconds or an HTTP date), else the backoff
+* 401 -> `ProviderCallFailed(unauthorized)` at once: the key is wrong (the kernel names
+  the secret to fix)
 * 400 and other 4xx -> `ProviderCallFailed(bad_request)` at once, with the API's message
 * 529, or an `overloaded_error` event inside the stream -> `policy.overloaded_wait`
 * the stream ends (or the connection drops) before message_stop -> the partial rule below
@@ -39,7 +41,13 @@ block) and the tool calls whose blocks were finished; an unfinished tool call is
 Otherwise the attempt counts as `stream_cut` and is retried with the backoff.
 
 The API key is given to the SDK only: it is never logged, and every error text is
-scrubbed of it before it is raised.
+scrubbed of it before it is raised. It is read at every call (see `keys.ApiKey`); the
+client is rebuilt, sharing its connection pool, when it changed.
+
+A connection that breaks mid-stream surfaces as the SDK's HTTP library's own
+`TransportError` (`httpx`, or `httpx2` in newer SDKs), not as an SDK exception. That
+library is the SDK's to choose and is not one of pfar's dependencies, so it is
+recognised by its class name (`_is_transport_error`) rather than imported.
 """
 
 from __future__ import annotations
@@ -53,7 +61,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
-import httpx2
 from anthropic.types import (
     InputJSONDelta,
     RawContentBlockDeltaEvent,
@@ -68,7 +75,8 @@ from anthropic.types import (
     ToolUseBlock,
 )
 
-from .json_schema import validate_schema
+from ..json_schema import validate_schema
+from .keys import ApiKey, read_key
 from .messages import (
     ChatRequest,
     ChatResponse,
@@ -110,19 +118,29 @@ class AnthropicProvider:
 
     def __init__(
         self,
-        api_key: str,
+        api_key: ApiKey,
         *,
         base_url: str | None,
         timeout: float,
         policy: RetryPolicy,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
-        self._secret = api_key
+        self._key = api_key
+        self._secret = read_key(api_key)
         self._policy = policy
         self._sleep = sleep
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+            api_key=self._secret, base_url=base_url, timeout=timeout, max_retries=0
         )
+
+    def _client_for_call(self) -> tuple[anthropic.AsyncAnthropic, str]:
+        """The client with the key as the vault holds it now."""
+        key = read_key(self._key)
+        if key != self._secret:
+            # a copy with the new key; it shares the connection pool, so nothing to close
+            self._client = self._client.with_options(api_key=key)
+            self._secret = key
+        return self._client, key
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -136,23 +154,26 @@ class AnthropicProvider:
     async def chat(self, request: ChatRequest) -> ChatResponse:
         params = build_params(request)
         tools = {tool.name: tool for tool in request.tools}
+        client, key = self._client_for_call()
         return await call_with_retries(
             PROVIDER,
             self._policy,
             self._sleep,
-            lambda: self._attempt(request, params, tools),
-            self._scrub,
+            lambda: self._attempt(client, request, params, tools),
+            lambda text: text.replace(key, "[api key]") if key else text,
+            request.attempt_timeout,
         )
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._secret, "[api key]") if self._secret else text
-
     async def _attempt(
-        self, request: ChatRequest, params: dict[str, Any], tools: dict[str, ToolSchema]
+        self,
+        client: anthropic.AsyncAnthropic,
+        request: ChatRequest,
+        params: dict[str, Any],
+        tools: dict[str, ToolSchema],
     ) -> ChatResponse:
         started = time.perf_counter()
         try:
-            stream = await self._client.messages.create(**params, stream=True)
+            stream = await client.messages.create(**params, stream=True)
         except anthropic.APIStatusError as exc:
             raise _status_failure(exc) from None
         except anthropic.APIConnectionError as exc:  # APITimeoutError included
@@ -166,7 +187,9 @@ class AnthropicProvider:
                     acc.feed(event)
         except anthropic.APIStatusError as exc:  # an `event: error` inside the stream
             raise _status_failure(exc) from None
-        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+        except Exception as exc:
+            if not (isinstance(exc, anthropic.APIConnectionError) or _is_transport_error(exc)):
+                raise
             cut = f"the connection broke mid-stream ({type(exc).__name__}: {exc})"
         if acc.stopped and acc.stop_reason is not None:
             return acc.response(acc.stop_reason, request.model)
@@ -246,9 +269,19 @@ def _status_failure(exc: anthropic.APIStatusError) -> AttemptFailed:
         )
     if status == 408:
         return AttemptFailed(ErrorKind.timeout, detail)
+    if status == 401 or error_type == "authentication_error":
+        return AttemptFailed(ErrorKind.unauthorized, detail)
     if status >= 500 or (status < 400 and error_type in ("api_error", "")):
         return AttemptFailed(ErrorKind.server, detail)
     return AttemptFailed(ErrorKind.bad_request, detail)
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    """An `httpx.TransportError` or `httpx2.TransportError`, whichever the SDK uses."""
+    return any(
+        cls.__name__ == "TransportError" and cls.__module__.split(".")[0] in ("httpx", "httpx2")
+        for cls in type(exc).__mro__
+    )
 
 
 def _describe_connection(exc: anthropic.APIConnectionError) -> str:
@@ -398,7 +431,3 @@ class _Accumulator:
             total_time=finished - self._started,
             invalid_tool_calls=tuple(self._invalid),
         )
-
-
-# ---------------------------------------------------------------------------------------------
-# JSON Schema, the subset tool schemas use

@@ -57,6 +57,9 @@ class ChatRequest:
     temperature: float | None = None
     # force a call of this tool (structured output for the extract and plan phases)
     tool_choice: str | None = None
+    # seconds one attempt (the request and its whole answer) may take; the waits between
+    # retries are not part of it (the template's `[timeouts] llm_seconds`)
+    attempt_timeout: float | None = None
     # what the pipeline asked for (phase, template, input, step results): providers that
     # answer from a script rather than a model read it; real ones ignore it
     context: dict[str, Any] = field(default_factory=dict)

@@ -12,6 +12,7 @@ Errors, per the table:
 * 5xx (not overloaded)                                 -> server: backoff
 * 429                                                  -> rate_limited: Retry-After
 * 529, or a 503 / in-stream error that says "overloaded" -> overloaded: overloaded_wait
+* 401                                                  -> unauthorized: fail at once
 * 400 and other 4xx (408 counts as a timeout)          -> bad_request: fail at once
 * stream cut off                                       -> see below
 
@@ -37,7 +38,8 @@ input_schema (the subset type / properties / required / items / enum) become
 
 The api key is never logged and never part of an error: error texts are
 scrubbed of it, and SDK exceptions (whose request carries the Authorization
-header) are not chained to the errors raised here.
+header) are not chained to the errors raised here. It is read at every call
+(see `keys.ApiKey`), so a key changed in the vault is used from the next call.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ from typing import Any
 
 import openai
 
-from .json_schema import validate_schema
+from ..json_schema import validate_schema
+from .keys import ApiKey, read_key
 from .messages import (
     ChatRequest,
     ChatResponse,
@@ -97,18 +100,14 @@ class OpenAIProvider:
 
     def __init__(
         self,
-        api_key: str,
+        api_key: ApiKey,
         *,
         base_url: str | None,
         timeout: float,
         policy: RetryPolicy,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
-        if not isinstance(api_key, str) or not api_key:
-            raise ValueError(
-                "openai provider: api_key must be a non-empty string "
-                "(local servers accept any, e.g. 'local')"
-            )
+        _checked(api_key() if callable(api_key) else api_key)  # a missing key: refused now
         self._api_key = api_key
         self._base_url = base_url
         self._timeout = timeout
@@ -120,8 +119,9 @@ class OpenAIProvider:
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         """One answer, retried per the error table; ProviderCallFailed when it gives up."""
+        key = _checked(read_key(self._api_key))
         async with openai.AsyncOpenAI(
-            api_key=self._api_key,
+            api_key=key,
             base_url=self._base_url,
             timeout=self._timeout,
             max_retries=0,
@@ -132,7 +132,8 @@ class OpenAIProvider:
                 self._policy,
                 self._sleep,
                 lambda: self._attempt(client, params, request),
-                self._scrub,
+                lambda text: _scrub(text, key),
+                request.attempt_timeout,
             )
 
     async def _attempt(
@@ -164,11 +165,21 @@ class OpenAIProvider:
             )
         return acc.response(request, _stop_reason(acc), started)
 
-    def _scrub(self, text: str) -> str:
-        text = _KEY_ECHO.sub(r"\1[redacted]", text)
-        if len(self._api_key) >= _MIN_SECRET_LEN:
-            text = text.replace(self._api_key, "[redacted]")
-        return text
+
+def _checked(key: object) -> str:
+    if not isinstance(key, str) or not key:
+        raise ValueError(
+            "openai provider: api_key must be a non-empty string "
+            "(local servers accept any, e.g. 'local')"
+        )
+    return key
+
+
+def _scrub(text: str, key: str) -> str:
+    text = _KEY_ECHO.sub(r"\1[redacted]", text)
+    if len(key) >= _MIN_SECRET_LEN:
+        text = text.replace(key, "[redacted]")
+    return text
 
 
 # ---------------------------------------------------------------- request
@@ -401,6 +412,8 @@ def _classify(exc: openai.APIError, *, chunks: int = 0) -> AttemptFailed:
             return AttemptFailed(ErrorKind.server, detail)
         if status == 408:
             return AttemptFailed(ErrorKind.timeout, detail)
+        if status == 401:
+            return AttemptFailed(ErrorKind.unauthorized, detail)
         return AttemptFailed(ErrorKind.bad_request, detail)
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         what = "timed out" if isinstance(exc, openai.APITimeoutError) else "connection failed"

@@ -20,6 +20,8 @@ class LLMRequest:
     data_label: str = "internal"  # the task's data: decides whether it may go to the cloud
     cloud_approved: bool = False  # the owner approved sending it to the cloud anyway
     priority: int = 0  # at the shared rate limit, higher goes first
+    # seconds each attempt of each model call may take (retry waits not included)
+    attempt_timeout: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,16 +5,23 @@
 | network timeout, 5xx     | retry: immediately, then after 1 s, then after 5 s    |
 | 429 rate limited         | wait Retry-After (or the next backoff), requeue       |
 | 400 bad request          | fail the task with the reason                         |
+| 401 unauthorized         | fail the task at once: the key is wrong, not the call |
 | 529 / overloaded         | wait 30 s, retry (at most 3)                          |
 | stream cut off           | keep the partial answer if more than half arrived,    |
 |                          | else retry                                            |
 
 After the last retry the task fails with the error's details. The waits come
 from config, so tests run fast.
+
+A request's `attempt_timeout` bounds each attempt (the request and its whole
+answer); an attempt that runs out of it is a timeout like any other, retried by
+the table. The waits between attempts are never counted against it: a 30 s
+overload wait cannot use up the time of the answer that follows it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -33,6 +40,7 @@ class ErrorKind(StrEnum):
     server = "server"  # 5xx other than 529
     rate_limited = "rate_limited"  # 429
     bad_request = "bad_request"  # 400 and other 4xx: the request itself is wrong
+    unauthorized = "unauthorized"  # 401: the API key was refused; retrying cannot help
     overloaded = "overloaded"  # 529, or an "overloaded_error" event mid-stream
     stream_cut = "stream_cut"  # the stream ended before message_stop
 
@@ -61,7 +69,7 @@ def next_wait(
     policy: RetryPolicy, kind: ErrorKind, retries_done: int, retry_after: float | None = None
 ) -> float | None:
     """Seconds to wait before the next attempt, or None: give up (fail the task)."""
-    if kind is ErrorKind.bad_request:
+    if kind in (ErrorKind.bad_request, ErrorKind.unauthorized):
         return None
     if retries_done >= policy.max_retries:
         return None
@@ -86,12 +94,14 @@ async def call_with_retries(
     sleep: Callable[[float], Awaitable[object]],
     attempt: Callable[[], Awaitable[T]],
     scrub: Callable[[str], str],
+    attempt_timeout: float | None = None,
 ) -> T:
-    """Run `attempt` until it answers or the error table says to give up."""
+    """Run `attempt` until it answers or the error table says to give up; each attempt
+    gets `attempt_timeout` seconds of its own."""
     retries = 0
     while True:
         try:
-            return await attempt()
+            return await _bounded(attempt, attempt_timeout)
         except AttemptFailed as failed:
             wait = next_wait(policy, failed.kind, retries, failed.retry_after)
             if wait is None:
@@ -100,6 +110,21 @@ async def call_with_retries(
                 ) from None
             retries += 1
             await sleep(wait)
+
+
+async def _bounded(attempt: Callable[[], Awaitable[T]], seconds: float | None) -> T:
+    if seconds is None:
+        return await attempt()
+    bound = asyncio.timeout(seconds)
+    try:
+        async with bound:
+            return await attempt()
+    except TimeoutError:
+        if not bound.expired():  # a TimeoutError of the attempt's own, not this bound's
+            raise
+        raise AttemptFailed(
+            ErrorKind.timeout, f"no complete answer within {seconds:g}s (llm_seconds)"
+        ) from None
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:

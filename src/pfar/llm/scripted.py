@@ -215,17 +215,7 @@ class ScriptedChatProvider:
         phase = str(ctx.get("phase", "synthesize"))
         if phase not in ("extract", "plan", "synthesize"):
             raise ProviderError(f"scripted provider: unknown phase {phase!r}")
-        answer = await self._script.complete(
-            LLMRequest(
-                phase=phase,  # type: ignore[arg-type]
-                template_id=str(ctx.get("template_id", "")),
-                input_text=str(ctx.get("input_text", "")),
-                task_id=str(ctx.get("task_id", "")),
-                metadata=dict(ctx.get("metadata") or {}),
-                step_results=list(ctx.get("step_results") or []),
-                tools=list(ctx.get("tools") or []),
-            )
-        )
+        answer = await self._answer(request, phase)
         self._calls += 1
         elapsed = time.monotonic() - started
         if request.tool_choice is not None:
@@ -236,3 +226,28 @@ class ScriptedChatProvider:
             )
         text = answer.text if answer.text is not None else json.dumps(answer.data)
         return ChatResponse(text, (), StopReason.end_turn, Usage(), request.model, elapsed, elapsed)
+
+    async def _answer(self, request: ChatRequest, phase: str) -> LLMResponse:
+        """The script's answer; one attempt, bounded like a real model's (no retries)."""
+        ctx = request.context
+        seconds = request.attempt_timeout
+        try:
+            async with asyncio.timeout(seconds):
+                return await self._complete(ctx, phase)
+        except TimeoutError:
+            raise ProviderError(
+                f"scripted provider: no answer within {seconds:g}s (llm_seconds)"
+            ) from None
+
+    async def _complete(self, ctx: dict[str, Any], phase: str) -> LLMResponse:
+        return await self._script.complete(
+            LLMRequest(
+                phase=phase,  # type: ignore[arg-type]
+                template_id=str(ctx.get("template_id", "")),
+                input_text=str(ctx.get("input_text", "")),
+                task_id=str(ctx.get("task_id", "")),
+                metadata=dict(ctx.get("metadata") or {}),
+                step_results=list(ctx.get("step_results") or []),
+                tools=list(ctx.get("tools") or []),
+            )
+        )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from .keys import ApiKey
 from .proxy import ChatProvider
 from .retry import RetryPolicy
 
 
 def build_chat_provider(
-    name: str, api_key: str, *, base_url: str | None, timeout: float, policy: RetryPolicy
+    name: str, api_key: ApiKey, *, base_url: str | None, timeout: float, policy: RetryPolicy
 ) -> ChatProvider:
     if name == "anthropic":
         from .anthropic_provider import AnthropicProvider

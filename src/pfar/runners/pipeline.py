@@ -105,7 +105,6 @@ async def advance(task_id: str, svc: Services) -> None:
 
 async def _think(task: TaskRecord, svc: Services, phase: Phase, **extra: Any) -> Any:
     tpl = svc.templates.get(task.template_id)
-    seconds = tpl.timeouts.llm_seconds if tpl else 120.0
     req = LLMRequest(
         phase=phase,
         template_id=task.template_id,
@@ -116,15 +115,16 @@ async def _think(task: TaskRecord, svc: Services, phase: Phase, **extra: Any) ->
         data_label=task.data_ceiling,
         cloud_approved=_cloud_approved(task, svc),
         priority=tpl.priority if tpl else 0,
+        # The template's llm_seconds bounds each attempt of each model call, not the
+        # phase: the retry table's waits (a 30 s overload wait) come on top of it, so a
+        # documented retry is never cut short by the template's timeout. The phase as a
+        # whole is bounded by [llm.retry] (how many attempts, how long between them).
+        attempt_timeout=tpl.timeouts.llm_seconds if tpl else 120.0,
         **extra,
     )
     if getattr(svc.provider, "remote", False):  # a model call: journaled before it goes out
         await svc.journal.llm_request_sent(task.task_id, phase)
-    try:
-        async with asyncio.timeout(seconds):
-            return await svc.provider.complete(req)
-    except TimeoutError:
-        raise ProviderError(f"{phase}: the model did not answer within {seconds:g}s") from None
+    return await svc.provider.complete(req)
 
 
 def _cloud_approved(task: TaskRecord, svc: Services) -> bool:

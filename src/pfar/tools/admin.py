@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
-from .base import ToolContext, require
+from .base import ToolContext, check_args
 
 CREDENTIAL_TYPES = ("integration_token", "oauth", "api_key", "app_password")
 
@@ -20,6 +20,20 @@ class PromptCredential:
 
     name: ClassVar[str] = "admin.prompt_credential"
     description: ClassVar[str] = "Ask the owner for a credential and store it in the vault."
+    args_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "service": {"type": "string", "minLength": 1, "description": "e.g. notion"},
+            "credential_type": {"type": "string", "enum": list(CREDENTIAL_TYPES)},
+            "instructions": {"type": "string", "description": "how the owner gets it"},
+            "vault_ref": {
+                "type": "string",
+                "description": "where it is stored; default vault:<service>_token",
+            },
+        },
+        "required": ["service"],
+        "additionalProperties": False,
+    }
     result_label: ClassVar[str] = "Extracted"
     parks_for_credential: ClassVar[bool] = True
 
@@ -30,10 +44,7 @@ class PromptCredential:
         return Idempotency.check
 
     def validate(self, args: dict[str, Any]) -> None:
-        require(args, "service", str, self.name)
-        kind = args.get("credential_type", "api_key")
-        if kind not in CREDENTIAL_TYPES:
-            raise ToolFailed(f"{self.name}: credential_type must be one of {CREDENTIAL_TYPES}")
+        check_args(self.name, self.args_schema, args)
 
     @staticmethod
     def vault_ref(args: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
+from ..json_schema import validate_schema
 
 SECRET_REF = re.compile(r"\{\{\s*secret:([A-Za-z0-9_.\-]+)\s*\}\}")
 
@@ -79,6 +80,8 @@ class ToolContext:
 class Tool(Protocol):
     name: ClassVar[str]
     description: ClassVar[str]
+    # a JSON Schema for `args`: the planner is shown it, and `validate()` checks it
+    args_schema: ClassVar[dict[str, Any]]
     # label of the data the tool returns: "Raw" is untrusted outside data (taints later writes)
     result_label: ClassVar[str]
 
@@ -87,7 +90,8 @@ class Tool(Protocol):
     def idempotency(self, args: dict[str, Any]) -> Idempotency: ...
 
     def validate(self, args: dict[str, Any]) -> None:
-        """Raise ToolFailed naming the bad argument."""
+        """Raise ToolFailed naming the bad argument (`check_args` first, then any rule
+        a schema cannot say)."""
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any: ...
 
@@ -95,13 +99,15 @@ class Tool(Protocol):
         """For `Idempotency.check` tools: the result if the effect already exists, else None."""
 
 
-def require(args: dict[str, Any], name: str, kind: type, tool: str) -> Any:
-    if name not in args:
-        raise ToolFailed(f"{tool}: missing argument {name!r}")
-    value = args[name]
-    if not isinstance(value, kind):
-        raise ToolFailed(f"{tool}: argument {name!r} must be a {kind.__name__}")
-    return value
+def check_args(tool: str, schema: dict[str, Any], args: dict[str, Any]) -> None:
+    """Refuse `args` that do not match the tool's `args_schema`, naming every bad argument.
+
+    A plan is checked with this before it is journaled, and its complaint is what the
+    planning model is shown in its one corrective turn: it names the argument.
+    """
+    problems = validate_schema(args, schema, "args")
+    if problems:
+        raise ToolFailed(f"{tool}: " + "; ".join(problems))
 
 
 def inside(workspace: Path, relative: str, tool: str) -> Path:

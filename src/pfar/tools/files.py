@@ -7,14 +7,25 @@ import os
 from typing import Any, ClassVar
 
 from ..journal.records import Idempotency, Semantics
-from .base import ToolContext, inside, require
+from .base import ToolContext, check_args, inside
 
 _MAX_READ = 1 << 20
+_PATH = {
+    "type": "string",
+    "minLength": 1,
+    "description": "a relative path inside the task workspace",
+}
 
 
 class FileRead:
     name: ClassVar[str] = "file.read"
     description: ClassVar[str] = "Read a text file from the task workspace."
+    args_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"path": _PATH},
+        "required": ["path"],
+        "additionalProperties": False,
+    }
     result_label: ClassVar[str] = "Extracted"
 
     def semantics(self, args: dict[str, Any]) -> Semantics:
@@ -24,7 +35,7 @@ class FileRead:
         return Idempotency.check
 
     def validate(self, args: dict[str, Any]) -> None:
-        require(args, "path", str, self.name)
+        check_args(self.name, self.args_schema, args)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         path = inside(ctx.workspace, args["path"], self.name)
@@ -40,6 +51,15 @@ class FileWrite:
 
     name: ClassVar[str] = "file.write"
     description: ClassVar[str] = "Write a text file in the task workspace (atomic replace)."
+    args_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "path": _PATH,
+            "content": {"type": "string", "description": "the file's whole new text"},
+        },
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    }
     result_label: ClassVar[str] = "Extracted"
 
     def semantics(self, args: dict[str, Any]) -> Semantics:
@@ -49,8 +69,7 @@ class FileWrite:
         return Idempotency.check
 
     def validate(self, args: dict[str, Any]) -> None:
-        require(args, "path", str, self.name)
-        require(args, "content", str, self.name)
+        check_args(self.name, self.args_schema, args)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         path = inside(ctx.workspace, args["path"], self.name)

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
-from .base import ToolContext, require
+from .base import ToolContext, check_args
 
 _READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 _WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
@@ -21,6 +21,29 @@ class HttpRequest:
         "HTTP request. Writes send an Idempotency-Key derived from the task and step, "
         "so a retry after a crash is recognised by the server."
     )
+    args_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "url": {"type": "string", "minLength": 1, "description": "http:// or https:// URL"},
+            "method": {
+                "type": "string",
+                "enum": ["GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"],
+                "default": "GET",
+            },
+            "headers": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "header name -> value",
+            },
+            "body": {"type": "string", "description": "the request body as text"},
+            "json": {"description": "a JSON request body (instead of body)"},
+            "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "default": 30},
+        },
+        "required": ["url"],
+        "additionalProperties": False,
+        # one body: a plan giving both would have one of them silently dropped
+        "not": {"required": ["body", "json"]},
+    }
     result_label: ClassVar[str] = "Raw"
 
     def semantics(self, args: dict[str, Any]) -> Semantics:
@@ -38,12 +61,7 @@ class HttpRequest:
         return Idempotency.none
 
     def validate(self, args: dict[str, Any]) -> None:
-        require(args, "url", str, self.name)
-        method = str(args.get("method", "GET")).upper()
-        if method not in _READ_METHODS | _WRITE_METHODS:
-            raise ToolFailed(f"{self.name}: unsupported method {method!r}")
-        if "headers" in args and not isinstance(args["headers"], dict):
-            raise ToolFailed(f"{self.name}: argument 'headers' must be a table")
+        check_args(self.name, self.args_schema, args)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         method = str(args.get("method", "GET")).upper()

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
-from .base import ToolContext
+from .base import ToolContext, check_args
 from .processes import kill_group
 
 _MAX_OUTPUT = 16 * 1024
@@ -25,6 +25,25 @@ class ShellRun:
         "Run a command (argv list, no shell) in the task workspace; `stdin` is optional text "
         "for its standard input."
     )
+    args_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "argv": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 1,
+                "description": "the program and its arguments; no shell reads them",
+            },
+            "env": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "environment variables to add",
+            },
+            "stdin": {"type": "string", "description": "text for its standard input"},
+        },
+        "required": ["argv"],
+        "additionalProperties": False,
+    }
     result_label: ClassVar[str] = "Raw"
 
     def semantics(self, args: dict[str, Any]) -> Semantics:
@@ -34,14 +53,7 @@ class ShellRun:
         return Idempotency.none
 
     def validate(self, args: dict[str, Any]) -> None:
-        argv = args.get("argv")
-        if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
-            raise ToolFailed(f"{self.name}: argument 'argv' must be a non-empty list of strings")
-        env = args.get("env", {})
-        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-            raise ToolFailed(f"{self.name}: argument 'env' must be a table of strings")
-        if "stdin" in args and not isinstance(args["stdin"], str):
-            raise ToolFailed(f"{self.name}: argument 'stdin' must be a string")
+        check_args(self.name, self.args_schema, args)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         ctx.workspace.mkdir(parents=True, exist_ok=True)
