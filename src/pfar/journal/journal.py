@@ -328,16 +328,17 @@ class Journal:
         tasks_sql.update_txn(conn, task_id, **cols)
         return to
 
-    def _executing_txn(self, conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
+    def _executing_txn(self, conn: sqlite3.Connection, task_id: str) -> bool:
         """A step's row is written only while its task executes: once the owner paused
-        or cancelled it, a late write of the runner is refused (and undone)."""
-        current = tasks_sql.get_state_detail(conn, task_id)
+        or cancelled it, a late write of the runner is refused (and undone). Returns
+        whether the owner's pause request stands (the task pauses at this step's end)."""
+        current = tasks_sql.executing_hold(conn, task_id)
         if current is None:
             raise UnknownTask(task_id)
-        state, _, row_detail = current
+        state, pause_requested = current
         if state is not TaskState.Executing:
             raise IllegalTransition(task_id, state.value, TaskState.Executing.value)
-        return row_detail
+        return pause_requested
 
     async def step_started(self, rec: StepRecord) -> None:
         """A step is about to run: durable before the tool is called."""
@@ -381,9 +382,9 @@ class Journal:
         progress = {"current_step": next_step, "last_completed": rec.step, "last_step_at": at}
 
         def op(conn: sqlite3.Connection) -> TaskState:
-            row_detail = self._executing_txn(conn, rec.task_id)
+            pause_requested = self._executing_txn(conn, rec.task_id)
             steps_sql.finish_txn(conn, rec)
-            if last or row_detail.get(PAUSE_REQUESTED):
+            if last or pause_requested:
                 return self._transition_txn(
                     conn,
                     rec.task_id,

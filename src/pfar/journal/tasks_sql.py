@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .records import TaskRecord, dumps, loads
-from .states import TERMINAL, TaskState
+from .states import PAUSE_REQUESTED, TERMINAL, TaskState
 
 _COLUMNS = (
     "task_id, template_id, principal, trigger_event, state, state_detail, phase, plan_json, "
@@ -140,6 +140,16 @@ def get_state_detail(
         "SELECT state, phase, state_detail FROM task_journal WHERE task_id = ?", (task_id,)
     ).fetchone()
     return None if row is None else (TaskState(row[0]), str(row[1]), loads(row[2]) or {})
+
+
+def executing_hold(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, bool] | None:
+    """A task's state and whether the owner's pause request stands, read on every step
+    commit: SQLite picks the one key out of the detail, no JSON is decoded here."""
+    row = conn.execute(
+        "SELECT state, json_extract(state_detail, ?) FROM task_journal WHERE task_id = ?",
+        (f"$.{PAUSE_REQUESTED}", task_id),
+    ).fetchone()
+    return None if row is None else (TaskState(row[0]), bool(row[1]))
 
 
 def unfinished(conn: sqlite3.Connection) -> list[TaskRecord]:
