@@ -136,7 +136,7 @@ def approval_message(a: ApprovalRecord, attempt: int) -> OwnerMessage:
 
 # A chat message shows this much of an action; `pfar approval show` shows all of it.
 PREVIEW_HEAD, PREVIEW_TAIL = 600, 200
-_BLANK_RUN = re.compile(r"[ \t]{8,}|\s{8,}")
+_BLANK_RUN = re.compile(r"\s{8,}")
 
 
 def preview_text(preview: str, approval_id: str) -> str:

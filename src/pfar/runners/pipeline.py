@@ -367,7 +367,6 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
             return False
 
     if semantics is Semantics.Write and not _approved(task, i, step.args):
-        tpl = svc.templates.get(task.template_id)
         # A task whose template is gone (the owner chose to go on with its plan) has no
         # rules left to trust: every write it makes waits for the owner.
         approval_rule = tpl.approval_rule() if tpl else _EVERY_WRITE
@@ -418,7 +417,6 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
                 None,
             )
         )
-    tpl = svc.templates.get(task.template_id)
     seconds = tpl.timeouts.step_seconds if tpl else 60.0
     try:
         async with asyncio.timeout(seconds):
