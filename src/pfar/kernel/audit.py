@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections import deque
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ class AuditLog:
     def __init__(self, path: Path, redactor: Redactor) -> None:
         self._path = path
         self._redactor = redactor
-        self._buffer: list[str] = []
+        self._buffer: deque[str] = deque(maxlen=_KEEP_AT_MOST)
         self._unsent = b""  # the rest of a batch whose write stopped part way
         self._dropped = 0
         self._failing = False
@@ -40,10 +41,9 @@ class AuditLog:
     def log(self, event: str, **fields: Any) -> None:
         record = {"at": datetime.now(UTC).isoformat(), "event": event, **fields}
         line = self._redactor.text(json.dumps(self._redactor.value(record), default=str))
-        self._buffer.append(line)
-        if len(self._buffer) > _KEEP_AT_MOST:
-            del self._buffer[0]
+        if len(self._buffer) == _KEEP_AT_MOST:  # the oldest falls out as this one goes in
             self._dropped += 1
+        self._buffer.append(line)
         if len(self._buffer) >= _FLUSH_AT and not self._failing:
             self.flush(sync=False)
 

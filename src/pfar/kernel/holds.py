@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from ..journal.holds import PauseOutcome, ResumeOutcome
 from ..journal.states import TaskState
 from ..recovery.cancelling import cancel_message
-from ..tools.processes import end_group_if_same
 
 if TYPE_CHECKING:
     from .kernel import Kernel
@@ -62,11 +61,7 @@ async def cancel(k: Kernel, given_id: str) -> HoldResult:
         withdrawn=withdrawn,
     )
     await k.stop_coroutine(task_id)
-    ended = 0
-    for _, step, process in k.journal.started_processes(task_id):
-        if end_group_if_same(process):
-            ended += 1
-            k.audit.log("cancelled_process_ended", task_id=task_id, step=step, **process)
+    ended = k.end_processes(task_id, "cancelled_process_ended")
     task = k.journal.task(task_id)
     cut = await k.journal.finish_cancel(task_id, cancel_message(k.journal, task, k.title(task)))
     k.owner.notify()

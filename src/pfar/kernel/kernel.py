@@ -244,11 +244,16 @@ class Kernel:
         """Spec §7.1 step 4: end what interrupted steps left running, before deciding
         anything about those steps (a command still running is not "in doubt", it is
         running; ending it first makes the owner's retry the only run)."""
+        return self.end_processes(None, "orphan_process_ended")
+
+    def end_processes(self, task_id: str | None, event: str) -> int:
+        """End the process groups that steps (of `task_id`, or of every task) recorded and
+        that still run as recorded; audit each one as `event`. Returns how many."""
         ended = 0
-        for task_id, step, process in self.journal.started_processes():
+        for owner, step, process in self.journal.started_processes(task_id):
             if end_group_if_same(process):
                 ended += 1
-                self.audit.log("orphan_process_ended", task_id=task_id, step=step, **process)
+                self.audit.log(event, task_id=owner, step=step, **process)
         return ended
 
     async def _release_after_failed_start(self) -> None:

@@ -164,7 +164,7 @@ def decide(
     It parks on a question to the owner, which also stops a task that really does kill
     the kernel each time (a parked task runs nothing until the answer).
     """
-    if task.state in (TaskState.Paused, TaskState.Cancelling):
+    if task.state.held:
         return Decision(task.task_id, determine_recovery_action(task))
     if task.state.working and task.detail.get(PAUSE_REQUESTED):
         return Decision(task.task_id, RecoveryAction.Pause, PauseRequested())

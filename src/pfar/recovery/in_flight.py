@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import PfarError
 from ..journal import ApprovalRecord, TaskRecord, TaskState
+from ..journal.states import WORKING
 from ..runners.asking import new_question
 
 IN_FLIGHT_DEATHS = "in_flight_deaths"  # the question's action_type
@@ -22,9 +23,7 @@ RESUME, ABANDON = "resume", "abandon"
 OPTIONS = [RESUME, ABANDON]
 
 # where a resumed task goes back to: a state in which it was running, not parked
-_RUNNING = frozenset(
-    {TaskState.Extracting, TaskState.Planning, TaskState.Executing, TaskState.Synthesizing}
-)
+_RUNNING_VALUES = frozenset(s.value for s in WORKING)
 
 
 def in_flight_question(
@@ -81,7 +80,7 @@ def in_flight_answer(
             f"approval {approval.approval_id} offers {', '.join(OPTIONS)}; got {decision!r}"
         )
     state = str(parked_from.get("state"))
-    if state not in {s.value for s in _RUNNING}:
+    if state not in _RUNNING_VALUES:
         raise PfarError(
             f"task {task.task_id}: approval {approval.approval_id} would resume it to "
             f"{state!r}, which is not a running state"

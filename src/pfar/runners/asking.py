@@ -64,12 +64,17 @@ async def ask_owner(
         taint=taint,
         args_sha256=digest,
     )
-    detail_extra = {"on_deny": on_deny, **(extra_detail or {})}
-    if task.detail.get("approved_step") == step:  # a grant for this step outlives a question
-        detail_extra["approved_step"] = step
-        detail_extra["approved_args"] = task.detail.get("approved_args")
+    detail_extra = {"on_deny": on_deny, **(extra_detail or {}), **_kept_grant(task, step)}
     await svc.journal.park_approval(approval, approval_message(approval, 0), detail_extra)
     svc.notify_owner()
+
+
+def _kept_grant(task: TaskRecord, step: int) -> dict[str, Any]:
+    """The owner's grant for `step` (and the arguments it covers) outlives a later question
+    about the same step."""
+    if task.detail.get("approved_step") != step:
+        return {}
+    return {"approved_step": step, "approved_args": task.detail.get("approved_args")}
 
 
 def new_question(
@@ -209,14 +214,9 @@ def answer_outcome(
         return TaskState.Executing, {**base, "skip_step": step}, {}
     if decision == "continue":
         # the owner accepted the template as it is now: that becomes the task's template
-        kept = (
-            {"approved_step": step, "approved_args": task.detail.get("approved_args")}
-            if task.detail.get("approved_step") == step
-            else {}
-        )
         return (
             TaskState.Executing,
-            {**base, **kept},
+            {**base, **_kept_grant(task, step)},
             {"template_hash": str(task.detail.get("template_seen", ""))},
         )
     # approve / retry: this step may run once, with exactly the arguments shown
