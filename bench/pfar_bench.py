@@ -66,12 +66,14 @@ except ModuleNotFoundError:  # run as a script: python bench/pfar_bench.py
         scalar,
     )
 
-from pfar.cli.setup_home import init_home
+from pfar import init_home
 from pfar.config import Config
 from pfar.journal import Journal, TaskRecord, TaskState, tasks_sql
+from pfar.journal.payloads import EMPTY, Executing, Payload
 from pfar.journal.records import Idempotency, Semantics, rfc3339
 from pfar.kernel.kernel import Kernel
-from pfar.llm.scripted import Script, ScriptedProvider
+from pfar.llm.script_file import Script, ScriptHandler
+from pfar.llm.scripted import ScriptedChatModel
 from pfar.recovery import RecoveryAction, plan_recovery
 from pfar.tools.base import ToolContext
 from pfar.tools.registry import ToolRegistry
@@ -166,7 +168,7 @@ def _step(tool: str, i: int) -> dict[str, Any]:
     return {"tool": tool, "args": {"i": i}, "description": f"step {i}"}
 
 
-def bench_provider() -> ScriptedProvider:
+def bench_model() -> ScriptedChatModel:
     """The scripted model: a fixed plan per template; extract and synthesize use defaults."""
     approval_steps = [
         _step("bench.noop_write" if i == HOLD_STEP else "bench.noop", i)
@@ -184,7 +186,7 @@ def bench_provider() -> ScriptedProvider:
             ]
         }
     )
-    return ScriptedProvider(script, "<bench>")
+    return ScriptedChatModel(ScriptHandler(script, "<bench>"))
 
 
 def make_home(root: Path, *, sinks: tuple[str, ...] = ("owner",)) -> Home:
@@ -210,7 +212,7 @@ def make_home(root: Path, *, sinks: tuple[str, ...] = ("owner",)) -> Home:
 
 
 def new_kernel(home: Home, **tool_kw: Any) -> Kernel:
-    return Kernel(home, Config(), tools=bench_tools(**tool_kw), provider=bench_provider())
+    return Kernel(home, Config(), tools=bench_tools(**tool_kw), model=bench_model())
 
 
 def _verify(home: Home, tasks: int, *, note: str) -> str:
@@ -585,7 +587,9 @@ class PlanFigures:
 
 def _template_task(task_id: str, state: TaskState, current_step: int, at: str) -> TaskRecord:
     plan = {"steps": [_step("bench.noop", i) for i in range(STEPS_PER_TASK)]}
-    detail = {"current_step": current_step}
+    payload: Payload = (
+        Executing(current_step=current_step) if state is TaskState.Executing else EMPTY[state]
+    )
     event = {
         "event_id": task_id,
         "adapter": "api",
@@ -600,7 +604,7 @@ def _template_task(task_id: str, state: TaskState, current_step: int, at: str) -
         principal="owner",
         trigger_event=event,
         state=state,
-        detail=detail,
+        payload=payload,
         phase=state.phase or "execute",
         plan=plan,
         execute_progress={"current_step": current_step, "last_completed": current_step - 1},
@@ -636,7 +640,7 @@ def _build_journal(path: Path, unfinished: int, finished: int) -> None:
             "data_ceiling, output_sinks, trace_id, created_at, "
             # spread updated_at so the (updated_at) indexes see distinct keys
             "strftime('%Y-%m-%dT%H:%M:%fZ', updated_at, printf('-%d seconds', x % ?)), "
-            "error, state_detail, printf('%s-%08d', ?, x), template_hash, recovery_attempts "
+            "error, state_detail, printf('%s-%08d', ?, x), template_hash, recovery_attempts, kind "
             "FROM n, task_journal WHERE task_journal.task_id = ?"
         )
         # finished ones first, so the unfinished are scattered at the end of a big table

@@ -19,8 +19,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from pfar import init_home
 from pfar.cli.client import call
-from pfar.cli.setup_home import init_home
+from pfar.journal import TaskState, payloads
+from pfar.journal.payloads import Payload
 from pfar.vault.home import Home
 
 
@@ -241,3 +243,20 @@ def pfar(
 def said(proc: subprocess.CompletedProcess[str]) -> str:
     """Everything the command printed, whitespace normalised."""
     return " ".join((proc.stdout + proc.stderr).split())
+
+
+def payload_for(state: TaskState, current_step: int = 0) -> Payload:
+    """A payload of `state` at plan step `current_step`, as the journal would hold it."""
+    if state is TaskState.Executing:
+        return payloads.Executing(current_step=current_step)
+    if state is TaskState.AwaitingApproval:
+        return payloads.AwaitingApproval(approval_id="approval-1", step=current_step)
+    if state is TaskState.AwaitingCredential:
+        return payloads.AwaitingCredential(
+            prompt_id="prompt-1", service="svc", prompt_message_id="m-1", step=current_step
+        )
+    if state is TaskState.Paused:
+        return payloads.Paused(then=payloads.Executing(current_step=current_step))
+    if state is TaskState.Cancelling:
+        return payloads.Cancelling(cancelled_from=TaskState.Executing, step=current_step)
+    return payloads.EMPTY[state]

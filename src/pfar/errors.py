@@ -26,6 +26,7 @@ one, what to do about it.
     - AmbiguousId            an id prefix matches more than one record
     - IdPrefixTooShort       an id prefix is shorter than the few characters it takes
     - EventIdReused          an event id came back with another template or text
+    - MalformedTaskRow       a task row holds what no pfar writes (field named); left as it is
     - UnknownSession
     - IllegalSessionTransition  the session state machine refused a transition
     - SessionStatusMismatch  compare-and-set: the session is not in the expected status
@@ -40,6 +41,7 @@ one, what to do about it.
     - KernelNotReady         one holds the home but is starting or stopping
   + ShuttingDown             the kernel is shutting down and takes no new work
   + BadRequest               a request's field has the wrong type or shape (field named)
+    - AnswerDoesNotFit       an answer the question does not offer (the ones it does named)
 """
 
 from __future__ import annotations
@@ -193,6 +195,18 @@ class EventIdReused(JournalError):
         self.event_id, self.task_id, self.differs = event_id, task_id, differs
 
 
+class MalformedTaskRow(JournalError):
+    """A task row that holds what pfar never writes (a hand edit, or a bug): it is reported
+    and left alone, never guessed at or rewritten."""
+
+    def __init__(self, task_id: str, field: str, problem: str) -> None:
+        super().__init__(
+            f"task {task_id}: its journal row is malformed: {field}: {problem}; the task "
+            "is left as it is (`pfar cancel` ends it)"
+        )
+        self.task_id, self.field, self.problem = task_id, field, problem
+
+
 class ToolError(PfarError):
     pass
 
@@ -321,3 +335,13 @@ class InvalidSessionContext(JournalError):
     def __init__(self, session_id: str, problem: str) -> None:
         super().__init__(f"session {session_id}: {problem}; nothing was changed")
         self.session_id, self.problem = session_id, problem
+
+
+class AnswerDoesNotFit(BadRequest):
+    """The owner's answer is not one the question offers; nothing was changed."""
+
+    def __init__(self, approval_id: str, answer: str, options: list[str]) -> None:
+        problem = f"approval {approval_id[:8]} offers {', '.join(options)}; got {answer!r}"
+        PfarError.__init__(self, f"{problem}; nothing was changed")
+        self.field, self.problem = "decision", problem
+        self.approval_id, self.answer, self.options = approval_id, answer, options

@@ -201,7 +201,7 @@ def test_a_paused_task_stays_paused_across_a_kill_and_resumes_where_it_was(
         wait_state(home, tid, "Paused")
         assert steps_of(home, tid) == {0: "completed"}
         detail = json.loads(task_row(home, tid)["state_detail"])
-        assert detail == {"current_step": 1, "paused_from": "Executing"}
+        assert detail == {"kind": "Paused", "then": {"kind": "Executing", "current_step": 1}}
         again = pfar(home, "pause", tid)
         assert said(again) == f"task {tid} is already Paused; nothing changed"
         listed = pfar(home, "tasks", "--state", "Paused", "--json")

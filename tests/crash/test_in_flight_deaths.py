@@ -313,7 +313,7 @@ def test_a_task_that_kills_the_kernel_each_time_runs_nothing_until_the_owner_ans
                 "System restarted. Recovery report:\n" + _parked_line("Fetch the page")
             )
             row = _wait_state(home, task_id, "AwaitingApproval")
-            assert json.loads(row["state_detail"])["parked_from"]["state"] == "Executing"
+            assert json.loads(row["state_detail"])["in_flight"]["then"]["kind"] == "Executing"
             first = _pending(home, task_id)
             assert "(Executing, step 1 of 1)" in _question(home, first["approval_id"], resent=False)
             time.sleep(1.0)

@@ -70,7 +70,7 @@ def test_task_whose_recovery_keeps_crashing_the_kernel_is_parked_on_a_question(
         )
         # never abandoned on a guess: the owner is asked, and nothing runs meanwhile
         detail = json.loads(row["state_detail"])
-        assert detail["parked_from"]["state"] == "Executing"
+        assert detail["in_flight"]["then"]["kind"] == "Executing"
         assert row["recovery_attempts"] == 0
         with db(home) as conn:
             (q,) = conn.execute(

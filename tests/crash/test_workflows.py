@@ -81,6 +81,14 @@ def _question(home, task_id: str) -> dict:
     return wait_for(pending, what="a question to the owner")[0]
 
 
+def _step_process(home, task_id: str, step: int) -> bool:
+    with db(home) as conn:
+        row = conn.execute(
+            "SELECT process_json FROM task_steps WHERE task_id = ? AND step = ?", (task_id, step)
+        ).fetchone()
+    return row is not None and row[0] is not None
+
+
 def _state(home, task_id: str) -> str:
     with db(home) as conn:
         return conn.execute(
@@ -192,6 +200,9 @@ def test_kernel_killed_mid_step_asks_on_restart_and_the_step_runs_once_more(
         "task_id"
     ]
     wait_for(lambda: "implement" in _ran(work), what="step 3 to start")
+    # the step's process is journaled just after it starts: kill once it is, so that the
+    # restart has it to end (a kill before that leaves no process on record to report)
+    wait_for(lambda: _step_process(home, task_id, 2), what="step 3's process on record")
     k.kill()
     assert "## Step 3: implement\n**Status:** in-progress" in (work / "trace.md").read_text()
 

@@ -41,6 +41,25 @@ class SSEEvent:
         return f"{head}data: {data}\n\n".encode()
 
 
+class Gate:
+    """Holds a streamed answer after its first `after` events until the client opens it.
+
+    A client that streams sees those events while the rest is held, and opens the gate;
+    one that waits for the whole answer never does, and the server goes on after
+    `timeout` seconds with `timed_out` set, so the test fails instead of hanging."""
+
+    def __init__(self, after: int, timeout: float = 5.0) -> None:
+        self.after, self.timeout = after, timeout
+        self._open = threading.Event()
+        self.timed_out = False
+
+    def open(self) -> None:
+        self._open.set()
+
+    def hold(self) -> None:
+        self.timed_out = not self._open.wait(self.timeout)
+
+
 @dataclass(frozen=True, slots=True)
 class SSEReply:
     """A streamed answer. `cut_after`: send that many events, then drop the connection
@@ -52,6 +71,7 @@ class SSEReply:
     cut_after: int | None = None
     end_early: bool = False
     stall_seconds: float = 0.0  # wait before sending the status line
+    gate: Gate | None = None  # hold the rest of the answer until the client opens it
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +216,9 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
             events = list(reply.events)
             if reply.cut_after is not None:
                 events = events[: reply.cut_after]
-            for event in events:
+            for i, event in enumerate(events):
+                if reply.gate is not None and i == reply.gate.after:
+                    reply.gate.hold()
                 self._chunk(event.encode())
             if reply.cut_after is not None and not reply.end_early:
                 # drop the connection mid-body: no terminating chunk

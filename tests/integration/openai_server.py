@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .llm_servers import Gate
+
 MODEL = "gpt-test"
 
 
@@ -34,6 +36,7 @@ class Stream:
     done: bool = True
     cut: bool = False
     stall: float = 0.0
+    gate: Gate | None = None  # hold the rest after `gate.after` chunks until the client opens it
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,9 @@ class OpenAIServer:
                 if stream.done and not stream.cut:
                     events.append(b"data: [DONE]\n\n")
                 try:
-                    for event in events:
+                    for i, event in enumerate(events):
+                        if stream.gate is not None and i == stream.gate.after:
+                            stream.gate.hold()
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
                         self.wfile.flush()
                     if stream.cut:

@@ -57,7 +57,7 @@ async def _run_note(home: Home) -> tuple[dict[str, Any], Kernel]:
             "meta": row.extracted_metadata,
             "usage": usage,
             "result": (row.execute_progress or {}).get("result"),
-            "detail": row.detail,
+            "payload": row.payload,
         }
         return result, kernel
     finally:

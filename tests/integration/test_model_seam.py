@@ -125,7 +125,7 @@ def test_one_overloaded_answer_fits_in_the_shipped_templates_timeout(tmp_path: P
     template's timeout now bounds each attempt; the wait comes on top. Here the wait is
     even longer than the (scaled) timeout and the task still completes."""
     shipped = (
-        resources.files("pfar.cli")
+        resources.files("pfar.kernel")
         .joinpath("assets", "templates", "note.toml")
         .read_text(encoding="utf-8")
     )

@@ -9,23 +9,38 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pfar.answers import Abandon, Resume, Retry
 from pfar.errors import PfarError
-from pfar.journal import ApprovalRecord, ApprovalStatus, TaskRecord, TaskState
+from pfar.journal import ApprovalRecord, ApprovalStatus, Move, TaskRecord, TaskState
+from pfar.journal.payloads import (
+    AwaitingApproval,
+    Executing,
+    Extracting,
+    Grant,
+    InFlight,
+    LlmRequest,
+    Payload,
+    Planning,
+    Synthesizing,
+    Working,
+    state_of,
+)
 from pfar.journal.states import is_legal
 from pfar.recovery import RecoveryReport
 from pfar.recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer, in_flight_question
+from tests.support import payload_for
 
 RUNNING = [TaskState.Extracting, TaskState.Planning, TaskState.Executing, TaskState.Synthesizing]
 
 
-def _task(state: TaskState, detail: dict[str, object]) -> TaskRecord:
+def _task(state: TaskState, payload: Payload | None = None, step: int = 1) -> TaskRecord:
     return TaskRecord(
         task_id="0123456789abcdef",
         template_id="t",
         principal="owner",
         trigger_event={"text": "x"},
         state=state,
-        detail=detail,
+        payload=payload or payload_for(state, step),
         phase=state.phase,
         plan={"steps": [{}, {}, {}]},
         execute_progress=None,
@@ -44,30 +59,37 @@ def _task(state: TaskState, detail: dict[str, object]) -> TaskRecord:
 
 def _parked(task: TaskRecord, deaths: int = 3) -> tuple[TaskRecord, ApprovalRecord]:
     """`task` as recovery parks it: its question, and the row as the park commits it."""
-    question, extra = in_flight_question(task, deaths, "Nightly backup", 3600)
-    row = replace(
-        task,
-        state=TaskState.AwaitingApproval,
-        detail={"approval_id": question.approval_id, "current_step": task.current_step, **extra},
-        recovery_attempts=0,
-    )
+    question, parked = in_flight_question(task, deaths, "Nightly backup", 3600)
+    row = replace(task, state=TaskState.AwaitingApproval, payload=parked, recovery_attempts=0)
     return row, question
 
 
-@given(
-    st.sampled_from(RUNNING),
-    st.dictionaries(st.sampled_from(["skip_step", "approved_step", "llm_request"]), st.integers()),
-    st.integers(min_value=0, max_value=2),
-    st.integers(min_value=1, max_value=50),
+_requests = st.none() | st.builds(
+    LlmRequest,
+    phase=st.sampled_from(["extract", "plan"]),
+    sent_at=st.just("2030-01-01T00:00:00.000000Z"),
 )
-def test_resume_puts_the_task_back_exactly_where_it_was(
-    state: TaskState, extra: dict[str, int], step: int, deaths: int
-) -> None:
-    task = _task(state, {"current_step": step, **extra})
+_steps = st.integers(min_value=0, max_value=2)
+working_payloads = st.one_of(
+    st.builds(
+        Executing,
+        current_step=_steps,
+        retry_step=st.none() | _steps,
+        skip_step=st.none() | _steps,
+        approved=st.none() | st.builds(Grant, step=_steps, args_sha256=st.none() | st.just("ab")),
+        llm_request=_requests,
+    ),
+    *(st.builds(cls, llm_request=_requests) for cls in (Extracting, Planning, Synthesizing)),
+)
+
+
+@given(working_payloads, st.integers(min_value=1, max_value=50))
+def test_resume_puts_the_task_back_exactly_where_it_was(payload: Working, deaths: int) -> None:
+    state = state_of(payload)
+    task = _task(state, payload)
     row, question = _parked(task, deaths)
-    to, detail, fields = in_flight_answer(row, question, "resume")
-    assert (to, detail, fields) == (state, task.detail, {})
-    assert is_legal(TaskState.AwaitingApproval, to)
+    assert in_flight_answer(row, question, Resume()) == Move(task.payload)
+    assert is_legal(TaskState.AwaitingApproval, state)
     assert is_legal(state, TaskState.AwaitingApproval)  # it could be parked from there
 
 
@@ -75,19 +97,19 @@ def test_resume_puts_the_task_back_exactly_where_it_was(
 def test_abandon_says_it_was_the_owners_choice_and_what_was_known(
     state: TaskState, deaths: int
 ) -> None:
-    row, question = _parked(_task(state, {"current_step": 1}), deaths)
-    to, _, fields = in_flight_answer(row, question, "abandon")
-    assert to is TaskState.Abandoned
-    assert is_legal(TaskState.AwaitingApproval, to)
-    assert fields["error"] == (
+    row, question = _parked(_task(state), deaths)
+    move = in_flight_answer(row, question, Abandon())
+    assert state_of(move.to) is TaskState.Abandoned
+    assert is_legal(TaskState.AwaitingApproval, TaskState.Abandoned)
+    assert move.update.error == (
         f"Abandoned by the owner: it was in flight during {deaths} kernel deaths in a row, "
         "with no progress between them"
     )
 
 
 def test_the_question_states_what_is_known_and_offers_resume_first() -> None:
-    task = _task(TaskState.Executing, {"current_step": 1})
-    question, extra = in_flight_question(task, 3, "Nightly backup", 60)
+    task = _task(TaskState.Executing)
+    question, parked = in_flight_question(task, 3, "Nightly backup", 60)
     assert question.action_type == IN_FLIGHT_DEATHS
     assert question.options == ["resume", "abandon"]  # `pfar approve` resumes
     assert question.status is ApprovalStatus.pending
@@ -97,18 +119,20 @@ def test_the_question_states_what_is_known_and_offers_resume_first() -> None:
         "kernel deaths in a row, with no progress between them. pfar cannot tell whether "
         "it caused them. Resume it where it was, or abandon it?"
     )
-    assert extra == {
-        "parked_from": {"state": "Executing", "detail": {"current_step": 1}, "deaths": 3}
-    }
+    assert parked == AwaitingApproval(
+        approval_id=question.approval_id,
+        step=1,
+        in_flight=InFlight(deaths=3, then=Executing(current_step=1)),
+    )
 
 
 def test_another_answer_or_a_row_without_its_origin_is_refused_naming_the_ids() -> None:
-    row, question = _parked(_task(TaskState.Planning, {}))
+    row, question = _parked(_task(TaskState.Planning))
     with pytest.raises(PfarError, match="offers resume, abandon; got 'retry'"):
-        in_flight_answer(row, question, "retry")
-    bare = replace(row, detail={"approval_id": "x"})
-    with pytest.raises(PfarError, match=f"task {row.task_id}: approval .* no state to resume"):
-        in_flight_answer(bare, question, "resume")
+        in_flight_answer(row, question, Retry())
+    bare = replace(row, payload=AwaitingApproval(approval_id="x"))
+    with pytest.raises(PfarError, match=f"task {row.task_id}: .* approval .* no state to resume"):
+        in_flight_answer(bare, question, Resume())
 
 
 def test_the_report_line_says_what_is_known_per_count_of_deaths() -> None:

@@ -56,6 +56,26 @@ def test_the_rate_limit_holds_across_20_concurrent_tasks() -> None:
         assert sum(1 for u in granted[i:] if u - t < window * 0.999) <= rpm
 
 
+def test_an_answers_tokens_count_against_the_token_limit_not_the_request_limit() -> None:
+    """Tokens learnt after a call (its answer's size) fill the token budget; they are not
+    a request, so they never take a request slot."""
+
+    async def main() -> tuple[bool, bool]:
+        limiter = RateLimiter(2, 100, window=60.0)
+        await limiter.acquire(10)
+        limiter.record_usage(40)  # 50 of 100 tokens used, 1 of 2 requests
+        second = asyncio.ensure_future(limiter.acquire(10))
+        await asyncio.sleep(0.01)
+        limiter.record_usage(45)  # 105 of 100: the next call waits for the window
+        third = asyncio.ensure_future(limiter.acquire(1))
+        await asyncio.sleep(0.01)
+        done = second.done(), third.done()
+        third.cancel()
+        return done
+
+    assert asyncio.run(main()) == (True, False)
+
+
 def test_higher_priority_is_served_first_when_the_limit_is_reached() -> None:
     order: list[str] = []
 

@@ -8,6 +8,7 @@ import json
 import sqlite3
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pfar.answers import Answer, Approve, Deny, Rerun
 from pfar.errors import (
     AlreadyDecided,
     IdPrefixTooShort,
@@ -33,16 +35,21 @@ from pfar.journal import (
     Idempotency,
     InboundEvent,
     Journal,
+    Move,
     OwnerMessage,
     Semantics,
     StepRecord,
     StepStatus,
     TaskRecord,
     TaskState,
+    TaskUpdate,
     steps_sql,
 )
+from pfar.journal.payloads import SPENT_BY_A_RUN, AwaitingApproval, Completed, Executing, Planning
 from pfar.journal.records import now_rfc3339, rfc3339
 from pfar.runners.asking import answer_outcome, approval_message, credential_message
+from pfar.runners.workflow.runner import answer_outcome as workflow_answer_outcome
+from tests.support import payload_for
 
 S = TaskState
 
@@ -62,7 +69,7 @@ def _task(
         principal="owner",
         trigger_event={"text": text, "event_id": event_id},
         state=state,
-        detail={},
+        payload=payload_for(state),
         phase=state.phase,
         plan=None,
         execute_progress=None,
@@ -95,13 +102,14 @@ def run(coro: Any) -> Any:
 
 
 async def _to_executing(j: Journal, task_id: str, plan_steps: int = 3) -> None:
-    await j.transition(task_id, S.Planning, point="extracted", extracted_metadata={"k": "v"})
+    await j.transition(
+        task_id, Planning(), point="extracted", update=TaskUpdate(extracted_metadata={"k": "v"})
+    )
     await j.transition(
         task_id,
-        S.Executing,
+        Executing(),
         point="planned",
-        detail={"current_step": 0},
-        plan_json={"steps": [{"tool": "t", "args": {}}] * plan_steps},
+        update=TaskUpdate(plan={"steps": [{"tool": "t", "args": {}}] * plan_steps}),
     )
 
 
@@ -120,7 +128,11 @@ def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
     j = Journal.open(path, create=True)
     t = _task()
     run(j.create(t))
-    run(j.transition(t.task_id, S.Planning, point=None, extracted_metadata={"a": [1, 2]}))
+    run(
+        j.transition(
+            t.task_id, Planning(), point=None, update=TaskUpdate(extracted_metadata={"a": [1, 2]})
+        )
+    )
     j.close()
     j2 = Journal.open(path)
     try:
@@ -133,7 +145,7 @@ def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
     try:
         assert ro.task(t.task_id).state is S.Planning
         with pytest.raises(RuntimeError, match="read-only"):
-            run(ro.transition(t.task_id, S.Executing, point=None))
+            run(ro.transition(t.task_id, Executing(), point=None))
     finally:
         ro.close()
 
@@ -292,7 +304,13 @@ def test_step_failed_on_a_finished_task_changes_nothing(journal: Journal) -> Non
 # -- approvals ---------------------------------------------------------------------
 
 
-def _approval(task_id: str, step: int = 1, *, expires_in: float = 3600) -> ApprovalRecord:
+def _approval(
+    task_id: str,
+    step: int = 1,
+    *,
+    expires_in: float = 3600,
+    options: tuple[str, ...] | list[str] = ("approve", "deny"),
+) -> ApprovalRecord:
     now = datetime.now(UTC)
     return ApprovalRecord(
         approval_id=str(uuid.uuid4()),
@@ -307,7 +325,7 @@ def _approval(task_id: str, step: int = 1, *, expires_in: float = 3600) -> Appro
         created_at=rfc3339(now),
         expires_at=rfc3339(now + timedelta(seconds=expires_in)),
         status=ApprovalStatus.pending,
-        options=["approve", "deny"],
+        options=list(options),
         decision=None,
         decided_at=None,
         prompts_sent=0,
@@ -321,7 +339,8 @@ def _parked(journal: Journal, **kw: Any) -> tuple[TaskRecord, ApprovalRecord]:
     async def go() -> None:
         await journal.create(t)
         await _to_executing(journal, t.task_id)
-        await journal.park_approval(a, approval_message(a, 0), {"on_deny": "fail"})
+        parked = AwaitingApproval(approval_id=a.approval_id, step=a.step or 0)
+        await journal.park_approval(a, approval_message(a, 0), parked)
 
     run(go())
     return t, a
@@ -331,7 +350,7 @@ def test_park_approval_is_one_commit(journal: Journal) -> None:
     t, a = _parked(journal)
     task = journal.task(t.task_id)
     assert task.state is S.AwaitingApproval
-    assert task.detail["approval_id"] == a.approval_id and task.detail["step"] == 1
+    assert task.payload == AwaitingApproval(approval_id=a.approval_id, step=1)
     stored = journal.approval(a.approval_id)
     assert stored.status is ApprovalStatus.pending and stored.prompts_sent == 1
     assert [m.kind for m in journal.pending_messages()] == ["approval"]
@@ -341,29 +360,49 @@ def test_decide_approval_is_idempotent(journal: Journal) -> None:
     t, a = _parked(journal)
     calls: list[str] = []
 
-    def resume_to(task: TaskRecord, ap: ApprovalRecord, decision: str) -> Any:
-        calls.append(decision)
-        return answer_outcome(task, ap, decision)
+    def resume_to(task: TaskRecord, ap: ApprovalRecord, answer: Answer) -> Move:
+        calls.append(answer.kind)
+        return answer_outcome(task, ap, answer)
 
-    decided, changed = run(journal.decide_approval(a.approval_id, "approve", resume_to=resume_to))
+    decided, changed = run(journal.decide_approval(a.approval_id, Approve(), resume_to=resume_to))
     assert changed is True
     assert decided.status is ApprovalStatus.approved and decided.decision == "approve"
     after_first = journal.task(t.task_id)
     assert after_first.state is S.Executing
-    assert after_first.detail["approved_step"] == 1
+    assert isinstance(after_first.payload, Executing)
+    assert after_first.payload.approved is not None and after_first.payload.approved.step == 1
 
-    again, changed2 = run(journal.decide_approval(a.approval_id, "approve", resume_to=resume_to))
+    again, changed2 = run(journal.decide_approval(a.approval_id, Approve(), resume_to=resume_to))
     assert changed2 is False
     assert again == decided  # same decided_at: nothing was written
     assert journal.task(t.task_id) == after_first  # one effect on the task
     assert calls == ["approve"]  # the task was moved once
 
     with pytest.raises(AlreadyDecided) as info:
-        run(journal.decide_approval(a.approval_id, "deny", resume_to=resume_to))
+        run(journal.decide_approval(a.approval_id, Deny(), resume_to=resume_to))
     assert a.approval_id in str(info.value)
     assert "already approved (approve)" in str(info.value)
     assert journal.approval(a.approval_id) == decided
     assert journal.task(t.task_id) == after_first
+
+
+@pytest.mark.parametrize(
+    ("resume_to", "answer"), [(answer_outcome, Approve()), (workflow_answer_outcome, Rerun())]
+)
+def test_the_run_an_answer_starts_spends_it(
+    journal: Journal, resume_to: Any, answer: Answer
+) -> None:
+    """A grant (and its retry) or a workflow's decision covers one run: the commit that
+    records the run's start drops it, so a crash during that run leaves nothing to reuse."""
+    t, a = _parked(journal, options=["approve", answer.kind])
+    run(journal.decide_approval(a.approval_id, answer, resume_to=resume_to))
+    answered = journal.task(t.task_id).payload
+    assert isinstance(answered, Executing)
+    assert any(getattr(answered, name) is not None for name in SPENT_BY_A_RUN)
+    run(journal.step_started(_step(t.task_id, 1, StepStatus.started)))
+    after = journal.task(t.task_id)
+    assert after.payload == replace(answered, **dict.fromkeys(SPENT_BY_A_RUN))
+    assert after.state is S.Executing and after.current_step == 1
 
 
 def test_concurrent_identical_answers_have_one_effect(journal: Journal) -> None:
@@ -372,7 +411,7 @@ def test_concurrent_identical_answers_have_one_effect(journal: Journal) -> None:
     async def go() -> list[tuple[ApprovalRecord, bool]]:
         return await asyncio.gather(
             *(
-                journal.decide_approval(a.approval_id, "approve", resume_to=answer_outcome)
+                journal.decide_approval(a.approval_id, Approve(), resume_to=answer_outcome)
                 for _ in range(10)
             )
         )
@@ -384,7 +423,7 @@ def test_concurrent_identical_answers_have_one_effect(journal: Journal) -> None:
 
 def test_deny_fails_the_task(journal: Journal) -> None:
     t, a = _parked(journal)
-    decided, changed = run(journal.decide_approval(a.approval_id, "deny", resume_to=answer_outcome))
+    decided, changed = run(journal.decide_approval(a.approval_id, Deny(), resume_to=answer_outcome))
     assert changed and decided.status is ApprovalStatus.denied
     task = journal.task(t.task_id)
     assert task.state is S.Failed and "denied by the owner" in (task.error or "")
@@ -392,15 +431,15 @@ def test_deny_fails_the_task(journal: Journal) -> None:
 
 def test_an_answer_not_offered_is_refused(journal: Journal) -> None:
     t, a = _parked(journal)
-    with pytest.raises(ValueError, match="offers approve, deny; got 'maybe'"):
-        run(journal.decide_approval(a.approval_id, "maybe", resume_to=answer_outcome))
+    with pytest.raises(ValueError, match="offers approve, deny; got 'rerun'"):
+        run(journal.decide_approval(a.approval_id, Rerun(), resume_to=answer_outcome))
     assert journal.approval(a.approval_id).status is ApprovalStatus.pending
     assert journal.task(t.task_id).state is S.AwaitingApproval
 
 
 def test_unknown_approval_and_prompt_are_named(journal: Journal) -> None:
     with pytest.raises(UnknownApproval, match="'zzz'"):
-        run(journal.decide_approval("zzz", "approve", resume_to=answer_outcome))
+        run(journal.decide_approval("zzz", Approve(), resume_to=answer_outcome))
     with pytest.raises(UnknownApproval):
         journal.approval("zzz")
     with pytest.raises(UnknownCredentialPrompt, match="'ppp'"):
@@ -416,7 +455,7 @@ def test_expired_approval_fails_its_task_and_refuses_late_answers(journal: Journ
     assert journal.approval(a.approval_id).status is ApprovalStatus.expired
     assert journal.approval(live.approval_id).status is ApprovalStatus.pending
     with pytest.raises(AlreadyDecided, match="expired"):
-        run(journal.decide_approval(a.approval_id, "approve", resume_to=answer_outcome))
+        run(journal.decide_approval(a.approval_id, Approve(), resume_to=answer_outcome))
     assert run(journal.expire_due(now_rfc3339())) == []  # once
 
 
@@ -481,7 +520,7 @@ def test_group_commit_shares_commits(journal: Journal) -> None:
 
     async def go() -> None:
         await asyncio.gather(
-            *(journal.transition(t.task_id, S.Planning, point=None) for t in tasks)
+            *(journal.transition(t.task_id, Planning(), point=None) for t in tasks)
         )
 
     run(go())
@@ -500,7 +539,7 @@ def test_a_refused_write_does_not_undo_its_batch_neighbours(journal: Journal) ->
         # every third transition is illegal (Extracting -> Completed)
         return await asyncio.gather(
             *(
-                journal.transition(t.task_id, S.Completed if i % 3 == 0 else S.Planning, point=None)
+                journal.transition(t.task_id, Completed() if i % 3 == 0 else Planning(), point=None)
                 for i, t in enumerate(tasks)
             ),
             return_exceptions=True,
@@ -512,7 +551,7 @@ def test_a_refused_write_does_not_undo_its_batch_neighbours(journal: Journal) ->
             assert isinstance(r, IllegalTransition)
             assert journal.task(t.task_id) == t
         else:
-            assert r is None
+            assert r is S.Planning  # the state it is in now
             assert journal.task(t.task_id).state is S.Planning
 
 
@@ -532,7 +571,8 @@ def test_unfinished_reads_through_the_partial_index(journal: Journal) -> None:
     conn = journal._reader
     conn.set_trace_callback(seen.append)
     try:
-        got = journal.unfinished()
+        got, malformed = journal.unfinished()
+        assert malformed == []
     finally:
         conn.set_trace_callback(None)
     assert [t.task_id for t in got] == wanted  # unfinished only, oldest first
@@ -609,8 +649,12 @@ def test_values_round_trip_as_json_text(
 
     async def go() -> None:
         await journal.create(t)
-        await journal.transition(t.task_id, S.Planning, point=None, extracted_metadata=meta)
-        await journal.transition(t.task_id, S.Executing, point=None, plan_json={"steps": []})
+        await journal.transition(
+            t.task_id, Planning(), point=None, update=TaskUpdate(extracted_metadata=meta)
+        )
+        await journal.transition(
+            t.task_id, Executing(), point=None, update=TaskUpdate(plan={"steps": []})
+        )
         await journal.step_finished(_step(t.task_id, 0, StepStatus.completed, result), next_step=1)
 
     run(go())
@@ -638,7 +682,7 @@ def test_no_pickle_every_stored_value_is_text_or_number(journal: Journal, tmp_pa
     t = _task()
     run(journal.create(t, _event("ev-json")))
     run(journal.put_adapter_state("telegram", {"last_offset": 12}))
-    run(journal.decide_approval(a.approval_id, "approve", resume_to=answer_outcome))
+    run(journal.decide_approval(a.approval_id, Approve(), resume_to=answer_outcome))
     run(journal.step_finished(_step(a.task_id, 1, StepStatus.completed, {"x": 1}), next_step=2))
 
     conn = sqlite3.connect(tmp_path / "sessions.db")

@@ -14,9 +14,11 @@ from pfar.journal import (
     Semantics,
     StepRecord,
     StepStatus,
+    TaskKind,
     TaskRecord,
     TaskState,
 )
+from pfar.journal.payloads import Executing, Working
 from pfar.journal.records import rfc3339
 from pfar.recovery import (
     InFlightDeaths,
@@ -28,6 +30,7 @@ from pfar.recovery import (
     determine_recovery_action,
     should_retry_step,
 )
+from tests.support import payload_for
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
@@ -57,16 +60,13 @@ def _task(
     task_id: str = "task-1",
 ) -> TaskRecord:
     updated = rfc3339(NOW - timedelta(microseconds=age_us))
-    detail: dict[str, object] = {}
-    if current_step or state is TaskState.Executing:
-        detail["current_step"] = current_step
     return TaskRecord(
         task_id=task_id,
         template_id="t",
         principal="owner",
         trigger_event={"text": "x"},
         state=state,
-        detail=detail,
+        payload=payload_for(state, current_step),
         phase=state.phase,
         plan={"steps": []},
         execute_progress=None,
@@ -227,7 +227,8 @@ def test_a_standing_pause_request_pauses_whatever_the_age_or_crashes(
     """The owner asked a running task to pause and the kernel died before its boundary:
     the restart pauses it (the owner's word), never resumes or abandons it."""
     task = _task(state, age_us=age_us, attempts=attempts)
-    task = replace(task, detail={**task.detail, "pause_requested": True})
+    assert isinstance(task.payload, Working)
+    task = replace(task, payload=replace(task.payload, pause_requested=True))
     d = decide(task, NOW, timedelta(seconds=1), 1, crashed)
     assert d.action is RecoveryAction.Pause
 
@@ -321,9 +322,9 @@ def _in_flight(idempotency: Idempotency, step: int = 0) -> StepRecord:
     )
 
 
-def _executing(detail: dict[str, object] | None = None) -> TaskRecord:
+def _executing(**answered: int) -> TaskRecord:
     task = _task(TaskState.Executing)
-    return replace(task, plan={"steps": [{}]}, detail={"current_step": 0, **(detail or {})})
+    return replace(task, plan={"steps": [{}]}, payload=Executing(current_step=0, **answered))
 
 
 def test_a_write_in_doubt_is_decided_as_asking_the_owner() -> None:
@@ -341,8 +342,8 @@ def test_a_write_in_doubt_is_decided_as_asking_the_owner() -> None:
     [
         (_executing(), _in_flight(Idempotency.key)),  # retried with its key
         (_executing(), _in_flight(Idempotency.check)),  # checks its own effect
-        (_executing({"retry_step": 0}), _in_flight(Idempotency.none)),  # owner said retry
-        (_executing({"skip_step": 0}), _in_flight(Idempotency.none)),  # owner said skip
+        (_executing(retry_step=0), _in_flight(Idempotency.none)),  # owner said retry
+        (_executing(skip_step=0), _in_flight(Idempotency.none)),  # owner said skip
         (_executing(), None),  # nothing in flight
     ],
     ids=["key", "check", "answered-retry", "answered-skip", "none-in-flight"],
@@ -382,7 +383,9 @@ def test_deaths_count_the_one_that_brought_the_restart(max_deaths: int, attempts
 
 
 def test_a_workflow_in_flight_during_the_deaths_is_parked_too_but_never_aged_out() -> None:
-    wf = replace(_executing(), template_id="workflow:build", recovery_attempts=2)
+    wf = replace(
+        _executing(), kind=TaskKind.workflow, template_id="workflow:build", recovery_attempts=2
+    )
     old = replace(wf, updated_at=rfc3339(NOW - timedelta(days=3)))
     assert decide(old, NOW, timedelta(minutes=10), 3, True).why == InFlightDeaths(3)
     assert decide(old, NOW, timedelta(minutes=10), 4, True).action is (

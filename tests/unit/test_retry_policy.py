@@ -58,7 +58,7 @@ class Waits:
 
 def _shipped_llm_seconds(template: str) -> float:
     text = (
-        resources.files("pfar.cli")
+        resources.files("pfar.kernel")
         .joinpath("assets", "templates", f"{template}.toml")
         .read_text(encoding="utf-8")
     )

@@ -16,7 +16,9 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from asyncio import run
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,9 +57,11 @@ class Kernel:
         context: dict[str, Any] | None = None,
         process: dict[str, Any] | None = None,
     ) -> SessionRecord:
-        rec = self.manager.create(project, thread)
-        return self.lifecycle.transition(
-            rec.session_id, CREATED, ACTIVE, context=context, process=process
+        rec = run(self.manager.create(project, thread))
+        return run(
+            self.lifecycle.transition(
+                rec.session_id, CREATED, ACTIVE, context=context, process=process
+            )
         )
 
     def crash(self) -> None:
@@ -104,14 +108,14 @@ def never_running(process: dict[str, Any]) -> bool:
 
 def test_clean_startup_returns_empty(kernels: Callable[[], Kernel], db: Path) -> None:
     first = kernels()
-    first.manager.create("/proj1", "t1")  # CREATED
+    run(first.manager.create("/proj1", "t1"))  # CREATED
     paused = first.activate("/proj2", "t2")
-    first.lifecycle.transition(paused.session_id, ACTIVE, PAUSED)
+    run(first.lifecycle.transition(paused.session_id, ACTIVE, PAUSED))
     first.crash()
     before = rows(db)
     second = kernels()
     assert second.recovery.detect_crashed_sessions() == []
-    assert second.recovery.recover() == []
+    assert run(second.recovery.recover()) == []
     assert rows(db) == before
     assert recovery_message([]) == ""
 
@@ -123,7 +127,7 @@ def test_crash_with_one_active_session_pauses_it(kernels: Callable[[], Kernel]) 
 
     second = kernels()
     assert [r.session_id for r in second.recovery.detect_crashed_sessions()] == [session.session_id]
-    recovered = second.recovery.recover()
+    recovered = run(second.recovery.recover())
     assert recovered == [session.session_id]
     updated = second.manager.get(session.session_id)
     assert updated.status is PAUSED
@@ -133,7 +137,7 @@ def test_crash_with_one_active_session_pauses_it(kernels: Callable[[], Kernel]) 
     assert updated.process is None
     assert (updated.project_path, updated.thread_id) == ("/proj2", "t2")
     # a recovered session can be resumed
-    resumed = second.lifecycle.transition(session.session_id, PAUSED, ACTIVE)
+    resumed = run(second.lifecycle.transition(session.session_id, PAUSED, ACTIVE))
     assert resumed.status is ACTIVE
     assert recovery_message(recovered) == "Recovered 1 session after crash"
 
@@ -146,7 +150,7 @@ def test_crash_with_multiple_active_sessions(kernels: Callable[[], Kernel]) -> N
     first.crash()
 
     second = kernels()
-    recovered = second.recovery.recover()
+    recovered = run(second.recovery.recover())
     assert len(recovered) == 3
     assert recovered == [s1.session_id, s2.session_id, s3.session_id]  # oldest first
     for sid in recovered:
@@ -157,12 +161,12 @@ def test_crash_with_multiple_active_sessions(kernels: Callable[[], Kernel]) -> N
 
 def test_mix_of_statuses_only_active_transition(kernels: Callable[[], Kernel]) -> None:
     first = kernels()
-    created = first.manager.create("/p", "t-created")
+    created = run(first.manager.create("/p", "t-created"))
     active = first.activate("/p", "t-active", context={"k": "v"})
     paused = first.activate("/p", "t-paused")
-    first.lifecycle.transition(paused.session_id, ACTIVE, PAUSED)
+    run(first.lifecycle.transition(paused.session_id, ACTIVE, PAUSED))
     ended = first.activate("/p", "t-terminated")
-    first.lifecycle.transition(ended.session_id, ACTIVE, TERMINATED)
+    run(first.lifecycle.transition(ended.session_id, ACTIVE, TERMINATED))
     untouched = {
         sid: first.manager.get(sid)
         for sid in (created.session_id, paused.session_id, ended.session_id)
@@ -170,7 +174,7 @@ def test_mix_of_statuses_only_active_transition(kernels: Callable[[], Kernel]) -
     first.crash()
 
     second = kernels()
-    assert second.recovery.recover() == [active.session_id]
+    assert run(second.recovery.recover()) == [active.session_id]
     for sid, rec in untouched.items():
         assert second.manager.get(sid) == rec  # every field, updated_at included
     assert second.manager.get(active.session_id).status is PAUSED
@@ -186,7 +190,7 @@ def test_recovered_at_timestamp_in_context(kernels: Callable[[], Kernel]) -> Non
 
     second = kernels()
     lower = now_rfc3339()
-    second.recovery.recover()
+    run(second.recovery.recover())
     upper = now_rfc3339()
     at_a = second.manager.get(a.session_id).context["recovered_at"]
     assert lower <= at_a <= upper  # RFC 3339 UTC text sorts in time order
@@ -196,7 +200,9 @@ def test_recovered_at_timestamp_in_context(kernels: Callable[[], Kernel]) -> Non
     third_session = second.activate("/p", "t3")
     second.crash()
     third = kernels()
-    assert third.recovery.recover(now="2030-01-02T03:04:05.000006Z") == [third_session.session_id]
+    assert run(third.recovery.recover(now="2030-01-02T03:04:05.000006Z")) == [
+        third_session.session_id
+    ]
     got = third.manager.get(third_session.session_id)
     assert got.context["recovered_at"] == "2030-01-02T03:04:05.000006Z"
     assert got.updated_at >= at_a
@@ -208,13 +214,13 @@ def test_recovery_is_idempotent(kernels: Callable[[], Kernel], db: Path) -> None
     first.crash()
 
     second = kernels()
-    assert second.recovery.recover() == [s.session_id]
+    assert run(second.recovery.recover()) == [s.session_id]
     after_first = rows(db)
-    assert second.recovery.recover() == []
+    assert run(second.recovery.recover()) == []
     assert rows(db) == after_first
     # and a third kernel after another restart finds nothing either
     second.crash()
-    assert kernels().recovery.recover() == []
+    assert run(kernels().recovery.recover()) == []
     assert rows(db) == after_first
 
 
@@ -248,7 +254,7 @@ def test_recovery_with_database_error_raises_and_corrupts_nothing(
     first = kernels()
     s1 = first.activate("/p", "t1", context={"turn": 1}, process={"pid": 1, "start_time": -1})
     s2 = first.activate("/p", "t2", context={"turn": 5})
-    first.manager.create("/p", "t3")
+    run(first.manager.create("/p", "t3"))
     first.crash()
     before = rows(db)
 
@@ -267,7 +273,7 @@ def test_recovery_with_database_error_raises_and_corrupts_nothing(
 
     try:
         with pytest.raises(VaultError) as info:
-            recovery.recover(end_process=never_running)
+            run(recovery.recover(end_process=never_running))
     finally:
         release()
     err = info.value
@@ -280,7 +286,7 @@ def test_recovery_with_database_error_raises_and_corrupts_nothing(
     assert rows(db) == before  # every session exactly as it was
 
     # once the database is healthy again, the same sessions are recovered
-    assert second.recovery.recover(end_process=never_running) == [s1.session_id, s2.session_id]
+    assert run(second.recovery.recover(end_process=never_running)) == [s1.session_id, s2.session_id]
     assert second.manager.get(s1.session_id).context["turn"] == 1
 
 
@@ -305,7 +311,7 @@ def test_a_failure_midway_names_what_was_recovered_and_leaves_the_rest_whole(
 
     second = kernels()
     with pytest.raises(SessionRecoveryFailed) as info:
-        second.recovery.recover(end_process=never_running)
+        run(second.recovery.recover(end_process=never_running))
     assert info.value.session_id == s2.session_id
     assert info.value.recovered == [s1.session_id]
     assert "disk says no" in str(info.value) and s1.session_id in str(info.value)
@@ -319,7 +325,7 @@ def test_a_failure_midway_names_what_was_recovered_and_leaves_the_rest_whole(
 
     conn.execute("DROP TRIGGER refuse")
     conn.close()
-    assert second.recovery.recover(end_process=never_running) == [s2.session_id, s3.session_id]
+    assert run(second.recovery.recover(end_process=never_running)) == [s2.session_id, s3.session_id]
 
 
 def test_a_session_moved_by_someone_else_meanwhile_is_left_alone(
@@ -333,10 +339,15 @@ def test_a_session_moved_by_someone_else_meanwhile_is_left_alone(
 
     def end_and_race(process: dict[str, Any]) -> bool:
         # while recovery ends s1's process, another connection terminates s1
-        bystander.lifecycle.transition(s1.session_id, ACTIVE, TERMINATED)
+        # (from a thread of its own: recovery's event loop is busy calling this)
+        racer = threading.Thread(
+            target=run, args=(bystander.lifecycle.transition(s1.session_id, ACTIVE, TERMINATED),)
+        )
+        racer.start()
+        racer.join()
         return False
 
-    assert second.recovery.recover(end_process=end_and_race) == [s2.session_id]
+    assert run(second.recovery.recover(end_process=end_and_race)) == [s2.session_id]
     assert second.manager.get(s1.session_id).status is TERMINATED
     assert "recovered_at" not in second.manager.get(s1.session_id).context
 
@@ -346,17 +357,17 @@ def test_a_recorded_process_that_is_gone_or_not_the_same_is_not_signalled(
 ) -> None:
     async def scenario() -> None:
         first = kernels()
-        s = first.manager.create(str(tmp_path), "t1")
+        s = await first.manager.create(str(tmp_path), "t1")
         agent = await agent_process.start(
             s.session_id, ["sleep", "60"], project_path=tmp_path, log_dir=tmp_path / "logs"
         )
         try:
             # the pid is the same, the start time is not: the OS reused the pid
             reused = {**agent.identity, "start_time": agent.identity["start_time"] + 1}
-            first.lifecycle.transition(s.session_id, CREATED, ACTIVE, process=reused)
+            await first.lifecycle.transition(s.session_id, CREATED, ACTIVE, process=reused)
             first.crash()
             second = kernels()
-            assert second.recovery.recover() == [s.session_id]
+            assert await second.recovery.recover() == [s.session_id]
             got = second.manager.get(s.session_id)
             assert "ended_orphan_pid" not in got.context and got.process is None
             assert agent_process.is_running(agent.identity)  # not touched
@@ -374,17 +385,17 @@ def test_an_orphaned_agent_process_is_ended_by_recover(
 
     async def scenario() -> None:
         first = kernels()
-        s = first.manager.create(str(tmp_path), "t1")
+        s = await first.manager.create(str(tmp_path), "t1")
         agent = await agent_process.start(
             s.session_id, ["sleep", "60"], project_path=tmp_path, log_dir=tmp_path / "logs"
         )
         try:
-            first.lifecycle.transition(s.session_id, CREATED, ACTIVE, process=agent.identity)
+            await first.lifecycle.transition(s.session_id, CREATED, ACTIVE, process=agent.identity)
             first.crash()  # ...and nobody stops the agent
             assert agent_process.is_running(agent.identity)
 
             second = kernels()
-            assert second.recovery.recover() == [s.session_id]
+            assert await second.recovery.recover() == [s.session_id]
             assert await asyncio.wait_for(agent.wait(), 5) == -signal.SIGKILL
             got = second.manager.get(s.session_id)
             assert got.status is PAUSED and got.process is None
@@ -408,11 +419,11 @@ _KERNEL = textwrap.dedent(
     async def main() -> None:
         db, project, logs = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
         manager = SessionManager.open(db)
-        s = manager.create(project, "thread-k")
+        s = await manager.create(project, "thread-k")
         agent = await agent_process.start(
             s.session_id, ["sleep", "60"], project_path=project, log_dir=logs
         )
-        SessionLifecycle(manager).transition(
+        await SessionLifecycle(manager).transition(
             s.session_id, SessionStatus.CREATED, SessionStatus.ACTIVE,
             context={"turn": 3}, process=agent.identity,
         )
@@ -457,12 +468,12 @@ def test_an_agent_orphaned_by_a_sigkilled_kernel_is_ended_at_the_next_start(
         crashed = nxt.recovery.detect_crashed_sessions()
         assert [r.session_id for r in crashed] == [sid]
         assert crashed[0].process == {**identity, "argv": ["sleep", "60"]}
-        assert nxt.recovery.recover() == [sid]
+        assert run(nxt.recovery.recover()) == [sid]
         _wait_until(lambda: not agent_process.is_running(identity), 5, "the orphan to end")
         got = nxt.manager.get(sid)
         assert got.status is PAUSED and got.process is None
         assert got.context["ended_orphan_pid"] == int(pid) and got.context["turn"] == 3
-        assert nxt.recovery.recover() == []
+        assert run(nxt.recovery.recover()) == []
     finally:
         if kernel.poll() is None:
             kernel.kill()
@@ -505,6 +516,27 @@ def test_an_agent_runs_in_the_project_with_its_session_id_and_logs_both_streams(
     log = agent.log_path.read_text()
     assert f"id=sess-1 cwd={project} x=y" in log and "oops" in log
     assert oct(agent.log_path.stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_an_agent_that_ends_at_once_is_an_agent_that_ended_not_a_failure_to_start(
+    tmp_path: Path,
+) -> None:
+    # `true` is often reaped before its start time can be read; it still started and
+    # ended with its code, and its record names no process anyone may signal later.
+    async def scenario() -> list[agent_process.AgentProcess]:
+        agents = []
+        for i in range(20):
+            agent = await agent_process.start(
+                f"s{i}", ["true"], project_path=tmp_path, log_dir=tmp_path / "logs"
+            )
+            assert await agent.wait() == 0
+            agents.append(agent)
+        return agents
+
+    for agent in asyncio.run(scenario()):
+        assert set(agent.identity) == {"pid", "start_time", "argv"}
+        if agent.identity["start_time"] is None:
+            assert asyncio.run(agent_process.stop(agent.identity)) == "not_running"
 
 
 def test_an_agent_that_cannot_start_is_a_tool_error(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import json
 import sqlite3
 import threading
 import uuid
+from asyncio import run
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -76,7 +77,7 @@ def lifecycle(manager: SessionManager) -> SessionLifecycle:
 def bring_to(lifecycle: SessionLifecycle, rec: SessionRecord, status: SessionStatus) -> None:
     current = rec.status
     for nxt in PATH_TO[status]:
-        lifecycle.transition(rec.session_id, current, nxt)
+        run(lifecycle.transition(rec.session_id, current, nxt))
         current = nxt
 
 
@@ -139,7 +140,7 @@ def test_a_version_1_vault_is_migrated_to_sessions(tmp_path: Path) -> None:
     try:
         assert schema_version(conn) >= 2
         assert conn.execute("SELECT adapter FROM adapter_state").fetchall() == [("cli",)]
-        assert m.create("/p", "t").status is S.CREATED
+        assert run(m.create("/p", "t")).status is S.CREATED
     finally:
         m.close()
 
@@ -168,7 +169,7 @@ def test_the_table_itself_refuses_unknown_statuses_and_non_object_context(db: Pa
 def test_create_makes_a_created_session_that_survives_a_reopen(
     db: Path, manager: SessionManager
 ) -> None:
-    rec = manager.create("/proj1", "t1")
+    rec = run(manager.create("/proj1", "t1"))
     assert uuid.UUID(rec.session_id)
     assert (rec.project_path, rec.thread_id, rec.status) == ("/proj1", "t1", S.CREATED)
     assert rec.context == {} and rec.process is None
@@ -187,12 +188,12 @@ def test_create_keeps_an_absolute_project_path(
     manager: SessionManager, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    rec = manager.create("proj", "t1")
+    rec = run(manager.create("proj", "t1"))
     assert rec.project_path == str(tmp_path / "proj")
     with pytest.raises(ValueError, match="project_path"):
-        manager.create("", "t2")
+        run(manager.create("", "t2"))
     with pytest.raises(ValueError, match="thread_id"):
-        manager.create("/p", "")
+        run(manager.create("/p", ""))
 
 
 def test_get_unknown_names_the_id(manager: SessionManager) -> None:
@@ -203,7 +204,7 @@ def test_get_unknown_names_the_id(manager: SessionManager) -> None:
 def test_get_accepts_an_unambiguous_prefix_of_four_or_more(
     db: Path, manager: SessionManager
 ) -> None:
-    rec = manager.create("/p", "t1")
+    rec = run(manager.create("/p", "t1"))
     assert manager.get(rec.session_id[:4]) == rec
     assert manager.get(rec.session_id[:10]) == rec
     assert manager.resolve_id(rec.session_id[:8]) == rec.session_id
@@ -222,13 +223,13 @@ def test_get_accepts_an_unambiguous_prefix_of_four_or_more(
         manager.get("abcd")
     assert manager.get("abcd-2").session_id == "abcd-2222"
     # writes resolve prefixes the same way
-    assert manager.update("abcd-1", context={"k": 1}).session_id == "abcd-1111"
+    assert run(manager.update("abcd-1", context={"k": 1})).session_id == "abcd-1111"
 
 
 def test_list_filters_by_status_oldest_first(
     manager: SessionManager, lifecycle: SessionLifecycle
 ) -> None:
-    made = {s: manager.create(f"/p/{s}", f"t-{s}") for s in S}
+    made = {s: run(manager.create(f"/p/{s}", f"t-{s}")) for s in S}
     for status, rec in made.items():
         bring_to(lifecycle, rec, status)
     assert [r.session_id for r in manager.list()] == [r.session_id for r in made.values()]
@@ -236,8 +237,8 @@ def test_list_filters_by_status_oldest_first(
         listed = manager.list(status=status)
         assert [r.session_id for r in listed] == [rec.session_id]
         assert listed[0].status is status
-    extra = manager.create("/p/x", "t-x")
-    lifecycle.transition(extra.session_id, S.CREATED, S.ACTIVE)
+    extra = run(manager.create("/p/x", "t-x"))
+    run(lifecycle.transition(extra.session_id, S.CREATED, S.ACTIVE))
     assert [r.session_id for r in manager.list(status=S.ACTIVE)] == [
         made[S.ACTIVE].session_id,
         extra.session_id,
@@ -245,28 +246,28 @@ def test_list_filters_by_status_oldest_first(
 
 
 def test_update_merges_context_and_sets_updated_at(manager: SessionManager) -> None:
-    rec = manager.create("/p", "t1")
-    one = manager.update(rec.session_id, context={"a": 1, "nested": {"x": 1}})
-    two = manager.update(rec.session_id, context={"b": [1, "two"], "nested": {"y": 2}})
+    rec = run(manager.create("/p", "t1"))
+    one = run(manager.update(rec.session_id, context={"a": 1, "nested": {"x": 1}}))
+    two = run(manager.update(rec.session_id, context={"b": [1, "two"], "nested": {"y": 2}}))
     assert two.context == {"a": 1, "b": [1, "two"], "nested": {"y": 2}}  # top-level merge
     assert manager.get(rec.session_id) == two
     assert rec.updated_at <= one.updated_at <= two.updated_at
     assert two.created_at == rec.created_at
-    assert manager.update(rec.session_id, context={}).context == two.context
+    assert run(manager.update(rec.session_id, context={})).context == two.context
 
 
 def test_update_sets_and_clears_the_process_of_an_active_session_only(
     manager: SessionManager, lifecycle: SessionLifecycle
 ) -> None:
-    rec = manager.create("/p", "t1")
+    rec = run(manager.create("/p", "t1"))
     proc = {"pid": 123, "start_time": 456, "argv": ["agent", "--x"]}
     with pytest.raises(SessionStatusMismatch, match="is CREATED, not ACTIVE"):
-        manager.update(rec.session_id, process=proc)
+        run(manager.update(rec.session_id, process=proc))
     assert manager.get(rec.session_id).process is None
-    lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE)
-    assert manager.update(rec.session_id, process=proc).process == proc
-    assert manager.update(rec.session_id, context={"k": "v"}).process == proc  # kept
-    assert manager.update(rec.session_id, process=None).process is None
+    run(lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE))
+    assert run(manager.update(rec.session_id, process=proc)).process == proc
+    assert run(manager.update(rec.session_id, context={"k": "v"})).process == proc  # kept
+    assert run(manager.update(rec.session_id, process=None)).process is None
 
 
 @pytest.mark.parametrize(
@@ -283,25 +284,25 @@ def test_update_sets_and_clears_the_process_of_an_active_session_only(
 def test_context_is_plain_json_only(
     db: Path, manager: SessionManager, value: dict[str, Any], why: str
 ) -> None:
-    rec = manager.create("/p", "t1")
-    manager.update(rec.session_id, context={"kept": True})
+    rec = run(manager.create("/p", "t1"))
+    run(manager.update(rec.session_id, context={"kept": True}))
     before = raw_row(db, rec.session_id)
     with pytest.raises(InvalidSessionContext, match=why) as info:
-        manager.update(rec.session_id, context=value)
+        run(manager.update(rec.session_id, context=value))
     assert rec.session_id in str(info.value)
     assert raw_row(db, rec.session_id) == before
 
 
 def test_context_must_be_an_object(manager: SessionManager) -> None:
-    rec = manager.create("/p", "t1")
+    rec = run(manager.create("/p", "t1"))
     with pytest.raises(InvalidSessionContext, match="must be a JSON object"):
-        manager.update(rec.session_id, context=["not", "a", "dict"])  # type: ignore[arg-type]
+        run(manager.update(rec.session_id, context=["not", "a", "dict"]))  # type: ignore[arg-type]
 
 
 def test_context_is_stored_as_json_text_not_pickle(db: Path, manager: SessionManager) -> None:
-    rec = manager.create("/p", "t1")
+    rec = run(manager.create("/p", "t1"))
     ctx = {"text": "héllo ✓", "n": 1.5, "list": [None, True], "obj": {"k": "v"}}
-    manager.update(rec.session_id, context=ctx)
+    run(manager.update(rec.session_id, context=ctx))
     raw = raw_row(db, rec.session_id)["context"]
     assert isinstance(raw, str)
     assert json.loads(raw) == ctx
@@ -312,19 +313,19 @@ def test_context_is_stored_as_json_text_not_pickle(db: Path, manager: SessionMan
 def test_one_live_session_per_thread(
     db: Path, manager: SessionManager, lifecycle: SessionLifecycle
 ) -> None:
-    first = manager.create("/p", "thread-1")
-    other = manager.create("/p", "thread-2")  # another thread is independent
+    first = run(manager.create("/p", "thread-1"))
+    other = run(manager.create("/p", "thread-2"))  # another thread is independent
     with pytest.raises(SessionThreadBusy) as info:
-        manager.create("/q", "thread-1")
+        run(manager.create("/q", "thread-1"))
     assert first.session_id in str(info.value) and "'thread-1'" in str(info.value)
     for src, dst in ((S.CREATED, S.ACTIVE), (S.ACTIVE, S.PAUSED)):
-        lifecycle.transition(first.session_id, src, dst)
+        run(lifecycle.transition(first.session_id, src, dst))
         with pytest.raises(SessionThreadBusy, match=dst.value):
-            manager.create("/q", "thread-1")
+            run(manager.create("/q", "thread-1"))
     assert manager.live_for_thread("thread-1") == manager.get(first.session_id)
-    lifecycle.transition(first.session_id, S.PAUSED, S.TERMINATED)
+    run(lifecycle.transition(first.session_id, S.PAUSED, S.TERMINATED))
     assert manager.live_for_thread("thread-1") is None
-    second = manager.create("/q", "thread-1")  # a terminated session frees its thread
+    second = run(manager.create("/q", "thread-1"))  # a terminated session frees its thread
     assert manager.live_for_thread("thread-1") == second
     assert {r.thread_id for r in manager.list()} == {"thread-1", "thread-2"}
     assert other.status is S.CREATED
@@ -373,17 +374,17 @@ def test_every_pair_of_statuses(
     src: SessionStatus,
     dst: SessionStatus,
 ) -> None:
-    rec = manager.create("/p", "t1")
+    rec = run(manager.create("/p", "t1"))
     bring_to(lifecycle, rec, src)
     before = raw_row(db, rec.session_id)
     assert before["status"] == src.value
     if is_legal_session_move(src, dst):
-        moved = lifecycle.transition(rec.session_id, src, dst, context={"moved": True})
+        moved = run(lifecycle.transition(rec.session_id, src, dst, context={"moved": True}))
         assert moved.status is dst and moved.context == {"moved": True}
         assert manager.get(rec.session_id) == moved
     else:
         with pytest.raises(IllegalSessionTransition) as info:
-            lifecycle.transition(rec.session_id, src, dst)
+            run(lifecycle.transition(rec.session_id, src, dst))
         assert str(info.value) == (
             f"session {rec.session_id}: cannot go from {src.value} to {dst.value}"
         )
@@ -393,12 +394,12 @@ def test_every_pair_of_statuses(
 def test_transition_is_compare_and_set(
     db: Path, manager: SessionManager, lifecycle: SessionLifecycle
 ) -> None:
-    rec = manager.create("/p", "t1")
-    lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE)
+    rec = run(manager.create("/p", "t1"))
+    run(lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE))
     before = raw_row(db, rec.session_id)
     # legal as a move, but the session is not CREATED any more
     with pytest.raises(SessionStatusMismatch) as info:
-        lifecycle.transition(rec.session_id, S.CREATED, S.TERMINATED)
+        run(lifecycle.transition(rec.session_id, S.CREATED, S.TERMINATED))
     assert info.value.actual == "ACTIVE" and info.value.expected == "CREATED"
     assert f"session {rec.session_id} is ACTIVE, not CREATED" in str(info.value)
     assert raw_row(db, rec.session_id) == before
@@ -407,15 +408,15 @@ def test_transition_is_compare_and_set(
 def test_a_stale_second_connection_cannot_race_past_the_first(
     db: Path, manager: SessionManager, lifecycle: SessionLifecycle
 ) -> None:
-    rec = manager.create("/p", "t1")
-    lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE)
+    rec = run(manager.create("/p", "t1"))
+    run(lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE))
     other = SessionManager.open(db)
     try:
         seen = other.get(rec.session_id)
         assert seen.status is S.ACTIVE
-        lifecycle.transition(rec.session_id, S.ACTIVE, S.PAUSED)
+        run(lifecycle.transition(rec.session_id, S.ACTIVE, S.PAUSED))
         with pytest.raises(SessionStatusMismatch, match="is PAUSED, not ACTIVE"):
-            SessionLifecycle(other).transition(seen.session_id, seen.status, S.TERMINATED)
+            run(SessionLifecycle(other).transition(seen.session_id, seen.status, S.TERMINATED))
         assert manager.get(rec.session_id).status is S.PAUSED
     finally:
         other.close()
@@ -424,8 +425,8 @@ def test_a_stale_second_connection_cannot_race_past_the_first(
 def test_racing_threads_move_a_session_exactly_once(
     db: Path, manager: SessionManager, lifecycle: SessionLifecycle
 ) -> None:
-    rec = manager.create("/p", "t1")
-    lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE)
+    rec = run(manager.create("/p", "t1"))
+    run(lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE))
     racers = [SessionManager.open(db) for _ in range(6)]
     barrier = threading.Barrier(len(racers))
     outcomes: list[str] = []
@@ -433,8 +434,10 @@ def test_racing_threads_move_a_session_exactly_once(
     def race(m: SessionManager, i: int) -> None:
         barrier.wait()
         try:
-            SessionLifecycle(m).transition(
-                rec.session_id, S.ACTIVE, S.PAUSED, context={"winner": i}
+            run(
+                SessionLifecycle(m).transition(
+                    rec.session_id, S.ACTIVE, S.PAUSED, context={"winner": i}
+                )
             )
             outcomes.append("moved")
         except SessionStatusMismatch:
@@ -455,26 +458,26 @@ def test_racing_threads_move_a_session_exactly_once(
 def test_transition_sets_context_and_process_together_and_leaving_active_clears_it(
     manager: SessionManager, lifecycle: SessionLifecycle
 ) -> None:
-    rec = manager.create("/p", "t1")
+    rec = run(manager.create("/p", "t1"))
     proc = {"pid": 42, "start_time": 7, "argv": ["agent"]}
-    active = lifecycle.transition(
-        rec.session_id, S.CREATED, S.ACTIVE, context={"turn": 1}, process=proc
+    active = run(
+        lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE, context={"turn": 1}, process=proc)
     )
     assert (active.status, active.context, active.process) == (S.ACTIVE, {"turn": 1}, proc)
-    paused = lifecycle.transition(rec.session_id, S.ACTIVE, S.PAUSED, context={"turn": 2})
+    paused = run(lifecycle.transition(rec.session_id, S.ACTIVE, S.PAUSED, context={"turn": 2}))
     assert paused.process is None and paused.context == {"turn": 2}
     with pytest.raises(ValueError, match="only an ACTIVE session has a process"):
-        lifecycle.transition(rec.session_id, S.PAUSED, S.TERMINATED, process=proc)
+        run(lifecycle.transition(rec.session_id, S.PAUSED, S.TERMINATED, process=proc))
     assert manager.get(rec.session_id) == paused
 
 
 def test_an_invalid_context_in_a_transition_changes_nothing(
     db: Path, manager: SessionManager, lifecycle: SessionLifecycle
 ) -> None:
-    rec = manager.create("/p", "t1")
+    rec = run(manager.create("/p", "t1"))
     before = raw_row(db, rec.session_id)
     with pytest.raises(InvalidSessionContext):
-        lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE, context={"bad": {1, 2}})
+        run(lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE, context={"bad": {1, 2}}))
     assert raw_row(db, rec.session_id) == before  # the status did not move either
 
 
@@ -493,11 +496,11 @@ def test_random_move_sequences_follow_the_table(
 ) -> None:
     """Any sequence of (claimed from, to) moves: legal and current -> done; else refused."""
     lifecycle = SessionLifecycle(shared)
-    rec = shared.create("/p", f"thread-{uuid.uuid4()}")
+    rec = run(shared.create("/p", f"thread-{uuid.uuid4()}"))
     status = S.CREATED
     for claimed, dst in moves:
         try:
-            lifecycle.transition(rec.session_id, claimed, dst)
+            run(lifecycle.transition(rec.session_id, claimed, dst))
         except IllegalSessionTransition:
             assert not is_legal_session_move(claimed, dst)
         except SessionStatusMismatch as exc:
@@ -515,17 +518,17 @@ def test_random_move_sequences_follow_the_table(
 def test_a_write_that_the_database_refuses_is_a_vault_error_naming_the_file(
     db: Path, manager: SessionManager
 ) -> None:
-    rec = manager.create("/p", "t1")
+    rec = run(manager.create("/p", "t1"))
     ro_conn = open_vault_db(db, "sessions", readonly=True)
     readonly = SessionManager(ro_conn)
     try:
         assert readonly.get(rec.session_id) == rec  # reads work
         with pytest.raises(SessionStoreError) as info:
-            readonly.update(rec.session_id, context={"x": 1})
+            run(readonly.update(rec.session_id, context={"x": 1}))
         assert isinstance(info.value, VaultError) and isinstance(info.value, PfarError)
         assert str(db) in str(info.value) and "nothing was changed" in str(info.value)
         with pytest.raises(SessionStoreError):
-            readonly.create("/p", "t2")
+            run(readonly.create("/p", "t2"))
         assert not ro_conn.in_transaction  # rolled back, the connection still usable
         assert readonly.get(rec.session_id) == rec
     finally:

@@ -15,8 +15,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pfar.errors import IllegalTransition, TaskStateRefused
-from pfar.journal import Journal, OwnerMessage, TaskRecord, TaskState
+from pfar.journal import Journal, OwnerMessage, TaskRecord, TaskState, TaskUpdate
 from pfar.journal.holds import PauseOutcome, ResumeOutcome
+from pfar.journal.payloads import (
+    Extracting,
+    Paused,
+    Payload,
+    Planning,
+    Working,
+    pause_requested,
+    paused_from,
+)
 from pfar.journal.records import now_rfc3339
 from pfar.journal.states import (
     LEGAL,
@@ -26,6 +35,7 @@ from pfar.journal.states import (
     check_transition,
     is_legal,
 )
+from tests.support import payload_for
 
 S = TaskState
 
@@ -187,6 +197,15 @@ def _journal() -> Iterator[Journal]:
             j.close()
 
 
+def _payload(dst: TaskState, current: TaskState = S.Extracting, step: int = 0) -> Payload:
+    """What a move into `dst` from `current` carries (a pause holds the state it is in)."""
+    if dst is S.Paused:
+        then = payload_for(current if current.working else S.Executing, step)
+        assert isinstance(then, Working)
+        return Paused(then=then)
+    return payload_for(dst, step)
+
+
 def _task(task_id: str) -> TaskRecord:
     now = now_rfc3339()
     return TaskRecord(
@@ -195,7 +214,7 @@ def _task(task_id: str) -> TaskRecord:
         principal="owner",
         trigger_event={"text": "hello"},
         state=TaskState.Extracting,
-        detail={},
+        payload=Extracting(),
         phase=TaskState.Extracting.phase,
         plan=None,
         execute_progress=None,
@@ -237,22 +256,22 @@ def test_journal_stores_what_the_model_says(
         for n, dst in enumerate(attempts):
             before = j.task(tid)
             assert before.state is model
+            to = _payload(dst, model, n)
             if is_legal(model, dst, came_from):
-                await j.transition(tid, dst, point=None, detail={"current_step": n}, error=f"e{n}")
+                await j.transition(tid, to, point=None, update=TaskUpdate(error=f"e{n}"))
                 came_from = model if dst is S.Paused else None
                 model = dst
                 after = j.task(tid)
                 assert after.state is dst
-                # the journal keeps where a paused task goes back to
-                assert after.detail == {"current_step": n} | (
-                    {"paused_from": came_from.value} if came_from else {}
-                )
+                # the journal keeps the payload, and where a paused task goes back to
+                assert after.payload == to
+                assert paused_from(after.payload) is came_from
                 assert after.error == f"e{n}"
                 assert after.phase == (dst.phase or before.phase)
                 assert after.updated_at >= before.updated_at
             else:
                 with pytest.raises(IllegalTransition) as info:
-                    await j.transition(tid, dst, point=None, detail={"x": 1}, error="nope")
+                    await j.transition(tid, to, point=None, update=TaskUpdate(error="nope"))
                 assert (info.value.task_id, info.value.src, info.value.dst) == (
                     tid,
                     model.value,
@@ -278,21 +297,33 @@ def test_concurrent_transitions_apply_in_order_and_refusals_undo_only_themselves
     j = shared_journal
     tid = str(uuid.uuid4())
 
-    async def go() -> list[BaseException | None]:
+    # what each move carries, from the state the model says it finds (in submission order)
+    moves: list[Payload] = []
+    model = TaskState.Extracting
+    came_from: TaskState | None = None
+    for dst in attempts:
+        moves.append(_payload(dst, model))
+        if is_legal(model, dst, came_from):
+            came_from, model = (model if dst is S.Paused else None), dst
+
+    async def go() -> list[BaseException | TaskState]:
         await j.create(_task(tid))
         results = await asyncio.gather(
-            *(j.transition(tid, dst, point=None, error=f"e{n}") for n, dst in enumerate(attempts)),
+            *(
+                j.transition(tid, to, point=None, update=TaskUpdate(error=f"e{n}"))
+                for n, to in enumerate(moves)
+            ),
             return_exceptions=True,
         )
         return list(results)
 
     results = asyncio.run(go())
     model = TaskState.Extracting
-    came_from: TaskState | None = None
+    came_from = None
     last_ok = None
     for n, (dst, result) in enumerate(zip(attempts, results, strict=True)):
         if is_legal(model, dst, came_from):
-            assert result is None, (n, dst, result)
+            assert result is dst, (n, dst, result)  # the state it is in now
             came_from = model if dst is S.Paused else None
             model = dst
             last_ok = n
@@ -308,7 +339,7 @@ def test_unknown_task_transition_is_refused(shared_journal: Journal) -> None:
     from pfar.errors import UnknownTask
 
     with pytest.raises(UnknownTask, match="no-such-task"):
-        asyncio.run(shared_journal.transition("no-such-task", TaskState.Planning, point=None))
+        asyncio.run(shared_journal.transition("no-such-task", Planning(), point=None))
 
 
 # -- the owner's holds (pause, resume, cancel), enforced by a real journal ----------
@@ -370,11 +401,12 @@ def test_holds_follow_the_model(shared_journal: Journal, ops: list[object]) -> N
         for op in ops:
             before = j.task(tid)
             if isinstance(op, TaskState):
+                to = _payload(op, m.state)
                 if m.move(op):
-                    await j.transition(tid, op, point=None)
+                    await j.transition(tid, to, point=None)
                 else:
                     with pytest.raises(IllegalTransition):
-                        await j.transition(tid, op, point=None)
+                        await j.transition(tid, to, point=None)
                     assert j.task(tid) == before
             elif op in ("pause_running", "pause_idle"):
                 running = op == "pause_running"
@@ -422,14 +454,14 @@ def test_holds_follow_the_model(shared_journal: Journal, ops: list[object]) -> N
                 # a runner's move after the intent is refused: the task is the owner's
                 for late in WORKING:
                     with pytest.raises(IllegalTransition):
-                        await j.transition(tid, late, point=None)
+                        await j.transition(tid, _payload(late), point=None)
                 await j.finish_cancel(tid, OwnerMessage(f"cancelled:{tid}", "notice", "x", tid))
                 m.move(S.Cancelled)
             row = j.task(tid)
             assert row.state is m.state
-            assert row.detail.get("paused_from") == (
-                m.came_from.value if m.state is S.Paused and m.came_from else None
+            assert paused_from(row.payload) == (
+                m.came_from if m.state is S.Paused and m.came_from else None
             )
-            assert bool(row.detail.get("pause_requested")) == m.requested
+            assert pause_requested(row.payload) == m.requested
 
     asyncio.run(go())

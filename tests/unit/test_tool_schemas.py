@@ -11,8 +11,7 @@ import pytest
 
 from pfar.errors import ToolFailed
 from pfar.json_schema import validate_schema
-from pfar.kernel.models import step_check, tool_schemas
-from pfar.llm.model_provider import tool_listing
+from pfar.runners.thinking import step_check, tool_listing, tool_schemas
 from pfar.tools.registry import ToolRegistry
 
 TOOLS = ToolRegistry.builtin()

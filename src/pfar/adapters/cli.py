@@ -13,10 +13,11 @@ import shlex
 import sys
 from typing import TextIO
 
+from ..answers import parse_answer
 from ..errors import PfarError
 from ..journal import OwnerMessage
+from ..kernel.api import Operator
 from ..kernel.holds import describe
-from ..kernel.kernel import Kernel
 from ..kernel.lines import MAX_LINE_TEXT, read_lines
 from ..kernel.terminal import write
 from ..policy.printable import printable
@@ -43,7 +44,8 @@ class StdoutSink:
             log.warning("stdout cannot be written; owner messages go to owner.log only")
 
 
-async def read_commands(kernel: Kernel, stream: asyncio.StreamReader) -> None:
+async def read_commands(operator: Operator, stream: asyncio.StreamReader) -> None:
+    """Run each line of `stream` as a command through the operator API; print its reply."""
     n = 0
     async for line in read_lines(stream):
         n += 1
@@ -52,14 +54,14 @@ async def read_commands(kernel: Kernel, stream: asyncio.StreamReader) -> None:
         elif not (text := line.decode(errors="replace").strip()):
             continue
         else:
-            reply = await _reply(kernel, text, n)
+            reply = await _reply(operator, text, n)
         # a reply that cannot be written is lost; the next line is still read and done
         write(sys.stdout, printable(reply, indent="") + "\n")
 
 
-async def _reply(kernel: Kernel, text: str, n: int) -> str:
+async def _reply(operator: Operator, text: str, n: int) -> str:
     try:
-        return await _command(kernel, text, n)
+        return await _command(operator, words=shlex.split(text))
     except PfarError as exc:
         why = str(exc)
     except ValueError as exc:  # e.g. an unterminated quote
@@ -70,31 +72,32 @@ async def _reply(kernel: Kernel, text: str, n: int) -> str:
     return "error: " + printable(why, indent="  ")
 
 
-async def _command(kernel: Kernel, text: str, n: int) -> str:
-    words = shlex.split(text)
-    verb, args = words[0], words[1:]
-    if verb == "submit" and len(args) >= 2:
-        task = await kernel.submit(args[0], " ".join(args[1:]), adapter="cli")
-        return f"task {task.task_id} submitted ({task.template_id})"
-    if verb in ("approve", "deny") and len(args) == 1:
-        a, changed = await kernel.answer(args[0], verb)
-        return f"approval {a.approval_id[:8]}: {a.status.value}" + ("" if changed else " (already)")
-    if verb == "answer" and len(args) == 2:
-        a, _ = await kernel.answer(args[0], args[1])
-        return f"approval {a.approval_id[:8]}: {a.status.value} ({a.decision})"
-    if verb in _HOLDS and len(args) == 1:
-        result = await getattr(kernel, _HOLDS[verb])(args[0])
-        return describe(result.to_json())
-    if verb == "tasks":
-        rows = kernel.journal.tasks(limit=20)
-        return "\n".join(f"{t.task_id[:8]}  {t.template_id:20} {t.state.value}" for t in rows)
+async def _command(operator: Operator, words: list[str]) -> str:
+    match words:
+        case ["submit", template, first, *rest]:
+            task = await operator.submit(template, " ".join([first, *rest]), adapter="cli")
+            return f"task {task.task_id} submitted ({task.template_id})"
+        case ["approve" | "deny" as verb, approval_id]:
+            a = await operator.answer(approval_id, parse_answer(verb))
+            return f"approval {a.approval_id[:8]}: {a.status.value}" + (
+                "" if a.changed else " (already)"
+            )
+        case ["answer", approval_id, option]:
+            a = await operator.answer(approval_id, parse_answer(option))
+            return f"approval {a.approval_id[:8]}: {a.status.value} ({a.decision})"
+        case ["cancel", task_id]:
+            return describe((await operator.cancel(task_id)).to_json())
+        case ["pause", task_id]:
+            return describe((await operator.pause(task_id)).to_json())
+        case ["resume", task_id]:
+            return describe((await operator.resume(task_id)).to_json())
+        case ["tasks", *_]:
+            rows = operator.tasks(limit=20)
+            return "\n".join(f"{t.task_id[:8]}  {t.template_id:20} {t.state}" for t in rows)
     return (
         "commands: submit TEMPLATE TEXT | approve ID | deny ID | answer ID OPTION | tasks | "
         "cancel ID | pause ID | resume ID"
     )
-
-
-_HOLDS = {"cancel": "cancel_task", "pause": "pause_task", "resume": "resume_task"}
 
 
 async def stdin_reader() -> asyncio.StreamReader | None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import socket
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import KernelNotReady, KernelNotRunning, PfarError
+from ..kernel.api.requests import PING, Command, NoArgs
 from ..kernel.lines import MAX_LINE, MAX_LINE_TEXT
 from ..vault.home import Home, HomeLock
+
+A = TypeVar("A")
 
 
 class RemoteError(PfarError):
@@ -19,10 +22,15 @@ class RemoteError(PfarError):
 
 def kernel_running(home: Home) -> bool:
     try:
-        call(home, {"op": "ping"}, timeout=2.0)
+        send(home, PING, NoArgs(), timeout=2.0)
     except KernelNotRunning:
         return False
     return True
+
+
+def send(home: Home, command: Command[A], arguments: A, timeout: float = 60.0) -> Any:
+    """Run `command` on the kernel; its result as JSON (RemoteError if it was refused)."""
+    return call(home, command.request(arguments), timeout)
 
 
 def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:

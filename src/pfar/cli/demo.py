@@ -28,10 +28,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..journal import Journal, TaskRecord
+from ..kernel.setup_home import init_home
 from ..policy.printable import printable
 from ..vault.home import Home
 from . import client
-from .setup_home import init_home
 
 con = Console(highlight=False)
 
@@ -219,16 +220,15 @@ def _tasks_table(home: Home, names: dict[str, str]) -> Table:
     t = Table(title_justify="left")
     for c in ("task", "task_id", "state", "step", "error"):
         t.add_column(c)
-    for tid, state, detail, plan, error in _q(
-        home,
-        "SELECT task_id, state, state_detail, plan_json, error FROM task_journal "
-        "ORDER BY created_at",
-    ):
-        total = len(json.loads(plan)["steps"]) if plan else 0
-        cur = json.loads(detail).get("current_step", 0)
-        t.add_row(
-            names.get(tid, tid[:8]), tid[:8], state, f"{cur}/{total}" if plan else "", error or ""
-        )
+    with Journal.open_readonly(home.sessions_db) as journal:
+        listed = journal.tasks(limit=1000)
+    tasks = sorted(
+        (task for task in listed if isinstance(task, TaskRecord)), key=lambda t: t.created_at
+    )
+    for task in tasks:
+        tid, total = task.task_id, len(task.plan_steps)
+        step = f"{task.current_step}/{total}" if task.plan else ""
+        t.add_row(names.get(tid, tid[:8]), tid[:8], task.state.value, step, task.error or "")
     return t
 
 

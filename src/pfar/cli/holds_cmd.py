@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import click
 
+from ..kernel.api.requests import TASK_CANCEL, TASK_PAUSE, TASK_RESUME, Command, TaskArgs
 from ..kernel.holds import describe
 from . import client
 from .output import emit, home_of, out
 
 
-def _hold(ctx: click.Context, op: str, task_id: str, as_json: bool) -> None:
-    result = client.call(home_of(ctx), {"op": op, "task_id": task_id})
+def _hold(ctx: click.Context, command: Command[TaskArgs], task_id: str, as_json: bool) -> None:
+    result = client.send(home_of(ctx), command, TaskArgs(task_id))
     if as_json:
         emit(result, True)
     else:
@@ -25,7 +26,7 @@ def _hold(ctx: click.Context, op: str, task_id: str, as_json: bool) -> None:
 def cancel(ctx: click.Context, task_id: str, as_json: bool) -> None:
     """Cancel a task: end the process its running step started, withdraw its questions to
     you; it ends Cancelled (a running step is recorded as cut off)."""
-    _hold(ctx, "task_cancel", task_id, as_json)
+    _hold(ctx, TASK_CANCEL, task_id, as_json)
 
 
 @click.command()
@@ -35,7 +36,7 @@ def cancel(ctx: click.Context, task_id: str, as_json: bool) -> None:
 def pause(ctx: click.Context, task_id: str, as_json: bool) -> None:
     """Pause a task between steps: its running step finishes first. It stays Paused,
     across restarts too, until `pfar resume`."""
-    _hold(ctx, "task_pause", task_id, as_json)
+    _hold(ctx, TASK_PAUSE, task_id, as_json)
 
 
 @click.command()
@@ -44,4 +45,4 @@ def pause(ctx: click.Context, task_id: str, as_json: bool) -> None:
 @click.pass_context
 def resume(ctx: click.Context, task_id: str, as_json: bool) -> None:
     """Resume a paused task from the journal, where it was paused."""
-    _hold(ctx, "task_resume", task_id, as_json)
+    _hold(ctx, TASK_RESUME, task_id, as_json)

@@ -5,27 +5,32 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
 
-from ..config import Config
 from ..errors import KernelNotRunning, PfarError
 from ..journal import TaskState
+from ..kernel.api import MAX_LIMIT
+from ..kernel.api.requests import (
+    ANSWER,
+    CREDENTIAL,
+    SUBMIT,
+    WAIT_IDLE,
+    AnswerArgs,
+    CredentialArgs,
+    NoArgs,
+    SubmitArgs,
+)
+from ..kernel.setup_home import init_home
 from ..policy.printable import printable
-from ..recovery import plan_recovery
-from ..vault.home import Home, HomeLock
+from ..vault.home import Home
 from ..vault.secrets import check_secret_size
 from . import client
 from .holds_cmd import cancel, pause, resume
-from .output import emit, err, home_of, out, readonly, table
+from .output import emit, err, home_of, out, reader, table
 from .sessions_cmd import secret, session
-from .setup_home import init_home
-from .views import approval_row, credential_row, task_row, timeline
 from .workflows_cmd import workflow
-
-MAX_LIMIT = 1_000_000  # a listing longer than this is a job for --json and a script
 
 
 # user data is never markup; piped output is not squeezed into 80 columns
@@ -60,6 +65,7 @@ def init(ctx: click.Context) -> None:
 def run(ctx: click.Context, no_stdin: bool) -> None:
     """Run the kernel in the foreground (CLI adapter on stdin/stdout)."""
     from ..adapters.cli import StdoutSink, read_commands, stdin_reader
+    from ..kernel.api import Operator
     from ..kernel.process import serve
     from ..kernel.terminal import say
 
@@ -80,7 +86,7 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
         def extra(kernel: Any) -> list[asyncio.Task[None]]:
             if reader is None:
                 return []
-            return [asyncio.create_task(read_commands(kernel, reader))]
+            return [asyncio.create_task(read_commands(Operator(kernel), reader))]
 
         return await serve(home, sinks=[StdoutSink()], on_started=started, extra=extra)
 
@@ -102,25 +108,16 @@ def submit(
 ) -> None:
     """Submit a task to the running kernel."""
     home = home_of(ctx)
-    result = client.call(
-        home,
-        {
-            "op": "submit",
-            "template": template,
-            "text": text,
-            "event_id": event_id,
-            "adapter": "cli",
-        },
-    )
+    result = client.send(home, SUBMIT, SubmitArgs(template, text, event_id=event_id, adapter="cli"))
     if result.get("redacted"):
         err.print(
             f"note: the text held {', '.join(result['redacted'])}; the task got "
             "[REDACTED:…] in its place (a template's [[credentials]] is how a task uses a secret)"
         )
     if wait:
-        client.call(home, {"op": "wait_idle"}, timeout=3600)
-        with readonly(home) as j:
-            result = task_row(j.task(result["task_id"]))
+        client.send(home, WAIT_IDLE, NoArgs(), timeout=3600)
+        with reader(home) as r:
+            result = r.task(result["task_id"]).to_json()
     if as_json:
         emit(result, True)
     else:
@@ -146,12 +143,12 @@ def submit(
 @click.pass_context
 def tasks(ctx: click.Context, states: tuple[str, ...], limit: int, as_json: bool) -> None:
     """List tasks, newest first."""
-    with readonly(home_of(ctx)) as j:
-        rows = [task_row(t) for t in j.tasks(list(states) or None, limit)]
+    with reader(home_of(ctx)) as r:
+        rows = [t.to_json() for t in r.tasks([TaskState(s) for s in states], limit)]
     cols = ["task_id", "template_id", "state", "phase", "current_step", "updated_at", "error"]
-    for r in rows:
-        if r["steps"] is not None:
-            r["current_step"] = f"{r['current_step']}/{r['steps']}"
+    for row in rows:
+        if row["steps"] is not None:
+            row["current_step"] = f"{row['current_step']}/{row['steps']}"
     emit(rows, as_json, table(rows, cols, f"{len(rows)} task(s)"))
 
 
@@ -166,18 +163,18 @@ def task() -> None:
 @click.pass_context
 def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
     """The task's timeline from the journal."""
-    with readonly(home_of(ctx)) as j:
-        data = timeline(j, j.resolve_task_id(task_id))
+    with reader(home_of(ctx)) as r:
+        timeline = r.timeline(task_id)
     if as_json:
-        emit(data, True)
+        emit(timeline.to_json(), True)
         return
-    t = data["task"]
-    out.print(f"{t['task_id']}  {t['template_id']}  {t['state']} (phase {t['phase']})")
+    t = timeline.task
+    out.print(f"{t.task_id}  {t.template_id}  {t.state} (phase {t.phase})")
     # errors and events quote tools and servers: their lines after the first are indented
-    if t["error"]:
-        out.print(f"error: {printable(t['error'], indent='       ')}")
-    for ev in data["timeline"]:
-        out.print(f"  {ev['at']}  {printable(ev['event'], indent='    ')}")
+    if t.error:
+        out.print(f"error: {printable(t.error, indent='       ')}")
+    for entry in timeline.entries:
+        out.print(f"  {entry.at}  {printable(entry.event, indent='    ')}")
 
 
 @task.command("trace")
@@ -185,10 +182,8 @@ def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
 @click.pass_context
 def task_trace(ctx: click.Context, task_id: str) -> None:
     """The task's journal written as a trace.md (the traced-workflow format)."""
-    from .trace_view import task_as_trace
-
-    with readonly(home_of(ctx)) as j:
-        click.echo(printable(task_as_trace(j, j.resolve_task_id(task_id)), indent=""), nl=False)
+    with reader(home_of(ctx)) as r:
+        click.echo(printable(r.trace(task_id), indent=""), nl=False)
 
 
 @cli.command()
@@ -197,22 +192,12 @@ def task_trace(ctx: click.Context, task_id: str) -> None:
 @click.pass_context
 def approvals(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """Pending approvals and credential prompts."""
-    statuses = (
-        ("pending", "approved", "denied", "expired", "recovered", "withdrawn")
-        if show_all
-        else ("pending",)
-    )
-    with readonly(home_of(ctx)) as j:
-        rows = [approval_row(a) for a in j.approvals(statuses)]
-        creds = [
-            credential_row(p)
-            for p in j.credential_prompts(
-                ("pending", "received", "expired", "withdrawn") if show_all else ("pending",)
-            )
-        ]
+    with reader(home_of(ctx)) as r:
+        questions = r.questions(answered=show_all).to_json()
     if as_json:
-        emit({"approvals": rows, "credentials": creds}, True)
+        emit(questions, True)
         return
+    rows, creds = questions["approvals"], questions["credentials"]
     out.print(
         table(
             rows,
@@ -250,9 +235,9 @@ def approval() -> None:
 @click.pass_context
 def approval_show(ctx: click.Context, approval_id: str, as_json: bool) -> None:
     """The whole question: what it asks, and every argument of the action it lets run."""
-    with readonly(home_of(ctx)) as j:
-        a = j.approval(j.resolve_approval_id(approval_id))
-    row = approval_row(a)
+    with reader(home_of(ctx)) as r:
+        a = r.approval(approval_id)
+    row = a.to_json()
     if as_json:
         emit(row, True)
         return
@@ -266,9 +251,7 @@ def approval_show(ctx: click.Context, approval_id: str, as_json: bool) -> None:
 
 
 def _answer(ctx: click.Context, approval_id: str, decision: str) -> None:
-    r = client.call(
-        home_of(ctx), {"op": "answer", "approval_id": approval_id, "decision": decision}
-    )
+    r = client.send(home_of(ctx), ANSWER, AnswerArgs(approval_id, decision))
     if r["changed"]:
         out.print(
             f"approval {r['approval_id']}: {r['status']} ({r['decision']}); "
@@ -316,7 +299,7 @@ def credential(ctx: click.Context, prompt_id: str) -> None:
     else:
         secret = sys.stdin.read()
     check_secret_size(secret.strip())  # refused here, before it is sent anywhere
-    r = client.call(home_of(ctx), {"op": "credential", "prompt_id": prompt_id, "secret": secret})
+    r = client.send(home_of(ctx), CREDENTIAL, CredentialArgs(prompt_id, secret))
     out.print(f"credential stored; task {r['task_id']} resumes")
 
 
@@ -331,27 +314,14 @@ def credential(ctx: click.Context, prompt_id: str) -> None:
 @click.pass_context
 def recover(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     """What recovery would do with every unfinished task (changes nothing)."""
-    home = home_of(ctx)
-    config = Config.load(home.config)
-    with readonly(home) as j:
-        last = j.last_boot()
-        running = HomeLock(home).is_held_elsewhere()
-        crashed = last is not None and not last["clean"] and not running
-        plan = plan_recovery(
-            j,
-            datetime.now(UTC),
-            timedelta(seconds=config.recovery.max_task_age_seconds),
-            config.recovery.max_recovery_attempts,
-            crashed,
-        )
-        rows = []
-        for d in plan.decisions:
-            t = plan.tasks[d.task_id]
-            rows.append({**task_row(t), "action": d.action.value, "reason": d.reason})
+    with reader(home_of(ctx)) as r:
+        preview = r.recovery_preview()
+    data = preview.to_json()
     if as_json:
-        emit({"kernel_running": running, "decisions": rows}, True)
+        emit(data, True)
         return
-    if running:
+    rows = data["decisions"]
+    if preview.kernel_running:
         out.print(
             "a kernel is running on this home: it recovered at its start; "
             "this is what a restart now would do"

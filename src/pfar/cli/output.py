@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..journal import Journal
+from ..kernel.api import HomeReader
 from ..policy.printable import printable
 from ..vault.home import Home
 
@@ -65,5 +65,6 @@ def table(rows: list[dict[str, Any]], columns: list[str], title: str) -> Table:
     return t
 
 
-def readonly(home: Home) -> Journal:
-    return Journal.open_readonly(home.sessions_db)
+def reader(home: Home) -> HomeReader:
+    """The operator API's reads of `home`, with or without a running kernel."""
+    return HomeReader(home)

@@ -5,25 +5,33 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import TypeVar
 
 import click
 
-from ..journal.sessions import SessionManager, SessionStatus
+from ..journal.sessions import SessionStatus
+from ..kernel.api.requests import (
+    SECRET_SET,
+    SESSION_NEW,
+    SESSION_PAUSE,
+    SESSION_RESUME,
+    SESSION_TERMINATE,
+    Command,
+    NewSessionArgs,
+    SecretArgs,
+    SessionArgs,
+)
 from ..policy.printable import printable
-from ..vault.home import Home
 from ..vault.secrets import SecretStore, checked_secret
-from ..vault.sqlite import open_vault_db
 from . import client
-from .output import emit, home_of, out, table
+from .output import emit, home_of, out, reader, table
+
+A = TypeVar("A")
 
 
 @click.group()
 def session() -> None:
     """Long-lived agent sessions (CREATED, ACTIVE, PAUSED, TERMINATED)."""
-
-
-def _sessionsreadonly(home: Home) -> SessionManager:
-    return SessionManager(open_vault_db(home.sessions_db, "sessions", readonly=True))
 
 
 _SESSION_COLUMNS = ["session_id", "status", "project_path", "thread_id", "updated_at"]
@@ -37,11 +45,8 @@ _SESSION_COLUMNS = ["session_id", "status", "project_path", "thread_id", "update
 @click.pass_context
 def session_list(ctx: click.Context, status: str | None, as_json: bool) -> None:
     """Sessions, oldest first."""
-    manager = _sessionsreadonly(home_of(ctx))
-    try:
-        rows = [s.to_json() for s in manager.list(SessionStatus(status) if status else None)]
-    finally:
-        manager.close()
+    with reader(home_of(ctx)) as r:
+        rows = [s.to_json() for s in r.sessions(SessionStatus(status) if status else None)]
     emit(rows, as_json, table(rows, _SESSION_COLUMNS, f"{len(rows)} session(s)"))
 
 
@@ -51,11 +56,8 @@ def session_list(ctx: click.Context, status: str | None, as_json: bool) -> None:
 @click.pass_context
 def session_show(ctx: click.Context, session_id: str, as_json: bool) -> None:
     """One session, with its context."""
-    manager = _sessionsreadonly(home_of(ctx))
-    try:
-        row = manager.get(session_id).to_json()
-    finally:
-        manager.close()
+    with reader(home_of(ctx)) as r:
+        row = r.session(session_id).to_json()
     if as_json:
         emit(row, True)
         return
@@ -72,14 +74,11 @@ def session_new(ctx: click.Context, project_path: str, thread_id: str) -> None:
     """Create a session bound to a project directory and a chat thread."""
     # the kernel's working directory is not ours: send the path as we mean it
     project = os.path.abspath(project_path)
-    r = client.call(
-        home_of(ctx), {"op": "session_new", "project_path": project, "thread_id": thread_id}
-    )
-    out.print(f"session {r['session_id']} {r['status']}")
+    _session_op(ctx, SESSION_NEW, NewSessionArgs(project, thread_id))
 
 
-def _session_op(ctx: click.Context, op: str, session_id: str) -> None:
-    r = client.call(home_of(ctx), {"op": op, "session_id": session_id})
+def _session_op(ctx: click.Context, command: Command[A], arguments: A) -> None:
+    r = client.send(home_of(ctx), command, arguments)
     out.print(f"session {r['session_id']} {r['status']}")
 
 
@@ -88,7 +87,7 @@ def _session_op(ctx: click.Context, op: str, session_id: str) -> None:
 @click.pass_context
 def session_resume(ctx: click.Context, session_id: str) -> None:
     """Start the session's agent (CREATED or PAUSED -> ACTIVE)."""
-    _session_op(ctx, "session_resume", session_id)
+    _session_op(ctx, SESSION_RESUME, SessionArgs(session_id))
 
 
 @session.command("pause")
@@ -96,7 +95,7 @@ def session_resume(ctx: click.Context, session_id: str) -> None:
 @click.pass_context
 def session_pause(ctx: click.Context, session_id: str) -> None:
     """Stop the agent, keep the session (ACTIVE -> PAUSED)."""
-    _session_op(ctx, "session_pause", session_id)
+    _session_op(ctx, SESSION_PAUSE, SessionArgs(session_id))
 
 
 @session.command("terminate")
@@ -104,7 +103,7 @@ def session_pause(ctx: click.Context, session_id: str) -> None:
 @click.pass_context
 def session_terminate(ctx: click.Context, session_id: str) -> None:
     """End the session for good."""
-    _session_op(ctx, "session_terminate", session_id)
+    _session_op(ctx, SESSION_TERMINATE, SessionArgs(session_id))
 
 
 @click.group()
@@ -124,7 +123,7 @@ def secret_set(ctx: click.Context, name: str) -> None:
     value = click.prompt("value", hide_input=True) if sys.stdin.isatty() else sys.stdin.read()
     checked = checked_secret(name, value)  # refused here, before it is sent anywhere
     if client.kernel_running(home):
-        client.call(home, {"op": "secret_set", "name": name, "value": checked})
+        client.send(home, SECRET_SET, SecretArgs(name, checked))
     else:
         store = SecretStore.open(home.secrets_db)
         try:

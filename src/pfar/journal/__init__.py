@@ -9,11 +9,14 @@ from .records import (
     CredentialStatus,
     Idempotency,
     InboundEvent,
+    Move,
     OwnerMessage,
     Semantics,
     StepRecord,
     StepStatus,
+    TaskKind,
     TaskRecord,
+    TaskUpdate,
 )
 from .states import PersistedTaskState, TaskState
 
@@ -26,11 +29,14 @@ __all__ = [
     "Idempotency",
     "InboundEvent",
     "Journal",
+    "Move",
     "OwnerMessage",
     "PersistedTaskState",
     "Semantics",
     "StepRecord",
     "StepStatus",
+    "TaskKind",
     "TaskRecord",
     "TaskState",
+    "TaskUpdate",
 ]

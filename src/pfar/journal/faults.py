@@ -31,6 +31,10 @@ POINTS = (
     "message_delivered",
     "llm_request_sent",
     "cancel_intended",
+    "session_created",
+    "session_activated",
+    "session_paused",
+    "session_terminated",
 )
 
 

@@ -10,23 +10,21 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
 
-from ..errors import IllegalTransition, TaskStateRefused, UnknownTask
-from . import approvals_sql, steps_sql, tasks_sql
-from .records import now_rfc3339
-from .states import PAUSE_REQUESTED, TaskState, paused_from
+from ..errors import IllegalTransition, MalformedTaskRow, TaskStateRefused, UnknownTask
+from . import approvals_sql, payloads, steps_sql, tasks_sql
+from .payloads import Payload
+from .records import TaskUpdate, now_rfc3339
+from .states import TaskState
 
-# (conn, task_id, to, detail, reset_attempts, columns) -> the state the task is now in
-TransitionTxn = Callable[
-    [sqlite3.Connection, str, TaskState, dict[str, Any] | None, bool, dict[str, Any]], TaskState
-]
+# (conn, task_id, to, update, reset_attempts) -> the state the task is now in
+TransitionTxn = Callable[[sqlite3.Connection, str, Payload, TaskUpdate, bool], TaskState]
 
-CANCELLED_FROM = "cancelled_from"  # detail key: the state the owner cancelled the task in
 CANCELLED_ERROR = "cancelled by the owner"
 CUT_OFF = "cut off by the owner's cancel while it ran: it may have had (some of) its effects"
+_NOTHING = TaskUpdate()
 
 
 class PauseOutcome(StrEnum):
@@ -51,16 +49,25 @@ class CancelIntent:
     already: bool = False
 
 
-def _row(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, dict[str, Any]]:
-    current = tasks_sql.get_state_detail(conn, task_id)
+def _row(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, Payload]:
+    current = tasks_sql.get_state_payload(conn, task_id)
     if current is None:
         raise UnknownTask(task_id)
-    state, _, detail = current
-    return state, detail
+    state, _, payload = current
+    return state, payload
 
 
 def _ended(task_id: str, state: TaskState, action: str) -> TaskStateRefused:
     return TaskStateRefused(task_id, state.value, action, "it has already ended")
+
+
+def pause_now_txn(conn: sqlite3.Connection, task_id: str, transition: TransitionTxn) -> TaskState:
+    """Paused now, holding the payload it goes back to (no coroutine holds the task)."""
+    state, payload = _row(conn, task_id)
+    if not isinstance(payload, payloads.Working):
+        raise IllegalTransition(task_id, state.value, TaskState.Paused.value)
+    then = replace(payload, pause_requested=False)
+    return transition(conn, task_id, payloads.Paused(then=then), _NOTHING, False)
 
 
 def pause_txn(
@@ -71,14 +78,14 @@ def pause_txn(
 ) -> tuple[TaskState, PauseOutcome]:
     """`running()` says, at commit time, whether a coroutine holds the task: then it is
     asked to pause at its next boundary, else it is Paused now."""
-    state, detail = _row(conn, task_id)
+    state, payload = _row(conn, task_id)
     if state is TaskState.Paused:
         return state, PauseOutcome.already
     if state.terminal:
         raise _ended(task_id, state, "paused")
     if state is TaskState.Cancelling:
         raise TaskStateRefused(task_id, state.value, "paused", "it is being cancelled")
-    if state.parked:
+    if not isinstance(payload, payloads.Working):
         raise TaskStateRefused(
             task_id,
             state.value,
@@ -87,30 +94,21 @@ def pause_txn(
             "(answer its question, or cancel it)",
         )
     if not running():
-        return transition(conn, task_id, TaskState.Paused, None, False, {}), PauseOutcome.paused
-    if detail.get(PAUSE_REQUESTED):
+        return pause_now_txn(conn, task_id, transition), PauseOutcome.paused
+    if payload.pause_requested:
         return state, PauseOutcome.already
-    conn.execute(
-        "UPDATE task_journal SET state_detail = json_set(state_detail, ?, json('true')) "
-        "WHERE task_id = ?",
-        (f"$.{PAUSE_REQUESTED}", task_id),
-    )
+    tasks_sql.set_payload_txn(conn, task_id, replace(payload, pause_requested=True))
     return state, PauseOutcome.requested
 
 
 def unpause_txn(
     conn: sqlite3.Connection, task_id: str, transition: TransitionTxn
 ) -> tuple[TaskState, ResumeOutcome]:
-    state, detail = _row(conn, task_id)
-    if state is TaskState.Paused:
-        back = paused_from(detail)
-        if back is None:  # only a hand-edited row can lack it: say so, move nothing
-            raise TaskStateRefused(
-                task_id, state.value, "resumed", "its row does not say which state it was paused in"
-            )
-        return transition(conn, task_id, back, None, True, {}), ResumeOutcome.resumed
-    if state.working and detail.get(PAUSE_REQUESTED):
-        tasks_sql.clear_detail_key_txn(conn, task_id, PAUSE_REQUESTED)
+    state, payload = _row(conn, task_id)
+    if isinstance(payload, payloads.Paused):
+        return transition(conn, task_id, payload.then, _NOTHING, True), ResumeOutcome.resumed
+    if isinstance(payload, payloads.Working) and payload.pause_requested:
+        tasks_sql.set_payload_txn(conn, task_id, replace(payload, pause_requested=False))
         return state, ResumeOutcome.withdrawn
     if state.terminal:
         raise _ended(task_id, state, "resumed")
@@ -121,16 +119,27 @@ def unpause_txn(
 def begin_cancel_txn(
     conn: sqlite3.Connection, task_id: str, transition: TransitionTxn
 ) -> CancelIntent:
-    """The intent: Cancelling, with the owner's pending questions withdrawn."""
-    state, detail = _row(conn, task_id)
+    """The intent: Cancelling, with the owner's pending questions withdrawn. Needs nothing
+    from the task's payload, so that a task whose row is malformed can still be ended."""
+    state = tasks_sql.get_state(conn, task_id)
+    if state is None:
+        raise UnknownTask(task_id)
     if state is TaskState.Cancelling:
-        return CancelIntent(_cancelled_from(detail, state), [], [], already=True)
+        try:
+            payload = _row(conn, task_id)[1]
+        except MalformedTaskRow:  # where it was cancelled from is unknown: say Cancelling
+            return CancelIntent(state, [], [], already=True)
+        came = payload.cancelled_from if isinstance(payload, payloads.Cancelling) else state
+        return CancelIntent(came, [], [], already=True)
     if state.terminal:
         raise _ended(task_id, state, "cancelled")
+    try:
+        step = payloads.step_of(_row(conn, task_id)[1]) or 0
+    except MalformedTaskRow:
+        step = 0
     approvals, prompts = approvals_sql.withdraw_for_task_txn(conn, task_id, now_rfc3339())
-    transition(
-        conn, task_id, TaskState.Cancelling, {**detail, CANCELLED_FROM: state.value}, False, {}
-    )
+    intent = payloads.Cancelling(cancelled_from=state, step=step)
+    transition(conn, task_id, intent, _NOTHING, False)
     return CancelIntent(state, approvals, prompts)
 
 
@@ -139,18 +148,13 @@ def finish_cancel_txn(
 ) -> list[int] | None:
     """Cancelled, with the steps still marked running recorded as cut off (their numbers);
     None when the task was Cancelled already."""
-    state, _ = _row(conn, task_id)
+    state = tasks_sql.get_state(conn, task_id)
+    if state is None:
+        raise UnknownTask(task_id)
     if state is TaskState.Cancelled:
         return None
     if state is not TaskState.Cancelling:
         raise IllegalTransition(task_id, state.value, TaskState.Cancelled.value)
     cut = steps_sql.cut_off_txn(conn, task_id, now_rfc3339(), CUT_OFF)
-    transition(conn, task_id, TaskState.Cancelled, None, False, {"error": CANCELLED_ERROR})
+    transition(conn, task_id, payloads.Cancelled(), TaskUpdate(error=CANCELLED_ERROR), False)
     return cut
-
-
-def _cancelled_from(detail: dict[str, Any], default: TaskState) -> TaskState:
-    try:
-        return TaskState(str(detail.get(CANCELLED_FROM, default.value)))
-    except ValueError:
-        return default

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..answers import Answer
 from ..errors import (
     AlreadyDecided,
+    AnswerDoesNotFit,
     IllegalTransition,
+    MalformedTaskRow,
     UnknownApproval,
     UnknownCredentialPrompt,
     UnknownTask,
@@ -27,32 +31,30 @@ from ..vault.sqlite import (
     open_vault_db,
     recovery_advice,
 )
-from . import approvals_sql, events_sql, holds, steps_sql, tasks_sql
+from . import approvals_sql, events_sql, holds, payloads, steps_sql, tasks_sql
 from .faults import FaultHook
 from .ids import resolve_id
+from .payloads import Payload, state_of
 from .records import (
     ApprovalRecord,
     ApprovalStatus,
     CredentialPromptRecord,
     CredentialStatus,
     InboundEvent,
+    Move,
     OwnerMessage,
     StepRecord,
     StepStatus,
     TaskRecord,
+    TaskUpdate,
+    UnreadableTask,
     now_rfc3339,
 )
-from .states import (
-    PAUSE_REQUESTED,
-    PAUSED_FROM,
-    TERMINAL,
-    TaskState,
-    check_transition,
-    paused_from,
-)
+from .states import TERMINAL, TaskState, check_transition
 from .writer import GroupCommitWriter
 
 T = TypeVar("T")
+NO_UPDATE = TaskUpdate()
 
 
 class Journal:
@@ -131,7 +133,10 @@ class Journal:
         """Accept a full id or an unambiguous prefix, as `pfar task show` prints them."""
         return resolve_id(self._reader, "task_journal", "task_id", prefix, "task", UnknownTask)
 
-    def tasks(self, states: Sequence[str] | None = None, limit: int = 50) -> list[TaskRecord]:
+    def tasks(
+        self, states: Sequence[str] | None = None, limit: int = 50
+    ) -> list[TaskRecord | UnreadableTask]:
+        """Tasks newest first; a row that cannot be read as one is listed as UnreadableTask."""
         return tasks_sql.listing(self._reader, states, limit)
 
     def latest_workflow_task(self, directory: str) -> str | None:
@@ -140,7 +145,8 @@ class Journal:
     def counts(self) -> dict[str, int]:
         return tasks_sql.counts(self._reader)
 
-    def unfinished(self) -> list[TaskRecord]:
+    def unfinished(self) -> tuple[list[TaskRecord], list[MalformedTaskRow]]:
+        """Unfinished tasks, and the unfinished rows that cannot be read as tasks."""
         return tasks_sql.unfinished(self._reader)
 
     def steps(self, task_id: str) -> list[StepRecord]:
@@ -171,8 +177,7 @@ class Journal:
 
     def _steps_done(self, task_id: str) -> int:
         """How many steps the task's progress says were finished (each one has its row)."""
-        rec = tasks_sql.get(self._reader, task_id)
-        progress = (rec.execute_progress or {}) if rec else {}
+        progress = tasks_sql.progress(self._reader, task_id)
         last, current = progress.get("last_completed"), progress.get("current_step")
         return max(
             last + 1 if isinstance(last, int) else 0, current if isinstance(current, int) else 0
@@ -267,66 +272,76 @@ class Journal:
     async def transition(
         self,
         task_id: str,
-        to: TaskState,
+        to: Payload,
         *,
         point: str | None,
-        detail: dict[str, Any] | None = None,
+        update: TaskUpdate = NO_UPDATE,
         messages: Sequence[OwnerMessage] = (),
         reset_attempts: bool = True,
-        **fields: Any,
-    ) -> None:
-        """Move a task to `to` (checked), set columns, and queue owner messages, atomically."""
+    ) -> TaskState:
+        """Move a task into `to`'s state with `to` as its payload (checked), set `update`'s
+        columns, and queue owner messages, atomically. Returns the state it is in now
+        (Paused, when the owner's pause request stood and this move was its boundary)."""
 
-        def op(conn: sqlite3.Connection) -> None:
-            self._transition_txn(conn, task_id, to, detail, reset_attempts, fields)
+        def op(conn: sqlite3.Connection) -> TaskState:
+            now = self._transition_txn(conn, task_id, to, update, reset_attempts)
             at = now_rfc3339()
             for msg in messages:
                 events_sql.enqueue_message_txn(conn, msg, at)
+            return now
 
-        await self._write(op, point)
+        return await self._write(op, point)
 
     def _transition_txn(
         self,
         conn: sqlite3.Connection,
         task_id: str,
-        to: TaskState,
-        detail: dict[str, Any] | None,
-        reset_attempts: bool,
-        fields: dict[str, Any],
+        to: Payload,
+        update: TaskUpdate = NO_UPDATE,
+        reset_attempts: bool = True,
     ) -> TaskState:
         """Move the task (checked against its row); return the state it is now in.
 
-        The journal keeps the pause bookkeeping: entering Paused records where from,
-        leaving it goes back only there, and a runner's move into another working
+        The journal keeps the pause bookkeeping: Paused holds the payload it goes back
+        to, leaving it goes back only there, and a runner's move into another working
         state while the owner's pause request stands lands in Paused instead (that
-        move is the boundary where the task stops).
+        move is the boundary where the task stops). A self-loop is no boundary: the
+        request rides on to the next one.
         """
-        current = tasks_sql.get_state_detail(conn, task_id)
+        dst = state_of(to)
+        state, phase, current = self._row_for_move(conn, task_id, dst)
+        check_transition(task_id, state, dst, payloads.paused_from(current) if current else None)
+        if isinstance(to, payloads.Paused) and state_of(to.then) is not state:
+            # a task pauses holding the state it is in, so that it goes back only there
+            raise IllegalTransition(task_id, state.value, f"Paused (back to {to.then.kind})")
+        requested = payloads.pause_requested(to) or (
+            current is not None and payloads.pause_requested(current)
+        )
+        if isinstance(to, payloads.Working):
+            to = replace(to, pause_requested=requested and dst is state)
+            if requested and dst is not state and state is not TaskState.Paused:
+                to = payloads.Paused(then=to)
+        tasks_sql.transition_txn(
+            conn, task_id, to, dst.phase or phase, update, now_rfc3339(), reset_attempts
+        )
+        return state_of(to)
+
+    def _row_for_move(
+        self, conn: sqlite3.Connection, task_id: str, dst: TaskState
+    ) -> tuple[TaskState, str, Payload | None]:
+        """The row's state, phase and payload. A malformed payload stops every move but
+        the owner's cancel and an ending, which need nothing from it."""
+        try:
+            current = tasks_sql.get_state_payload(conn, task_id)
+        except MalformedTaskRow:
+            if not (dst.terminal or dst is TaskState.Cancelling):
+                raise
+            found = tasks_sql.get_state_phase(conn, task_id)
+            assert found is not None
+            return found[0], found[1], None
         if current is None:
             raise UnknownTask(task_id)
-        state, phase, row_detail = current
-        check_transition(task_id, state, to, paused_from(row_detail))
-        base = dict(row_detail if detail is None else detail)
-        requested = bool(base.pop(PAUSE_REQUESTED, None) or row_detail.get(PAUSE_REQUESTED))
-        base.pop(PAUSED_FROM, None)
-        new_phase = to.phase or phase
-        if to is state:
-            if requested:  # a self-loop is no boundary: the request waits for the next one
-                base[PAUSE_REQUESTED] = True
-        elif to is TaskState.Paused:
-            base[PAUSED_FROM] = state.value
-        elif requested and to.working and state is not TaskState.Paused:
-            base[PAUSED_FROM] = to.value
-            to = TaskState.Paused
-        cols: dict[str, Any] = dict(fields)
-        cols["state"] = to
-        cols["phase"] = new_phase
-        cols["updated_at"] = now_rfc3339()
-        cols["state_detail"] = base
-        if reset_attempts:
-            cols["recovery_attempts"] = 0
-        tasks_sql.update_txn(conn, task_id, **cols)
-        return to
+        return current
 
     def _executing_txn(self, conn: sqlite3.Connection, task_id: str) -> bool:
         """A step's row is written only while its task executes: once the owner paused
@@ -346,9 +361,9 @@ class Journal:
         def op(conn: sqlite3.Connection) -> None:
             self._executing_txn(conn, rec.task_id)
             steps_sql.start_txn(conn, rec)
-            # The owner's "retry" covered the run that starts now, not any later one:
+            # The owner's answer covered the run that starts now, not any later one:
             # if this run is interrupted too, the owner is asked again.
-            tasks_sql.clear_detail_key_txn(conn, rec.task_id, "retry_step")
+            tasks_sql.spend_answers_txn(conn, rec.task_id)
 
         await self._write(op, "step_started")
 
@@ -380,23 +395,27 @@ class Journal:
         """
         at = rec.completed_at or now_rfc3339()
         progress = {"current_step": next_step, "last_completed": rec.step, "last_step_at": at}
+        next_payload = payloads.Executing(current_step=next_step)
 
         def op(conn: sqlite3.Connection) -> TaskState:
-            pause_requested = self._executing_txn(conn, rec.task_id)
-            steps_sql.finish_txn(conn, rec)
-            if last or pause_requested:
-                return self._transition_txn(
-                    conn,
-                    rec.task_id,
-                    TaskState.Synthesizing if last else TaskState.Paused,
-                    {"current_step": next_step},
-                    True,
-                    {"execute_progress": progress},
-                )
+            # the common case in one statement: still Executing, no pause asked for.
             # updated_at (in two indexes) moves at phase boundaries; a step's time lives
             # in execute_progress, so a step commit rewrites one row page, no index
-            tasks_sql.progress_txn(conn, rec.task_id, {"current_step": next_step}, progress)
-            return TaskState.Executing
+            if not last and tasks_sql.progress_txn(conn, rec.task_id, next_payload, progress):
+                steps_sql.finish_txn(conn, rec)
+                return TaskState.Executing
+            pause_requested = self._executing_txn(conn, rec.task_id)  # refused unless Executing
+            steps_sql.finish_txn(conn, rec)
+            to: Payload = (
+                payloads.Synthesizing()
+                if last
+                else payloads.Paused(then=next_payload)
+                if pause_requested
+                else next_payload
+            )
+            return self._transition_txn(
+                conn, rec.task_id, to, TaskUpdate(execute_progress=progress)
+            )
 
         return await self._write(
             op, ("step_completed", "synthesizing") if last else "step_completed"
@@ -408,8 +427,9 @@ class Journal:
         """A step failed: its row, the task's failure and the owner's notice in one commit."""
 
         def op(conn: sqlite3.Connection) -> None:
+            self._executing_txn(conn, rec.task_id)  # a step's row only while it executes
             steps_sql.finish_txn(conn, rec)
-            self._transition_txn(conn, rec.task_id, TaskState.Failed, None, True, {"error": error})
+            self._transition_txn(conn, rec.task_id, payloads.Failed(), TaskUpdate(error=error))
             for msg in messages:
                 events_sql.enqueue_message_txn(conn, msg, rec.completed_at or now_rfc3339())
 
@@ -419,12 +439,13 @@ class Journal:
         self,
         approval: ApprovalRecord,
         message: OwnerMessage,
-        detail_extra: dict[str, Any] | None = None,
+        parked: payloads.AwaitingApproval,
     ) -> None:
-        """Insert the approval, park the task on it, and queue the prompt: one commit."""
+        """Insert the approval, park the task on it (`parked`, whose approval_id is the
+        approval's), and queue the prompt: one commit."""
 
         def op(conn: sqlite3.Connection) -> None:
-            self._park_approval_txn(conn, approval, detail_extra)
+            self._park_approval_txn(conn, approval, parked)
             events_sql.enqueue_message_txn(conn, message, approval.created_at)
             approvals_sql.count_prompt_txn(conn, approval.approval_id)
 
@@ -434,22 +455,12 @@ class Journal:
         self,
         conn: sqlite3.Connection,
         approval: ApprovalRecord,
-        detail_extra: dict[str, Any] | None,
+        parked: payloads.AwaitingApproval,
     ) -> None:
+        if parked.approval_id != approval.approval_id:
+            raise ValueError(f"task {approval.task_id}: parked on another approval")
         approvals_sql.insert_approval_txn(conn, approval)
-        self._transition_txn(
-            conn,
-            approval.task_id,
-            TaskState.AwaitingApproval,
-            {
-                "approval_id": approval.approval_id,
-                "step": approval.step,
-                "current_step": approval.step,
-                **(detail_extra or {}),
-            },
-            True,
-            {},
-        )
+        self._transition_txn(conn, approval.task_id, parked)
 
     async def park_credential(self, prompt: CredentialPromptRecord, message: OwnerMessage) -> None:
         def op(conn: sqlite3.Connection) -> None:
@@ -457,16 +468,12 @@ class Journal:
             self._transition_txn(
                 conn,
                 prompt.task_id,
-                TaskState.AwaitingCredential,
-                {
-                    "service": prompt.service,
-                    "prompt_id": prompt.prompt_id,
-                    "prompt_message_id": message.message_key,
-                    "step": prompt.step,
-                    "current_step": prompt.step,
-                },
-                True,
-                {},
+                payloads.AwaitingCredential(
+                    prompt_id=prompt.prompt_id,
+                    service=prompt.service,
+                    prompt_message_id=message.message_key,
+                    step=prompt.step or 0,
+                ),
             )
             approvals_sql.set_credential_message_txn(conn, prompt.prompt_id, message.message_key)
             events_sql.enqueue_message_txn(conn, message, prompt.created_at)
@@ -476,18 +483,19 @@ class Journal:
     async def decide_approval(
         self,
         approval_id: str,
-        decision: str,
+        answer: Answer,
         *,
-        resume_to: Callable[
-            [TaskRecord, ApprovalRecord, str], tuple[TaskState, dict[str, Any], dict[str, Any]]
-        ],
+        resume_to: Callable[[TaskRecord, ApprovalRecord, Answer], Move],
     ) -> tuple[ApprovalRecord, bool]:
-        """Record the owner's answer and move the task, once.
+        """Record the owner's answer (one of the approval's options) and move the task,
+        once.
 
         A replay of the same answer changes nothing and returns `(approval, False)`;
-        a different answer to a decided approval raises AlreadyDecided.
-        `resume_to` maps (task, approval, decision) to the task's next state.
+        a different answer to a decided approval raises AlreadyDecided, and one the
+        approval does not offer AnswerDoesNotFit. `resume_to` maps (task, approval,
+        answer) to where the task goes.
         """
+        decision = answer.kind
 
         def op(conn: sqlite3.Connection) -> tuple[ApprovalRecord, bool]:
             a = approvals_sql.get_approval(conn, approval_id)
@@ -498,9 +506,7 @@ class Journal:
                     return a, False
                 raise AlreadyDecided("approval", approval_id, _decided_text(a))
             if decision not in a.options:
-                raise ValueError(
-                    f"approval {approval_id} offers {', '.join(a.options)}; got {decision!r}"
-                )
+                raise AnswerDoesNotFit(approval_id, decision, a.options)
             at = now_rfc3339()
             status = (
                 ApprovalStatus.denied
@@ -511,8 +517,8 @@ class Journal:
             task = tasks_sql.get(conn, a.task_id)
             if task is None:
                 raise UnknownTask(a.task_id)
-            to, detail, fields = resume_to(task, a, decision)
-            self._transition_txn(conn, a.task_id, to, detail, True, fields)
+            move = resume_to(task, a, answer)
+            self._transition_txn(conn, a.task_id, move.to, move.update)
             decided = approvals_sql.get_approval(conn, approval_id)
             assert decided is not None
             return decided, True
@@ -530,10 +536,7 @@ class Journal:
                 raise AlreadyDecided("credential prompt", prompt_id, prompt_status_text(p))
             at = now_rfc3339()
             approvals_sql.set_credential_status_txn(conn, prompt_id, CredentialStatus.received, at)
-            step = p.step or 0
-            self._transition_txn(
-                conn, p.task_id, TaskState.Executing, {"current_step": step}, True, {}
-            )
+            self._transition_txn(conn, p.task_id, payloads.Executing(current_step=p.step or 0))
             done = approvals_sql.get_credential(conn, prompt_id)
             assert done is not None
             return done, True
@@ -569,10 +572,12 @@ class Journal:
     def _fail_parked_txn(
         self, conn: sqlite3.Connection, task_id: str, error: str
     ) -> list[tuple[str, str]]:
-        task = tasks_sql.get(conn, task_id)
-        if task is None or task.state in TERMINAL:
+        # the state alone: a row whose payload cannot be read still times out (and one
+        # such row must not hold back every other expiry, nor the kernel's start)
+        state = tasks_sql.get_state(conn, task_id)
+        if state is None or state in TERMINAL:
             return []
-        self._transition_txn(conn, task_id, TaskState.Failed, None, True, {"error": error})
+        self._transition_txn(conn, task_id, payloads.Failed(), TaskUpdate(error=error))
         return [(task_id, error)]
 
     # -- the owner's hold: pause, resume, cancel (see holds.py) -------------------
@@ -616,7 +621,11 @@ class Journal:
 
     async def fail(self, task_id: str, error: str, messages: Sequence[OwnerMessage] = ()) -> None:
         await self.transition(
-            task_id, TaskState.Failed, point="failed", messages=messages, error=error
+            task_id,
+            payloads.Failed(),
+            point="failed",
+            update=TaskUpdate(error=error),
+            messages=messages,
         )
 
     async def apply_recovery(
@@ -625,13 +634,13 @@ class Journal:
         abandon: Sequence[tuple[str, str]],
         attempted: Sequence[str],
         messages: Sequence[OwnerMessage],
-        park: Sequence[tuple[ApprovalRecord, dict[str, Any]]] = (),
+        park: Sequence[tuple[ApprovalRecord, payloads.AwaitingApproval]] = (),
         pause: Sequence[str] = (),
         cancel: Sequence[str] = (),
     ) -> None:
         """Recovery's decisions and the owner's report (and prompts), one commit.
 
-        `abandon` holds (task_id, reason); `park` holds (question, detail) for tasks that
+        `abandon` holds (task_id, reason); `park` holds (question, payload) for tasks that
         park on a new question (its prompt is among `messages`, after the report); each
         task in `attempted` counts one more recovery (reset whenever the task makes
         progress). Tasks in `pause` had the owner's pause request standing: they are
@@ -642,12 +651,12 @@ class Journal:
         def op(conn: sqlite3.Connection) -> None:
             for task_id, reason in abandon:
                 self._transition_txn(
-                    conn, task_id, TaskState.Abandoned, None, False, {"error": reason}
+                    conn, task_id, payloads.Abandoned(), TaskUpdate(error=reason), False
                 )
-            for approval, detail_extra in park:
-                self._park_approval_txn(conn, approval, detail_extra)
+            for approval, parked in park:
+                self._park_approval_txn(conn, approval, parked)
             for task_id in pause:
-                self._transition_txn(conn, task_id, TaskState.Paused, None, False, {})
+                holds.pause_now_txn(conn, task_id, self._transition_txn)
             for task_id in cancel:
                 holds.finish_cancel_txn(conn, task_id, self._transition_txn)
             conn.executemany(
@@ -716,11 +725,19 @@ class Journal:
         known to have lost only that call, which recovery makes again."""
 
         def op(conn: sqlite3.Connection) -> None:
-            conn.execute(
+            # only a working state's payload has llm_request: a task the owner paused or
+            # cancelled meanwhile is refused, never given a field its state does not have
+            cur = conn.execute(
                 "UPDATE task_journal SET state_detail = json_set(state_detail, "
-                "'$.llm_request', json_object('phase', ?, 'sent_at', ?)) WHERE task_id = ?",
+                "'$.llm_request', json_object('phase', ?, 'sent_at', ?)) WHERE task_id = ? "
+                "AND state IN ('Extracting', 'Planning', 'Executing', 'Synthesizing')",
                 (phase, now_rfc3339(), task_id),
             )
+            if cur.rowcount == 0:
+                state = tasks_sql.get_state(conn, task_id)
+                if state is None:
+                    raise UnknownTask(task_id)
+                raise IllegalTransition(task_id, state.value, f"{state.value} (a model call)")
 
         await self._write(op, "llm_request_sent")
 

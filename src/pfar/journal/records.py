@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
+import uuid
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from .payloads import Payload, state_of, step_of
 from .states import TaskState
 
 JSON = Any  # a value json.dumps accepts
@@ -100,6 +102,14 @@ class InboundEvent:
         }
 
 
+class TaskKind(StrEnum):
+    """Which runner advances a task: each owns its states' meaning, its recovery decision
+    and how it applies the owner's answers (runners/registry.py)."""
+
+    pipeline = "pipeline"  # a template's extract, plan, execute, synthesize
+    workflow = "workflow"  # a traced workflow: its trace.md is its source of truth
+
+
 @dataclass(frozen=True, slots=True)
 class TaskRecord:
     """One `task_journal` row."""
@@ -109,7 +119,8 @@ class TaskRecord:
     principal: str
     trigger_event: dict[str, JSON] | None
     state: TaskState
-    detail: dict[str, JSON]
+    # the state's own record (payloads.py); its kind is `state`
+    payload: Payload
     phase: str
     plan: dict[str, JSON] | None
     execute_progress: dict[str, JSON] | None
@@ -123,15 +134,63 @@ class TaskRecord:
     event_id: str | None
     template_hash: str
     recovery_attempts: int
+    kind: TaskKind = TaskKind.pipeline
+
+    @classmethod
+    def new(
+        cls,
+        kind: TaskKind,
+        template_id: str,
+        event: InboundEvent,
+        payload: Payload,
+        *,
+        data_ceiling: str,
+        output_sinks: list[str],
+        template_hash: str,
+        plan: dict[str, JSON] | None = None,
+        execute_progress: dict[str, JSON] | None = None,
+        extracted_metadata: dict[str, JSON] | None = None,
+    ) -> TaskRecord:
+        """A task not yet journaled, started by `event`, entering `payload`'s state."""
+        now = now_rfc3339()
+        state = state_of(payload)
+        return cls(
+            task_id=str(uuid.uuid4()),
+            template_id=template_id,
+            principal=event.principal,
+            trigger_event=event.to_json(),
+            state=state,
+            payload=payload,
+            phase=state.phase,
+            plan=plan,
+            execute_progress=execute_progress,
+            extracted_metadata=extracted_metadata,
+            data_ceiling=data_ceiling,
+            output_sinks=output_sinks,
+            trace_id=uuid.uuid4().hex,
+            created_at=now,
+            updated_at=now,
+            error=None,
+            event_id=event.event_id,
+            template_hash=template_hash,
+            recovery_attempts=0,
+            kind=kind,
+        )
 
     @property
     def current_step(self) -> int:
-        return int(self.detail.get("current_step", 0))
+        """The plan step it is at; past its steps (synthesizing, ended), the step its
+        progress last recorded."""
+        step = step_of(self.payload)
+        if step is not None:
+            return step
+        progress = (self.execute_progress or {}).get("current_step")
+        return progress if isinstance(progress, int) else 0
 
     @property
-    def is_workflow(self) -> bool:
-        """A traced workflow (its own runner; its trace.md is its source of truth)."""
-        return self.template_id.startswith("workflow:")
+    def plan_steps(self) -> list[dict[str, JSON]]:
+        """The journaled plan's steps ([] before there is a plan)."""
+        return list((self.plan or {}).get("steps", []))
 
     @property
     def last_activity(self) -> str:
@@ -142,6 +201,20 @@ class TaskRecord:
     @property
     def input_text(self) -> str:
         return str((self.trigger_event or {}).get("text", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableTask:
+    """A task row a listing found but could not read as a task (a hand edit, a bug): listed
+    with what the row says plainly, and why it is unreadable, never skipped or guessed at."""
+
+    task_id: str
+    template_id: str
+    state: str
+    phase: str
+    created_at: str
+    updated_at: str
+    problem: str  # MalformedTaskRow's message: the field and what is wrong with it
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +282,9 @@ class ApprovalRecord:
     # lets exactly those run (see args_digest)
     args_sha256: str | None = None
 
+    def to_json(self) -> dict[str, JSON]:
+        return {**asdict(self), "status": self.status.value}
+
 
 @dataclass(frozen=True, slots=True)
 class CredentialPromptRecord:
@@ -227,6 +303,9 @@ class CredentialPromptRecord:
     step: int | None
     received_at: str | None
 
+    def to_json(self) -> dict[str, JSON]:
+        return {**asdict(self), "status": self.status.value}
+
 
 @dataclass(frozen=True, slots=True)
 class OwnerMessage:
@@ -237,6 +316,26 @@ class OwnerMessage:
     body: str
     task_id: str | None = None
     sink: str = "owner"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskUpdate:
+    """Columns a transition sets besides the state (None: left as they are)."""
+
+    plan: dict[str, JSON] | None = None
+    execute_progress: dict[str, JSON] | None = None
+    extracted_metadata: dict[str, JSON] | None = None
+    template_hash: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """Where something sends a task: the state it enters (as its payload) and what else
+    its row gets. What an owner's answer and a recovery decision return."""
+
+    to: Payload
+    update: TaskUpdate = TaskUpdate()
 
 
 def args_digest(args: Any) -> str:

@@ -6,16 +6,21 @@ TERMINATED) session. `context` is a JSON object that updates merge into;
 `process` names the agent subprocess (pid, start_time, argv) and is kept only
 while the session is ACTIVE: leaving ACTIVE clears it.
 
-Every write is one `BEGIN IMMEDIATE` transaction that reads the row it changes
-inside that transaction, so a compare-and-set transition cannot be raced past by
-another connection; on any error it is rolled back and the row is as it was.
-A database error is raised as `SessionStoreError`, which names the file.
+Every write is an operation submitted to a group-commit writer (`writer.py`):
+the journal's own, in a kernel, so a session write and the task writes waiting
+at the same moment share one commit. The operation reads the row it changes
+inside the writer's transaction, so a compare-and-set transition cannot be raced
+past by another connection; on any error its savepoint is rolled back and the
+row is as it was. A write returns once it is committed, after its fault point
+(`session_created`, `session_activated`, `session_paused`,
+`session_terminated`) has been passed. A database error is raised as
+`SessionStoreError`, which names the file. Reads use the manager's own
+connection.
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import json
 import os
 import re
@@ -36,10 +41,12 @@ from ..errors import (
     SessionStoreError,
     SessionThreadBusy,
     UnknownSession,
+    VaultIOError,
 )
 from ..vault.sqlite import Synchronous, open_vault_db
 from .ids import resolve_id
 from .records import now_rfc3339
+from .writer import GroupCommitWriter
 
 T = TypeVar("T")
 
@@ -64,6 +71,15 @@ LEGAL_SESSION_MOVES: Final[Mapping[SessionStatus, frozenset[SessionStatus]]] = {
     _S.PAUSED: frozenset({_S.ACTIVE, _S.TERMINATED}),
     _S.TERMINATED: frozenset(),
 }
+
+
+# the fault point each move passes once it is committed (faults.py)
+MOVE_POINTS: Final[Mapping[SessionStatus, str]] = {
+    _S.ACTIVE: "session_activated",
+    _S.PAUSED: "session_paused",
+    _S.TERMINATED: "session_terminated",
+}
+CREATED_POINT: Final = "session_created"
 
 
 def is_legal_session_move(src: SessionStatus, dst: SessionStatus) -> bool:
@@ -206,25 +222,43 @@ def _database_path(conn: sqlite3.Connection) -> str:
 
 
 class SessionManager:
-    """Create, read and update sessions on one connection (autocommit, as `connect` makes it).
+    """Read sessions on one connection (autocommit, as `connect` makes it); write them
+    through a group-commit writer.
 
-    Safe to share between threads: calls are serialised by a lock.
+    With `writer` (a kernel passes its journal's), writes share that writer's
+    commits and fault points; without one the manager writes through a writer of
+    its own on `conn`. Reads are serialised by a lock, so a manager can be read
+    from several threads; writes run on the event loop that awaits them.
     """
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, *, writer: GroupCommitWriter | None = None
+    ) -> None:
         self._conn = conn
         self._lock = threading.RLock()
         self.path = _database_path(conn)
+        self._own_writer = writer is None
+        # on its own, a manager refuses a write another connection locks out, and goes on
+        self.writer = writer or GroupCommitWriter(conn, stop_when_busy=False)
 
     @classmethod
     def open(
-        cls, path: Path, *, create: bool = False, synchronous: Synchronous = "FULL"
+        cls,
+        path: Path,
+        *,
+        create: bool = False,
+        synchronous: Synchronous = "FULL",
+        writer: GroupCommitWriter | None = None,
     ) -> SessionManager:
-        """Open (and migrate) sessions.db at `path`."""
-        return cls(open_vault_db(path, "sessions", create=create, synchronous=synchronous))
+        """Open (and migrate) sessions.db at `path`; write through `writer` when given."""
+        conn = open_vault_db(path, "sessions", create=create, synchronous=synchronous)
+        return cls(conn, writer=writer)
 
     def close(self) -> None:
+        """Close the manager's connection (and its own writer; a shared one stays open)."""
         with self._lock:
+            if self._own_writer:
+                self.writer.close()
             self._conn.close()
 
     # -- transactions ----------------------------------------------------------
@@ -237,22 +271,15 @@ class SessionManager:
             except sqlite3.Error as exc:
                 raise SessionStoreError(self.path, what, str(exc)) from exc
 
-    def write(self, what: str, op: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `op` in one BEGIN IMMEDIATE transaction: committed whole, or rolled back."""
-        with self._lock:
-            conn = self._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                result = op(conn)
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                if conn.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise SessionStoreError(self.path, what, str(exc)) from exc
-                raise
-            return result
+    async def write(
+        self, what: str, op: Callable[[sqlite3.Connection], T], point: str | None = None
+    ) -> T:
+        """Run `op` in the writer's next commit, under its own savepoint: committed whole,
+        or rolled back. Returns once it is committed (and `point` passed)."""
+        try:
+            return await self.writer.submit(op, point)
+        except (sqlite3.Error, VaultIOError) as exc:  # a stopped writer too: named here
+            raise SessionStoreError(self.path, what, str(exc)) from exc
 
     # -- reads -----------------------------------------------------------------
 
@@ -291,7 +318,7 @@ class SessionManager:
 
     # -- writes ----------------------------------------------------------------
 
-    def create(self, project_path: str | os.PathLike[str], thread_id: str) -> SessionRecord:
+    async def create(self, project_path: str | os.PathLike[str], thread_id: str) -> SessionRecord:
         """A new CREATED session for `thread_id`; refused if the thread has a live one."""
         project = os.fspath(project_path)
         if not project:
@@ -329,9 +356,9 @@ class SessionManager:
             )
             return rec
 
-        return self.write(f"creating a session for thread {thread_id!r}", op)
+        return await self.write(f"creating a session for thread {thread_id!r}", op, CREATED_POINT)
 
-    def update(
+    async def update(
         self,
         session_id: str,
         *,
@@ -342,7 +369,7 @@ class SessionManager:
 
         A process can be set only on an ACTIVE session (SessionStatusMismatch otherwise).
         """
-        return self._apply(
+        return await self._apply(
             session_id,
             expect=None,
             status=None,
@@ -351,7 +378,7 @@ class SessionManager:
             what=f"updating session {session_id}",
         )
 
-    def _apply(
+    async def _apply(
         self,
         session_id: str,
         *,
@@ -406,11 +433,12 @@ class SessionManager:
                     rec.status.value,
                 ),
             )
-            if cur.rowcount != 1:  # cannot happen inside BEGIN IMMEDIATE; refuse rather than lie
+            if cur.rowcount != 1:  # cannot happen inside the write transaction; refuse, not lie
                 raise SessionStoreError(self.path, what, "the row changed under the transaction")
             return new
 
-        return self.write(what, op)
+        point = None if status is None else MOVE_POINTS.get(status)
+        return await self.write(what, op, point)
 
 
 # -- the lifecycle -------------------------------------------------------------
@@ -422,7 +450,7 @@ class SessionLifecycle:
     def __init__(self, manager: SessionManager) -> None:
         self.manager = manager
 
-    def transition(
+    async def transition(
         self,
         session_id: str,
         from_status: SessionStatus,
@@ -444,7 +472,7 @@ class SessionLifecycle:
             raise ValueError(
                 f"session {session_id}: only an ACTIVE session has a process, not {dst}"
             )
-        return self.manager._apply(
+        return await self.manager._apply(
             session_id,
             expect=src,
             status=dst,

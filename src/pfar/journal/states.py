@@ -8,7 +8,7 @@ from ..errors import IllegalTransition
 
 
 class TaskState(StrEnum):
-    """`PersistedTaskState`'s variants; their payload lives in `TaskRecord.detail`."""
+    """`PersistedTaskState`'s variants; each one's payload is its own record (payloads.py)."""
 
     Extracting = "Extracting"
     Planning = "Planning"
@@ -16,7 +16,7 @@ class TaskState(StrEnum):
     Synthesizing = "Synthesizing"
     AwaitingApproval = "AwaitingApproval"
     AwaitingCredential = "AwaitingCredential"
-    # stopped by the owner between two steps; `detail["paused_from"]` is where it goes back
+    # stopped by the owner between two steps; its payload holds the one it goes back to
     Paused = "Paused"
     # the owner's cancel is committed: its processes are being ended; only Cancelled follows
     Cancelling = "Cancelling"
@@ -50,12 +50,6 @@ class TaskState(StrEnum):
 
 
 PersistedTaskState = TaskState
-
-# Keys of `TaskRecord.detail` that the journal keeps for pausing (see Journal.transition):
-# the owner asked a running task to pause at its next boundary ...
-PAUSE_REQUESTED = "pause_requested"
-# ... and the state a Paused task goes back to when it is resumed.
-PAUSED_FROM = "paused_from"
 
 TERMINAL = frozenset(
     {TaskState.Completed, TaskState.Failed, TaskState.Abandoned, TaskState.Cancelled}
@@ -120,14 +114,6 @@ LEGAL: dict[TaskState, frozenset[TaskState]] = {
     _S.Abandoned: frozenset(),
     _S.Cancelled: frozenset(),
 }
-
-
-def paused_from(detail: dict[str, object]) -> TaskState | None:
-    value = detail.get(PAUSED_FROM)
-    try:
-        return TaskState(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
 
 
 def is_legal(src: TaskState, dst: TaskState, paused_from: TaskState | None = None) -> bool:

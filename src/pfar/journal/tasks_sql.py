@@ -6,13 +6,16 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .records import TaskRecord, dumps, loads
-from .states import PAUSE_REQUESTED, TERMINAL, TaskState
+from ..errors import MalformedTaskRow
+from . import payloads
+from .payloads import Payload
+from .records import TaskKind, TaskRecord, TaskUpdate, UnreadableTask, dumps, loads
+from .states import TERMINAL, TaskState
 
 _COLUMNS = (
     "task_id, template_id, principal, trigger_event, state, state_detail, phase, plan_json, "
     "execute_progress, extracted_metadata, data_ceiling, output_sinks, trace_id, created_at, "
-    "updated_at, error, event_id, template_hash, recovery_attempts"
+    "updated_at, error, event_id, template_hash, recovery_attempts, kind"
 )
 # must read exactly as the partial index idx_task_journal_unfinished's WHERE clause
 _TERMINAL_SQL = "'Completed', 'Failed', 'Abandoned', 'Cancelled'"
@@ -20,13 +23,14 @@ assert {s.value for s in TERMINAL} == {"Completed", "Failed", "Abandoned", "Canc
 
 
 def _row(row: Sequence[Any]) -> TaskRecord:
+    task_id = row[0]
     return TaskRecord(
-        task_id=row[0],
+        task_id=task_id,
         template_id=row[1],
         principal=row[2],
         trigger_event=loads(row[3]),
-        state=TaskState(row[4]),
-        detail=loads(row[5]) or {},
+        state=_state(task_id, row[4]),
+        payload=payloads.loads(task_id, row[4], row[5]),
         phase=row[6],
         plan=loads(row[7]),
         execute_progress=loads(row[8]),
@@ -40,20 +44,36 @@ def _row(row: Sequence[Any]) -> TaskRecord:
         event_id=row[16],
         template_hash=row[17],
         recovery_attempts=int(row[18]),
+        kind=_kind(task_id, row[19]),
     )
+
+
+def _state(task_id: str, value: str) -> TaskState:
+    try:
+        return TaskState(value)
+    except ValueError:
+        raise MalformedTaskRow(task_id, "state", f"{value!r} is no task state") from None
+
+
+def _kind(task_id: str, value: str) -> TaskKind:
+    try:
+        return TaskKind(value)
+    except ValueError:
+        known = ", ".join(k.value for k in TaskKind)
+        raise MalformedTaskRow(task_id, "kind", f"{value!r} is no runner ({known})") from None
 
 
 def insert_txn(conn: sqlite3.Connection, task: TaskRecord) -> None:
     conn.execute(
         f"INSERT INTO task_journal ({_COLUMNS}) VALUES "
-        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             task.task_id,
             task.template_id,
             task.principal,
             None if task.trigger_event is None else dumps(task.trigger_event),
             task.state.value,
-            dumps(task.detail),
+            payloads.dumps(task.payload),
             task.phase,
             None if task.plan is None else dumps(task.plan),
             None if task.execute_progress is None else dumps(task.execute_progress),
@@ -67,6 +87,7 @@ def insert_txn(conn: sqlite3.Connection, task: TaskRecord) -> None:
             task.event_id,
             task.template_hash,
             task.recovery_attempts,
+            task.kind.value,
         ),
     )
 
@@ -78,47 +99,77 @@ def get(conn: sqlite3.Connection, task_id: str) -> TaskRecord | None:
     return None if row is None else _row(row)
 
 
-def update_txn(conn: sqlite3.Connection, task_id: str, **fields: Any) -> None:
-    """Set columns by name; JSON-valued columns are serialised here."""
-    json_cols = {
-        "state_detail",
-        "plan_json",
-        "execute_progress",
-        "extracted_metadata",
-        "trigger_event",
-    }
-    sets, values = [], []
-    for name, value in fields.items():
-        if name in json_cols and value is not None:
-            value = dumps(value)
-        elif isinstance(value, TaskState):
-            value = value.value
-        sets.append(f"{name} = ?")
-        values.append(value)
+def transition_txn(
+    conn: sqlite3.Connection,
+    task_id: str,
+    payload: Payload,
+    phase: str,
+    update: TaskUpdate,
+    at: str,
+    reset_attempts: bool,
+) -> None:
+    """The row's new state (its payload's kind), phase and payload, and `update`'s
+    columns that are set."""
+    sets = ["state = ?", "state_detail = ?", "phase = ?", "updated_at = ?"]
+    values: list[Any] = [payload.kind, payloads.dumps(payload), phase, at]
+    for column, value in (
+        ("plan_json", update.plan),
+        ("execute_progress", update.execute_progress),
+        ("extracted_metadata", update.extracted_metadata),
+    ):
+        if value is not None:
+            sets.append(f"{column} = ?")
+            values.append(dumps(value))
+    for column, text in (("template_hash", update.template_hash), ("error", update.error)):
+        if text is not None:
+            sets.append(f"{column} = ?")
+            values.append(text)
+    if reset_attempts:
+        sets.append("recovery_attempts = 0")
     values.append(task_id)
     conn.execute(f"UPDATE task_journal SET {', '.join(sets)} WHERE task_id = ?", values)
 
 
 def progress_txn(
-    conn: sqlite3.Connection, task_id: str, detail: dict[str, Any], progress: dict[str, Any]
-) -> None:
-    conn.execute(
+    conn: sqlite3.Connection, task_id: str, payload: Payload, progress: dict[str, Any]
+) -> bool:
+    """A step's progress, written only while the task executes and no pause stands (the
+    check rides in the UPDATE: one statement on every step commit). False when the row
+    was not written: the caller reads the row and decides (Journal._executing_txn)."""
+    cur = conn.execute(
         "UPDATE task_journal SET state_detail = ?, execute_progress = ?, recovery_attempts = 0 "
+        "WHERE task_id = ? AND state = 'Executing' "
+        "AND json_extract(state_detail, '$.pause_requested') IS NULL",
+        (payloads.dumps(payload), dumps(progress), task_id),
+    )
+    return cur.rowcount == 1
+
+
+_SPENT_PATHS = ", ".join(f"'$.{name}'" for name in payloads.SPENT_BY_A_RUN)
+
+
+def spend_answers_txn(conn: sqlite3.Connection, task_id: str) -> None:
+    """The owner's answers that let a step run are spent by the run that starts now (an
+    Executing payload without them is still one: SQLite drops the fields, nothing is
+    decoded here)."""
+    conn.execute(
+        f"UPDATE task_journal SET state_detail = json_remove(state_detail, {_SPENT_PATHS}) "
         "WHERE task_id = ?",
-        (dumps(detail), dumps(progress), task_id),
+        (task_id,),
     )
 
 
-def clear_detail_key_txn(conn: sqlite3.Connection, task_id: str, key: str) -> None:
+def set_payload_txn(conn: sqlite3.Connection, task_id: str, payload: Payload) -> None:
+    """The payload of a task staying in its state (a grant spent, a pause requested)."""
     conn.execute(
-        "UPDATE task_journal SET state_detail = json_remove(state_detail, ?) WHERE task_id = ?",
-        (f"$.{key}", task_id),
+        "UPDATE task_journal SET state_detail = ? WHERE task_id = ?",
+        (payloads.dumps(payload), task_id),
     )
 
 
 def latest_workflow_task(conn: sqlite3.Connection, directory: str) -> str | None:
     row = conn.execute(
-        "SELECT task_id FROM task_journal WHERE template_id LIKE 'workflow:%' "
+        "SELECT task_id FROM task_journal WHERE kind = 'workflow' "
         "AND json_extract(trigger_event, '$.payload.directory') = ? "
         "ORDER BY created_at DESC LIMIT 1",
         (directory,),
@@ -126,20 +177,37 @@ def latest_workflow_task(conn: sqlite3.Connection, directory: str) -> str | None
     return None if row is None else str(row[0])
 
 
-def get_state(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, str] | None:
-    row = conn.execute(
-        "SELECT state, phase FROM task_journal WHERE task_id = ?", (task_id,)
-    ).fetchone()
-    return None if row is None else (TaskState(row[0]), str(row[1]))
-
-
-def get_state_detail(
+def get_state_payload(
     conn: sqlite3.Connection, task_id: str
-) -> tuple[TaskState, str, dict[str, Any]] | None:
+) -> tuple[TaskState, str, Payload] | None:
     row = conn.execute(
         "SELECT state, phase, state_detail FROM task_journal WHERE task_id = ?", (task_id,)
     ).fetchone()
-    return None if row is None else (TaskState(row[0]), str(row[1]), loads(row[2]) or {})
+    if row is None:
+        return None
+    return _state(task_id, row[0]), str(row[1]), payloads.loads(task_id, row[0], row[2])
+
+
+def get_state(conn: sqlite3.Connection, task_id: str) -> TaskState | None:
+    """The state alone: what a malformed payload does not hide (cancel reads only this)."""
+    found = get_state_phase(conn, task_id)
+    return None if found is None else found[0]
+
+
+def get_state_phase(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, str] | None:
+    row = conn.execute(
+        "SELECT state, phase FROM task_journal WHERE task_id = ?", (task_id,)
+    ).fetchone()
+    return None if row is None else (_state(task_id, row[0]), str(row[1]))
+
+
+def progress(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
+    """The task's execute_progress alone ({} for none): read with every step list."""
+    row = conn.execute(
+        "SELECT execute_progress FROM task_journal WHERE task_id = ?", (task_id,)
+    ).fetchone()
+    value = loads(row[0]) if row is not None else None
+    return value if isinstance(value, dict) else {}
 
 
 def executing_hold(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, bool] | None:
@@ -147,23 +215,32 @@ def executing_hold(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, b
     commit: SQLite picks the one key out of the detail, no JSON is decoded here."""
     row = conn.execute(
         "SELECT state, json_extract(state_detail, ?) FROM task_journal WHERE task_id = ?",
-        (f"$.{PAUSE_REQUESTED}", task_id),
+        ("$.pause_requested", task_id),
     ).fetchone()
     return None if row is None else (TaskState(row[0]), bool(row[1]))
 
 
-def unfinished(conn: sqlite3.Connection) -> list[TaskRecord]:
-    """Every task not in a terminal state, through the partial index (oldest first)."""
+def unfinished(conn: sqlite3.Connection) -> tuple[list[TaskRecord], list[MalformedTaskRow]]:
+    """Every task not in a terminal state, through the partial index (oldest first), and
+    the unfinished rows that could not be read as tasks: reported, never skipped silently."""
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM task_journal INDEXED BY idx_task_journal_unfinished "
         f"WHERE state NOT IN ({_TERMINAL_SQL})"
     ).fetchall()
-    return sorted((_row(r) for r in rows), key=lambda t: t.updated_at)
+    tasks: list[TaskRecord] = []
+    malformed: list[MalformedTaskRow] = []
+    for r in rows:
+        try:
+            tasks.append(_row(r))
+        except MalformedTaskRow as exc:
+            malformed.append(exc)
+    return sorted(tasks, key=lambda t: t.updated_at), malformed
 
 
 def listing(
     conn: sqlite3.Connection, states: Iterable[str] | None = None, limit: int = 50
-) -> list[TaskRecord]:
+) -> list[TaskRecord | UnreadableTask]:
+    """Tasks newest first; a row that cannot be read as a task is listed as UnreadableTask."""
     wanted = list(states or [])
     if wanted:
         marks = ", ".join("?" for _ in wanted)
@@ -176,7 +253,14 @@ def listing(
         rows = conn.execute(
             f"SELECT {_COLUMNS} FROM task_journal ORDER BY updated_at DESC LIMIT ?", (limit,)
         ).fetchall()
-    return [_row(r) for r in rows]
+    return [_listed(r) for r in rows]
+
+
+def _listed(row: Sequence[Any]) -> TaskRecord | UnreadableTask:
+    try:
+        return _row(row)
+    except MalformedTaskRow as exc:
+        return UnreadableTask(row[0], row[1], row[4], row[6], row[13], row[14], str(exc))
 
 
 def counts(conn: sqlite3.Connection) -> dict[str, int]:

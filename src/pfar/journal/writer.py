@@ -15,6 +15,10 @@ every task that would run meanwhile is waiting on that commit anyway.
 An I/O error on commit, or a damaged page met by a write, stops the writer for
 good (fail-stop): after a failed fsync the OS may have dropped the data, so the
 only safe continuation is a restart that recovers from what is really on disk.
+A writer made with `stop_when_busy=False` (a store opened on its own, outside a
+kernel) instead refuses a batch whose transaction cannot begin because another
+connection holds the write lock past the busy timeout: nothing was written, so
+the writer goes on.
 """
 
 from __future__ import annotations
@@ -41,9 +45,16 @@ class _Job(Generic[T]):
 
 
 class GroupCommitWriter:
-    def __init__(self, conn: sqlite3.Connection, *, fault_hook: FaultHook | None = None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        fault_hook: FaultHook | None = None,
+        stop_when_busy: bool = True,
+    ) -> None:
         self._conn = conn
         self._faults = fault_hook or FaultHook(None)
+        self._stop_when_busy = stop_when_busy
         # told once when a commit fails: the owner of the writer must stop (fail-stop)
         self.on_failure: Callable[[BaseException], None] | None = None
         self._pending: list[_Job[Any]] = []
@@ -131,7 +142,12 @@ class GroupCommitWriter:
         conn = self._conn
         outcomes: list[tuple[bool, Any]] = []
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if self._stop_when_busy or not _is_busy(exc):
+                    raise
+                return self._refuse(batch, exc)  # no transaction began: nothing written
             for job in batch:
                 conn.execute("SAVEPOINT op")
                 try:
@@ -173,6 +189,11 @@ class GroupCommitWriter:
         self._resolve(batch, outcomes)
         return outcomes
 
+    def _refuse(self, batch: list[_Job[Any]], exc: Exception) -> list[tuple[bool, Any]]:
+        outcomes: list[tuple[bool, Any]] = [(False, exc)] * len(batch)
+        self._resolve(batch, outcomes)
+        return outcomes
+
     @staticmethod
     def _resolve(batch: list[_Job[Any]], outcomes: list[tuple[bool, Any]]) -> None:
         for job, (ok, value) in zip(batch, outcomes, strict=True):
@@ -194,6 +215,10 @@ def _points(point: str | tuple[str, ...] | None) -> tuple[str, ...]:
 def _rollback_op(conn: sqlite3.Connection) -> None:
     conn.execute("ROLLBACK TO op")
     conn.execute("RELEASE op")
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    return (exc.sqlite_errorcode or 0) & 0xFF == sqlite3.SQLITE_BUSY
 
 
 def _is_io_error(exc: sqlite3.OperationalError) -> bool:

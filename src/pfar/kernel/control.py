@@ -3,6 +3,11 @@
 Request:  {"op": "submit", "template": "...", "text": "...", "event_id": "..."}
 Response: {"ok": true, "result": {...}}  or  {"ok": false, "error": {"type": ..., "message": ...}}
 
+Each op is a command of the operator API (api/requests.py: COMMANDS): its fields are
+parsed once into a typed record, and its verb answers with a record whose `to_json` is
+the result. While the kernel shuts down, only the ops that say so are taken: the
+socket stays open until its tasks are done.
+
 Secrets (a credential) travel in the request body, never in argv or a log line.
 """
 
@@ -13,17 +18,17 @@ import contextlib
 import json
 import logging
 import os
-from dataclasses import asdict
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import BadRequest, PfarError, ShuttingDown
+from .api.operator import Operator
+from .api.requests import COMMANDS
 from .kernel import Kernel
 from .lines import MAX_LINE_TEXT, read_lines
 
 log = logging.getLogger("pfar.control")
 
-# what a shutting-down kernel still answers: the socket stays open until its tasks are done
-_WHILE_SHUTTING_DOWN = {"ping", "status", "wait_idle", "shutdown"}
 MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on macOS
 
 
@@ -36,9 +41,9 @@ _TOO_LONG = {
 class ControlServer:
     def __init__(self, kernel: Kernel) -> None:
         self._kernel = kernel
+        self._operator = Operator(kernel)
         self._server: asyncio.AbstractServer | None = None
         self._clients: set[asyncio.StreamWriter] = set()
-        self.shutdown_requested = asyncio.Event()
 
     async def start(self) -> None:
         path = self._kernel.home.control_socket
@@ -85,12 +90,7 @@ class ControlServer:
 
     async def _handle(self, line: bytes) -> dict[str, Any]:
         try:
-            request = json.loads(line)
-            if not isinstance(request, dict) or not isinstance(request.get("op"), str):
-                raise ValueError("a request is a JSON object with an 'op'")
-            if not self._kernel.accepting and request["op"] not in _WHILE_SHUTTING_DOWN:
-                raise ShuttingDown()
-            result = await self._dispatch(request)
+            result = await self._run(json.loads(line))
         except PfarError as exc:
             return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}
         except (ValueError, KeyError, TypeError) as exc:
@@ -103,77 +103,18 @@ class ControlServer:
             }
         return {"ok": True, "result": result}
 
-    async def _dispatch(self, req: dict[str, Any]) -> Any:
-        k = self._kernel
-        op = req["op"]
-        if op == "ping":
-            return {"boot_id": k.boot_id, "pid": os.getpid()}
-        if op == "status":
-            return asdict(k.statistics())
-        if op == "submit":
-            text = _string(req, "text")
-            task = await k.submit(
-                _string(req, "template"),
-                text,
-                # checked by submit, never str()-ed: True and "True" are different events
-                event_id=req.get("event_id"),
-                adapter=_string(req, "adapter", "cli"),
-            )
-            return {
-                "task_id": task.task_id,
-                "state": task.state.value,
-                "redacted": k.redactor.found(text),
-            }
-        if op == "answer":
-            a, changed = await k.answer(str(req["approval_id"]), str(req["decision"]))
-            return {
-                "approval_id": a.approval_id,
-                "status": a.status.value,
-                "decision": a.decision,
-                "changed": changed,
-                "task_id": a.task_id,
-            }
-        if op in _HOLDS:
-            result = await getattr(k, _HOLDS[op])(_string(req, "task_id"))
-            return result.to_json()
-        if op == "credential":
-            task = await k.provide_credential(str(req["prompt_id"]), str(req["secret"]))
-            return {"task_id": task.task_id, "state": task.state.value}
-        if op == "secret_set":
-            k.set_secret(str(req["name"]), str(req["value"]))
-            return {"name": req["name"]}
-        if op == "workflow_start":
-            task = await k.start_workflow(str(req["definition"]), str(req["directory"]))
-            return {"task_id": task.task_id, "state": task.state.value}
-        if op == "workflow_resume":
-            task = await k.resume_workflow(str(req["directory"]))
-            return {"task_id": task.task_id, "state": task.state.value}
-        if op == "session_new":
-            return k.sessions.create(str(req["project_path"]), str(req["thread_id"])).to_json()
-        if op == "session_resume":
-            return (await k.sessions.resume(str(req["session_id"]))).to_json()
-        if op == "session_pause":
-            return (await k.sessions.pause(str(req["session_id"]))).to_json()
-        if op == "session_terminate":
-            return (await k.sessions.terminate(str(req["session_id"]))).to_json()
-        if op == "wait_idle":
-            await k.wait_idle()
+    async def _run(self, body: object) -> Any:
+        """Parse the request once (its op names its record in COMMANDS), run its verb."""
+        if not isinstance(body, dict) or not isinstance(body.get("op"), str):
+            raise ValueError("a request is a JSON object with an 'op'")
+        command = COMMANDS.get(body["op"])
+        if command is None:
+            raise BadRequest("op", f"unknown op {body['op']!r} (known: {', '.join(COMMANDS)})")
+        if not self._kernel.accepting and not command.while_shutting_down:
+            raise ShuttingDown()
+        reply = await command.run(self._operator, command.parse(body))
+        if reply is None:
             return {}
-        if op == "shutdown":
-            self.shutdown_requested.set()
-            return {}
-        raise ValueError(f"unknown op {op!r}")
-
-
-# the owner's hold on a task: op -> Kernel method
-_HOLDS = {"task_cancel": "cancel_task", "task_pause": "pause_task", "task_resume": "resume_task"}
-
-
-def _string(req: dict[str, Any], key: str, default: str | None = None) -> str:
-    """A request field that must be a string: a list or a number is refused, not str()-ed."""
-    value = req.get(key, default)
-    if value is None:
-        raise BadRequest(key, "is required")
-    if not isinstance(value, str):
-        raise BadRequest(key, f"must be a string, not {type(value).__name__}")
-    return value
+        if isinstance(reply, Sequence):
+            return [record.to_json() for record in reply]
+        return reply.to_json()

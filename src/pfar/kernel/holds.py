@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import MalformedTaskRow
+from ..journal import OwnerMessage
 from ..journal.holds import PauseOutcome, ResumeOutcome
 from ..journal.states import TaskState
 from ..recovery.cancelling import cancel_message
@@ -62,8 +64,14 @@ async def cancel(k: Kernel, given_id: str) -> HoldResult:
     )
     await k.stop_coroutine(task_id)
     ended = k.end_processes(task_id, "cancelled_process_ended")
-    task = k.journal.task(task_id)
-    cut = await k.journal.finish_cancel(task_id, cancel_message(k.journal, task, k.title(task)))
+    try:
+        task = k.journal.task(task_id)
+        message = cancel_message(k.journal, task, k.title(task))
+    except MalformedTaskRow:  # a row only its state can be read of still ends
+        message = OwnerMessage(
+            f"cancelled:{task_id}", "notice", f"Task {task_id[:8]} was cancelled.", task_id
+        )
+    cut = await k.journal.finish_cancel(task_id, message)
     k.owner.notify()
     if cut is None:  # a cancel running alongside finished it first
         return HoldResult(task_id, TaskState.Cancelled, "already_cancelled")

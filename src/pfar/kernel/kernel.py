@@ -25,39 +25,40 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from ..answers import Abandon, Answer, Approve, Deny, Fail, answer_of, parse_answer
 from ..config import Config
 from ..errors import (
     AlreadyDecided,
+    AnswerDoesNotFit,
     BadRequest,
     ConfigError,
     EventIdReused,
     PfarError,
     ShuttingDown,
+    TaskStateRefused,
     VaultMissing,
 )
 from ..journal import (
     ApprovalRecord,
     InboundEvent,
     Journal,
+    Move,
     OwnerMessage,
+    TaskKind,
     TaskRecord,
     TaskState,
 )
 from ..journal.faults import FaultHook
 from ..journal.journal import prompt_status_text
+from ..journal.payloads import AwaitingApproval, Extracting, pause_requested
 from ..journal.records import now_rfc3339, rfc3339
-from ..journal.states import PAUSE_REQUESTED
-from ..llm.provider import Provider
+from ..llm.proxy import CallRecord, ChatModel, InferenceProxy
 from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer
-from ..runners import Services, TemplateRegistry, answer_outcome
-from ..runners import advance as advance_pipeline
+from ..runners import Services, TemplateRegistry
+from ..runners.registry import runner_for
 from ..runners.workflow.definition import load_definition
-from ..runners.workflow.runner import (
-    advance_workflow,
-)
-from ..runners.workflow.runner import answer_outcome as workflow_answer_outcome
 from ..tools.processes import end_group_if_same
 from ..tools.registry import ToolRegistry
 from ..vault.home import Home, HomeLock
@@ -66,7 +67,7 @@ from ..vault.secrets import SecretStore, checked_secret
 from ..vault.sqlite import open_vault_db
 from . import holds
 from .audit import AuditLog
-from .models import build_provider
+from .models import build_model, scripted_proxy
 from .owner import OwnerChannel, OwnerLogSink, Sink
 from .sessions import SessionSupervisor
 from .workflows import workflow_task
@@ -92,6 +93,9 @@ class KernelStatistics:
     commits: int
     writes: int
 
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
 
 class Kernel:
     def __init__(
@@ -100,13 +104,14 @@ class Kernel:
         config: Config | None = None,
         *,
         tools: ToolRegistry | None = None,
-        provider: Provider | None = None,
+        model: ChatModel | None = None,
         fault_hook: FaultHook | None = None,
     ) -> None:
         self.home = home
         self._config = config
         self._tools = tools
-        self._provider = provider
+        # a model to think with instead of [llm]'s (benchmarks): it answers in-process
+        self._model = model
         self._faults = fault_hook if fault_hook is not None else FaultHook.from_env()
         self.boot_id = str(uuid.uuid4())
         self._lock = HomeLock(home)
@@ -117,6 +122,8 @@ class Kernel:
         self._idle = asyncio.Event()
         self._idle.set()
         self._stopped = asyncio.Event()
+        # set by the operator API: the process serving this kernel shuts it down gracefully
+        self.shutdown_requested = asyncio.Event()
         self.report: RecoveryReport | None = None
         self.failure: str | None = None  # why the kernel stopped itself, if it did
         self.template_errors: list[ConfigError] = []
@@ -150,7 +157,11 @@ class Kernel:
             opened.append(self.secrets)
             open_vault_db(self.home.memory_db, "memory").close()
             self.sessions = SessionSupervisor(
-                self.home.sessions_db, self.home.root / "sessions", config.sessions
+                self.home.sessions_db,
+                self.journal.writer,
+                self.home.root / "sessions",
+                config.sessions,
+                synchronous=config.vault.synchronous,
             )
             opened.append(self.sessions.manager)
             self.redactor = Redactor(self.secrets.values)
@@ -205,6 +216,8 @@ class Kernel:
             config.recovery.max_recovery_attempts,
             crashed,
         )
+        orphans = self._end_orphans()
+        sessions_recovered = await self._recover_sessions()
         report, to_resume = await recover_tasks(
             self.journal,
             plan,
@@ -212,8 +225,8 @@ class Kernel:
             count_attempts=crashed,
             report_key=f"report:{self.boot_id}",
             question_timeout=config.approvals.approval_timeout_seconds,
-            orphan_processes=self._end_orphans(),
-            sessions_recovered=self._recover_sessions(),
+            orphan_processes=orphans,
+            sessions_recovered=sessions_recovered,
         )
         self.report = report
         self.audit.log("recovery", crashed=crashed, **report.to_json())
@@ -234,8 +247,8 @@ class Kernel:
             self.advance(task_id)
         return report
 
-    def _recover_sessions(self) -> list[str]:
-        recovered = self.sessions.recover_after_crash()
+    async def _recover_sessions(self) -> list[str]:
+        recovered = await self.sessions.recover_after_crash()
         if recovered:
             self.audit.log("sessions_recovered", session_ids=recovered)
         return recovered
@@ -268,11 +281,11 @@ class Kernel:
             self.home.templates_dir, [tool.name for tool in self.tools]
         )
         self.template_errors = self.templates.load()
-        self.provider = self._provider or self._load_provider(config)
+        self.model = self._load_model(config)
         self.services = Services(
             journal=self.journal,
             tools=self.tools,
-            provider=self.provider,
+            model=self.model,
             templates=self.templates,
             secret=self.secrets.get,
             redactor=self.redactor,
@@ -285,14 +298,13 @@ class Kernel:
     def _notify_owner(self) -> None:
         self.owner.notify()
 
-    def _load_provider(self, config: Config) -> Provider:
-        return build_provider(
-            config,
-            home=self.home,
-            secret=self.secrets.get,
-            tools=self.tools,
-            on_call=lambda call: self.journal.record_llm_call(dataclasses.asdict(call)),
-        )
+    def _load_model(self, config: Config) -> InferenceProxy:
+        def on_call(call: CallRecord) -> None:
+            self.journal.record_llm_call(dataclasses.asdict(call))
+
+        if self._model is not None:
+            return scripted_proxy(self._model, config, on_call=on_call)
+        return build_model(config, home=self.home, secret=self.secrets.get, on_call=on_call)
 
     def add_sink(self, sink: Sink) -> None:
         self.owner.add_sink(sink)
@@ -321,27 +333,14 @@ class Kernel:
             text=self.redactor.text(text),
             principal=principal,
         )
-        now = now_rfc3339()
-        task = TaskRecord(
-            task_id=str(uuid.uuid4()),
-            template_id=tpl.id,
-            principal=principal,
-            trigger_event=event.to_json(),
-            state=TaskState.Extracting,
-            detail={},
-            phase=TaskState.Extracting.phase,
-            plan=None,
-            execute_progress=None,
-            extracted_metadata=None,
+        task = TaskRecord.new(
+            TaskKind.pipeline,
+            tpl.id,
+            event,
+            Extracting(),
             data_ceiling=tpl.data_ceiling,
             output_sinks=list(tpl.output_sinks),
-            trace_id=uuid.uuid4().hex,
-            created_at=now,
-            updated_at=now,
-            error=None,
-            event_id=event.event_id,
             template_hash=tpl.content_hash,
-            recovery_attempts=0,
         )
         stored, created = await self.journal.create(task, event)
         if not created:
@@ -412,8 +411,7 @@ class Kernel:
             while True:
                 self._again.discard(task_id)
                 task = self.journal.task(task_id)
-                runner = advance_workflow if task.is_workflow else advance_pipeline
-                await runner(task_id, self.services)
+                await runner_for(task).advance(task_id, self.services)
                 if task_id not in self._again:
                     break
             await self._settle_pause(task_id)
@@ -433,7 +431,7 @@ class Kernel:
         """A runner that stopped short of a boundary (an error it logged) leaves a pause
         request standing on a task no coroutine holds any more: pause it now."""
         task = self.journal.task(task_id)
-        if task.state.working and task.detail.get(PAUSE_REQUESTED):
+        if pause_requested(task.payload):
             await self.journal.request_pause(task_id, running=lambda: False)
 
     def is_running(self, task_id: str) -> bool:
@@ -527,29 +525,28 @@ class Kernel:
 
     # -- the owner's answers ---------------------------------------------------
 
-    async def answer(self, approval_id: str, decision: str) -> tuple[ApprovalRecord, bool]:
-        """Answer an approval (approve, deny, or one of the options it offers). Idempotent."""
+    async def answer(self, approval_id: str, answer: Answer | str) -> tuple[ApprovalRecord, bool]:
+        """Answer an approval: Approve (its first option), Deny (its way of saying no),
+        or one of the options it offers (as a record of pfar.answers, or its name);
+        anything else is refused (AnswerDoesNotFit), naming them. Idempotent: the same
+        answer again changes nothing."""
         if not self._accepting:
             raise ShuttingDown()
+        if isinstance(answer, str):  # this API is an edge too: parsed here, once
+            answer = parse_answer(answer)
         approval_id = self.journal.resolve_approval_id(approval_id)
         a = self.journal.approval(approval_id)
-        if decision == "approve":
-            decision = a.options[0]
-        elif decision == "deny" and "deny" not in a.options:
-            # the question's own way of saying no: "abandon" where it offers no "fail"
-            decision = "abandon" if "abandon" in a.options and "fail" not in a.options else "fail"
-        if decision not in a.options and a.status.value == "pending":
-            raise PfarError(
-                f"approval {approval_id[:8]} offers {', '.join(a.options)}; got {decision!r}"
-            )
+        option = _as_option(a, answer)
+        if option.kind not in a.options and a.status.value == "pending":
+            raise AnswerDoesNotFit(approval_id, answer.kind, a.options)
         decided, changed = await self.journal.decide_approval(
-            approval_id, decision, resume_to=_answer_outcome
+            approval_id, option, resume_to=_answer_outcome
         )
         if changed:
             self.audit.log(
                 "approval_decided",
                 approval_id=approval_id,
-                decision=decision,
+                decision=option.kind,
                 task_id=decided.task_id,
             )
             self.advance(decided.task_id)
@@ -709,15 +706,31 @@ def check_event_id(event_id: object) -> str:
     return event_id
 
 
-def _answer_outcome(
-    task: TaskRecord, approval: ApprovalRecord, decision: str
-) -> tuple[TaskState, dict[str, Any], dict[str, Any]]:
-    # recovery's own question, asked of pipeline tasks and workflows alike
+def _as_option(a: ApprovalRecord, answer: Answer) -> Answer:
+    """Approve and Deny in the question's own terms: its first option, and its way of
+    saying no ("abandon" where it offers no "fail")."""
+    if isinstance(answer, Approve):
+        return answer_of(a.options[0])
+    if isinstance(answer, Deny) and "deny" not in a.options:
+        return Abandon() if "abandon" in a.options and "fail" not in a.options else Fail()
+    return answer
+
+
+def _answer_outcome(task: TaskRecord, approval: ApprovalRecord, answer: Answer) -> Move:
+    """Where an answer sends the task: recovery's own question is answered alike for
+    every kind of task; any other question by the task's runner. Only a task parked on
+    this very question moves (a stale question's answer moves nothing)."""
+    parked = task.payload
+    if not isinstance(parked, AwaitingApproval) or parked.approval_id != approval.approval_id:
+        raise TaskStateRefused(
+            task.task_id,
+            task.state.value,
+            "answered",
+            f"it is not waiting on question {approval.approval_id[:8]}",
+        )
     if approval.action_type == IN_FLIGHT_DEATHS:
-        return in_flight_answer(task, approval, decision)
-    if task.is_workflow:
-        return workflow_answer_outcome(task, decision)
-    return answer_outcome(task, approval, decision)
+        return in_flight_answer(task, approval, answer)
+    return runner_for(task).apply_answer(task, approval, answer)
 
 
 def _config_hash(home: Home) -> str:

@@ -1,6 +1,7 @@
-"""Building the model provider the kernel thinks with, from `[llm]`.
+"""Building the model the kernel thinks with, from `[llm]`: the inference proxy, with
+the configured chat model behind it.
 
-The scripted provider replays a file; a real provider (Anthropic, or any
+The scripted provider answers from a file; a real provider (Anthropic, or any
 OpenAI-compatible server) sits behind the inference proxy, which every call
 passes through. API keys come from secrets.db, never from config, and are read
 at every call: `pfar secret set` on a running kernel takes effect at the next
@@ -13,47 +14,27 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..config import Config
-from ..errors import ConfigError, ProviderError, ToolFailed
-from ..llm.messages import ChatRequest, ChatResponse, ToolSchema
-from ..llm.model_provider import ModelProvider, StepCheck
-from ..llm.provider import Provider
-from ..llm.proxy import CallRecord, ChatProvider, InferenceProxy, Price, RateLimiter
+from ..errors import ConfigError, ProviderError
+from ..llm.events import EventSink
+from ..llm.messages import ChatRequest, ChatResponse
+from ..llm.proxy import CallRecord, ChatModel, InferenceProxy, Price, RateLimiter
 from ..llm.retry import ErrorKind, ProviderCallFailed, RetryPolicy
-from ..llm.scripted import ScriptedChatProvider, ScriptedProvider
+from ..llm.script_file import load_scripted_model
 from ..llm.sdk_providers import build_chat_provider
-from ..tools.registry import ToolRegistry
 from ..vault.home import Home
-
-
-def tool_schemas(tools: ToolRegistry) -> dict[str, ToolSchema]:
-    """What the planner is shown of each tool: name, description, its arguments' schema."""
-    return {t.name: ToolSchema(t.name, t.description, t.args_schema) for t in tools}
-
-
-def step_check(tools: ToolRegistry) -> StepCheck:
-    """A plan step as its tool sees it: the tool's own `validate()` complaint, or None."""
-
-    def check(name: str, args: dict[str, object]) -> str | None:
-        if name not in tools:
-            return f"unknown tool {name!r}"
-        try:
-            tools.get(name).validate(dict(args))
-        except ToolFailed as exc:
-            return str(exc)
-        return None
-
-    return check
 
 
 class _NamesItsKey:
     """A provider whose 401 says which secret holds the refused key and how to replace it."""
 
-    def __init__(self, inner: ChatProvider, secret_name: str) -> None:
+    def __init__(self, inner: ChatModel, secret_name: str) -> None:
         self._inner, self._secret_name = inner, secret_name
 
-    async def chat(self, request: ChatRequest) -> ChatResponse:
+    async def chat(
+        self, request: ChatRequest, *, on_event: EventSink | None = None
+    ) -> ChatResponse:
         try:
-            return await self._inner.chat(request)
+            return await self._inner.chat(request, on_event=on_event)
         except ProviderCallFailed as exc:
             if exc.kind is not ErrorKind.unauthorized:
                 raise
@@ -65,37 +46,16 @@ class _NamesItsKey:
             ) from None
 
 
-def build_provider(
+def build_model(
     config: Config,
     *,
     home: Home,
     secret: Callable[[str], str | None],
-    tools: ToolRegistry,
     on_call: Callable[[CallRecord], None],
-) -> Provider:
+) -> InferenceProxy:
     llm = config.llm
     if llm.provider == "scripted":
-        # a local stand-in for a model: behind the same proxy, never "cloud"
-        scripted = ScriptedChatProvider(ScriptedProvider.load(home.root / llm.script))
-        proxy = InferenceProxy(
-            {"scripted": scripted},
-            default="scripted",
-            local="scripted",
-            limiter=RateLimiter(
-                llm.requests_per_minute or 10**9,
-                llm.tokens_per_minute or 10**12,
-                window=llm.rate_window_seconds,
-            ),
-            on_call=on_call,
-        )
-        return ModelProvider(
-            proxy,
-            model=llm.model or "scripted",
-            max_tokens=llm.max_tokens,
-            tools=tool_schemas(tools),
-            check_step=step_check(tools),
-            remote=False,
-        )
+        return scripted_proxy(load_scripted_model(home.root / llm.script), config, on_call=on_call)
 
     def api_key(name: str, key: str) -> Callable[[], str]:
         """The key as the vault holds it at each call; missing: refused, naming the secret."""
@@ -119,7 +79,7 @@ def build_provider(
         overloaded_wait=llm.retry.overloaded_wait_seconds,
         max_retries=llm.retry.max_retries,
     )
-    providers: dict[str, ChatProvider] = {
+    providers: dict[str, ChatModel] = {
         llm.provider: _NamesItsKey(
             build_chat_provider(
                 llm.provider,
@@ -148,7 +108,7 @@ def build_provider(
             _NamesItsKey(local, llm.local.api_key_secret) if llm.local.api_key_secret else local
         )
         local_name = "local"
-    proxy = InferenceProxy(
+    return InferenceProxy(
         providers,
         default=llm.provider,
         local=local_name,
@@ -161,12 +121,29 @@ def build_provider(
         prices={m: Price(p.input, p.output) for m, p in llm.prices.items()},
         on_call=on_call,
         models={"local": llm.local.model} if llm.local is not None else None,
-    )
-    return ModelProvider(
-        proxy,
         model=llm.model,
-        max_tokens=llm.max_tokens,
-        tools=tool_schemas(tools),
-        check_step=step_check(tools),
         tiers=llm.tiers.model_dump(),
+        max_tokens=llm.max_tokens,
+    )
+
+
+def scripted_proxy(
+    model: ChatModel, config: Config, *, on_call: Callable[[CallRecord], None]
+) -> InferenceProxy:
+    """A model that answers in-process (a scripted one) behind the proxy: the same path as
+    a real one (rate limit, accounting), never "cloud", no request journaled as sent."""
+    llm = config.llm
+    return InferenceProxy(
+        {"scripted": model},
+        default="scripted",
+        local="scripted",
+        limiter=RateLimiter(
+            llm.requests_per_minute or 10**9,
+            llm.tokens_per_minute or 10**12,
+            window=llm.rate_window_seconds,
+        ),
+        on_call=on_call,
+        model=llm.model or "scripted",
+        max_tokens=llm.max_tokens,
+        remote=False,
     )

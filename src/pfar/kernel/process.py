@@ -47,7 +47,7 @@ async def serve(
     extras = extra(kernel) if extra else []
     waiters = [
         asyncio.create_task(stop.wait()),
-        asyncio.create_task(control.shutdown_requested.wait()),
+        asyncio.create_task(kernel.shutdown_requested.wait()),
         asyncio.create_task(kernel.stopped.wait()),
     ]
     await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)

@@ -4,6 +4,9 @@ A session is ACTIVE exactly while its agent runs under this kernel. The
 process (pid and start time) is recorded with the move to ACTIVE, so a kernel
 that dies leaves enough behind for the next one to end the orphan before it
 pauses the session (recovery/sessions.py).
+
+Session writes go through the journal's group-commit writer: they share its
+commits, its fault points and its fail-stop.
 """
 
 from __future__ import annotations
@@ -16,26 +19,36 @@ from pathlib import Path
 from ..config import SessionsConfig
 from ..errors import BadRequest, PfarError
 from ..journal.sessions import SessionLifecycle, SessionManager, SessionRecord, SessionStatus
+from ..journal.writer import GroupCommitWriter
 from ..recovery.sessions import CrashRecovery
 from ..tools import agent_process
+from ..vault.sqlite import Synchronous
 
 log = logging.getLogger("pfar.sessions")
 
 
 class SessionSupervisor:
-    def __init__(self, db_path: Path, log_dir: Path, config: SessionsConfig) -> None:
-        self.manager = SessionManager.open(db_path)
+    def __init__(
+        self,
+        db_path: Path,
+        writer: GroupCommitWriter,
+        log_dir: Path,
+        config: SessionsConfig,
+        *,
+        synchronous: Synchronous = "FULL",
+    ) -> None:
+        self.manager = SessionManager.open(db_path, synchronous=synchronous, writer=writer)
         self.lifecycle = SessionLifecycle(self.manager)
         self._log_dir = log_dir
         self._config = config
         self._running: dict[str, agent_process.AgentProcess] = {}
         self._watchers: dict[str, asyncio.Task[None]] = {}
 
-    def recover_after_crash(self) -> list[str]:
+    async def recover_after_crash(self) -> list[str]:
         """End agents a dead kernel left running; pause their sessions (seed 004)."""
-        return CrashRecovery(self.manager, self.lifecycle).recover()
+        return await CrashRecovery(self.manager, self.lifecycle).recover()
 
-    def create(self, project_path: str, thread_id: str) -> SessionRecord:
+    async def create(self, project_path: str, thread_id: str) -> SessionRecord:
         """A CREATED session; the project must be a directory now (checked again at
         resume: it may go away), and relative paths mean nothing to a kernel: refused."""
         path = Path(project_path)
@@ -44,7 +57,7 @@ class SessionSupervisor:
         if not path.is_dir():
             what = "is not a directory" if path.exists() else "does not exist"
             raise BadRequest("project_path", f"{project_path} {what}; nothing was created")
-        return self.manager.create(project_path, thread_id)
+        return await self.manager.create(project_path, thread_id)
 
     async def resume(self, session_id: str) -> SessionRecord:
         """Start the session's agent and make it ACTIVE (from CREATED or PAUSED)."""
@@ -66,7 +79,7 @@ class SessionSupervisor:
             },
         )
         try:
-            active = self.lifecycle.transition(
+            active = await self.lifecycle.transition(
                 s.session_id,
                 s.status,
                 SessionStatus.ACTIVE,
@@ -88,7 +101,7 @@ class SessionSupervisor:
         s = self.manager.get(session_id)
         if s.status is SessionStatus.ACTIVE:
             return await self._leave_active(s, SessionStatus.TERMINATED)
-        return self.lifecycle.transition(s.session_id, s.status, SessionStatus.TERMINATED)
+        return await self.lifecycle.transition(s.session_id, s.status, SessionStatus.TERMINATED)
 
     async def close(self) -> None:
         """Kernel shutdown: agents are stopped and their sessions paused, to resume later."""
@@ -99,14 +112,14 @@ class SessionSupervisor:
 
     async def _leave_active(self, s: SessionRecord, to: SessionStatus) -> SessionRecord:
         if s.status is not SessionStatus.ACTIVE:
-            return self.lifecycle.transition(s.session_id, s.status, to)  # refused, named
+            return await self.lifecycle.transition(s.session_id, s.status, to)  # refused, named
         watcher = self._watchers.pop(s.session_id, None)
         if watcher is not None:
             watcher.cancel()
         self._running.pop(s.session_id, None)
         if s.process:
             await agent_process.stop(s.process, self._config.stop_timeout_seconds)
-        return self.lifecycle.transition(s.session_id, SessionStatus.ACTIVE, to)
+        return await self.lifecycle.transition(s.session_id, SessionStatus.ACTIVE, to)
 
     async def _watch(self, proc: agent_process.AgentProcess) -> None:
         """An agent that exits on its own leaves its session PAUSED, with the exit code."""
@@ -114,7 +127,7 @@ class SessionSupervisor:
         self._running.pop(proc.session_id, None)
         self._watchers.pop(proc.session_id, None)
         with contextlib.suppress(PfarError):
-            self.lifecycle.transition(
+            await self.lifecycle.transition(
                 proc.session_id,
                 SessionStatus.ACTIVE,
                 SessionStatus.PAUSED,

@@ -11,6 +11,9 @@ retrying is pfar's, per `retry.next_wait`) and folds the raw events into a
   input must be a JSON object matching the tool's `input_schema` (a subset of JSON
   Schema: type, properties, required, additionalProperties, items, enum). A call failing
   a check is not raised: it becomes an error `ToolResult` in `invalid_tool_calls`;
+* given an `on_event` sink, the call streams as it folds (see `events`): each text
+  delta, each piece of a tool call's input, each checked tool call at its block's end,
+  a `Retrying` before each retry, and `Finished` with the whole answer;
 * `time_to_first_token` is measured from sending the request to the first
   content_block_delta, `total_time` from sending it to message_stop (the answering
   attempt only; waits between retries are not included).
@@ -76,6 +79,8 @@ from anthropic.types import (
 )
 
 from ..json_schema import validate_schema
+from . import events
+from .events import EventSink, Finished, ToolCallDelta, ToolCallDone, ignore
 from .keys import ApiKey, read_key
 from .messages import (
     ChatRequest,
@@ -151,18 +156,24 @@ class AnthropicProvider:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def chat(self, request: ChatRequest) -> ChatResponse:
+    async def chat(
+        self, request: ChatRequest, *, on_event: EventSink | None = None
+    ) -> ChatResponse:
         params = build_params(request)
         tools = {tool.name: tool for tool in request.tools}
         client, key = self._client_for_call()
-        return await call_with_retries(
+        response = await call_with_retries(
             PROVIDER,
             self._policy,
             self._sleep,
-            lambda: self._attempt(client, request, params, tools),
+            lambda: self._attempt(client, request, params, tools, on_event),
             lambda text: text.replace(key, "[api key]") if key else text,
             request.attempt_timeout,
+            on_event,
         )
+        if on_event is not None:
+            on_event(Finished(response))
+        return response
 
     async def _attempt(
         self,
@@ -170,6 +181,7 @@ class AnthropicProvider:
         request: ChatRequest,
         params: dict[str, Any],
         tools: dict[str, ToolSchema],
+        on_event: EventSink | None,
     ) -> ChatResponse:
         started = time.perf_counter()
         try:
@@ -179,7 +191,7 @@ class AnthropicProvider:
         except anthropic.APIConnectionError as exc:  # APITimeoutError included
             raise AttemptFailed(ErrorKind.timeout, _describe_connection(exc)) from None
 
-        acc = _Accumulator(tools, started)
+        acc = _Accumulator(tools, started, on_event or ignore)
         cut: str | None = None
         try:
             async with stream:
@@ -306,10 +318,12 @@ class _Block:
 
 
 class _Accumulator:
-    """Folds the raw stream events into an answer, in arrival order."""
+    """Folds the raw stream events into an answer, in arrival order, passing on to
+    `emit` what a viewer may show as it comes."""
 
-    def __init__(self, tools: dict[str, ToolSchema], started: float) -> None:
+    def __init__(self, tools: dict[str, ToolSchema], started: float, emit: EventSink) -> None:
         self._tools = tools
+        self._emit = emit
         self._started = started
         self._blocks: dict[int, _Block] = {}
         self._order: list[int] = []
@@ -354,14 +368,23 @@ class _Accumulator:
     def _start_block(self, event: RawContentBlockStartEvent) -> None:
         content = event.content_block
         block = _Block(kind=content.type)
+        self._blocks[event.index] = block
+        self._order.append(event.index)
         if isinstance(content, TextBlock):
-            block.parts.append(content.text)
+            self._text_piece(block, content.text)
         elif isinstance(content, ToolUseBlock):
             block.tool_id, block.tool_name = content.id, content.name
             if content.input:  # an input given whole, not in deltas
-                block.parts.append(json.dumps(content.input))
-        self._blocks[event.index] = block
-        self._order.append(event.index)
+                self._json_piece(event.index, block, json.dumps(content.input))
+
+    def _text_piece(self, block: _Block, text: str) -> None:
+        if text:
+            block.parts.append(text)
+            self._emit(events.TextDelta(text))
+
+    def _json_piece(self, index: int, block: _Block, piece: str) -> None:
+        block.parts.append(piece)
+        self._emit(ToolCallDelta(index, block.tool_id, block.tool_name, piece))
 
     def _delta(self, event: RawContentBlockDeltaEvent) -> None:
         if self._first_token is None:
@@ -371,11 +394,11 @@ class _Accumulator:
         if isinstance(delta, TextDelta):
             self._chars += len(delta.text)
             if block is not None and block.kind == "text":
-                block.parts.append(delta.text)
+                self._text_piece(block, delta.text)
         elif isinstance(delta, InputJSONDelta):
             self._chars += len(delta.partial_json)
             if block is not None and block.kind == "tool_use":
-                block.parts.append(delta.partial_json)
+                self._json_piece(event.index, block, delta.partial_json)
         elif isinstance(delta, ThinkingDelta):
             self._chars += len(delta.thinking)  # counted as output, never kept
 
@@ -398,7 +421,9 @@ class _Accumulator:
                 f"tool {tool.name!r}: the input does not match its schema: " + "; ".join(problems),
             )
             return
-        self._tool_calls.append(ToolCall(id=block.tool_id, name=tool.name, input=value))
+        call = ToolCall(id=block.tool_id, name=tool.name, input=value)
+        self._tool_calls.append(call)
+        self._emit(ToolCallDone(call))
 
     def _reject(self, block: _Block, message: str) -> None:
         self._invalid.append(ToolResult(tool_call_id=block.tool_id, content=message, is_error=True))

@@ -31,6 +31,11 @@ choice's `finish_reason`. It comes after the last content and tool-call delta.
 A clean end after the finish_reason but without `[DONE]` cannot be told apart
 from a complete stream through the SDK, and is one: the answer is whole.
 
+Given an `on_event` sink, the call streams as it folds (see `events`): each text
+delta, each piece of a tool call's arguments, the checked tool calls once the
+finish_reason has come (the chat-completions stream does not mark where one call
+ends), a `Retrying` before each retry, and `Finished` with the whole answer.
+
 Tool calls the model makes are checked against the request's tools: malformed
 JSON arguments, an unknown tool name, or input that does not match the tool's
 input_schema (the subset type / properties / required / items / enum) become
@@ -56,6 +61,7 @@ from typing import Any
 import openai
 
 from ..json_schema import validate_schema
+from .events import EventSink, Finished, TextDelta, ToolCallDelta, ToolCallDone, ignore
 from .keys import ApiKey, read_key
 from .messages import (
     ChatRequest,
@@ -117,7 +123,9 @@ class OpenAIProvider:
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIProvider(base_url={self._base_url!r}, timeout={self._timeout!r})"
 
-    async def chat(self, request: ChatRequest) -> ChatResponse:
+    async def chat(
+        self, request: ChatRequest, *, on_event: EventSink | None = None
+    ) -> ChatResponse:
         """One answer, retried per the error table; ProviderCallFailed when it gives up."""
         key = _checked(read_key(self._api_key))
         async with openai.AsyncOpenAI(
@@ -127,20 +135,28 @@ class OpenAIProvider:
             max_retries=0,
         ) as client:
             params = build_params(request, official=client.base_url.host == "api.openai.com")
-            return await call_with_retries(
+            response = await call_with_retries(
                 PROVIDER,
                 self._policy,
                 self._sleep,
-                lambda: self._attempt(client, params, request),
+                lambda: self._attempt(client, params, request, on_event),
                 lambda text: _scrub(text, key),
                 request.attempt_timeout,
+                on_event,
             )
+        if on_event is not None:
+            on_event(Finished(response))
+        return response
 
     async def _attempt(
-        self, client: openai.AsyncOpenAI, params: dict[str, Any], request: ChatRequest
+        self,
+        client: openai.AsyncOpenAI,
+        params: dict[str, Any],
+        request: ChatRequest,
+        on_event: EventSink | None,
     ) -> ChatResponse:
         started = time.monotonic()
-        acc = _Accumulator()
+        acc = _Accumulator(on_event or ignore)
         try:
             stream = await client.chat.completions.create(**params)
         except openai.APIError as exc:
@@ -276,6 +292,7 @@ class _Slot:
 
 @dataclass(slots=True)
 class _Accumulator:
+    emit: EventSink
     text: list[str] = field(default_factory=list)
     slots: dict[int, _Slot] = field(default_factory=dict)
     finish_reason: str | None = None
@@ -307,7 +324,9 @@ class _Accumulator:
         if pieces or delta.tool_calls:
             if self.first_token is None:
                 self.first_token = time.monotonic() - started
-        self.text.extend(pieces)
+        for piece in pieces:
+            self.text.append(piece)
+            self.emit(TextDelta(piece))
         for call in delta.tool_calls or ():
             slot = self.slots.setdefault(call.index, _Slot())
             if call.id and not slot.id:
@@ -320,9 +339,12 @@ class _Accumulator:
                 slot.name = fn.name if not slot.name else slot.name + fn.name
             if fn.arguments:
                 slot.arguments.append(fn.arguments)
+                self.emit(ToolCallDelta(call.index, slot.id, slot.name, fn.arguments))
 
     def response(self, request: ChatRequest, stop: StopReason, started: float) -> ChatResponse:
         valid, invalid = _check_calls(self.slots, request.tools)
+        for call in valid:
+            self.emit(ToolCallDone(call))
         return ChatResponse(
             text="".join(self.text),
             tool_calls=tuple(valid),

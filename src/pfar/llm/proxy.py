@@ -1,32 +1,48 @@
 """The inference proxy: every model call of every task passes through here.
 
+It is the one chat interface runners see: `chat(request, task_id=...)` sends a
+conversation with tool schemas and returns the whole answer (text, tool calls, stop
+reason, usage), streaming typed events (`events`) to `on_event` as they arrive;
+`stream(...)` gives the same events as an async iterator. Behind it sits any
+`ChatModel`: the Anthropic and OpenAI-compatible providers, or a scripted model.
+
 It shares one rate limit (requests and tokens per minute) across all tasks,
 serves waiting calls highest priority first (FIFO within a priority), routes
 a task whose data is above the cloud ceiling to the local provider (or refuses,
 so the kernel can ask the owner for a `cloud_routing` approval), and accounts
-for each call: tokens in and out, time to first token, total time, cost.
+for each call: tokens in and out, time to first token, total time, cost. It
+also knows the configured model of each tier (`model_for`), the answer's token
+budget (`max_tokens`), and whether its models are remote (a runner journals a
+request to a remote model before it goes out).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import heapq
 import itertools
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import ProviderError
+from .events import ChatEvent, EventSink, Finished
 from .messages import ChatRequest, ChatResponse
 
 LABELS = ("public", "internal", "sensitive", "secret")
 
 
-class ChatProvider(Protocol):
-    async def chat(self, request: ChatRequest) -> ChatResponse: ...
+class ChatModel(Protocol):
+    """A model that chats: the whole answer, with its events streamed to `on_event` (ending
+    in `Finished`) when one is given."""
+
+    async def chat(
+        self, request: ChatRequest, *, on_event: EventSink | None = None
+    ) -> ChatResponse: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +85,7 @@ class _Waiter:
     priority: int
     seq: int
     tokens: int
-    future: asyncio.Future[None] = field(compare=False)
+    future: asyncio.Future[float] = field(compare=False)
 
     def __lt__(self, other: _Waiter) -> bool:  # higher priority first, then arrival order
         return (-self.priority, self.seq) < (-other.priority, other.seq)
@@ -92,18 +108,23 @@ class RateLimiter:
             clock,
             window,
         )
-        self._grants: deque[tuple[float, int]] = deque()  # (time, tokens)
+        self._requests: deque[float] = deque()  # when each call in the window was let go
+        # tokens in the window: each grant's estimate and each answer's size, as they come
+        self._tokens: deque[tuple[float, int]] = deque()
+        self._used = 0  # their sum, kept as they come and go (never summed per grant)
         self._waiting: list[_Waiter] = []
         self._seq = itertools.count()
         self._wake: asyncio.TimerHandle | None = None
 
-    async def acquire(self, tokens: int, priority: int = 0) -> None:
+    async def acquire(self, tokens: int, priority: int = 0) -> float:
+        """Wait for a grant; return its wall-clock time (when the limiter let it go, not
+        when the waiting coroutine next ran: under load those differ)."""
         loop = asyncio.get_running_loop()
         waiter = _Waiter(priority, next(self._seq), tokens, loop.create_future())
         heapq.heappush(self._waiting, waiter)
         self._grant()
         try:
-            await waiter.future
+            return await waiter.future
         except asyncio.CancelledError:
             if waiter in self._waiting:
                 self._waiting.remove(waiter)
@@ -112,25 +133,34 @@ class RateLimiter:
 
     def record_usage(self, extra_tokens: int) -> None:
         """Count tokens learnt only after the call (the answer's size)."""
-        if extra_tokens > 0:
-            self._grants.append((self._clock(), extra_tokens))
+        if extra_tokens > 0:  # tokens, not a request: it does not count against the rpm
+            self._tokens.append((self._clock(), extra_tokens))
+            self._used += extra_tokens
 
     def _grant(self) -> None:
         now = self._clock()
-        while self._grants and now - self._grants[0][0] >= self._window:
-            self._grants.popleft()
+        while self._requests and now - self._requests[0] >= self._window:
+            self._requests.popleft()
+        while self._tokens and now - self._tokens[0][0] >= self._window:
+            self._used -= self._tokens.popleft()[1]
         while self._waiting:
             head = self._waiting[0]
-            used = sum(t for _, t in self._grants)
-            fits_tokens = used + head.tokens <= self._tpm or not self._grants
-            if len(self._grants) >= self._rpm or not fits_tokens:
+            # a call bigger than the whole budget still goes, alone in its window
+            fits_tokens = self._used + head.tokens <= self._tpm or not self._tokens
+            if len(self._requests) >= self._rpm or not fits_tokens:
                 break
             heapq.heappop(self._waiting)
-            self._grants.append((now, head.tokens))
+            self._requests.append(now)
+            self._tokens.append((now, head.tokens))
+            self._used += head.tokens
             if not head.future.done():
-                head.future.set_result(None)
-        if self._waiting and self._grants and self._wake is None:
-            delay = max(0.0, self._grants[0][0] + self._window - now)
+                head.future.set_result(time.time())
+        if self._waiting and self._wake is None and (self._requests or self._tokens):
+            oldest = min(
+                self._requests[0] if self._requests else now,
+                self._tokens[0][0] if self._tokens else now,
+            )
+            delay = max(0.0, oldest + self._window - now)
             self._wake = asyncio.get_running_loop().call_later(delay, self._rewake)
 
     def _rewake(self) -> None:
@@ -141,7 +171,7 @@ class RateLimiter:
 class InferenceProxy:
     def __init__(
         self,
-        providers: dict[str, ChatProvider],
+        providers: dict[str, ChatModel],
         *,
         default: str,
         local: str | None = None,
@@ -151,6 +181,10 @@ class InferenceProxy:
         on_call: Callable[[CallRecord], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         models: dict[str, str] | None = None,
+        model: str = "default",
+        tiers: dict[str, str] | None = None,
+        max_tokens: int = 4096,
+        remote: bool = True,
     ) -> None:
         if default not in providers:
             raise ProviderError(f"the default provider {default!r} is not configured")
@@ -166,6 +200,16 @@ class InferenceProxy:
         self._clock = clock
         # a provider that serves one model whatever the request names (a local server)
         self._models = models or {}
+        self._model = model
+        self._tiers = {k: v for k, v in (tiers or {}).items() if v}
+        self.max_tokens = max_tokens
+        # the models answer from the far side: a runner journals each request before it
+        # goes out (False for a scripted model, which answers in-process)
+        self.remote = remote
+
+    def model_for(self, tier: str) -> str:
+        """The model of a tier ("cheap", "worker", "planner"); the configured model when unset."""
+        return self._tiers.get(tier, self._model)
 
     def route(self, task_id: str, data_label: str) -> str:
         """The provider a task's data may go to."""
@@ -183,16 +227,22 @@ class InferenceProxy:
         priority: int = 0,
         data_label: str = "internal",
         cloud_approved: bool = False,
+        on_event: EventSink | None = None,
     ) -> ChatResponse:
+        """One model call for `task_id`: routed by its data label, let through by the
+        shared limit (higher `priority` first), accounted once it answered."""
         name = self._default if cloud_approved else self.route(task_id, data_label)
         if name in self._models:
             request = dataclasses.replace(request, model=self._models[name])
         estimate = _estimate_tokens(request)
         queued = self._clock()
-        await self._limiter.acquire(estimate, priority)
-        granted_at = time.time()
+        granted_at = await self._limiter.acquire(estimate, priority)
         waited = self._clock() - queued
-        response = await self._providers[name].chat(request)
+        model = self._providers[name]
+        if on_event is None:
+            response = await model.chat(request)
+        else:
+            response = await model.chat(request, on_event=on_event)
         self._limiter.record_usage(
             response.usage.input_tokens + response.usage.output_tokens - estimate
         )
@@ -216,6 +266,54 @@ class InferenceProxy:
                 )
             )
         return response
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        request: ChatRequest,
+        *,
+        task_id: str,
+        priority: int = 0,
+        data_label: str = "internal",
+        cloud_approved: bool = False,
+    ) -> AsyncIterator[AsyncIterator[ChatEvent]]:
+        """`chat`'s events as an async iterator, ending with `Finished`; a failed call
+        raises from the iterator. Leaving the block early cancels the call.
+
+            async with proxy.stream(request, task_id=t) as events:
+                async for event in events:
+                    ...
+        """
+        queue: asyncio.Queue[ChatEvent | Exception] = asyncio.Queue()
+
+        async def call() -> None:
+            try:
+                await self.chat(
+                    request,
+                    task_id=task_id,
+                    priority=priority,
+                    data_label=data_label,
+                    cloud_approved=cloud_approved,
+                    on_event=queue.put_nowait,
+                )
+            except Exception as exc:  # raised to the reader, from the iterator
+                queue.put_nowait(exc)
+
+        async def events() -> AsyncIterator[ChatEvent]:
+            while True:
+                item = await queue.get()
+                if isinstance(item, Exception):
+                    raise item
+                yield item
+                if isinstance(item, Finished):
+                    return
+
+        caller = asyncio.create_task(call())
+        try:
+            yield events()
+        finally:
+            caller.cancel()
+            await asyncio.wait([caller])
 
 
 def _estimate_tokens(request: ChatRequest) -> int:

@@ -17,6 +17,9 @@ A request's `attempt_timeout` bounds each attempt (the request and its whole
 answer); an attempt that runs out of it is a timeout like any other, retried by
 the table. The waits between attempts are never counted against it: a 30 s
 overload wait cannot use up the time of the answer that follows it.
+
+A streamed call is told of each retry (`events.Retrying`, before the wait), so whoever
+shows its text knows that what the failed attempt streamed is void.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from enum import StrEnum
 from typing import TypeVar
 
 from ..errors import ProviderError
+from .events import EventSink, Retrying
 
 T = TypeVar("T")
 
@@ -95,9 +99,10 @@ async def call_with_retries(
     attempt: Callable[[], Awaitable[T]],
     scrub: Callable[[str], str],
     attempt_timeout: float | None = None,
+    on_event: EventSink | None = None,
 ) -> T:
     """Run `attempt` until it answers or the error table says to give up; each attempt
-    gets `attempt_timeout` seconds of its own."""
+    gets `attempt_timeout` seconds of its own. `on_event` hears of each retry."""
     retries = 0
     while True:
         try:
@@ -109,6 +114,8 @@ async def call_with_retries(
                     provider, failed.kind, scrub(failed.detail), retries + 1
                 ) from None
             retries += 1
+            if on_event is not None:
+                on_event(Retrying(retries, failed.kind.value, scrub(failed.detail), wait))
             await sleep(wait)
 
 

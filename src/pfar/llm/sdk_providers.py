@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from .keys import ApiKey
-from .proxy import ChatProvider
+from .proxy import ChatModel
 from .retry import RetryPolicy
 
 
 def build_chat_provider(
     name: str, api_key: ApiKey, *, base_url: str | None, timeout: float, policy: RetryPolicy
-) -> ChatProvider:
+) -> ChatModel:
     if name == "anthropic":
         from .anthropic_provider import AnthropicProvider
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from ..journal.records import Semantics
 
@@ -14,7 +15,7 @@ TAINTED = "Raw"
 class ApprovalRule:
     require: frozenset[str]  # tools whose writes always need approval ("*" = every write)
     tainted_writes: bool  # a write after untrusted (Raw) data was read needs approval
-    on_deny: str  # "skip" the step or "fail" the task
+    on_deny: Literal["skip", "fail"]  # "skip" the step or "fail" the task
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from ..journal.records import StepRecord, StepStatus, TaskRecord
+from ..journal.payloads import pause_requested
+from ..journal.records import StepRecord, TaskRecord
 from ..journal.records import parse_rfc3339 as _parse
-from ..journal.states import PAUSE_REQUESTED, TaskState
-from ..runners.step_rules import StepRecovery, should_retry_step
+from ..journal.states import TaskState
+from ..runners.registry import runner_for
 
 
 class RecoveryAction(StrEnum):
@@ -166,10 +167,10 @@ def decide(
     """
     if task.state.held:
         return Decision(task.task_id, determine_recovery_action(task))
-    if task.state.working and task.detail.get(PAUSE_REQUESTED):
+    if pause_requested(task.payload):
         return Decision(task.task_id, RecoveryAction.Pause, PauseRequested())
     # A workflow's steps may run for hours: its trace, not its age, says what to do.
-    if not task.state.parked and not task.is_workflow:
+    if not task.state.parked and runner_for(task).ages_out:
         age = now - _parse(task.last_activity)
         if age > max_age:
             return Decision(
@@ -185,21 +186,8 @@ def decide(
 
 
 def write_in_doubt(task: TaskRecord, step: StepRecord | None) -> WriteInDoubt | None:
-    """Why the owner will be asked about `task`'s write in flight, or None when they won't.
-
-    The pipeline's own rule (should_retry_step) on what the journal recorded when the
-    step started (its semantics and idempotency), so that what recovery says is what the
-    task then does. A traced workflow is left to its trace's recovery check; a step the
-    owner already chose to skip or retry is skipped or retried without asking again.
-    """
-    if task.state is not TaskState.Executing or task.is_workflow or step is None:
+    """Why the owner will be asked about `task`'s write in flight, or None when they won't:
+    its runner decides (a traced workflow leaves it to its trace's recovery check)."""
+    if step is None or not runner_for(task).write_in_doubt(task, step):
         return None
-    i = task.current_step
-    if step.step != i or step.status is not StepStatus.started:
-        return None
-    if i in (task.detail.get("skip_step"), task.detail.get("retry_step")):
-        return None  # the owner answered already (a crash came before the answer was acted on)
-    rule = should_retry_step(step, step.semantics, step.idempotency)
-    if rule is not StepRecovery.RequireOwnerConfirmation:
-        return None
-    return WriteInDoubt(step.tool, i, len((task.plan or {}).get("steps", [])))
+    return WriteInDoubt(step.tool, step.step, len(task.plan_steps))

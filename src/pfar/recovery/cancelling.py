@@ -31,7 +31,7 @@ def cancel_message(journal: Journal, task: TaskRecord, title: str) -> OwnerMessa
             f"Its question{'s' if len(questions) > 1 else ''} [{', '.join(questions)}] "
             f"{'are' if len(questions) > 1 else 'is'} withdrawn."
         )
-    total = len((task.plan or {}).get("steps", []))
+    total = len(task.plan_steps)
     for s in journal.steps(tid):
         if s.status is StepStatus.started:
             of = f" of {total}" if total else ""

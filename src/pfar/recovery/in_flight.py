@@ -11,30 +11,28 @@ asked again after as many deaths more (a "resume" is spent by the run it starts)
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
-from ..errors import PfarError
-from ..journal import ApprovalRecord, TaskRecord, TaskState
-from ..journal.states import WORKING
+from ..answers import Abandon, Answer, Resume
+from ..errors import AnswerDoesNotFit, MalformedTaskRow
+from ..journal import ApprovalRecord, Move, TaskRecord, TaskState, TaskUpdate
+from ..journal.payloads import Abandoned, AwaitingApproval, InFlight, Working
 from ..runners.asking import new_question
 
 IN_FLIGHT_DEATHS = "in_flight_deaths"  # the question's action_type
-RESUME, ABANDON = "resume", "abandon"
-OPTIONS = [RESUME, ABANDON]
-
-# where a resumed task goes back to: a state in which it was running, not parked
-_RUNNING_VALUES = frozenset(s.value for s in WORKING)
+OPTIONS = [Resume().kind, Abandon().kind]
 
 
 def in_flight_question(
     task: TaskRecord, deaths: int, title: str, timeout: float
-) -> tuple[ApprovalRecord, dict[str, Any]]:
-    """The question parking `task` and the detail it parks with: the state and detail it
-    was in, so that "resume" puts it back exactly where it was."""
+) -> tuple[ApprovalRecord, AwaitingApproval]:
+    """The question parking `task` and the payload it parks with: the one it was in, so
+    that "resume" puts it back exactly where it was."""
+    if not isinstance(task.payload, Working):
+        raise MalformedTaskRow(task.task_id, "state", f"{task.state} is not a running state")
     where = task.state.value
     if task.state is TaskState.Executing:
-        total = len((task.plan or {}).get("steps", []))
-        where += f", step {task.current_step + 1} of {total}"
+        where += f", step {task.current_step + 1} of {len(task.plan_steps)}"
     approval = new_question(
         task.task_id,
         action_type=IN_FLIGHT_DEATHS,
@@ -48,42 +46,39 @@ def in_flight_question(
         ),
         timeout=timeout,
     )
-    parked_from = {"state": task.state.value, "detail": dict(task.detail), "deaths": deaths}
-    return approval, {"parked_from": parked_from}
+    then = replace(task.payload, pause_requested=False)
+    parked = AwaitingApproval(
+        approval_id=approval.approval_id,
+        step=task.current_step,
+        in_flight=InFlight(deaths=deaths, then=then),
+    )
+    return approval, parked
 
 
-def in_flight_answer(
-    task: TaskRecord, approval: ApprovalRecord, decision: str
-) -> tuple[TaskState, dict[str, Any], dict[str, Any]]:
+def in_flight_answer(task: TaskRecord, approval: ApprovalRecord, answer: Answer) -> Move:
     """Where the owner's answer sends the task (runs inside the decision's commit).
 
-    "resume": back to the state and detail it was parked from; the commit resets its
+    "resume": back to the state and payload it was parked from; the commit resets its
     count of deaths, so the owner is asked again only after as many deaths more.
     """
-    parked_from = task.detail.get("parked_from")
-    if not isinstance(parked_from, dict):
-        raise PfarError(
-            f"task {task.task_id}: approval {approval.approval_id} has no state to resume to"
+    parked = task.payload
+    if not isinstance(parked, AwaitingApproval) or parked.in_flight is None:
+        raise MalformedTaskRow(
+            task.task_id,
+            "state_detail.in_flight",
+            f"approval {approval.approval_id} has no state to resume to",
         )
-    if decision == ABANDON:
-        deaths = parked_from.get("deaths", "several")
-        return (
-            TaskState.Abandoned,
-            {"current_step": task.current_step},
-            {
-                "error": f"Abandoned by the owner: it was in flight during {deaths} kernel "
-                "deaths in a row, with no progress between them"
-            },
-        )
-    if decision != RESUME:
-        raise PfarError(
-            f"approval {approval.approval_id} offers {', '.join(OPTIONS)}; got {decision!r}"
-        )
-    state = str(parked_from.get("state"))
-    if state not in _RUNNING_VALUES:
-        raise PfarError(
-            f"task {task.task_id}: approval {approval.approval_id} would resume it to "
-            f"{state!r}, which is not a running state"
-        )
-    detail = parked_from.get("detail")
-    return TaskState(state), dict(detail) if isinstance(detail, dict) else {}, {}
+    match answer:
+        case Abandon():
+            return Move(
+                Abandoned(),
+                TaskUpdate(
+                    error=f"Abandoned by the owner: it was in flight during "
+                    f"{parked.in_flight.deaths} kernel deaths in a row, with no progress "
+                    "between them"
+                ),
+            )
+        case Resume():
+            return Move(parked.in_flight.then)
+        case _:
+            raise AnswerDoesNotFit(approval.approval_id, answer.kind, OPTIONS)

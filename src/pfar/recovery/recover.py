@@ -8,11 +8,12 @@ is the ordinary `advance`, run by the kernel afterwards.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
+from ..errors import MalformedTaskRow
 from ..journal import ApprovalRecord, Journal, OwnerMessage, TaskRecord
+from ..journal.payloads import AwaitingApproval
 from ..runners.asking import approval_message, credential_message
 from .actions import Decision, InFlightDeaths, RecoveryAction, TooOld, Unrecoverable, decide
 from .cancelling import cancel_message
@@ -24,6 +25,8 @@ from .report import RecoveryReport
 class RecoveryPlan:
     decisions: list[Decision]
     tasks: dict[str, TaskRecord]
+    # unfinished rows that cannot be read as tasks: reported, left exactly as they are
+    malformed: list[MalformedTaskRow] = field(default_factory=list)
 
 
 def plan_recovery(
@@ -34,19 +37,18 @@ def plan_recovery(
     `max_deaths` is `[recovery] max_recovery_attempts`: kernel deaths in a row with a
     task in flight and no progress before the owner is asked about it.
     """
-    tasks = journal.unfinished()
+    tasks, malformed = journal.unfinished()
     in_flight = journal.steps_in_flight()
     decisions = [
         decide(t, now, max_age, max_deaths, crashed, in_flight.get(t.task_id)) for t in tasks
     ]
-    return RecoveryPlan(decisions, {t.task_id: t for t in tasks})
+    return RecoveryPlan(decisions, {t.task_id: t for t in tasks}, malformed)
 
 
 def describe(task: TaskRecord, title: str, decision: Decision) -> str:
     """How the report names a task (spec §7.4's wording)."""
     if decision.action in (RecoveryAction.ResumeExecution, RecoveryAction.AskOwner):
-        total = len((task.plan or {}).get("steps", []))
-        return f"{title} — step {task.current_step + 1} of {total}"
+        return f"{title} — step {task.current_step + 1} of {len(task.plan_steps)}"
     if isinstance(decision.why, TooOld):
         return f"too old: {title} from {decision.why.minutes} min ago"
     return title
@@ -73,12 +75,14 @@ async def recover_tasks(
     are queued after the report, so the owner reads the report first.
     """
     report = RecoveryReport(
-        orphan_processes=orphan_processes, sessions_recovered=list(sessions_recovered)
+        orphan_processes=orphan_processes,
+        sessions_recovered=list(sessions_recovered),
+        malformed={m.task_id: f"{m.field}: {m.problem}" for m in plan.malformed},
     )
     prompts: list[OwnerMessage] = []
     to_resume: list[str] = []
     abandon: list[tuple[str, str]] = []
-    park: list[tuple[ApprovalRecord, dict[str, Any]]] = []
+    park: list[tuple[ApprovalRecord, AwaitingApproval]] = []
     pause: list[str] = []
     cancel: list[str] = []
     for d in plan.decisions:
@@ -99,15 +103,16 @@ async def recover_tasks(
         elif d.action is RecoveryAction.ParkInFlight:
             if not isinstance(d.why, InFlightDeaths):  # decide() always says how many
                 raise TypeError(f"task {d.task_id}: ParkInFlight without its deaths")
-            question, detail = in_flight_question(
+            question, parked = in_flight_question(
                 task, d.why.deaths, title_of(task), question_timeout
             )
-            park.append((question, detail))
+            park.append((question, parked))
             prompts.append(approval_message(question, 0))
             report.parked[d.task_id] = d.why.deaths
         elif d.action is RecoveryAction.RepromptApproval:
-            approval_id = str(task.detail.get("approval_id", ""))
-            a = journal.approval(approval_id)
+            if not isinstance(task.payload, AwaitingApproval):  # its state says it is
+                raise TypeError(f"task {d.task_id}: AwaitingApproval without its approval")
+            a = journal.approval(task.payload.approval_id)
             prompts.append(approval_message(a, a.prompts_sent))
             report.reprompted.append(d.task_id)
             report.reprompt_kinds[d.task_id] = "approval"

@@ -21,6 +21,8 @@ class RecoveryReport:
     abandoned: list[str] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)  # the owner's cancel, finished now
     paused: list[str] = field(default_factory=list)  # the owner's pause: left alone
+    # task id -> what is wrong with its row (field: problem): left exactly as it is
+    malformed: dict[str, str] = field(default_factory=dict)
     orphan_containers: int = 0
     orphan_processes: int = 0  # processes of interrupted steps that outlived the kernel
     sessions_recovered: list[str] = field(default_factory=list)  # ACTIVE -> PAUSED (seed 004)
@@ -39,6 +41,7 @@ class RecoveryReport:
             or self.abandoned
             or self.cancelled
             or self.paused
+            or self.malformed
             or self.orphan_containers
             or self.orphan_processes
             or self.sessions_recovered
@@ -54,6 +57,7 @@ class RecoveryReport:
             "abandoned": self.abandoned,
             "cancelled": self.cancelled,
             "paused": self.paused,
+            "malformed": self.malformed,
             "orphan_containers": self.orphan_containers,
             "orphan_processes": self.orphan_processes,
             "sessions_recovered": self.sessions_recovered,
@@ -114,6 +118,11 @@ class RecoveryReport:
         line(self.abandoned, "task", "tasks", "abandoned")
         line(self.cancelled, "task", "tasks", "cancelled, as the owner asked before the restart")
         line(self.paused, "task", "tasks", "left paused")
+        for task_id, problem in self.malformed.items():
+            lines.append(
+                f" - task {task_id[:8]} left as it is: its journal row is malformed ({problem}); "
+                f"`pfar cancel {task_id[:8]}` ends it"
+            )
         if self.sessions_recovered:
             n = len(self.sessions_recovered)
             lines.append(f" - Recovered {n} session{'s' if n != 1 else ''} after crash (paused)")

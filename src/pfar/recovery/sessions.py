@@ -8,7 +8,8 @@ still running: pid plus start time) and moves the session ACTIVE -> PAUSED with
 owner can resume it. Run it only while holding the home's lock (`HomeLock`):
 another running kernel's ACTIVE sessions are not crashed.
 
-Each session is recovered in its own transaction: a database error stops
+Each session is recovered in its own write (a commit of the session store's
+writer, passing the `session_paused` fault point): a database error stops
 recovery with `SessionRecoveryFailed`, which names the sessions already
 recovered; every other session is left exactly as it was, to be recovered at the
 next start. Calling `recover` again finds nothing to do.
@@ -45,7 +46,9 @@ class CrashRecovery:
         """Sessions left ACTIVE: their kernel did not stop them, so it crashed."""
         return self._manager.list(status=SessionStatus.ACTIVE)
 
-    def recover(self, now: str | None = None, end_process: EndProcess | None = None) -> list[str]:
+    async def recover(
+        self, now: str | None = None, end_process: EndProcess | None = None
+    ) -> list[str]:
         """Pause every crashed session; return the ids of those it paused (oldest first).
 
         `now` is the RFC 3339 `recovered_at` to record (default: the current time);
@@ -65,7 +68,7 @@ class CrashRecovery:
                     rec.process.get("pid"),
                 )
             try:
-                self._lifecycle.transition(
+                await self._lifecycle.transition(
                     rec.session_id,
                     SessionStatus.ACTIVE,
                     SessionStatus.PAUSED,

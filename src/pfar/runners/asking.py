@@ -11,17 +11,22 @@ import json
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
+from ..answers import Answer, Approve, Continue, Deny, Fail, Retry, Skip
+from ..errors import AnswerDoesNotFit, TaskStateRefused
 from ..journal import (
     ApprovalRecord,
     ApprovalStatus,
     CredentialPromptRecord,
     CredentialStatus,
+    Move,
     OwnerMessage,
     TaskRecord,
     TaskState,
+    TaskUpdate,
 )
+from ..journal.payloads import EMPTY, AwaitingApproval, Executing, Failed, Grant, Payload
 from ..journal.records import args_digest, now_rfc3339, rfc3339
 from ..tools.admin import PromptCredential
 from .services import Services
@@ -42,9 +47,10 @@ async def ask_owner(
     description: str,
     preview: Any = None,
     taint: str | None = None,
-    on_deny: str = "fail",
+    on_deny: Literal["fail", "skip"] = "fail",
     timeout: float | None = None,
-    extra_detail: dict[str, Any] | None = None,
+    resume_to: Literal["Extracting", "Planning", "Synthesizing"] | None = None,
+    template_seen: str | None = None,
 ) -> None:
     """Park the task on a question to the owner (an approval record); no coroutine waits."""
     text_preview = digest = None
@@ -64,17 +70,23 @@ async def ask_owner(
         taint=taint,
         args_sha256=digest,
     )
-    detail_extra = {"on_deny": on_deny, **(extra_detail or {}), **_kept_grant(task, step)}
-    await svc.journal.park_approval(approval, approval_message(approval, 0), detail_extra)
+    parked = AwaitingApproval(
+        approval_id=approval.approval_id,
+        step=step,
+        on_deny=on_deny,
+        resume_to=resume_to,
+        template_seen=template_seen,
+        approved=kept_grant(task.payload, step),
+    )
+    await svc.journal.park_approval(approval, approval_message(approval, 0), parked)
     svc.notify_owner()
 
 
-def _kept_grant(task: TaskRecord, step: int) -> dict[str, Any]:
+def kept_grant(payload: Payload, step: int) -> Grant | None:
     """The owner's grant for `step` (and the arguments it covers) outlives a later question
-    about the same step."""
-    if task.detail.get("approved_step") != step:
-        return {}
-    return {"approved_step": step, "approved_args": task.detail.get("approved_args")}
+    about the same step, until the run it allows starts: that start spends it."""
+    grant = payload.approved if isinstance(payload, Executing | AwaitingApproval) else None
+    return grant if grant is not None and grant.step == step else None
 
 
 def new_question(
@@ -194,31 +206,47 @@ def credential_message(p: CredentialPromptRecord, attempt: int) -> OwnerMessage:
     )
 
 
-def answer_outcome(
-    task: TaskRecord, approval: ApprovalRecord, decision: str
-) -> tuple[TaskState, dict[str, Any], dict[str, Any]]:
-    """Where the owner's answer sends a parked task (runs inside the decision's commit)."""
-    step = approval.step if approval.step is not None else task.current_step
-    base: dict[str, Any] = {"current_step": step}
+def answer_outcome(task: TaskRecord, approval: ApprovalRecord, answer: Answer) -> Move:
+    """Where the owner's answer sends a pipeline task parked on `approval` (runs inside
+    the decision's commit): one dispatch over the answers the pipeline asks with."""
+    parked = task.payload
+    if not isinstance(parked, AwaitingApproval):  # the kernel refuses such an answer first
+        raise TaskStateRefused(task.task_id, task.state.value, "answered", "it asks nothing")
+    step = approval.step if approval.step is not None else parked.step
     if approval.action_type == "cloud_routing":
-        if decision in ("deny", "fail"):
-            return TaskState.Failed, base, {"error": "cloud routing denied by the owner"}
-        # back to the thinking phase it was in; the approval itself is the permission
-        return TaskState(str(task.detail.get("resume_state", "Extracting"))), base, {}
-    why = "denied by the owner" if decision == "deny" else "failed by the owner's decision"
-    if decision == "deny":
-        decision = "skip" if task.detail.get("on_deny") == "skip" else "fail"
-    if decision == "fail":
-        return TaskState.Failed, base, {"error": f"{why}: {approval.description}"}
-    if decision == "skip":
-        return TaskState.Executing, {**base, "skip_step": step}, {}
-    if decision == "continue":
-        # the owner accepted the template as it is now: that becomes the task's template
-        return (
-            TaskState.Executing,
-            {**base, **_kept_grant(task, step)},
-            {"template_hash": str(task.detail.get("template_seen", ""))},
-        )
-    # approve / retry: this step may run once, with exactly the arguments shown
-    granted = {"approved_step": step, "approved_args": approval.args_sha256, "retry_step": step}
-    return TaskState.Executing, {**base, **granted}, {}
+        return _cloud_routing(parked, answer)
+    match answer:
+        case Deny() if parked.on_deny == "skip":
+            return _skip(step)
+        case Deny() | Fail():
+            return _fail(approval, "denied by the owner" if answer == Deny() else None)
+        case Skip():
+            return _skip(step)
+        case Continue():
+            # the owner accepted the template as it is now: that becomes the task's template
+            return Move(
+                Executing(current_step=step, approved=kept_grant(parked, step)),
+                TaskUpdate(template_hash=parked.template_seen or ""),
+            )
+        case Approve() | Retry():
+            # this step may run once more, with exactly the arguments shown
+            granted = Grant(step=step, args_sha256=approval.args_sha256)
+            return Move(Executing(current_step=step, approved=granted, retry_step=step))
+        case _:
+            raise AnswerDoesNotFit(approval.approval_id, answer.kind, approval.options)
+
+
+def _skip(step: int) -> Move:
+    return Move(Executing(current_step=step, skip_step=step))
+
+
+def _fail(approval: ApprovalRecord, why: str | None) -> Move:
+    why = why or "failed by the owner's decision"
+    return Move(Failed(), TaskUpdate(error=f"{why}: {approval.description}"))
+
+
+def _cloud_routing(parked: AwaitingApproval, answer: Answer) -> Move:
+    """Back to the thinking phase it was in; the approval itself is the permission."""
+    if isinstance(answer, Deny | Fail):
+        return Move(Failed(), TaskUpdate(error="cloud routing denied by the owner"))
+    return Move(EMPTY[TaskState(parked.resume_to or "Extracting")])

@@ -9,39 +9,35 @@ parks on the owner. Nothing is held in memory between calls.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Literal
 
-from ..errors import PfarError, ProviderError, ToolError, ToolFailed, ToolTimeout, VaultError
+from ..errors import PfarError, ProviderError, ToolFailed, VaultError
 from ..journal import (
     OwnerMessage,
-    Semantics,
-    StepRecord,
-    StepStatus,
     TaskRecord,
     TaskState,
+    TaskUpdate,
 )
-from ..journal.records import Idempotency, args_digest, now_rfc3339
-from ..llm.provider import LLMRequest, Phase
+from ..journal.payloads import (
+    Completed,
+    Executing,
+    Planning,
+    Synthesizing,
+)
 from ..llm.proxy import NeedsCloudRouting
-from ..policy.approvals import ApprovalRule, approval_needed
-from ..tools.admin import PromptCredential
-from ..tools.base import Tool, ToolContext
-from ..tools.processes import identity
-from .asking import ask_owner, park_credential
+from ..policy.approvals import ApprovalRule
+from . import thinking
+from .asking import ask_owner
 from .plan import Plan, PlanStep
 from .services import Services
-from .step_rules import StepRecovery, should_retry_step
+from .steps import Done, Parked, StepCall, StepRules, ToolErrored, run_step
 from .templates import Template
+from .thinking import Phase, PhaseInput
 
 log = logging.getLogger("pfar.pipeline")
 
-IN_DOUBT_OPTIONS = ["retry", "skip", "fail"]
 _EVERY_WRITE = ApprovalRule(require=frozenset({"*"}), tainted_writes=False, on_deny="fail")
 
 
@@ -88,7 +84,7 @@ async def advance(task_id: str, svc: Services) -> None:
                     f"above the cloud ceiling {exc.ceiling!r}, and no local model is "
                     "configured. Send it to the cloud provider anyway?"
                 ),
-                extra_detail={"resume_state": task.state.value},
+                resume_to=_thinking(task.state),
             )
             return
         except PfarError as exc:
@@ -103,13 +99,13 @@ async def advance(task_id: str, svc: Services) -> None:
 # -- thinking phases ------------------------------------------------------------
 
 
-async def _think(task: TaskRecord, svc: Services, phase: Phase, **extra: Any) -> Any:
+async def _phase_input(task: TaskRecord, svc: Services, phase: Phase) -> PhaseInput:
+    """What the phase is given; a call to a remote model is journaled before it goes out."""
     tpl = svc.templates.get(task.template_id)
-    req = LLMRequest(
-        phase=phase,
+    ask = PhaseInput(
+        task_id=task.task_id,
         template_id=task.template_id,
         input_text=task.input_text,
-        task_id=task.task_id,
         metadata=task.extracted_metadata or {},
         tools=list(tpl.allowed_tools) if tpl else [],
         data_label=task.data_ceiling,
@@ -120,11 +116,10 @@ async def _think(task: TaskRecord, svc: Services, phase: Phase, **extra: Any) ->
         # documented retry is never cut short by the template's timeout. The phase as a
         # whole is bounded by [llm.retry] (how many attempts, how long between them).
         attempt_timeout=tpl.timeouts.llm_seconds if tpl else 120.0,
-        **extra,
     )
-    if getattr(svc.provider, "remote", False):  # a model call: journaled before it goes out
+    if svc.model.remote:
         await svc.journal.llm_request_sent(task.task_id, phase)
-    return await svc.provider.complete(req)
+    return ask
 
 
 def _cloud_approved(task: TaskRecord, svc: Services) -> bool:
@@ -136,18 +131,20 @@ def _cloud_approved(task: TaskRecord, svc: Services) -> bool:
 
 
 async def _extract(task: TaskRecord, svc: Services) -> None:
-    resp = await _think(task, svc, "extract")
-    meta = svc.redactor.value(resp.data if resp.data is not None else {"text": resp.text or ""})
+    meta = svc.redactor.value(
+        await thinking.extract(await _phase_input(task, svc, "extract"), svc.model)
+    )
     await svc.journal.transition(
-        task.task_id, TaskState.Planning, point="extracted", extracted_metadata=meta
+        task.task_id,
+        Planning(),
+        point="extracted",
+        update=TaskUpdate(extracted_metadata=meta),
     )
 
 
 async def _plan(task: TaskRecord, svc: Services) -> None:
     if task.plan is not None:  # never re-plan: the journaled plan is the plan
-        await svc.journal.transition(
-            task.task_id, TaskState.Executing, point="planned", detail={"current_step": 0}
-        )
+        await svc.journal.transition(task.task_id, Executing(), point="planned")
         return
     tpl = svc.templates.fresh(task.template_id)
     if tpl is None:
@@ -155,10 +152,14 @@ async def _plan(task: TaskRecord, svc: Services) -> None:
     if tpl.content_hash != task.template_hash:
         # nothing has run yet: plan under the template as it is now, and say so in the row
         await svc.journal.transition(
-            task.task_id, TaskState.Planning, point=None, template_hash=tpl.content_hash
+            task.task_id,
+            Planning(),
+            point=None,
+            update=TaskUpdate(template_hash=tpl.content_hash),
         )
-    resp = await _think(task, svc, "plan")
-    plan = Plan.parse(resp.data, f"plan for task {task.task_id}")
+    ask = await _phase_input(task, svc, "plan")
+    data = await thinking.plan(ask, svc.model, svc.tools)
+    plan = Plan.parse(data, f"plan for task {task.task_id}")
     for i, step in enumerate(plan.steps):
         if step.tool not in tpl.allowed_tools:
             raise ProviderError(
@@ -174,20 +175,21 @@ async def _plan(task: TaskRecord, svc: Services) -> None:
             raise ProviderError(f"plan step {i + 1}: {exc}") from None
     await svc.journal.transition(
         task.task_id,
-        TaskState.Executing,
+        Executing(),
         point="planned",
-        detail={"current_step": 0},
-        # a secret the model wrote into the plan is not journaled (use {{secret:NAME}})
-        plan_json=svc.redactor.value(plan.model_dump()),
-        execute_progress={"current_step": 0},
+        update=TaskUpdate(
+            # a secret the model wrote into the plan is not journaled (use {{secret:NAME}})
+            plan=svc.redactor.value(plan.model_dump()),
+            execute_progress={"current_step": 0},
+        ),
     )
 
 
 async def _synthesize(task: TaskRecord, svc: Services) -> None:
     steps = svc.journal.steps(task.task_id)
     results = [s.result for s in steps]
-    resp = await _think(task, svc, "synthesize", step_results=results)
-    text = svc.redactor.text(resp.text if resp.text is not None else json.dumps(resp.data))
+    ask = await _phase_input(task, svc, "synthesize")
+    text = svc.redactor.text(await thinking.synthesize(ask, svc.model, results))
     messages: list[OwnerMessage] = []
     title = _title(task, svc)
     for sink in task.output_sinks:
@@ -204,10 +206,10 @@ async def _synthesize(task: TaskRecord, svc: Services) -> None:
             _write_result_file(svc, task, sink.removeprefix("workspace:"), text)
     await svc.journal.transition(
         task.task_id,
-        TaskState.Completed,
+        Completed(),
         point="completed",
+        update=TaskUpdate(execute_progress={"current_step": len(steps), "result": text[:2000]}),
         messages=messages,
-        execute_progress={"current_step": len(steps), "result": text[:2000]},
     )
     svc.notify_owner()
 
@@ -251,321 +253,65 @@ async def _template_still_fits(task: TaskRecord, svc: Services) -> bool:
             f"Task {_title(task, svc)} was running when {problem}. Continue with the plan "
             f"it already has (step {task.current_step + 1}), or fail it?"
         ),
-        extra_detail={"template_seen": current},
+        template_seen=current,
     )
     return False
 
 
 async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool | TaskRecord:
-    """Run the task's next step.
+    """Run the task's next plan step (the step executor does the work).
 
     False when the task parked or ended; True to go on from the journal; the
     task as now committed when a step finished (`fresh`: then no record of its
     next step can exist yet).
     """
-    plan_steps = (task.plan or {}).get("steps", [])
+    plan_steps = task.plan_steps
     i = task.current_step
     if i >= len(plan_steps):
-        await svc.journal.transition(task.task_id, TaskState.Synthesizing, point="synthesizing")
+        await svc.journal.transition(task.task_id, Synthesizing(), point="synthesizing")
         return True
     # the plan was validated when it was journaled; it is data from here on
     step = PlanStep.model_construct(**plan_steps[i])
-    record = None if fresh else svc.journal.step(task.task_id, i)
-    where = f"step {i + 1} of {len(plan_steps)}"
-
-    if task.detail.get("skip_step") == i:
-        return await _finish(
-            svc,
-            task,
-            i,
-            step.tool,
-            step.args,
-            Semantics.Write,
-            Idempotency.none,
-            StepStatus.skipped,
-            {"skipped": "by the owner's decision"},
-            "Extracted",
-        )
-
-    if step.tool not in svc.tools:
-        await ask_owner(
-            task,
-            svc,
-            action_type="tool_missing",
-            step=i,
-            tool=step.tool,
-            options=["skip", "fail"],
-            description=(
-                f"Task {_title(task, svc)} planned tool {step.tool!r} for "
-                f"{where}, but no such tool exists any more. Skip the step or "
-                "fail the task?"
-            ),
-        )
-        return False
-    tool = svc.tools.get(step.tool)
-    semantics = tool.semantics(step.args)
-    tpl = svc.templates.get(task.template_id)
-    idem = _idempotency(tool, step.args, tpl)
-    ctx = ToolContext(
-        task.task_id,
-        i,
-        f"{task.task_id}:{i}",
-        svc.workspace(task.task_id),
-        svc.secret,
-        _process_recorder(svc, task.task_id, i),
-        # a task whose template is gone keeps its plan but loses its credentials
-        credentials=tpl.bindings(step.tool) if tpl else (),
-    )
-
-    if record is not None and task.detail.get("retry_step") != i:
-        # Resuming at a step the journal already knows: spec §7.3.
-        rule = should_retry_step(record, semantics, idem)
-        if rule is StepRecovery.SkipWithCachedResult:
-            return await _finish(
-                svc,
-                task,
-                i,
-                record.tool,
-                record.args,
-                record.semantics,
-                record.idempotency,
-                record.status,
-                record.result,
-                record.label,
-                record.started_at,
-            )
-        if rule is StepRecovery.CheckEffect:
-            found = await tool.check(step.args, ctx)
-            if found is not None:
-                return await _finish(
-                    svc,
-                    task,
-                    i,
-                    step.tool,
-                    step.args,
-                    semantics,
-                    idem,
-                    StepStatus.completed,
-                    found,
-                    tool.result_label,
-                )
-        elif rule is StepRecovery.RequireOwnerConfirmation:
-            await ask_owner(
-                task,
-                svc,
-                action_type="write_in_doubt",
-                step=i,
-                tool=step.tool,
-                options=IN_DOUBT_OPTIONS,
-                description=(
-                    f"I was interrupted while executing '{step.tool}'. "
-                    "It may have already completed. Should I retry it? "
-                    f"(task {_title(task, svc)}, {where})"
-                ),
-                preview=step.args,
-            )
-            return False
-
-    if semantics is Semantics.Write and not _approved(task, i, step.args):
-        # A task whose template is gone (the owner chose to go on with its plan) has no
-        # rules left to trust: every write it makes waits for the owner.
-        approval_rule = tpl.approval_rule() if tpl else _EVERY_WRITE
-        labels = (
-            [s.label for s in svc.journal.steps(task.task_id) if s.step < i]
-            if approval_rule.tainted_writes
-            else []
-        )
-        need = approval_needed(approval_rule, step.tool, semantics, labels)
-        if need is not None:
-            await ask_owner(
-                task,
-                svc,
-                action_type=need.action_type,
-                step=i,
-                tool=step.tool,
-                options=["approve", "deny"],
-                taint=need.taint_level,
-                description=(
-                    f"Task {_title(task, svc)} wants to run {step.tool} ({where}): {need.reason}."
-                    + _carried(tpl, step.tool)
-                ),
-                preview=step.args,
-                on_deny=approval_rule.on_deny,
-                timeout=tpl.approval.timeout_seconds if tpl else None,
-            )
-            return False
-
-    if isinstance(tool, PromptCredential) and await tool.check(step.args, ctx) is None:
-        await park_credential(task, svc, i, step.args)
-        return False
-
-    started = now_rfc3339()
-    if semantics is Semantics.Write:
-        await svc.journal.step_started(
-            StepRecord(
-                task.task_id,
-                i,
-                step.tool,
-                semantics,
-                idem,
-                StepStatus.started,
-                step.args,
-                None,
-                tool.result_label,
-                started,
-                None,
-                None,
-            )
-        )
-    seconds = tpl.timeouts.step_seconds if tpl else 60.0
-    try:
-        async with asyncio.timeout(seconds):
-            result = await _call(tool, step.args, ctx)
-    except TimeoutError:
-        err: ToolError = ToolTimeout(step.tool, seconds)
-        await _step_failed(svc, task, i, step, semantics, idem, started, f"{where}: {err}")
-        return False
-    except ToolError as exc:
-        await _step_failed(
-            svc, task, i, step, semantics, idem, started, svc.redactor.text(f"{where}: {exc}")
-        )
-        return False
-    except (VaultError, asyncio.CancelledError):
-        raise
-    except Exception as exc:
-        await _step_failed(
-            svc,
-            task,
-            i,
-            step,
-            semantics,
-            idem,
-            started,
-            svc.redactor.text(f"{where}: {step.tool} raised {exc!r}"),
-        )
-        return False
-    return await _finish(
-        svc,
-        task,
+    call = StepCall(
         i,
         step.tool,
         step.args,
-        semantics,
-        idem,
-        StepStatus.completed,
-        svc.redactor.value(result),
-        tool.result_label,
-        started,
-    )
-
-
-def _approved(task: TaskRecord, i: int, args: dict[str, Any]) -> bool:
-    """The owner's grant covers step `i` with exactly the arguments it was shown."""
-    return task.detail.get("approved_step") == i and task.detail.get(
-        "approved_args"
-    ) == args_digest(args)
-
-
-def _carried(tpl: Template | None, tool: str) -> str:
-    """What the template adds to the call, so the owner approves all of it."""
-    names = sorted({n for c in (tpl.bindings(tool) if tpl else ()) for n in c.secret_names()})
-    return f" It carries the template's credentials: {', '.join(names)}." if names else ""
-
-
-def _process_recorder(svc: Services, task_id: str, step: int) -> Callable[[int], Awaitable[None]]:
-    async def record(pid: int) -> None:
-        process = identity(pid)
-        if process is not None:
-            await svc.journal.step_process(task_id, step, process)
-
-    return record
-
-
-def _idempotency(tool: Tool, args: dict[str, Any], tpl: Template | None) -> Idempotency:
-    idem = tool.idempotency(args)
-    if idem is Idempotency.none and getattr(tool, "sends_idempotency_key", False) and tpl:
-        host = urlsplit(str(args.get("url", ""))).netloc.lower()
-        if host and host in {h.lower() for h in tpl.idempotency.trusted_key_hosts}:
-            return Idempotency.key
-    return idem
-
-
-async def _call(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
-    tool.validate(args)
-    return await tool.run(args, ctx)
-
-
-async def _finish(
-    svc: Services,
-    task: TaskRecord,
-    i: int,
-    tool: str,
-    args: dict[str, Any],
-    semantics: Semantics,
-    idem: Idempotency,
-    status: StepStatus,
-    result: Any,
-    label: str,
-    started: str | None = None,
-) -> TaskRecord:
-    """Journal a step's outcome; return the task as it now stands in the journal."""
-    at = now_rfc3339()
-    last = i + 1 == len((task.plan or {}).get("steps", []))
-    # Synthesizing after the last step; Paused instead when the owner asked for a pause
-    state = await svc.journal.step_finished(
-        StepRecord(
-            task.task_id,
-            i,
-            tool,
-            semantics,
-            idem,
-            status,
-            args,
-            result,
-            label,
-            started or at,
-            at,
-            None,
-        ),
+        _title(task, svc),
+        f"step {i + 1} of {len(plan_steps)}",
         next_step=i + 1,
-        last=last,
+        last=i + 1 == len(plan_steps),
     )
-    return dataclasses.replace(
-        task,
-        state=state,
-        phase=TaskState.Synthesizing.phase if last else task.phase,
-        detail={"current_step": i + 1},
-        execute_progress={"current_step": i + 1, "last_completed": i, "last_step_at": at},
-        recovery_attempts=0,
+    match await run_step(task, call, _rules(svc.templates.get(task.template_id)), svc, fresh=fresh):
+        case Done(task=done):
+            return done
+        case Parked():
+            return False
+        case ToolErrored(record=rec, error=error):
+            await svc.journal.step_failed(rec, error, [_failure_message(task, svc, error)])
+            svc.notify_owner()
+            return False
+
+
+def _rules(tpl: Template | None) -> StepRules:
+    """The template's rules for its steps. A task whose template is gone (the owner chose
+    to go on with its plan) has none left to trust: every write it makes waits for the
+    owner, and it carries no credentials."""
+    if tpl is None:
+        return StepRules(_EVERY_WRITE, step_seconds=60.0)
+    return StepRules(
+        tpl.approval_rule(),
+        tpl.timeouts.step_seconds,
+        frozenset(tpl.idempotency.trusted_key_hosts),
+        tpl.bindings,
+        tpl.approval.timeout_seconds,
     )
 
 
-async def _step_failed(
-    svc: Services,
-    task: TaskRecord,
-    i: int,
-    step: Any,
-    semantics: Semantics,
-    idem: Idempotency,
-    started: str,
-    error: str,
-) -> None:
-    rec = StepRecord(
-        task.task_id,
-        i,
-        step.tool,
-        semantics,
-        idem,
-        StepStatus.failed,
-        step.args,
-        None,
-        "Extracted",
-        started,
-        now_rfc3339(),
-        error,
-    )
-    await svc.journal.step_failed(rec, error, [_failure_message(task, svc, error)])
-    svc.notify_owner()
+def _thinking(state: TaskState) -> Literal["Extracting", "Planning", "Synthesizing"]:
+    """The thinking phase a cloud-routing question returns to."""
+    if state is TaskState.Planning:
+        return "Planning"
+    return "Synthesizing" if state is TaskState.Synthesizing else "Extracting"
 
 
 async def _fail(task: TaskRecord, svc: Services, error: str) -> None:

@@ -1,4 +1,4 @@
-"""What a runner is given to advance a task: the journal, tools, provider, templates, policy."""
+"""What a runner is given to advance a task: the journal, tools, model, templates, policy."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..journal import Journal
-from ..llm.provider import Provider
+from ..llm.proxy import InferenceProxy
 from ..policy.redact import Redactor
 from ..tools.registry import ToolRegistry
 from .templates import TemplateRegistry
@@ -17,7 +17,7 @@ from .templates import TemplateRegistry
 class Services:
     journal: Journal
     tools: ToolRegistry
-    provider: Provider
+    model: InferenceProxy  # the one chat interface to models
     templates: TemplateRegistry
     secret: Callable[[str], str | None]
     redactor: Redactor

@@ -82,10 +82,10 @@ async def start(
         raise ToolFailed(f"{who}: cannot start {args[0]!r}: {exc}") from None
     finally:
         os.close(fd)
-    ident = identity(proc.pid)
-    if ident is None:  # gone before we could read its start time
-        code = await proc.wait()
-        raise ToolFailed(f"{who}: {args[0]} exited at once with code {code}; see {log_path}")
+    # An agent that has already ended (and been reaped) has no start time to read: it
+    # is recorded with None, which names no process, so nothing is ever signalled for
+    # it; its exit code still reaches whoever waits on it, as for any agent.
+    ident: dict[str, Any] = identity(proc.pid) or {"pid": proc.pid, "start_time": None}
     return AgentProcess(session_id, {**ident, "argv": args}, log_path, proc)
 
 
@@ -210,8 +210,8 @@ async def stop(process: Mapping[str, Any], timeout: float = 5.0) -> StopOutcome:
     Does nothing ("not_running") unless the recorded process (pid and start time)
     is the one still there, so a pid the OS reused is never signalled.
     """
-    pid = int(process.get("pid", 0))
-    if pid <= 0 or start_time(pid) != process.get("start_time") or not group_members(pid):
+    pid, started = int(process.get("pid", 0)), process.get("start_time")
+    if pid <= 0 or started is None or start_time(pid) != started or not group_members(pid):
         return "not_running"
     try:
         os.killpg(pid, signal.SIGTERM)

@@ -34,10 +34,14 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def end_group_if_same(process: dict[str, int]) -> bool:
-    """SIGKILL the process group led by `process` if that very process still runs."""
-    pid = int(process.get("pid", 0))
-    if pid <= 0 or start_time(pid) != process.get("start_time"):
+def end_group_if_same(process: dict[str, int | None]) -> bool:
+    """SIGKILL the process group led by `process` if that very process still runs.
+
+    A record without a start time (the process ended before it could be read) names
+    no process, and nothing is signalled for it.
+    """
+    pid, started = int(process.get("pid") or 0), process.get("start_time")
+    if pid <= 0 or started is None or start_time(pid) != started:
         return False
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)

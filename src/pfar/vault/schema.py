@@ -1,7 +1,8 @@
 """Ordered schema migrations, one transaction each, version kept in `schema_version`.
 
 Files are `migrations/<kind>_<NNNN>_<name>.sql`; they are applied in number
-order and never edited once released: a change is a new file.
+order and never edited once released: a change is a new file. A data upgrade that
+SQL cannot write clearly runs in its file's transaction (upgrades.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import MigrationFailed, VaultCorrupt
+from .upgrades import AFTER
 
 
 def _migrations(kind: str) -> list[tuple[int, str, str]]:
@@ -52,6 +54,8 @@ def migrate(conn: sqlite3.Connection, kind: str, path: Path) -> int:
             conn.execute("BEGIN IMMEDIATE")
             for statement in _split(sql):
                 conn.execute(statement)
+            if name in AFTER:
+                AFTER[name](conn)
             conn.execute(
                 "INSERT INTO schema_version(version, name, applied_at) "
                 "VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'))",

@@ -19,16 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import PfarError, VaultError
+from ...answers import Abort, Answer, Back, Continue, Investigate, Rerun, Retry, Skip
+from ...errors import AnswerDoesNotFit, PfarError, VaultError
 from ...journal import (
+    ApprovalRecord,
     Idempotency,
+    Move,
     OwnerMessage,
     Semantics,
     StepRecord,
     StepStatus,
     TaskRecord,
     TaskState,
+    TaskUpdate,
 )
+from ...journal.payloads import Completed, Executing, Failed, Synthesizing, WorkflowAnswer
 from ...journal.records import now_rfc3339
 from ...tools.processes import identity, kill_group
 from ..asking import ask_owner
@@ -54,10 +59,6 @@ from .trace_edit import (
 WORKFLOW_PREFIX = "workflow:"
 STEP_TOOL = "workflow.step"
 _MAX_OUTPUT = 2000
-
-
-def is_workflow(task: TaskRecord) -> bool:
-    return task.template_id.startswith(WORKFLOW_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +115,7 @@ async def _advance(
     task: TaskRecord, run: WorkflowRun, definition: WorkflowDefinition, svc: Services
 ) -> None:
     names = [s.name for s in definition.steps]
-    decision = task.detail.get("workflow_decision")
+    from_focus = False  # the owner chose to continue the step from its recorded focus
     if not run.trace_path.exists():
         trace = new_trace(definition.name, definition.task_spec, names, started=now_rfc3339())
         write_trace_atomic(run.trace_path, trace)
@@ -122,14 +123,16 @@ async def _advance(
     else:
         trace = read_trace(run.trace_path)
         rd = decide(trace, run.directory, names)
-        if decision == OwnerOption.investigate.value:
+        option = _owner_option(task, rd)
+        if option is OwnerOption.investigate:
             await _ask(task, run, rd, svc, looked=True)
             return
-        if decision is not None:
-            next_step = _apply_answer(str(decision), rd, trace, run)
+        if option is not None:
+            next_step = _apply_answer(option, rd, trace, run)
             if next_step == 0:
                 await _end(task, svc, TaskState.Failed, "workflow aborted by the owner")
                 return
+            from_focus = option is OwnerOption.continue_
             trace = read_trace(run.trace_path)
         else:
             step = await _recovery_check(task, run, rd, svc)
@@ -138,7 +141,8 @@ async def _advance(
             next_step = step
             trace = read_trace(run.trace_path)
     while next_step <= len(definition.steps):
-        ok, state = await _run_step(task, run, definition, trace, next_step, svc)
+        ok, state = await _run_step(task, run, definition, trace, next_step, svc, from_focus)
+        from_focus = False
         if state is not TaskState.Executing:
             # paused by the owner at this step's end: resuming starts with the recovery
             # check on the trace, which goes on from here (or asks about a failed step)
@@ -183,10 +187,29 @@ def _record_resume(run: WorkflowRun, rd: RecoveryDecision) -> None:
     write_trace_atomic(run.trace_path, append_resume(trace, entry))
 
 
-def _apply_answer(decision: str, rd: RecoveryDecision, trace: Trace, run: WorkflowRun) -> int:
+def _owner_option(task: TaskRecord, rd: RecoveryDecision) -> OwnerOption | None:
+    """The owner's answer, when the trace is still where the question found it (the same
+    step, in the same state) and the answer is one of the choices that state offers; None
+    leaves the decision to the recovery check.
+
+    An answer already carried out on the trace (a skip has moved it on to the next step)
+    matches no longer, so it is never applied to a step it was not about.
+    """
+    answer = task.payload.workflow_answer if isinstance(task.payload, Executing) else None
+    if answer is None or rd.resume_step is None:
+        return None
+    if answer.step != rd.resume_step - 1 or answer.question != _question(rd):
+        return None
+    try:
+        option = OwnerOption(answer.option)
+    except ValueError:
+        return None
+    return option if option in rd.options else None
+
+
+def _apply_answer(option: OwnerOption, rd: RecoveryDecision, trace: Trace, run: WorkflowRun) -> int:
     """Carry out the owner's answer on the trace; the step to run next (0: abort)."""
     step = rd.resume_step or 1
-    option = OwnerOption(decision)
     if option is OwnerOption.abort:
         return 0
     if option is OwnerOption.skip:
@@ -211,12 +234,13 @@ async def _run_step(
     trace: Trace,
     number: int,
     svc: Services,
+    from_focus: bool = False,
 ) -> tuple[bool, TaskState]:
     """Run one step: (whether it succeeded, the task's state after its commit)."""
     spec = definition.steps[number - 1]
     focus = ""
     s = trace.step(number)
-    if s is not None and s.current_focus and task.detail.get("workflow_decision") == "continue":
+    if s is not None and s.current_focus and from_focus:
         focus = s.current_focus
     write_trace_atomic(run.trace_path, start_step(trace, number, spec.name, current_focus=focus))
     i = number - 1
@@ -371,12 +395,17 @@ async def _ask(
     await ask_owner(
         svc.journal.task(task.task_id),
         svc,
-        action_type=f"workflow_{rd.state.value}",
+        action_type=_question(rd),
         step=step,
         tool=STEP_TOOL,
         options=options,
         description=f"Workflow in {run.directory}: {message}{missing}",
     )
+
+
+def _question(rd: RecoveryDecision) -> str:
+    """The kind of question the trace's state asks (an approval's action_type)."""
+    return f"workflow_{rd.state.value}"
 
 
 async def _tell(task: TaskRecord, svc: Services, kind: str, rd: RecoveryDecision) -> None:
@@ -408,13 +437,13 @@ async def _end(task: TaskRecord, svc: Services, state: TaskState, text: str) -> 
     )
     if state is TaskState.Completed:
         if current.state is not TaskState.Synthesizing:
-            await svc.journal.transition(task.task_id, TaskState.Synthesizing, point="synthesizing")
+            await svc.journal.transition(task.task_id, Synthesizing(), point="synthesizing")
         await svc.journal.transition(
             task.task_id,
-            TaskState.Completed,
+            Completed(),
             point="completed",
+            update=TaskUpdate(execute_progress={"result": text[:_MAX_OUTPUT]}),
             messages=[message],
-            execute_progress={"result": text[:_MAX_OUTPUT]},
         )
     else:
         await svc.journal.fail(task.task_id, text, [message])
@@ -430,21 +459,24 @@ def _tail(text: str) -> str:
     return text.strip()[-500:]
 
 
-def answer_outcome(
-    task: TaskRecord, decision: str
-) -> tuple[TaskState, dict[str, Any], dict[str, Any]]:
-    """Where the owner's answer to a workflow question sends the task."""
-    if decision == "abort":
-        return TaskState.Failed, {}, {"error": "workflow aborted by the owner"}
-    if decision == "investigate":
-        # the owner looks first; the question is asked again when they resume it
-        return (
-            TaskState.Executing,
-            {"current_step": task.current_step, "workflow_decision": "investigate"},
-            {},
-        )
-    return (
-        TaskState.Executing,
-        {"current_step": task.current_step, "workflow_decision": decision},
-        {},
-    )
+def answer_outcome(task: TaskRecord, approval: ApprovalRecord, answer: Answer) -> Move:
+    """Where the owner's answer to a workflow question sends the task: one dispatch over
+    the answers a workflow asks with (recovery_check.OwnerOption).
+
+    The answer is bound to the step and the question it answered, and is good for one
+    run of that step ("investigate": the question is asked again once they have looked).
+    """
+    step = approval.step if approval.step is not None else task.current_step
+    match answer:
+        case Abort():
+            return Move(Failed(), TaskUpdate(error="workflow aborted by the owner"))
+        case Continue() | Rerun() | Investigate() | Retry() | Skip() | Back():
+            bound = WorkflowAnswer(
+                option=answer.kind,
+                question=approval.action_type,
+                step=step,
+                approval_id=approval.approval_id,
+            )
+            return Move(Executing(current_step=task.current_step, workflow_answer=bound))
+        case _:
+            raise AnswerDoesNotFit(approval.approval_id, answer.kind, approval.options)

@@ -1,4 +1,4 @@
-"""`pfar init`: a new home with a config, an empty vault, and example templates.
+"""A new home: a config, an empty vault, and example templates (`pfar init`, `pfar.init_home`).
 
 The home is built whole in a temporary directory next to the target (so on the same
 filesystem), synced, and only then put in place: renamed as a whole when the target
@@ -76,7 +76,7 @@ def _build(home: Home, examples: bool) -> None:
     open_vault_db(home.memory_db, "memory", create=True).close()
     _fault("vault_created")
     if examples:
-        assets = resources.files("pfar.cli").joinpath("assets")
+        assets = resources.files("pfar.kernel").joinpath("assets")
         for folder, target in (("templates", home.templates_dir), ("scripts", home.scripts_dir)):
             for entry in assets.joinpath(folder).iterdir():
                 _write(target / entry.name, entry.read_text(encoding="utf-8"))

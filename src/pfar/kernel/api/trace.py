@@ -1,17 +1,13 @@
-"""`pfar task trace ID`: any kernel task's journal, written as a trace.md (seed 003's format)."""
+"""Any task's journal written as a trace.md (seed 003's format): `pfar task trace ID`."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 
-from ..journal import Journal, StepStatus, TaskState
-from ..runners.workflow.trace import (
-    Trace,
-    WorkflowStatus,
-    render_trace,
-)
-from ..runners.workflow.trace_edit import (
+from ...journal import Journal, StepStatus, TaskState
+from ...runners.workflow.trace import Trace, WorkflowStatus, render_trace
+from ...runners.workflow.trace_edit import (
     complete_step,
     fail_step,
     new_trace,
@@ -21,8 +17,9 @@ from ..runners.workflow.trace_edit import (
 
 
 def task_as_trace(journal: Journal, task_id: str) -> str:
+    """The task `task_id` (a whole id) as the text of a trace.md."""
     task = journal.task(task_id)
-    plan_steps = (task.plan or {}).get("steps", [])
+    plan_steps = task.plan_steps
     names = [
         str(s.get("description") or (s.get("args") or {}).get("name") or s.get("tool"))
         for s in plan_steps

@@ -1,0 +1,298 @@
+"""Each task state's payload: a frozen record with a `kind` tag (the state's name).
+
+A payload is stored as JSON in `task_journal.state_detail` and validated when it is
+read: a row whose payload has an unknown kind, a field of the wrong type, a field
+no state has, or a kind that is not its row's state is reported with the task id
+and the field (MalformedTaskRow), never guessed at. Only fields that differ from
+their defaults are stored, so a step commit writes `{"kind":"Executing","current_step":4}`.
+
+Fields whose name the journal's SQL reads directly: `pause_requested` (every step
+commit checks it) and `llm_request` (set by `Journal.llm_request_sent`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+
+from ..errors import MalformedTaskRow
+from .states import TaskState
+
+# Unknown fields are refused, and a "3" is not taken for 3: what was written is what is read.
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LlmRequest:
+    """A model call journaled as sent (its answer not yet): a restart makes it again."""
+
+    __pydantic_config__ = _STRICT
+    phase: str
+    sent_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Grant:
+    """The owner approved `step` with the arguments whose sha256 is `args_sha256` (None:
+    an approval that showed no arguments): exactly those may run."""
+
+    __pydantic_config__ = _STRICT
+    step: int
+    args_sha256: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowAnswer:
+    """The owner's answer to a traced workflow's question, bound to that question: its
+    kind (`question`, the approval's action_type), the step it was about (0-based) and
+    its approval. It applies only while the trace is still where the question found it."""
+
+    __pydantic_config__ = _STRICT
+    option: str
+    question: str
+    step: int
+    approval_id: str
+
+
+# -- the working states: a runner may advance them --------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Extracting:
+    __pydantic_config__ = _STRICT
+    kind: Literal["Extracting"] = "Extracting"
+    # the owner asked for a pause: the task pauses at its next boundary
+    pause_requested: bool = False
+    llm_request: LlmRequest | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Planning:
+    __pydantic_config__ = _STRICT
+    kind: Literal["Planning"] = "Planning"
+    pause_requested: bool = False
+    llm_request: LlmRequest | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Executing:
+    """At plan step `current_step` (0-based). The owner's answers ride here, each bound to
+    the one step it answered, and each is spent by the run it allows: the commit that
+    journals that run's start drops it (SPENT_BY_A_RUN), so a run cut off by a crash
+    leaves no answer behind and the next start asks again."""
+
+    __pydantic_config__ = _STRICT
+    kind: Literal["Executing"] = "Executing"
+    current_step: int = 0
+    # "retry" (or "approve"): the next run of this step goes ahead whatever its record
+    # says; spent in the commit that journals that run's start
+    retry_step: int | None = None
+    # "skip": this step is recorded as skipped, not run
+    skip_step: int | None = None
+    # the owner approved this step's action, for exactly the arguments shown
+    approved: Grant | None = None
+    # a traced workflow's answer about its current step (rerun, skip, continue, ...)
+    workflow_answer: WorkflowAnswer | None = None
+    pause_requested: bool = False
+    llm_request: LlmRequest | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Synthesizing:
+    __pydantic_config__ = _STRICT
+    kind: Literal["Synthesizing"] = "Synthesizing"
+    pause_requested: bool = False
+    llm_request: LlmRequest | None = None
+
+
+# Executing's fields that the run they allow spends (Journal.step_started)
+SPENT_BY_A_RUN = ("retry_step", "approved", "workflow_answer")
+
+Working = Extracting | Planning | Executing | Synthesizing
+WorkingPayload = Annotated[Working, Field(discriminator="kind")]
+
+
+# -- parked on the owner ------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class InFlight:
+    """Recovery parked the task after `deaths` kernel deaths in a row with it in flight;
+    "resume" puts it back exactly as `then` says."""
+
+    __pydantic_config__ = _STRICT
+    deaths: int
+    then: WorkingPayload
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AwaitingApproval:
+    __pydantic_config__ = _STRICT
+    kind: Literal["AwaitingApproval"] = "AwaitingApproval"
+    approval_id: str
+    step: int = 0
+    # what "deny" means for this question: fail the task, or skip the step
+    on_deny: Literal["fail", "skip"] = "fail"
+    # a thinking phase parked on a cloud-routing question goes back to this state
+    resume_to: Literal["Extracting", "Planning", "Synthesizing"] | None = None
+    # the template's content hash when the owner was asked whether to continue under it
+    template_seen: str | None = None
+    # a grant for this step from an earlier question outlives this one
+    approved: Grant | None = None
+    in_flight: InFlight | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AwaitingCredential:
+    __pydantic_config__ = _STRICT
+    kind: Literal["AwaitingCredential"] = "AwaitingCredential"
+    prompt_id: str
+    service: str
+    prompt_message_id: str
+    step: int = 0
+
+
+# -- held by the owner, and ended ---------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Paused:
+    """Stopped by the owner at a boundary; resuming goes back to exactly `then`."""
+
+    __pydantic_config__ = _STRICT
+    kind: Literal["Paused"] = "Paused"
+    then: WorkingPayload
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Cancelling:
+    """The owner's cancel is committed; its processes are being ended."""
+
+    __pydantic_config__ = _STRICT
+    kind: Literal["Cancelling"] = "Cancelling"
+    cancelled_from: TaskState
+    step: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Completed:
+    __pydantic_config__ = _STRICT
+    kind: Literal["Completed"] = "Completed"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Failed:
+    __pydantic_config__ = _STRICT
+    kind: Literal["Failed"] = "Failed"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Abandoned:
+    __pydantic_config__ = _STRICT
+    kind: Literal["Abandoned"] = "Abandoned"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Cancelled:
+    __pydantic_config__ = _STRICT
+    kind: Literal["Cancelled"] = "Cancelled"
+
+
+Payload = (
+    Extracting
+    | Planning
+    | Executing
+    | Synthesizing
+    | AwaitingApproval
+    | AwaitingCredential
+    | Paused
+    | Cancelling
+    | Completed
+    | Failed
+    | Abandoned
+    | Cancelled
+)
+_ADAPTER: TypeAdapter[Payload] = TypeAdapter(Annotated[Payload, Field(discriminator="kind")])
+
+# the payload a state is entered with when nothing more is known
+EMPTY: dict[TaskState, Payload] = {
+    TaskState.Extracting: Extracting(),
+    TaskState.Planning: Planning(),
+    TaskState.Executing: Executing(),
+    TaskState.Synthesizing: Synthesizing(),
+    TaskState.Completed: Completed(),
+    TaskState.Failed: Failed(),
+    TaskState.Abandoned: Abandoned(),
+    TaskState.Cancelled: Cancelled(),
+}
+assert all(TaskState(p.kind) is s for s, p in EMPTY.items())
+
+
+def state_of(payload: Payload) -> TaskState:
+    return TaskState(payload.kind)
+
+
+def step_of(payload: Payload) -> int | None:
+    """The plan step the payload is at (None for a state that is at no step)."""
+    match payload:
+        case Executing(current_step=step):
+            return step
+        case AwaitingApproval(step=step) | AwaitingCredential(step=step) | Cancelling(step=step):
+            return step
+        case Paused(then=then):
+            return step_of(then)
+        case _:
+            return None
+
+
+def pause_requested(payload: Payload) -> bool:
+    return isinstance(payload, Working) and payload.pause_requested
+
+
+def paused_from(payload: Payload) -> TaskState | None:
+    """Where a Paused task goes back to (None for any other state)."""
+    return state_of(payload.then) if isinstance(payload, Paused) else None
+
+
+def plain(payload: Any) -> dict[str, Any]:
+    """The payload as stored: its kind and every field that is not its default."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(payload):
+        value = getattr(payload, f.name)
+        if f.name != "kind" and value == f.default:
+            continue
+        out[f.name] = plain(value) if dataclasses.is_dataclass(value) else value
+    return out
+
+
+def dumps(payload: Payload) -> str:
+    return json.dumps(plain(payload), separators=(",", ":"), ensure_ascii=False)
+
+
+def loads(task_id: str, state: str, text: str | None) -> Payload:
+    """The payload of `task_id`'s row, checked: a row that does not hold one of the
+    payloads above, or holds another state's, raises MalformedTaskRow naming the field."""
+    try:
+        payload = _ADAPTER.validate_json(text or "null")
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err["loc"] if not _is_tag(p))
+        raise MalformedTaskRow(
+            task_id, "state_detail" + (f".{where}" if where else ""), err["msg"]
+        ) from None
+    if payload.kind != state:
+        raise MalformedTaskRow(
+            task_id, "state_detail.kind", f"is {payload.kind!r}, but the row's state is {state!r}"
+        )
+    return payload
+
+
+def _is_tag(part: object) -> bool:
+    """pydantic names the union member in an error's location; the field path is the rest."""
+    return isinstance(part, str) and part in _KINDS
+
+
+_KINDS = frozenset(s.value for s in TaskState)

@@ -1,0 +1,125 @@
+"""The operator API of a running kernel: what every surface calls.
+
+The control socket (and so the `pfar` command), the stdin adapter, chat adapters and
+a web console all act on a kernel through these verbs, and none reaches into the
+journal. Each verb takes typed arguments and returns a frozen record (with `to_json`
+for the socket); a refusal is a `PfarError` whose message says what to do.
+
+    async with open_kernel(home) as kernel:
+        operator = Operator(kernel)
+        task = await operator.submit("note", "buy milk")
+        await operator.wait_idle()
+        for entry in operator.timeline(task.task_id).entries:
+            print(entry.at, entry.event)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ...answers import Answer
+from ...journal.sessions import SessionRecord
+from ..holds import HoldResult
+from .reader import HomeReader
+from .records import Answered, Pong, SecretStored, Submitted, TaskRef
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel, KernelStatistics
+
+
+class Operator(HomeReader):
+    """The verbs an owner (or a surface acting for one) uses on a started kernel; its
+    reads (`tasks`, `timeline`, `questions`, ...) are `HomeReader`'s, over the kernel's
+    own journal."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        super().__init__(kernel.home, kernel.journal, kernel.sessions.manager)
+        self._kernel = kernel
+
+    # -- the kernel ----------------------------------------------------------------
+
+    def ping(self) -> Pong:
+        return Pong(self._kernel.boot_id, os.getpid())
+
+    def status(self) -> KernelStatistics:
+        """Tasks running now, tasks by state, the journal's commits and writes."""
+        return self._kernel.statistics()
+
+    async def wait_idle(self) -> None:
+        """Wait until no task is being advanced (tasks parked on the owner do not count)."""
+        await self._kernel.wait_idle()
+
+    def request_shutdown(self) -> None:
+        """Ask the process serving the kernel (`pfar run`) to shut down gracefully."""
+        self._kernel.shutdown_requested.set()
+
+    # -- tasks ---------------------------------------------------------------------
+
+    async def submit(
+        self, template: str, text: str, *, event_id: str | None = None, adapter: str = "api"
+    ) -> Submitted:
+        """Create a task from `template` and `text` and start it. The same `event_id`
+        with the same template and text twice is one task."""
+        task = await self._kernel.submit(template, text, event_id=event_id, adapter=adapter)
+        redacted = tuple(self._kernel.redactor.found(text))
+        return Submitted(task.task_id, task.template_id, task.state, redacted)
+
+    async def cancel(self, task_id: str) -> HoldResult:
+        """End the task as Cancelled: its running step's processes are ended and its
+        questions withdrawn."""
+        return await self._kernel.cancel_task(task_id)
+
+    async def pause(self, task_id: str) -> HoldResult:
+        """Pause the task at its next step boundary (at once if nothing runs it)."""
+        return await self._kernel.pause_task(task_id)
+
+    async def resume(self, task_id: str) -> HoldResult:
+        """Continue a paused task from the journal (or withdraw a pause not yet reached)."""
+        return await self._kernel.resume_task(task_id)
+
+    # -- the owner's answers -------------------------------------------------------
+
+    async def answer(self, approval_id: str, answer: Answer | str) -> Answered:
+        """Answer an approval: Approve, Deny, or one of the options it offers (a record of
+        pfar.answers, or its name). The same answer again changes nothing (`changed` is
+        False); one that does not fit the question is refused (AnswerDoesNotFit)."""
+        a, changed = await self._kernel.answer(approval_id, answer)
+        return Answered(a.approval_id, a.status, a.decision, changed, a.task_id)
+
+    async def provide_credential(self, prompt_id: str, secret: str) -> TaskRef:
+        """Store the secret a credential prompt asks for; its task resumes."""
+        return TaskRef.of(await self._kernel.provide_credential(prompt_id, secret))
+
+    def set_secret(self, name: str, value: str) -> SecretStored:
+        """Store secret `name` in the vault; from now on it is redacted wherever it appears."""
+        self._kernel.set_secret(name, value)
+        return SecretStored(name)
+
+    # -- traced workflows ------------------------------------------------------------
+
+    async def start_workflow(self, definition: str, directory: str) -> TaskRef:
+        """Run the workflow `definition` (a file) in `directory`."""
+        return TaskRef.of(await self._kernel.start_workflow(definition, directory))
+
+    async def resume_workflow(self, directory: str) -> TaskRef:
+        """Go on with the workflow in `directory` (its trace is checked first)."""
+        return TaskRef.of(await self._kernel.resume_workflow(directory))
+
+    # -- sessions ----------------------------------------------------------------------
+
+    async def new_session(self, project_path: str, thread_id: str) -> SessionRecord:
+        """A CREATED session bound to a project directory (an absolute path) and a thread."""
+        return await self._kernel.sessions.create(project_path, thread_id)
+
+    async def resume_session(self, session_id: str) -> SessionRecord:
+        """Start the session's agent (CREATED or PAUSED -> ACTIVE)."""
+        return await self._kernel.sessions.resume(session_id)
+
+    async def pause_session(self, session_id: str) -> SessionRecord:
+        """Stop the agent, keep the session (ACTIVE -> PAUSED)."""
+        return await self._kernel.sessions.pause(session_id)
+
+    async def terminate_session(self, session_id: str) -> SessionRecord:
+        """End the session for good."""
+        return await self._kernel.sessions.terminate(session_id)

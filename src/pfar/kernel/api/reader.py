@@ -1,0 +1,177 @@
+"""The operator API's reads: tasks, timelines, questions, sessions, workflows.
+
+A `HomeReader` answers from a home's vault and needs no running kernel: `pfar tasks`
+and `pfar task show` read a home this way, whether or not a kernel owns it (SQLite's
+WAL lets a reader look while the kernel writes). A running kernel's `Operator` is a
+`HomeReader` over the kernel's own journal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ...config import Config
+from ...errors import BadRequest
+from ...journal import (
+    ApprovalRecord,
+    ApprovalStatus,
+    CredentialStatus,
+    Journal,
+    TaskState,
+)
+from ...journal.sessions import SessionManager, SessionRecord, SessionStatus
+from ...recovery import plan_recovery
+from ...vault.home import Home, HomeLock
+from ...vault.sqlite import open_vault_db
+from .records import Questions, TaskSummary, TaskTimeline
+from .timeline import task_timeline
+from .trace import task_as_trace
+from .workflow_check import WorkflowCheck, check_workflow
+
+MAX_LIMIT = 1_000_000  # a listing longer than this is a job for a script and the journal
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRecovery:
+    """What recovery would do with one unfinished task, and why."""
+
+    task: TaskSummary
+    action: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.task.to_json(), "action": self.action, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryPreview:
+    """`pfar recover --dry-run`: what a start now would do; `kernel_running` says one
+    holds the home (it recovered at its own start)."""
+
+    kernel_running: bool
+    decisions: tuple[PlannedRecovery, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kernel_running": self.kernel_running,
+            "decisions": [d.to_json() for d in self.decisions],
+        }
+
+
+class HomeReader:
+    """Reads of a home. Ids may be given whole or as an unambiguous prefix.
+
+    Open one on a home with `HomeReader(home)` (a context manager: it opens the vault
+    read-only when first asked, and closes what it opened); a kernel's `Operator` is one
+    already, over the kernel's journal.
+    """
+
+    def __init__(
+        self,
+        home: Home,
+        journal: Journal | None = None,
+        sessions: SessionManager | None = None,
+    ) -> None:
+        self.home = home
+        self._journal = journal
+        self._sessions = sessions
+        self._opened: list[Journal | SessionManager] = []
+
+    def __enter__(self) -> HomeReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close what this reader opened (never a kernel's journal)."""
+        for resource in self._opened:
+            resource.close()
+        self._opened.clear()
+
+    @property
+    def journal(self) -> Journal:
+        if self._journal is None:
+            self._journal = Journal.open_readonly(self.home.sessions_db)
+            self._opened.append(self._journal)
+        return self._journal
+
+    @property
+    def _session_store(self) -> SessionManager:
+        if self._sessions is None:
+            conn = open_vault_db(self.home.sessions_db, "sessions", readonly=True)
+            self._sessions = SessionManager(conn)
+            self._opened.append(self._sessions)
+        return self._sessions
+
+    # -- tasks -------------------------------------------------------------------
+
+    def tasks(
+        self, states: Sequence[TaskState] | None = None, limit: int = 50
+    ) -> list[TaskSummary]:
+        """Tasks, newest first; only those in `states` when given; at most `limit`."""
+        if not 1 <= limit <= MAX_LIMIT:
+            raise BadRequest("limit", f"must be 1 to {MAX_LIMIT}, not {limit}")
+        wanted = [TaskState(s).value for s in states] if states else None
+        return [TaskSummary.of(t) for t in self.journal.tasks(wanted, limit)]
+
+    def task(self, task_id: str) -> TaskSummary:
+        return TaskSummary.of(self.journal.task(self.journal.resolve_task_id(task_id)))
+
+    def timeline(self, task_id: str) -> TaskTimeline:
+        """The task's whole story from the journal, in time order."""
+        return task_timeline(self.journal, self.journal.resolve_task_id(task_id))
+
+    def trace(self, task_id: str) -> str:
+        """The task's journal written as a trace.md (the traced-workflow format)."""
+        return task_as_trace(self.journal, self.journal.resolve_task_id(task_id))
+
+    def recovery_preview(self, config: Config | None = None) -> RecoveryPreview:
+        """What recovery would do with every unfinished task now; changes nothing."""
+        config = config or Config.load(self.home.config)
+        last = self.journal.last_boot()
+        running = HomeLock(self.home).is_held_elsewhere()
+        crashed = last is not None and not last["clean"] and not running
+        plan = plan_recovery(
+            self.journal,
+            datetime.now(UTC),
+            timedelta(seconds=config.recovery.max_task_age_seconds),
+            config.recovery.max_recovery_attempts,
+            crashed,
+        )
+        decisions = tuple(
+            PlannedRecovery(TaskSummary.of(plan.tasks[d.task_id]), d.action.value, d.reason)
+            for d in plan.decisions
+        )
+        return RecoveryPreview(running, decisions)
+
+    # -- the owner's questions ----------------------------------------------------
+
+    def questions(self, *, answered: bool = False) -> Questions:
+        """Pending approvals and credential prompts; with `answered`, every one kept."""
+        approvals = [s.value for s in ApprovalStatus] if answered else ["pending"]
+        prompts = [s.value for s in CredentialStatus] if answered else ["pending"]
+        return Questions(
+            tuple(self.journal.approvals(approvals)),
+            tuple(self.journal.credential_prompts(prompts)),
+        )
+
+    def approval(self, approval_id: str) -> ApprovalRecord:
+        """The whole question, with every argument of the action it lets run."""
+        return self.journal.approval(self.journal.resolve_approval_id(approval_id))
+
+    # -- sessions and workflows ---------------------------------------------------
+
+    def sessions(self, status: SessionStatus | None = None) -> list[SessionRecord]:
+        """Sessions, oldest first; only those in `status` when given."""
+        return self._session_store.list(status)
+
+    def session(self, session_id: str) -> SessionRecord:
+        return self._session_store.get(session_id)
+
+    def workflow_status(self, directory: str) -> WorkflowCheck:
+        """What the trace.md in `directory` says: state, resume point, artifact check."""
+        return check_workflow(directory)

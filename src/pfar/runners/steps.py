@@ -1,0 +1,319 @@
+"""The step executor: one tool call of a task, made durable, for every runner.
+
+What every runner needs of a step lives here once: a step the owner chose to
+skip is recorded as skipped; a step the journal already knows is replayed,
+checked or asked about (persistence spec §7.3, `should_retry_step`) instead of
+run blindly; a write waits for the owner's approval where the runner's rules
+ask for one, and runs only with exactly the arguments approved; a credential
+the step needs parks the task on a prompt; a write's intent is journaled before
+the tool runs; the tool runs with its idempotency key, its credentials and a
+timeout; its result (redacted) is journaled with the task's progress.
+
+A runner says what differs (`StepRules`: its approval rule, trusted hosts,
+credentials and timeout) and where the step sits (`StepCall`), and decides what
+an outcome means for its task: the pipeline fails the task on a tool error,
+the agentic loop hands the error back to its model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from ..errors import ToolError, ToolTimeout, VaultError
+from ..journal import Semantics, StepRecord, StepStatus, TaskRecord, TaskState
+from ..journal.payloads import Executing, Paused, Payload, Synthesizing
+from ..journal.records import Idempotency, args_digest, now_rfc3339
+from ..policy.approvals import ApprovalRule, approval_needed
+from ..tools.admin import PromptCredential
+from ..tools.base import Credential, Tool, ToolContext
+from ..tools.processes import identity
+from .asking import ask_owner, park_credential
+from .services import Services
+from .step_rules import StepRecovery, should_retry_step
+
+IN_DOUBT_OPTIONS = ["retry", "skip", "fail"]
+
+
+@dataclass(frozen=True, slots=True)
+class StepCall:
+    """One step of a task: its number (0-based), its tool and arguments, and how the
+    owner's messages name it (`title` of the task, `where`: "step 2 of 5")."""
+
+    step: int
+    tool: str
+    args: dict[str, Any]
+    title: str
+    where: str
+    # what the task's progress becomes once the step is done
+    next_step: int
+    last: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StepRules:
+    """What a runner's template (or its owner's settings) says about its steps."""
+
+    approval: ApprovalRule
+    step_seconds: float
+    trusted_key_hosts: frozenset[str] = frozenset()
+    credentials: Callable[[str], Sequence[Credential]] = lambda tool: ()
+    approval_timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The step's outcome is journaled; `task` is the task as that commit left it."""
+
+    task: TaskRecord
+    kind: Literal["done"] = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """The task waits on the owner (a question or a credential prompt); nothing ran."""
+
+    kind: Literal["parked"] = "parked"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolErrored:
+    """The tool failed, timed out or raised: `error` (redacted) is all the runner needs to
+    journal the failure its way; `record` is the step's row as it failed."""
+
+    record: StepRecord
+    error: str
+    kind: Literal["errored"] = "errored"
+
+
+StepOutcome = Done | Parked | ToolErrored
+
+
+async def run_step(
+    task: TaskRecord, call: StepCall, rules: StepRules, svc: Services, *, fresh: bool
+) -> StepOutcome:
+    """Run `call` for `task` (`fresh`: the task's last commit was its previous step's,
+    so no record of this one can exist yet)."""
+    i = call.step
+    answered = task.payload if isinstance(task.payload, Executing) else Executing()
+    if answered.skip_step == i:
+        skipped = {"skipped": "by the owner's decision"}
+        rec = _record(
+            task, call, Semantics.Write, Idempotency.none, StepStatus.skipped, skipped, "Extracted"
+        )
+        return await _finish(task, call, svc, rec)
+
+    if call.tool not in svc.tools:
+        await ask_owner(
+            task,
+            svc,
+            action_type="tool_missing",
+            step=i,
+            tool=call.tool,
+            options=["skip", "fail"],
+            description=(
+                f"Task {call.title} planned tool {call.tool!r} for {call.where}, but no "
+                "such tool exists any more. Skip the step or fail the task?"
+            ),
+        )
+        return Parked()
+    tool = svc.tools.get(call.tool)
+    semantics = tool.semantics(call.args)
+    idem = _idempotency(tool, call.args, rules)
+    ctx = ToolContext(
+        task.task_id,
+        i,
+        f"{task.task_id}:{i}",
+        svc.workspace(task.task_id),
+        svc.secret,
+        _process_recorder(svc, task.task_id, i),
+        credentials=tuple(rules.credentials(call.tool)),
+    )
+
+    record = None if fresh else svc.journal.step(task.task_id, i)
+    if record is not None and answered.retry_step != i:
+        # Resuming at a step the journal already knows: spec §7.3.
+        rule = should_retry_step(record, semantics, idem)
+        if rule is StepRecovery.SkipWithCachedResult:
+            return await _finish(task, call, svc, record)
+        if rule is StepRecovery.CheckEffect:
+            found = await tool.check(call.args, ctx)
+            if found is not None:
+                done = StepStatus.completed
+                rec = _record(task, call, semantics, idem, done, found, tool.result_label)
+                return await _finish(task, call, svc, rec)
+        elif rule is StepRecovery.RequireOwnerConfirmation:
+            await ask_owner(
+                task,
+                svc,
+                action_type="write_in_doubt",
+                step=i,
+                tool=call.tool,
+                options=IN_DOUBT_OPTIONS,
+                description=(
+                    f"I was interrupted while executing '{call.tool}'. "
+                    "It may have already completed. Should I retry it? "
+                    f"(task {call.title}, {call.where})"
+                ),
+                preview=call.args,
+            )
+            return Parked()
+
+    if semantics is Semantics.Write and not _approved(answered, i, call.args):
+        labels = (
+            [s.label for s in svc.journal.steps(task.task_id) if s.step < i]
+            if rules.approval.tainted_writes
+            else []
+        )
+        need = approval_needed(rules.approval, call.tool, semantics, labels)
+        if need is not None:
+            await ask_owner(
+                task,
+                svc,
+                action_type=need.action_type,
+                step=i,
+                tool=call.tool,
+                options=["approve", "deny"],
+                taint=need.taint_level,
+                description=(
+                    f"Task {call.title} wants to run {call.tool} ({call.where}): "
+                    f"{need.reason}." + _carried(rules, call.tool)
+                ),
+                preview=call.args,
+                on_deny=rules.approval.on_deny,
+                timeout=rules.approval_timeout,
+            )
+            return Parked()
+
+    if isinstance(tool, PromptCredential) and await tool.check(call.args, ctx) is None:
+        await park_credential(task, svc, i, call.args)
+        return Parked()
+
+    return await _run(task, call, rules, svc, tool, ctx, semantics, idem)
+
+
+async def _run(
+    task: TaskRecord,
+    call: StepCall,
+    rules: StepRules,
+    svc: Services,
+    tool: Tool,
+    ctx: ToolContext,
+    semantics: Semantics,
+    idem: Idempotency,
+) -> StepOutcome:
+    """Journal a write's intent, run the tool under its timeout, journal what it did."""
+    started = now_rfc3339()
+    record = _record(task, call, semantics, idem, StepStatus.started, None, tool.result_label)
+    record = replace(record, started_at=started)
+    if semantics is Semantics.Write:
+        await svc.journal.step_started(record)
+    seconds = rules.step_seconds
+    try:
+        async with asyncio.timeout(seconds):
+            tool.validate(call.args)
+            result = await tool.run(call.args, ctx)
+    except TimeoutError:
+        error = f"{call.where}: {ToolTimeout(call.tool, seconds)}"
+    except ToolError as exc:
+        error = svc.redactor.text(f"{call.where}: {exc}")
+    except (VaultError, asyncio.CancelledError):
+        raise
+    except Exception as exc:  # a tool's bug fails its step, never the kernel
+        error = svc.redactor.text(f"{call.where}: {call.tool} raised {exc!r}")
+    else:
+        done = replace(record, status=StepStatus.completed, result=svc.redactor.value(result))
+        return await _finish(task, call, svc, done)
+    failed = replace(
+        record,
+        status=StepStatus.failed,
+        label="Extracted",
+        completed_at=now_rfc3339(),
+        error=error,
+    )
+    return ToolErrored(failed, error)
+
+
+async def _finish(task: TaskRecord, call: StepCall, svc: Services, rec: StepRecord) -> Done:
+    """Journal a step's outcome (completed, replayed, or skipped by the owner) with the
+    task's progress; return the task as that commit left it."""
+    at = now_rfc3339()
+    rec = replace(rec, started_at=rec.started_at or at, completed_at=at)
+    # Synthesizing after the last step; Paused instead when the owner asked for a pause
+    state = await svc.journal.step_finished(rec, next_step=call.next_step, last=call.last)
+    return Done(_committed(task, call, state, at))
+
+
+def _record(
+    task: TaskRecord,
+    call: StepCall,
+    semantics: Semantics,
+    idem: Idempotency,
+    status: StepStatus,
+    result: Any,
+    label: str,
+) -> StepRecord:
+    return StepRecord(
+        task.task_id,
+        call.step,
+        call.tool,
+        semantics,
+        idem,
+        status,
+        call.args,
+        result,
+        label,
+        "",
+        None,
+        None,
+    )
+
+
+def _committed(task: TaskRecord, call: StepCall, state: TaskState, at: str) -> TaskRecord:
+    """The task as the step's commit left it, without reading it back."""
+    going_on: Executing | Synthesizing = (
+        Synthesizing() if call.last else Executing(current_step=call.next_step)
+    )
+    payload: Payload = Paused(then=going_on) if state is TaskState.Paused else going_on
+    progress = {"current_step": call.next_step, "last_completed": call.step, "last_step_at": at}
+    return replace(
+        task,
+        state=state,
+        phase=TaskState.Synthesizing.phase if call.last else task.phase,
+        payload=payload,
+        execute_progress=progress,
+        recovery_attempts=0,
+    )
+
+
+def _approved(payload: Executing, i: int, args: dict[str, Any]) -> bool:
+    """The owner's grant covers step `i` with exactly the arguments it was shown."""
+    grant = payload.approved
+    return grant is not None and grant.step == i and grant.args_sha256 == args_digest(args)
+
+
+def _carried(rules: StepRules, tool: str) -> str:
+    """What the runner adds to the call, so the owner approves all of it."""
+    names = sorted({n for c in rules.credentials(tool) for n in c.secret_names()})
+    return f" It carries the template's credentials: {', '.join(names)}." if names else ""
+
+
+def _process_recorder(svc: Services, task_id: str, step: int) -> Callable[[int], Awaitable[None]]:
+    async def record(pid: int) -> None:
+        process = identity(pid)
+        if process is not None:
+            await svc.journal.step_process(task_id, step, process)
+
+    return record
+
+
+def _idempotency(tool: Tool, args: dict[str, Any], rules: StepRules) -> Idempotency:
+    idem = tool.idempotency(args)
+    if idem is Idempotency.none and getattr(tool, "sends_idempotency_key", False):
+        host = urlsplit(str(args.get("url", ""))).netloc.lower()
+        if host and host in {h.lower() for h in rules.trusted_key_hosts}:
+            return Idempotency.key
+    return idem
