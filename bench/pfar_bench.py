@@ -252,7 +252,10 @@ async def _finished(kernel: Kernel, task_id: str) -> None:
     if driver is not None:
         await driver
         return
-    while not (state := kernel.journal.task(task_id).state).terminal and not state.parked:  # noqa: ASYNC110 - the journal has no event to wait on
+    while True:  # the journal has no event to wait on: look every millisecond
+        state = (await kernel.journal.tasks.get(task_id)).state
+        if state.terminal or state.parked:
+            return
         await asyncio.sleep(0.001)
 
 
@@ -267,13 +270,13 @@ async def _sequential_run(home: Home, tasks: int, warmup: int) -> _Window:
 
         for i in range(warmup):
             await one(-1 - i)
-        s0 = kernel.statistics()
+        s0 = await kernel.statistics()
         t0 = time.perf_counter()
         async with asyncio.timeout(RUN_TIMEOUT_S):
             for i in range(tasks):
                 await one(i)
         seconds = time.perf_counter() - t0
-        s1 = kernel.statistics()
+        s1 = await kernel.statistics()
         return _Window(seconds, s1.commits - s0.commits, s1.writes - s0.writes)
     finally:
         await kernel.shutdown()
@@ -293,12 +296,12 @@ async def _concurrent_run(home: Home, tasks: int, width: int, warmup: int) -> _W
         async with asyncio.timeout(RUN_TIMEOUT_S):
             await asyncio.gather(*(one(-1 - i) for i in range(warmup)))
             await kernel.wait_idle()
-        s0 = kernel.statistics()
+        s0 = await kernel.statistics()
         t0 = time.perf_counter()
         async with asyncio.timeout(RUN_TIMEOUT_S):
             await asyncio.gather(*(one(i) for i in range(tasks)))
         seconds = time.perf_counter() - t0
-        s1 = kernel.statistics()
+        s1 = await kernel.statistics()
         return _Window(seconds, s1.commits - s0.commits, s1.writes - s0.writes)
     finally:
         await kernel.shutdown()
@@ -410,7 +413,7 @@ async def _child_resume(home: Home, tasks: int) -> None:
     report = await kernel.start()
     _emit("ready", resumed=len(report.resumed), retried=len(report.retried), t_start=t0)
     await kernel.wait_idle()
-    counts = kernel.journal.counts()
+    counts = await kernel.journal.tasks.counts()
     _emit("done", counts=counts)
     await kernel.shutdown()
     _emit("stopped")
@@ -425,14 +428,14 @@ async def _child_parked(home: Home, tasks: int) -> None:
     await asyncio.gather(*(kernel.submit(APPROVAL_TEMPLATE, f"task {i}") for i in range(tasks)))
     await kernel.wait_idle()
     await asyncio.sleep(0.2)  # let the owner channel deliver the approval prompts
-    counts = kernel.journal.counts()
+    counts = await kernel.journal.tasks.counts()
     _emit(
         "parked",
         counts=counts,
         started_rss_kb=started_rss,
         rss_kb=_proc_status_kb("VmRSS"),
         hwm_kb=_proc_status_kb("VmHWM"),
-        running=kernel.statistics().running,
+        running=(await kernel.statistics()).running,
     )
     await kernel.shutdown()
 
@@ -686,12 +689,14 @@ def pfar_plan_recovery(
             decisions = 0
             for _ in range(max(1, repeats)):
                 t0 = time.perf_counter()
-                plan = plan_recovery(
-                    journal,
-                    datetime.now(UTC),
-                    max_age,
-                    config.recovery.max_recovery_attempts,
-                    True,
+                plan = asyncio.run(
+                    plan_recovery(
+                        journal,
+                        datetime.now(UTC),
+                        max_age,
+                        config.recovery.max_recovery_attempts,
+                        True,
+                    )
                 )
                 times.append(time.perf_counter() - t0)
                 decisions = len(plan.decisions)

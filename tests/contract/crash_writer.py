@@ -28,9 +28,9 @@ def _ack(line: str) -> None:
 
 async def _one(store: Journal, n: int) -> None:
     t = b.task(event_id=f"crash-{n}")
-    await store.create(t, b.event(f"crash-{n}"))
+    await store.tasks.create(t, b.event(f"crash-{n}"))
     _ack(f"created {t.task_id}")
-    await store.transition(
+    await store.tasks.transition(
         t.task_id, Planning(), point=None, update=TaskUpdate(extracted_metadata={"n": n})
     )
     _ack(f"planned {t.task_id} {n}")

@@ -139,7 +139,7 @@ class StoreContract:
         return None
 
     def check_unfinished_reads_an_index(self, store: Journal) -> None:
-        """Assert that `store.unfinished()` reads only unfinished rows (an index)."""
+        """Assert that `await store.tasks.unfinished()` reads only unfinished rows (an index)."""
 
     # -- fixtures ---------------------------------------------------------------------
 
@@ -158,7 +158,7 @@ class StoreContract:
 
     def created(self, store: Journal, payload: p.Payload | None = None) -> TaskRecord:
         t = b.task(payload=payload) if payload is not None else b.task()
-        got, made = run(store.create(t))
+        got, made = run(store.tasks.create(t))
         assert made and got == t
         return t
 
@@ -166,42 +166,42 @@ class StoreContract:
 
     def test_create_reads_back_the_record(self, store: Journal) -> None:
         t = b.task(event_id="ev-read", text="ünïcode ✓")
-        got, created = run(store.create(t, b.event("ev-read", "ünïcode ✓")))
+        got, created = run(store.tasks.create(t, b.event("ev-read", "ünïcode ✓")))
         assert created is True and got == t
-        assert store.task(t.task_id) == t
+        assert run(store.tasks.get(t.task_id)) == t
 
     def test_create_with_an_event_is_exactly_once(self, store: Journal) -> None:
         first = b.task(event_id="ev-1")
         second = b.task(event_id="ev-1", text="a redelivery")
-        got1, created1 = run(store.create(first, b.event("ev-1")))
-        got2, created2 = run(store.create(second, b.event("ev-1", "a redelivery")))
+        got1, created1 = run(store.tasks.create(first, b.event("ev-1")))
+        got2, created2 = run(store.tasks.create(second, b.event("ev-1", "a redelivery")))
         assert (created1, created2) == (True, False)
         assert got2 == got1 == first
-        assert [t.task_id for t in store.tasks()] == [first.task_id]
+        assert [t.task_id for t in run(store.tasks.listing())] == [first.task_id]
         with pytest.raises(UnknownTask):
-            store.task(second.task_id)
+            run(store.tasks.get(second.task_id))
 
     def test_concurrent_redeliveries_create_one_task(self, store: Journal) -> None:
         async def go() -> list[tuple[TaskRecord, bool]]:
             return await asyncio.gather(
-                *(store.create(b.task(event_id="ev-x"), b.event("ev-x")) for _ in range(12))
+                *(store.tasks.create(b.task(event_id="ev-x"), b.event("ev-x")) for _ in range(12))
             )
 
         results = run(go())
         assert sum(created for _, created in results) == 1
         assert len({t.task_id for t, _ in results}) == 1
-        assert len(store.tasks()) == 1
+        assert len(run(store.tasks.listing())) == 1
 
     def test_create_without_an_event_creates_each_time(self, store: Journal) -> None:
         self.created(store)
         self.created(store)
-        assert len(store.tasks()) == 2
+        assert len(run(store.tasks.listing())) == 2
 
     def test_an_unknown_task_is_named(self, store: Journal) -> None:
         with pytest.raises(UnknownTask, match="'nope'"):
-            store.task("nope")
+            run(store.tasks.get("nope"))
         with pytest.raises(UnknownTask, match="'nope'"):
-            run(store.transition("nope", p.Planning(), point=None))
+            run(store.tasks.transition("nope", p.Planning(), point=None))
 
     # -- transition --------------------------------------------------------------------
 
@@ -209,12 +209,12 @@ class StoreContract:
         t = self.created(store)
         meta = {"who": "me", "n": [1, 2.5, None, True]}
         now = run(
-            store.transition(
+            store.tasks.transition(
                 t.task_id, p.Planning(), point=None, update=TaskUpdate(extracted_metadata=meta)
             )
         )
         assert now is S.Planning
-        planned = store.task(t.task_id)
+        planned = run(store.tasks.get(t.task_id))
         assert (planned.state, planned.payload, planned.phase) == (S.Planning, p.Planning(), "plan")
         assert planned.extracted_metadata == meta
         assert planned.updated_at >= t.updated_at
@@ -225,10 +225,10 @@ class StoreContract:
             template_hash="h2",
             error="a note",
         )
-        assert run(store.transition(t.task_id, p.Executing(), point=None, update=update)) is (
+        assert run(store.tasks.transition(t.task_id, p.Executing(), point=None, update=update)) is (
             S.Executing
         )
-        got = store.task(t.task_id)
+        got = run(store.tasks.get(t.task_id))
         assert got.plan == plan and got.execute_progress == {"current_step": 0}
         assert (got.template_hash, got.error, got.phase) == ("h2", "a note", "execute")
         # None in a TaskUpdate leaves the column as it is
@@ -241,7 +241,7 @@ class StoreContract:
         msg = b.message("illegal:1")
         with pytest.raises(IllegalTransition) as info:
             run(
-                store.transition(
+                store.tasks.transition(
                     t.task_id,
                     p.Completed(),
                     point=None,
@@ -254,27 +254,27 @@ class StoreContract:
             "Extracting",
             "Completed",
         )
-        assert store.task(t.task_id) == t
-        assert store.pending_messages() == []  # its messages went with it
+        assert run(store.tasks.get(t.task_id)) == t
+        assert run(store.events.pending()) == []  # its messages went with it
 
     def test_a_pause_goes_back_only_to_the_state_it_holds(self, store: Journal) -> None:
         t = self.created(store, p.Planning())
         with pytest.raises(IllegalTransition):
-            run(store.transition(t.task_id, p.Paused(then=p.Executing()), point=None))
-        assert store.task(t.task_id) == t
+            run(store.tasks.transition(t.task_id, p.Paused(then=p.Executing()), point=None))
+        assert run(store.tasks.get(t.task_id)) == t
 
     def test_terminal_states_are_absorbing(self, store: Journal) -> None:
         for end in (p.Completed(), p.Failed(), p.Abandoned(), p.Cancelled()):
             t = self.created(store, end)
             with pytest.raises(IllegalTransition):
-                run(store.transition(t.task_id, p.Failed(), point=None))
-            assert store.task(t.task_id) == t
+                run(store.tasks.transition(t.task_id, p.Failed(), point=None))
+            assert run(store.tasks.get(t.task_id)) == t
 
     def test_transition_queues_its_messages_in_its_commit(self, store: Journal) -> None:
         t = self.created(store)
         msgs = [b.message(f"m:{i}", task_id=t.task_id) for i in range(3)]
-        run(store.transition(t.task_id, p.Planning(), point=None, messages=msgs))
-        assert store.pending_messages() == msgs
+        run(store.tasks.transition(t.task_id, p.Planning(), point=None, messages=msgs))
+        assert run(store.events.pending()) == msgs
 
     @pytest.mark.parametrize(
         ("src", "payload"), RICH_PAYLOADS, ids=lambda v: getattr(v, "kind", str(v))
@@ -284,11 +284,13 @@ class StoreContract:
     ) -> None:
         # written by create
         assert self.created(store, payload).payload == payload
-        assert store.task(self.created(store, payload).task_id).payload == payload
+        assert run(store.tasks.get(self.created(store, payload).task_id)).payload == payload
         # and by a transition
         before = self.created(store, b.task(src).payload)
-        assert run(store.transition(before.task_id, payload, point=None)) is p.state_of(payload)
-        assert store.task(before.task_id).payload == payload
+        assert run(store.tasks.transition(before.task_id, payload, point=None)) is p.state_of(
+            payload
+        )
+        assert run(store.tasks.get(before.task_id)).payload == payload
 
     # -- steps ------------------------------------------------------------------------
 
@@ -296,26 +298,32 @@ class StoreContract:
         for payload in (p.Planning(), p.Paused(then=p.Executing()), p.Completed()):
             t = self.created(store, payload)
             with pytest.raises(IllegalTransition):
-                run(store.step_started(b.step(t.task_id, 0)))
+                run(store.tasks.step_started(b.step(t.task_id, 0)))
             with pytest.raises(IllegalTransition):
-                run(store.step_finished(b.step(t.task_id, 0, StepStatus.completed), next_step=1))
-            assert store.steps(t.task_id) == []
-            assert store.task(t.task_id) == t
-        assert store.steps_in_flight() == {}
+                run(
+                    store.tasks.step_finished(
+                        b.step(t.task_id, 0, StepStatus.completed), next_step=1
+                    )
+                )
+            assert run(store.tasks.steps(t.task_id)) == []
+            assert run(store.tasks.get(t.task_id)) == t
+        assert run(store.tasks.steps_in_flight()) == {}
 
     def test_step_started_is_durable_and_overwritten_by_a_rerun(self, store: Journal) -> None:
         t = self.created(store, p.Executing())
         first = b.step(t.task_id, 0)
-        run(store.step_started(first))
-        assert store.steps(t.task_id) == [first]
-        assert store.step(t.task_id, 0) == first
-        assert store.steps_in_flight() == {t.task_id: first}
+        run(store.tasks.step_started(first))
+        assert run(store.tasks.steps(t.task_id)) == [first]
+        assert run(store.tasks.step(t.task_id, 0)) == first
+        assert run(store.tasks.steps_in_flight()) == {t.task_id: first}
         rerun = replace(first, args={"url": "http://y"})
-        run(store.step_started(rerun))
-        assert store.steps(t.task_id) == [rerun]
+        run(store.tasks.step_started(rerun))
+        assert run(store.tasks.steps(t.task_id)) == [rerun]
         # a running step's process, so that a restart can end it
-        run(store.step_process(t.task_id, 0, {"pid": 4242, "start": 1.5}))
-        assert store.started_processes(t.task_id) == [(t.task_id, 0, {"pid": 4242, "start": 1.5})]
+        run(store.tasks.step_process(t.task_id, 0, {"pid": 4242, "start": 1.5}))
+        assert run(store.tasks.started_processes(t.task_id)) == [
+            (t.task_id, 0, {"pid": 4242, "start": 1.5})
+        ]
 
     def test_step_started_spends_the_answers_of_a_run(self, store: Journal) -> None:
         answers: dict[str, Any] = {
@@ -328,8 +336,8 @@ class StoreContract:
         assert set(p.SPENT_BY_A_RUN) <= set(answers), "give the contract the new answer field"
         answered = p.Executing(current_step=1, skip_step=2, **answers)
         t = self.created(store, answered)
-        run(store.step_started(b.step(t.task_id, 1)))
-        after = store.task(t.task_id)
+        run(store.tasks.step_started(b.step(t.task_id, 1)))
+        after = run(store.tasks.get(t.task_id))
         spent: dict[str, Any] = dict.fromkeys(p.SPENT_BY_A_RUN)
         assert after.payload == replace(answered, **spent)
         assert after.state is S.Executing and after.current_step == 1
@@ -337,55 +345,55 @@ class StoreContract:
     def test_step_finished_records_its_result_and_the_progress(self, store: Journal) -> None:
         t = self.created(store, p.Executing())
         started = b.step(t.task_id, 0)
-        run(store.step_started(started))
+        run(store.tasks.step_started(started))
         outcome = b.step(t.task_id, 0, StepStatus.completed, {"status": 200, "body": "ünï"})
-        assert run(store.step_finished(replace(outcome, args={}), next_step=1)) is S.Executing
+        assert run(store.tasks.step_finished(replace(outcome, args={}), next_step=1)) is S.Executing
         # the outcome is added to the started row: its start (time, arguments) stays
         done = replace(outcome, started_at=started.started_at, args=started.args)
         # a read's outcome needs no start
         read = b.step(t.task_id, 1, StepStatus.skipped, ["a", 1])
-        assert run(store.step_finished(read, next_step=2)) is S.Executing
-        assert store.steps(t.task_id) == [done, read]
-        assert store.steps_in_flight() == {}
-        task = store.task(t.task_id)
+        assert run(store.tasks.step_finished(read, next_step=2)) is S.Executing
+        assert run(store.tasks.steps(t.task_id)) == [done, read]
+        assert run(store.tasks.steps_in_flight()) == {}
+        task = run(store.tasks.get(t.task_id))
         assert task.payload == p.Executing(current_step=2)
         assert task.execute_progress is not None
         assert task.execute_progress["current_step"] == 2
         assert task.execute_progress["last_completed"] == 1
         last = b.step(t.task_id, 2, StepStatus.completed, None)
-        assert run(store.step_finished(last, next_step=3, last=True)) is S.Synthesizing
-        assert store.task(t.task_id).state is S.Synthesizing
-        assert len(store.steps(t.task_id)) == 3
+        assert run(store.tasks.step_finished(last, next_step=3, last=True)) is S.Synthesizing
+        assert run(store.tasks.get(t.task_id)).state is S.Synthesizing
+        assert len(run(store.tasks.steps(t.task_id))) == 3
 
     def test_step_finished_is_where_a_requested_pause_lands(self, store: Journal) -> None:
         t = self.created(store, p.Executing())
-        state, outcome = run(store.request_pause(t.task_id, running=lambda: True))
+        state, outcome = run(store.tasks.request_pause(t.task_id, running=lambda: True))
         assert (state, outcome) == (S.Executing, PauseOutcome.requested)
         done = b.step(t.task_id, 0, StepStatus.completed, 1)
-        assert run(store.step_finished(done, next_step=1)) is S.Paused
-        assert store.task(t.task_id).payload == p.Paused(then=p.Executing(current_step=1))
-        assert store.steps(t.task_id) == [done]
+        assert run(store.tasks.step_finished(done, next_step=1)) is S.Paused
+        assert run(store.tasks.get(t.task_id)).payload == p.Paused(then=p.Executing(current_step=1))
+        assert run(store.tasks.steps(t.task_id)) == [done]
 
     def test_step_failed_fails_the_task_in_one_commit(self, store: Journal) -> None:
         t = self.created(store, p.Executing())
         msg = b.message(f"failed:{t.task_id}", task_id=t.task_id)
         started = b.step(t.task_id, 0)
-        run(store.step_started(started))
+        run(store.tasks.step_started(started))
         failed = replace(b.step(t.task_id, 0, StepStatus.failed), started_at=started.started_at)
-        run(store.step_failed(failed, "step 1 of 3: boom", [msg]))
-        task = store.task(t.task_id)
+        run(store.tasks.step_failed(failed, "step 1 of 3: boom", [msg]))
+        task = run(store.tasks.get(t.task_id))
         assert (task.state, task.error) == (S.Failed, "step 1 of 3: boom")
-        assert store.steps(t.task_id) == [failed]
-        assert store.pending_messages() == [msg]
+        assert run(store.tasks.steps(t.task_id)) == [failed]
+        assert run(store.events.pending()) == [msg]
 
     def test_step_failed_on_an_ended_task_writes_nothing(self, store: Journal) -> None:
         t = self.created(store, p.Completed())
         msg = b.message("late")
         with pytest.raises(IllegalTransition):
-            run(store.step_failed(b.step(t.task_id, 0, StepStatus.failed), "late", [msg]))
-        assert store.steps(t.task_id) == []
-        assert store.task(t.task_id) == t
-        assert store.pending_messages() == []
+            run(store.tasks.step_failed(b.step(t.task_id, 0, StepStatus.failed), "late", [msg]))
+        assert run(store.tasks.steps(t.task_id)) == []
+        assert run(store.tasks.get(t.task_id)) == t
+        assert run(store.events.pending()) == []
 
     @pytest.mark.parametrize(
         "payload",
@@ -402,9 +410,9 @@ class StoreContract:
     ) -> None:
         t = self.created(store, payload)
         with pytest.raises(IllegalTransition):
-            run(store.step_failed(b.step(t.task_id, 0, StepStatus.failed), "late"))
-        assert store.steps(t.task_id) == []
-        assert store.task(t.task_id) == t
+            run(store.tasks.step_failed(b.step(t.task_id, 0, StepStatus.failed), "late"))
+        assert run(store.tasks.steps(t.task_id)) == []
+        assert run(store.tasks.get(t.task_id)) == t
 
     # -- approvals ---------------------------------------------------------------------
 
@@ -412,33 +420,39 @@ class StoreContract:
         t = self.created(store, p.Executing(current_step=1))
         a = b.approval(t.task_id, **kw)
         msg = b.message(f"approval:{a.approval_id}:0", "approval", task_id=t.task_id)
-        run(store.park_approval(a, msg, p.AwaitingApproval(approval_id=a.approval_id, step=1)))
+        run(
+            store.questions.park_approval(
+                a, msg, p.AwaitingApproval(approval_id=a.approval_id, step=1)
+            )
+        )
         return t, a
 
     def test_park_approval_is_one_commit(self, store: Journal) -> None:
         t, a = self.parked(store)
-        task = store.task(t.task_id)
+        task = run(store.tasks.get(t.task_id))
         assert task.payload == p.AwaitingApproval(approval_id=a.approval_id, step=1)
-        stored = store.approval(a.approval_id)
+        stored = run(store.questions.approval(a.approval_id))
         assert stored == replace(a, prompts_sent=1)
-        assert store.approvals() == [stored]
-        assert store.approvals_for_task(t.task_id) == [stored]
-        assert [m.message_key for m in store.pending_messages()] == [f"approval:{a.approval_id}:0"]
-        assert store.next_deadline() == a.expires_at
+        assert run(store.questions.approvals()) == [stored]
+        assert run(store.questions.approvals_for_task(t.task_id)) == [stored]
+        assert [m.message_key for m in run(store.events.pending())] == [
+            f"approval:{a.approval_id}:0"
+        ]
+        assert run(store.questions.next_deadline()) == a.expires_at
 
     def test_park_approval_on_another_question_writes_nothing(self, store: Journal) -> None:
         t = self.created(store, p.Executing(current_step=1))
         a = b.approval(t.task_id)
         with pytest.raises(ValueError, match="another approval"):
             run(
-                store.park_approval(
+                store.questions.park_approval(
                     a, b.message("q"), p.AwaitingApproval(approval_id="other", step=1)
                 )
             )
-        assert store.task(t.task_id) == t
+        assert run(store.tasks.get(t.task_id)) == t
         with pytest.raises(UnknownApproval):
-            store.approval(a.approval_id)
-        assert store.pending_messages() == []
+            run(store.questions.approval(a.approval_id))
+        assert run(store.events.pending()) == []
 
     def test_decide_approval_once(self, store: Journal) -> None:
         t, a = self.parked(store)
@@ -448,39 +462,45 @@ class StoreContract:
             calls.append(answer.kind)
             return b.resume_to(task, ap, answer)
 
-        decided, changed = run(store.decide_approval(a.approval_id, Approve(), resume_to=resume))
+        decided, changed = run(
+            store.questions.decide_approval(a.approval_id, Approve(), resume_to=resume)
+        )
         assert changed is True
         assert (decided.status, decided.decision) == (ApprovalStatus.approved, "approve")
         assert decided.decided_at is not None
-        after = store.task(t.task_id)
+        after = run(store.tasks.get(t.task_id))
         assert after.payload == p.Executing(
             current_step=1, retry_step=1, approved=p.Grant(step=1, args_sha256=a.args_sha256)
         )
         # the same answer again: one effect
-        again, changed2 = run(store.decide_approval(a.approval_id, Approve(), resume_to=resume))
+        again, changed2 = run(
+            store.questions.decide_approval(a.approval_id, Approve(), resume_to=resume)
+        )
         assert (again, changed2) == (decided, False)
-        assert store.task(t.task_id) == after
+        assert run(store.tasks.get(t.task_id)) == after
         assert calls == ["approve"]
         # a different answer: AlreadyDecided, nothing moves
         with pytest.raises(AlreadyDecided, match="approved"):
-            run(store.decide_approval(a.approval_id, Deny(), resume_to=resume))
-        assert store.approval(a.approval_id) == decided
-        assert store.task(t.task_id) == after
-        assert store.approvals() == []
+            run(store.questions.decide_approval(a.approval_id, Deny(), resume_to=resume))
+        assert run(store.questions.approval(a.approval_id)) == decided
+        assert run(store.tasks.get(t.task_id)) == after
+        assert run(store.questions.approvals()) == []
 
     def test_an_answer_not_offered_does_not_fit(self, store: Journal) -> None:
         t, a = self.parked(store)
-        before = store.task(t.task_id)
+        before = run(store.tasks.get(t.task_id))
         with pytest.raises(AnswerDoesNotFit):
-            run(store.decide_approval(a.approval_id, Retry(), resume_to=b.resume_to))
-        assert store.approval(a.approval_id) == replace(a, prompts_sent=1)
-        assert store.task(t.task_id) == before
+            run(store.questions.decide_approval(a.approval_id, Retry(), resume_to=b.resume_to))
+        assert run(store.questions.approval(a.approval_id)) == replace(a, prompts_sent=1)
+        assert run(store.tasks.get(t.task_id)) == before
 
     def test_a_deny_moves_the_task_where_resume_to_says(self, store: Journal) -> None:
         t, a = self.parked(store)
-        decided, _ = run(store.decide_approval(a.approval_id, Deny(), resume_to=b.resume_to))
+        decided, _ = run(
+            store.questions.decide_approval(a.approval_id, Deny(), resume_to=b.resume_to)
+        )
         assert decided.status is ApprovalStatus.denied
-        task = store.task(t.task_id)
+        task = run(store.tasks.get(t.task_id))
         assert (task.state, task.error) == (S.Failed, "denied by the owner")
 
     def test_concurrent_identical_answers_have_one_effect(self, store: Journal) -> None:
@@ -489,7 +509,7 @@ class StoreContract:
         async def go() -> list[tuple[Any, bool]]:
             return await asyncio.gather(
                 *(
-                    store.decide_approval(a.approval_id, Approve(), resume_to=b.resume_to)
+                    store.questions.decide_approval(a.approval_id, Approve(), resume_to=b.resume_to)
                     for _ in range(8)
                 )
             )
@@ -500,32 +520,38 @@ class StoreContract:
 
     def test_unknown_questions_are_named(self, store: Journal) -> None:
         with pytest.raises(UnknownApproval, match="'zzz'"):
-            run(store.decide_approval("zzz", Approve(), resume_to=b.resume_to))
+            run(store.questions.decide_approval("zzz", Approve(), resume_to=b.resume_to))
         with pytest.raises(UnknownCredentialPrompt, match="'ppp'"):
-            run(store.receive_credential("ppp"))
+            run(store.questions.receive_credential("ppp"))
         with pytest.raises(UnknownCredentialPrompt):
-            store.credential_prompt("ppp")
+            run(store.questions.credential_prompt("ppp"))
 
     def test_expire_due_fails_the_tasks_of_lapsed_questions_once(self, store: Journal) -> None:
         late, a = self.parked(store, expires_in=-1)
         _, live = self.parked(store)
         t = self.created(store, p.Executing(current_step=2))
         pr = b.prompt(t.task_id, expires_in=-1)
-        run(store.park_credential(pr, b.message(f"credential:{pr.prompt_id}:0", "credential")))
-        failed = run(store.expire_due(now_rfc3339()))
+        run(
+            store.questions.park_credential(
+                pr, b.message(f"credential:{pr.prompt_id}:0", "credential")
+            )
+        )
+        failed = run(store.questions.expire_due(now_rfc3339()))
         assert sorted(failed) == sorted(
             [(late.task_id, "approval timeout"), (t.task_id, "credential prompt timeout")]
         )
-        assert store.task(late.task_id).state is S.Failed
-        assert store.task(t.task_id).state is S.Failed
-        assert store.approval(a.approval_id).status is ApprovalStatus.expired
-        assert store.credential_prompt(pr.prompt_id).status is CredentialStatus.expired
-        assert store.approval(live.approval_id).status is ApprovalStatus.pending
+        assert run(store.tasks.get(late.task_id)).state is S.Failed
+        assert run(store.tasks.get(t.task_id)).state is S.Failed
+        assert run(store.questions.approval(a.approval_id)).status is ApprovalStatus.expired
+        assert (
+            run(store.questions.credential_prompt(pr.prompt_id)).status is CredentialStatus.expired
+        )
+        assert run(store.questions.approval(live.approval_id)).status is ApprovalStatus.pending
         with pytest.raises(AlreadyDecided, match="expired"):
-            run(store.decide_approval(a.approval_id, Approve(), resume_to=b.resume_to))
+            run(store.questions.decide_approval(a.approval_id, Approve(), resume_to=b.resume_to))
         with pytest.raises(AlreadyDecided):
-            run(store.receive_credential(pr.prompt_id))
-        assert run(store.expire_due(now_rfc3339())) == []
+            run(store.questions.receive_credential(pr.prompt_id))
+        assert run(store.questions.expire_due(now_rfc3339())) == []
 
     # -- credential prompts -----------------------------------------------------------
 
@@ -533,151 +559,151 @@ class StoreContract:
         t = self.created(store, p.Executing(current_step=2))
         pr = b.prompt(t.task_id, step=2)
         key = f"credential:{pr.prompt_id}:0"
-        run(store.park_credential(pr, b.message(key, "credential", task_id=t.task_id)))
-        assert store.task(t.task_id).payload == p.AwaitingCredential(
+        run(store.questions.park_credential(pr, b.message(key, "credential", task_id=t.task_id)))
+        assert run(store.tasks.get(t.task_id)).payload == p.AwaitingCredential(
             prompt_id=pr.prompt_id, service="notion", prompt_message_id=key, step=2
         )
-        stored = store.credential_prompt(pr.prompt_id)
+        stored = run(store.questions.credential_prompt(pr.prompt_id))
         assert stored == replace(pr, message_id=key)
-        assert store.credential_prompts() == [stored]
-        assert store.credential_prompts_for_task(t.task_id) == [stored]
-        assert [m.message_key for m in store.pending_messages()] == [key]
-        done, changed = run(store.receive_credential(pr.prompt_id))
+        assert run(store.questions.credential_prompts()) == [stored]
+        assert run(store.questions.credential_prompts_for_task(t.task_id)) == [stored]
+        assert [m.message_key for m in run(store.events.pending())] == [key]
+        done, changed = run(store.questions.receive_credential(pr.prompt_id))
         assert changed and done.status is CredentialStatus.received
         assert done.received_at is not None
-        task = store.task(t.task_id)
+        task = run(store.tasks.get(t.task_id))
         assert task.payload == p.Executing(current_step=2)
         with pytest.raises(AlreadyDecided, match="received"):
-            run(store.receive_credential(pr.prompt_id))
-        assert store.task(t.task_id) == task
-        assert store.credential_prompts() == []
+            run(store.questions.receive_credential(pr.prompt_id))
+        assert run(store.tasks.get(t.task_id)) == task
+        assert run(store.questions.credential_prompts()) == []
 
     # -- the owner's hold: pause, unpause, cancel ---------------------------------------
 
     def test_pause_now_and_unpause_back_to_exactly_the_payload(self, store: Journal) -> None:
         held = p.Executing(current_step=4, skip_step=5)
         t = self.created(store, held)
-        state, outcome = run(store.request_pause(t.task_id, running=lambda: False))
+        state, outcome = run(store.tasks.request_pause(t.task_id, running=lambda: False))
         assert (state, outcome) == (S.Paused, PauseOutcome.paused)
-        assert store.task(t.task_id).payload == p.Paused(then=held)
-        assert run(store.request_pause(t.task_id, running=lambda: False)) == (
+        assert run(store.tasks.get(t.task_id)).payload == p.Paused(then=held)
+        assert run(store.tasks.request_pause(t.task_id, running=lambda: False)) == (
             S.Paused,
             PauseOutcome.already,
         )
         # a runner's move out of Paused is refused
         with pytest.raises(IllegalTransition):
-            run(store.transition(t.task_id, p.Synthesizing(), point=None))
-        assert run(store.unpause(t.task_id)) == (S.Executing, ResumeOutcome.resumed)
-        assert store.task(t.task_id).payload == held
+            run(store.tasks.transition(t.task_id, p.Synthesizing(), point=None))
+        assert run(store.tasks.unpause(t.task_id)) == (S.Executing, ResumeOutcome.resumed)
+        assert run(store.tasks.get(t.task_id)).payload == held
 
     def test_a_pause_request_is_withdrawn_before_its_boundary(self, store: Journal) -> None:
         t = self.created(store, p.Planning())
-        assert run(store.request_pause(t.task_id, running=lambda: True)) == (
+        assert run(store.tasks.request_pause(t.task_id, running=lambda: True)) == (
             S.Planning,
             PauseOutcome.requested,
         )
-        assert store.task(t.task_id).payload == p.Planning(pause_requested=True)
-        assert run(store.unpause(t.task_id)) == (S.Planning, ResumeOutcome.withdrawn)
-        assert store.task(t.task_id).payload == p.Planning()
+        assert run(store.tasks.get(t.task_id)).payload == p.Planning(pause_requested=True)
+        assert run(store.tasks.unpause(t.task_id)) == (S.Planning, ResumeOutcome.withdrawn)
+        assert run(store.tasks.get(t.task_id)).payload == p.Planning()
         # requested again, the next move of the runner is the boundary
-        run(store.request_pause(t.task_id, running=lambda: True))
-        assert run(store.transition(t.task_id, p.Executing(), point=None)) is S.Paused
-        assert store.task(t.task_id).payload == p.Paused(then=p.Executing())
+        run(store.tasks.request_pause(t.task_id, running=lambda: True))
+        assert run(store.tasks.transition(t.task_id, p.Executing(), point=None)) is S.Paused
+        assert run(store.tasks.get(t.task_id)).payload == p.Paused(then=p.Executing())
 
     def test_pause_and_unpause_refuse_what_they_cannot_hold(self, store: Journal) -> None:
         for payload in (b.task(S.AwaitingApproval).payload, p.Completed()):
             t = self.created(store, payload)
             with pytest.raises(TaskStateRefused):
-                run(store.request_pause(t.task_id, running=lambda: False))
+                run(store.tasks.request_pause(t.task_id, running=lambda: False))
             with pytest.raises(TaskStateRefused):
-                run(store.unpause(t.task_id))
-            assert store.task(t.task_id) == t
+                run(store.tasks.unpause(t.task_id))
+            assert run(store.tasks.get(t.task_id)) == t
 
     def test_begin_cancel_withdraws_the_questions_and_holds_the_task(self, store: Journal) -> None:
         t, a = self.parked(store)
-        intent = run(store.begin_cancel(t.task_id))
+        intent = run(store.tasks.begin_cancel(t.task_id))
         assert (intent.from_state, intent.approvals, intent.already) == (
             S.AwaitingApproval,
             [a.approval_id],
             False,
         )
-        assert store.task(t.task_id).payload == p.Cancelling(
+        assert run(store.tasks.get(t.task_id)).payload == p.Cancelling(
             cancelled_from=S.AwaitingApproval, step=1
         )
-        assert store.approval(a.approval_id).status is ApprovalStatus.withdrawn
+        assert run(store.questions.approval(a.approval_id)).status is ApprovalStatus.withdrawn
         with pytest.raises(AlreadyDecided, match="withdrawn"):
-            run(store.decide_approval(a.approval_id, Approve(), resume_to=b.resume_to))
+            run(store.questions.decide_approval(a.approval_id, Approve(), resume_to=b.resume_to))
         for late in (p.Executing(current_step=1), p.Synthesizing(), p.Failed()):
             with pytest.raises(IllegalTransition):
-                run(store.transition(t.task_id, late, point=None))
-        again = run(store.begin_cancel(t.task_id))
+                run(store.tasks.transition(t.task_id, late, point=None))
+        again = run(store.tasks.begin_cancel(t.task_id))
         assert (again.from_state, again.already) == (S.AwaitingApproval, True)
 
     def test_finish_cancel_cuts_off_running_steps_once(self, store: Journal) -> None:
         t = self.created(store, p.Executing(current_step=3))
-        run(store.step_started(b.step(t.task_id, 3)))
-        run(store.begin_cancel(t.task_id))
+        run(store.tasks.step_started(b.step(t.task_id, 3)))
+        run(store.tasks.begin_cancel(t.task_id))
         with pytest.raises(IllegalTransition):
-            run(store.step_started(b.step(t.task_id, 4)))
+            run(store.tasks.step_started(b.step(t.task_id, 4)))
         msg = b.message(f"cancelled:{t.task_id}", task_id=t.task_id)
-        assert run(store.finish_cancel(t.task_id, msg)) == [3]
-        task = store.task(t.task_id)
+        assert run(store.tasks.finish_cancel(t.task_id, msg)) == [3]
+        task = run(store.tasks.get(t.task_id))
         assert (task.state, task.error) == (S.Cancelled, CANCELLED_ERROR)
-        (row,) = store.steps(t.task_id)
+        (row,) = run(store.tasks.steps(t.task_id))
         assert row.status is StepStatus.cancelled and row.completed_at is not None
-        assert store.steps_in_flight() == {}
-        assert run(store.finish_cancel(t.task_id, b.message("second"))) is None
-        assert store.pending_messages() == [msg]
+        assert run(store.tasks.steps_in_flight()) == {}
+        assert run(store.tasks.finish_cancel(t.task_id, b.message("second"))) is None
+        assert run(store.events.pending()) == [msg]
         with pytest.raises(TaskStateRefused):
-            run(store.begin_cancel(t.task_id))
+            run(store.tasks.begin_cancel(t.task_id))
 
     def test_finish_cancel_needs_the_intent(self, store: Journal) -> None:
         t = self.created(store, p.Executing())
         with pytest.raises(IllegalTransition):
-            run(store.finish_cancel(t.task_id, b.message("x")))
-        assert store.task(t.task_id) == t
-        assert store.pending_messages() == []
+            run(store.tasks.finish_cancel(t.task_id, b.message("x")))
+        assert run(store.tasks.get(t.task_id)) == t
+        assert run(store.events.pending()) == []
 
     def test_fail_ends_a_task_with_its_error(self, store: Journal) -> None:
         t = self.created(store, p.Synthesizing())
-        run(store.fail(t.task_id, "model gone", [b.message("f", task_id=t.task_id)]))
-        task = store.task(t.task_id)
+        run(store.tasks.fail(t.task_id, "model gone", [b.message("f", task_id=t.task_id)]))
+        task = run(store.tasks.get(t.task_id))
         assert (task.state, task.error) == (S.Failed, "model gone")
-        assert [m.message_key for m in store.pending_messages()] == ["f"]
+        assert [m.message_key for m in run(store.events.pending())] == ["f"]
 
     # -- the outbox ---------------------------------------------------------------------
 
     def test_a_message_key_is_sent_once(self, store: Journal) -> None:
         m = b.message("result:x", "result", "hi")
-        run(store.enqueue([m]))
-        run(store.enqueue([replace(m, body="changed")]))
-        assert store.pending_messages() == [m]
-        store.mark_delivered(["result:x"])  # outside a loop: committed at once
-        assert store.pending_messages() == []
-        run(store.enqueue([m]))  # a resend after delivery is still a no-op
-        assert store.pending_messages() == []
+        run(store.events.enqueue([m]))
+        run(store.events.enqueue([replace(m, body="changed")]))
+        assert run(store.events.pending()) == [m]
+        store.events.mark_delivered(["result:x"])  # outside a loop: committed at once
+        assert run(store.events.pending()) == []
+        run(store.events.enqueue([m]))  # a resend after delivery is still a no-op
+        assert run(store.events.pending()) == []
 
     def test_pending_messages_keep_their_order(self, store: Journal) -> None:
         msgs = [b.message(f"k{i}", body=str(i)) for i in (3, 1, 2)]
         for m in msgs:
-            run(store.enqueue([m]))
-        assert store.pending_messages() == msgs
+            run(store.events.enqueue([m]))
+        assert run(store.events.pending()) == msgs
 
     def test_mark_delivered_rides_on_the_next_commit(self, store: Journal) -> None:
-        run(store.enqueue([b.message("a"), b.message("b")]))
+        run(store.events.enqueue([b.message("a"), b.message("b")]))
 
         async def go() -> None:
-            store.mark_delivered(["a"])
-            await store.enqueue([b.message("c")])
+            store.events.mark_delivered(["a"])
+            await store.events.enqueue([b.message("c")])
 
         run(go())
-        assert [m.message_key for m in store.pending_messages()] == ["b", "c"]
+        assert [m.message_key for m in run(store.events.pending())] == ["b", "c"]
 
     def test_supersede_old_prompts_keeps_the_reports(self, store: Journal) -> None:
-        run(store.enqueue([b.message("q", "approval"), b.message("r", "report")]))
-        run(store.enqueue([b.message("c", "credential")]))
-        assert run(store.supersede_old_prompts()) == 2
-        assert [m.message_key for m in store.pending_messages()] == ["r"]
+        run(store.events.enqueue([b.message("q", "approval"), b.message("r", "report")]))
+        run(store.events.enqueue([b.message("c", "credential")]))
+        assert run(store.questions.supersede_old_prompts()) == 2
+        assert [m.message_key for m in run(store.events.pending())] == ["r"]
 
     # -- recovery ------------------------------------------------------------------------
 
@@ -692,7 +718,7 @@ class StoreContract:
         prompt = b.message(f"approval:{a.approval_id}:1", "approval", task_id=ask.task_id)
         report = b.message("report:boot-1", "report")
         run(
-            store.apply_recovery(
+            store.tasks.apply_recovery(
                 abandon=[(gone.task_id, "died twice")],
                 attempted=[again.task_id, again.task_id],
                 messages=[report, prompt],
@@ -701,14 +727,14 @@ class StoreContract:
                 cancel=[ending.task_id],
             )
         )
-        g = store.task(gone.task_id)
+        g = run(store.tasks.get(gone.task_id))
         assert (g.state, g.error) == (S.Abandoned, "died twice")
-        assert store.task(ask.task_id).payload == parked
-        assert store.approval(a.approval_id).prompts_sent == 1
-        assert store.task(held.task_id).payload == p.Paused(then=p.Planning())
-        assert store.task(ending.task_id).state is S.Cancelled
-        assert store.task(again.task_id).recovery_attempts == 2
-        assert store.pending_messages() == [report, prompt]
+        assert run(store.tasks.get(ask.task_id)).payload == parked
+        assert run(store.questions.approval(a.approval_id)).prompts_sent == 1
+        assert run(store.tasks.get(held.task_id)).payload == p.Paused(then=p.Planning())
+        assert run(store.tasks.get(ending.task_id)).state is S.Cancelled
+        assert run(store.tasks.get(again.task_id)).recovery_attempts == 2
+        assert run(store.events.pending()) == [report, prompt]
 
     def test_apply_recovery_refused_in_part_writes_nothing(self, store: Journal) -> None:
         gone = self.created(store, p.Executing())
@@ -716,15 +742,15 @@ class StoreContract:
         again = self.created(store)
         with pytest.raises(IllegalTransition):
             run(
-                store.apply_recovery(
+                store.tasks.apply_recovery(
                     abandon=[(gone.task_id, "x"), (done.task_id, "y")],
                     attempted=[again.task_id],
                     messages=[b.message("report")],
                 )
             )
         for t in (gone, done, again):
-            assert store.task(t.task_id) == t
-        assert store.pending_messages() == []
+            assert run(store.tasks.get(t.task_id)) == t
+        assert run(store.events.pending()) == []
 
     # -- group commit ----------------------------------------------------------------------
 
@@ -738,37 +764,41 @@ class StoreContract:
         async def go() -> list[Any]:
             moves = [
                 # every third move is illegal (Extracting -> Completed)
-                store.transition(
+                store.tasks.transition(
                     t.task_id, p.Completed() if i % 3 == 0 else p.Planning(), point=None
                 )
                 for i, t in enumerate(tasks)
             ]
             steps = [
-                store.step_finished(b.step(t.task_id, 0, StepStatus.completed, i), next_step=1)
+                store.tasks.step_finished(
+                    b.step(t.task_id, 0, StepStatus.completed, i), next_step=1
+                )
                 for i, t in enumerate(runners)
             ]
-            news = [store.create(b.task(event_id=f"g{i}"), b.event(f"g{i}")) for i in range(16)]
-            mail = [store.enqueue([b.message(f"g:{i}")]) for i in range(16)]
+            news = [
+                store.tasks.create(b.task(event_id=f"g{i}"), b.event(f"g{i}")) for i in range(16)
+            ]
+            mail = [store.events.enqueue([b.message(f"g:{i}")]) for i in range(16)]
             return await asyncio.gather(*moves, *steps, *news, *mail, return_exceptions=True)
 
         results = run(go())
         for i, (t, r) in enumerate(zip(tasks, results, strict=False)):
             if i % 3 == 0:
                 assert isinstance(r, IllegalTransition), r
-                assert store.task(t.task_id) == t
+                assert run(store.tasks.get(t.task_id)) == t
             else:
                 assert r is S.Planning
-                assert store.task(t.task_id).state is S.Planning
+                assert run(store.tasks.get(t.task_id)).state is S.Planning
         steps = results[len(tasks) : len(tasks) + len(runners)]
         assert steps == [S.Executing] * len(runners)
         for t in runners:
-            assert store.task(t.task_id).current_step == 1
-            assert store.step(t.task_id, 0) is not None
+            assert run(store.tasks.get(t.task_id)).current_step == 1
+            assert run(store.tasks.step(t.task_id, 0)) is not None
         news = results[len(tasks) + len(runners) : -16]
         assert [created for _, created in news] == [True] * 16
         assert results[-16:] == [None] * 16
-        assert len(store.pending_messages()) == 16
-        assert len(store.tasks(limit=1000)) == 48 + 16 + 16
+        assert len(run(store.events.pending())) == 16
+        assert len(run(store.tasks.listing(limit=1000))) == 48 + 16 + 16
         commits = self.commits_made(store)
         if commits is not None and commits0 is not None:
             assert commits - commits0 < len(results), "concurrent writes share commits"
@@ -781,10 +811,10 @@ class StoreContract:
         for i, state in enumerate([S.Completed, S.Executing, S.Failed, S.Paused, S.Cancelled] * 3):
             at = rfc3339(base + timedelta(seconds=i))
             t = b.task(state, updated_at=at)
-            run(store.create(t))
+            run(store.tasks.create(t))
             if not state.terminal:
                 wanted.append(t.task_id)
-        got, malformed = store.unfinished()
+        got, malformed = run(store.tasks.unfinished())
         assert [t.task_id for t in got] == wanted
         assert malformed == []
         self.check_unfinished_reads_an_index(store)
@@ -792,31 +822,31 @@ class StoreContract:
     def test_counts_and_listing_by_state(self, store: Journal) -> None:
         for state in (S.Executing, S.Executing, S.Failed):
             self.created(store, b.task(state).payload)
-        assert store.counts() == {"Executing": 2, "Failed": 1}
-        assert {t.state for t in store.tasks(["Failed"])} == {S.Failed}
-        assert len(store.tasks(["Executing", "Failed"])) == 3
+        assert run(store.tasks.counts()) == {"Executing": 2, "Failed": 1}
+        assert {t.state for t in run(store.tasks.listing(["Failed"]))} == {S.Failed}
+        assert len(run(store.tasks.listing(["Executing", "Failed"]))) == 3
 
     # -- adapters, boots, model calls ------------------------------------------------------
 
     def test_adapter_state_is_replaced_whole(self, store: Journal) -> None:
-        assert store.adapter_state("telegram") is None
-        run(store.put_adapter_state("telegram", {"offset": 1, "chat": "x"}))
-        run(store.put_adapter_state("telegram", {"offset": 2}))
-        assert store.adapter_state("telegram") == {"offset": 2}
+        assert run(store.adapters.get("telegram")) is None
+        run(store.adapters.put("telegram", {"offset": 1, "chat": "x"}))
+        run(store.adapters.put("telegram", {"offset": 2}))
+        assert run(store.adapters.get("telegram")) == {"offset": 2}
 
     def test_boots_start_and_end(self, store: Journal) -> None:
-        assert store.last_boot() is None
-        run(store.start_boot("boot-1", 123, "0.0"))
-        boot = store.last_boot()
+        assert run(store.events.last_boot()) is None
+        run(store.events.start_boot("boot-1", 123, "0.0"))
+        boot = run(store.events.last_boot())
         assert boot is not None and boot["boot_id"] == "boot-1" and not boot["clean"]
-        run(store.end_boot("boot-1"))
-        boot = store.last_boot()
+        run(store.events.end_boot("boot-1"))
+        boot = run(store.events.last_boot())
         assert boot is not None and boot["clean"] and boot["ended_at"] is not None
 
     def test_a_model_call_is_journaled_before_it_goes_out(self, store: Journal) -> None:
         t = self.created(store, p.Planning())
-        run(store.llm_request_sent(t.task_id, "plan"))
-        payload = store.task(t.task_id).payload
+        run(store.tasks.llm_request_sent(t.task_id, "plan"))
+        payload = run(store.tasks.get(t.task_id)).payload
         assert isinstance(payload, p.Planning) and payload.llm_request is not None
         assert payload.llm_request.phase == "plan"
         call = {
@@ -830,8 +860,8 @@ class StoreContract:
             "cost_usd": 0.5,
             "queued_seconds": 0.0,
         }
-        store.record_llm_call(call)  # outside a loop: committed at once
-        assert store.llm_usage(t.task_id) == {
+        store.tasks.record_llm_call(call)  # outside a loop: committed at once
+        assert run(store.tasks.llm_usage(t.task_id)) == {
             "calls": 1,
             "input_tokens": 10,
             "output_tokens": 5,
@@ -844,11 +874,11 @@ class StoreContract:
         store_path.mkdir()
         s = self.make_store(store_path)
         t = self.created(s)
-        run(s.transition(t.task_id, p.Planning(), point=None, update=TaskUpdate(error="e")))
+        run(s.tasks.transition(t.task_id, p.Planning(), point=None, update=TaskUpdate(error="e")))
         s.close()
         s2 = self.make_store(store_path)
         try:
-            got = s2.task(t.task_id)
+            got = run(s2.tasks.get(t.task_id))
             assert (got.state, got.error) == (S.Planning, "e")
         finally:
             s2.close()
@@ -898,9 +928,9 @@ class StoreContract:
         s = self.make_store(store_path)
         try:
             for task_id in created:
-                s.task(task_id)  # raises UnknownTask if an acknowledged create was lost
+                run(s.tasks.get(task_id))  # raises UnknownTask if an acknowledged create was lost
             for task_id, n in planned.items():
-                got = s.task(task_id)
+                got = run(s.tasks.get(task_id))
                 assert got.state is S.Planning, task_id
                 assert got.extracted_metadata == {"n": n}
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 from typing import ClassVar
@@ -35,10 +36,10 @@ class TestSQLiteStore(StoreContract):
 
     def check_unfinished_reads_an_index(self, store: Journal) -> None:
         seen: list[str] = []
-        conn = store._reader
+        conn = store._db.reader
         conn.set_trace_callback(seen.append)
         try:
-            store.unfinished()
+            asyncio.run(store.tasks.unfinished())
         finally:
             conn.set_trace_callback(None)
         (sql,) = [s for s in seen if "task_journal" in s]

@@ -48,8 +48,8 @@ async def _run_note(home: Home) -> tuple[dict[str, Any], Kernel]:
     try:
         task = await kernel.submit("note", "remember to buy milk")
         await kernel.wait_idle()
-        row = kernel.journal.task(task.task_id)
-        usage = kernel.journal.llm_usage(task.task_id)
+        row = await kernel.journal.tasks.get(task.task_id)
+        usage = await kernel.journal.tasks.llm_usage(task.task_id)
         result = {
             "state": row.state.value,
             "error": row.error,
@@ -297,13 +297,17 @@ def test_secret_data_without_a_local_model_waits_for_the_owners_approval(tmp_pat
             try:
                 task = await kernel.submit("note", "my bank pin is not here")
                 await kernel.wait_idle()
-                parked = kernel.journal.task(task.task_id).state.value
-                (approval,) = kernel.journal.approvals_for_task(task.task_id)
+                parked = (await kernel.journal.tasks.get(task.task_id)).state.value
+                (approval,) = await kernel.journal.questions.approvals_for_task(task.task_id)
                 assert approval.action_type == "cloud_routing"
                 sent_before = len(cloud.received)
                 await kernel.answer(approval.approval_id, "approve")
                 await kernel.wait_idle()
-                return parked, kernel.journal.task(task.task_id).state.value, sent_before
+                return (
+                    parked,
+                    (await kernel.journal.tasks.get(task.task_id)).state.value,
+                    sent_before,
+                )
             finally:
                 await kernel.shutdown()
 
@@ -384,7 +388,7 @@ rate_window_seconds = {window}
         try:
             tasks = await asyncio.gather(*(kernel.submit("note", f"note {i}") for i in range(20)))
             await kernel.wait_idle()
-            states = {kernel.journal.task(t.task_id).state.value for t in tasks}
+            states = {(await kernel.journal.tasks.get(t.task_id)).state.value for t in tasks}
             assert states == {"Completed"}
         finally:
             await kernel.shutdown()

@@ -64,7 +64,7 @@ async def run_note(home: Home, text: str = "remember to buy milk") -> dict[str, 
     try:
         task = await kernel.submit("note", text)
         await kernel.wait_idle()
-        row = kernel.journal.task(task.task_id)
+        row = await kernel.journal.tasks.get(task.task_id)
         return {"state": row.state.value, "error": row.error, "plan": row.plan}
     finally:
         await kernel.shutdown()

@@ -40,36 +40,36 @@ def test_a_task_through_the_operator_api_and_its_timeline_without_a_kernel(
             await operator.wait_idle()
             again = await operator.submit("note", "buy milk", event_id="mail-1")
             assert again.task_id == submitted.task_id  # the same event: one task
-            summary = operator.task(submitted.task_id[:8])
+            summary = await operator.task(submitted.task_id[:8])
             assert (summary.state, summary.current_step, summary.steps) == (
                 TaskState.Completed,
                 2,
                 2,
             )
-            assert operator.tasks() == [summary]
-            assert operator.tasks([TaskState.Failed]) == []
-            assert operator.status().counts == {"Completed": 1}
-            timeline = operator.timeline(submitted.task_id)
+            assert await operator.tasks() == [summary]
+            assert await operator.tasks([TaskState.Failed]) == []
+            assert (await operator.status()).counts == {"Completed": 1}
+            timeline = await operator.timeline(submitted.task_id)
             events = [entry.event for entry in timeline.entries]
             assert events[0] == "created from note"
             assert "step 1/2 file.write (save the note): completed" in events
             assert "now Completed" in events
             assert [step.tool for step in timeline.steps] == ["file.write", "file.read"]
-            assert "pfar task" in operator.trace(submitted.task_id)
+            assert "pfar task" in await operator.trace(submitted.task_id)
             with pytest.raises(UnknownTask, match="`pfar tasks` lists them"):
-                operator.timeline("0000dead")
+                await operator.timeline("0000dead")
             return submitted.task_id
 
     task_id = asyncio.run(main())
     # no kernel now: a HomeReader reads the same vault, and the CLI prints what it reads
     with HomeReader(home) as reader:
-        timeline = reader.timeline(task_id)
+        timeline = asyncio.run(reader.timeline(task_id))
         assert timeline.task.state is TaskState.Completed
         shown = pfar(home, "task", "show", task_id[:8], "--json")
         assert shown.returncode == 0, said(shown)
         assert json.loads(shown.stdout) == timeline.to_json()
         listed = pfar(home, "approvals", "--all", "--json")
-        assert json.loads(listed.stdout) == reader.questions(answered=True).to_json()
+        assert json.loads(listed.stdout) == asyncio.run(reader.questions(answered=True)).to_json()
 
 
 async def _two_asking(operator: Operator) -> tuple[Submitted, Submitted]:
@@ -87,17 +87,17 @@ def test_questions_answers_and_the_owners_hold(tmp_path: Path) -> None:
         async with open_kernel(home) as kernel:
             operator = Operator(kernel)
             first, second = await _two_asking(operator)
-            questions = operator.questions()
+            questions = await operator.questions()
             assert {a.task_id for a in questions.approvals} == {first.task_id, second.task_id}
             assert questions.credentials == ()
             (asked,) = [a for a in questions.approvals if a.task_id == first.task_id]
-            assert operator.approval(asked.approval_id[:8]) == asked
+            assert await operator.approval(asked.approval_id[:8]) == asked
 
             answered = await operator.answer(asked.approval_id[:8], "approve")
             assert (answered.status, answered.changed) == (ApprovalStatus.approved, True)
             assert answered.task_id == first.task_id
             await operator.wait_idle()
-            assert operator.task(first.task_id).state is TaskState.Completed
+            assert (await operator.task(first.task_id)).state is TaskState.Completed
             again = await operator.answer(asked.approval_id, "approve")
             assert again.changed is False  # answered once: nothing changes
 
@@ -108,8 +108,8 @@ def test_questions_answers_and_the_owners_hold(tmp_path: Path) -> None:
                 await operator.pause(second.task_id)
             with pytest.raises(TaskStateRefused, match="nothing was changed"):
                 await operator.resume(second.task_id)
-            assert operator.questions().approvals == ()
-            every = operator.questions(answered=True).approvals
+            assert (await operator.questions()).approvals == ()
+            every = (await operator.questions(answered=True)).approvals
             assert {a.status for a in every} == {ApprovalStatus.approved, ApprovalStatus.withdrawn}
 
     asyncio.run(main())
@@ -132,21 +132,21 @@ def test_secrets_sessions_and_workflows_through_the_operator_api(tmp_path: Path)
 
             session = await operator.new_session(str(project), "chat-7")
             assert session.status is SessionStatus.CREATED
-            assert operator.sessions() == [session]
-            assert operator.session(session.session_id[:8]) == session
+            assert await operator.sessions() == [session]
+            assert await operator.session(session.session_id[:8]) == session
             ended = await operator.terminate_session(session.session_id)
             assert ended.status is SessionStatus.TERMINATED
-            assert operator.sessions(SessionStatus.CREATED) == []
+            assert await operator.sessions(SessionStatus.CREATED) == []
 
-            check = operator.workflow_status(str(project))
+            check = await operator.workflow_status(str(project))
             assert (check.state, check.decision) == ("no_trace", None)
             with pytest.raises(PfarError, match="does not exist"):
-                operator.workflow_status(str(tmp_path / "nowhere"))
+                await operator.workflow_status(str(tmp_path / "nowhere"))
 
     asyncio.run(main())
     with HomeReader(home) as reader:
-        (task,) = reader.tasks()
-        assert "hunter2" not in json.dumps(reader.timeline(task.task_id).to_json())
+        (task,) = asyncio.run(reader.tasks())
+        assert "hunter2" not in json.dumps(asyncio.run(reader.timeline(task.task_id)).to_json())
 
 
 def test_the_control_socket_runs_the_same_verbs_and_refuses_bad_fields_by_name(
@@ -200,7 +200,9 @@ def test_the_stdin_adapter_acts_through_the_operator_api(
         async with open_kernel(home) as kernel:
             operator = Operator(kernel)
             asked, dropped = await _two_asking(operator)
-            (approval,) = [a for a in operator.questions().approvals if a.task_id == asked.task_id]
+            (approval,) = [
+                a for a in (await operator.questions()).approvals if a.task_id == asked.task_id
+            ]
             lines = [
                 "submit note call the plumber",
                 f"approve {approval.approval_id[:8]}",
@@ -222,7 +224,7 @@ def test_the_stdin_adapter_acts_through_the_operator_api(
     assert "Cancelled\n  withdrawn: question" in printed
     assert "commands: submit TEMPLATE TEXT" in printed
     with HomeReader(home) as reader:
-        states = sorted((t.template_id, t.state.value) for t in reader.tasks())
+        states = sorted((t.template_id, t.state.value) for t in asyncio.run(reader.tasks()))
     assert states == [
         ("note", "Completed"),
         ("run_command", "Cancelled"),

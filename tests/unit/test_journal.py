@@ -102,10 +102,10 @@ def run(coro: Any) -> Any:
 
 
 async def _to_executing(j: Journal, task_id: str, plan_steps: int = 3) -> None:
-    await j.transition(
+    await j.tasks.transition(
         task_id, Planning(), point="extracted", update=TaskUpdate(extracted_metadata={"k": "v"})
     )
-    await j.transition(
+    await j.tasks.transition(
         task_id,
         Executing(),
         point="planned",
@@ -127,25 +127,25 @@ def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
     path = tmp_path / "sessions.db"
     j = Journal.open(path, create=True)
     t = _task()
-    run(j.create(t))
+    run(j.tasks.create(t))
     run(
-        j.transition(
+        j.tasks.transition(
             t.task_id, Planning(), point=None, update=TaskUpdate(extracted_metadata={"a": [1, 2]})
         )
     )
     j.close()
     j2 = Journal.open(path)
     try:
-        got = j2.task(t.task_id)
+        got = run(j2.tasks.get(t.task_id))
         assert got.state is S.Planning
         assert got.extracted_metadata == {"a": [1, 2]}
     finally:
         j2.close()
     ro = Journal.open_readonly(path)
     try:
-        assert ro.task(t.task_id).state is S.Planning
+        assert run(ro.tasks.get(t.task_id)).state is S.Planning
         with pytest.raises(RuntimeError, match="read-only"):
-            run(ro.transition(t.task_id, Executing(), point=None))
+            run(ro.tasks.transition(t.task_id, Executing(), point=None))
     finally:
         ro.close()
 
@@ -156,60 +156,60 @@ def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
 def test_same_event_twice_creates_one_task(journal: Journal) -> None:
     first = _task(event_id="ev-1")
     second = _task(event_id="ev-1", text="a different text")
-    got1, created1 = run(journal.create(first, _event("ev-1")))
-    got2, created2 = run(journal.create(second, _event("ev-1", "a different text")))
+    got1, created1 = run(journal.tasks.create(first, _event("ev-1")))
+    got2, created2 = run(journal.tasks.create(second, _event("ev-1", "a different text")))
     assert created1 is True and created2 is False
     assert got2 == got1 == first
-    assert [t.task_id for t in journal.tasks()] == [first.task_id]
+    assert [t.task_id for t in run(journal.tasks.listing())] == [first.task_id]
     with pytest.raises(UnknownTask):
-        journal.task(second.task_id)
+        run(journal.tasks.get(second.task_id))
 
 
 def test_concurrent_redeliveries_create_one_task(journal: Journal) -> None:
     async def go() -> list[tuple[TaskRecord, bool]]:
         return await asyncio.gather(
-            *(journal.create(_task(event_id="ev-x"), _event("ev-x")) for _ in range(20))
+            *(journal.tasks.create(_task(event_id="ev-x"), _event("ev-x")) for _ in range(20))
         )
 
     results = run(go())
     assert sum(created for _, created in results) == 1
     assert len({t.task_id for t, _ in results}) == 1
-    assert len(journal.tasks()) == 1
+    assert len(run(journal.tasks.listing())) == 1
 
 
 def test_different_events_create_different_tasks(journal: Journal) -> None:
     for i in range(5):
-        run(journal.create(_task(event_id=f"e{i}"), _event(f"e{i}")))
-    assert len(journal.tasks()) == 5
+        run(journal.tasks.create(_task(event_id=f"e{i}"), _event(f"e{i}")))
+    assert len(run(journal.tasks.listing())) == 5
 
 
 def test_create_without_event_always_creates(journal: Journal) -> None:
-    run(journal.create(_task()))
-    run(journal.create(_task()))
-    assert len(journal.tasks()) == 2
+    run(journal.tasks.create(_task()))
+    run(journal.tasks.create(_task()))
+    assert len(run(journal.tasks.listing())) == 2
 
 
 def test_same_task_id_twice_is_refused_and_first_kept(journal: Journal) -> None:
     t = _task("dup", text="first")
-    run(journal.create(t))
+    run(journal.tasks.create(t))
     with pytest.raises(sqlite3.IntegrityError):
-        run(journal.create(_task("dup", text="second")))
-    assert journal.task("dup").input_text == "first"
+        run(journal.tasks.create(_task("dup", text="second")))
+    assert run(journal.tasks.get("dup")).input_text == "first"
 
 
 def test_unknown_task_is_named(journal: Journal) -> None:
     with pytest.raises(UnknownTask, match="'nope'"):
-        journal.task("nope")
+        run(journal.tasks.get("nope"))
     with pytest.raises(UnknownTask):
-        journal.resolve_task_id("abcd")
+        run(journal.tasks.resolve_id("abcd"))
 
 
 def test_resolve_task_id_by_prefix(journal: Journal) -> None:
     t = _task("0123456789abcdef")
-    run(journal.create(t))
-    assert journal.resolve_task_id("01234567") == t.task_id
+    run(journal.tasks.create(t))
+    assert run(journal.tasks.resolve_id("01234567")) == t.task_id
     with pytest.raises(IdPrefixTooShort, match="'012' is too short: give at least 4"):
-        journal.resolve_task_id("012")
+        run(journal.tasks.resolve_id("012"))
 
 
 # -- steps -------------------------------------------------------------------------
@@ -237,25 +237,25 @@ def test_step_rows_and_progress(journal: Journal) -> None:
     t = _task()
 
     async def go() -> None:
-        await journal.create(t)
+        await journal.tasks.create(t)
         await _to_executing(journal, t.task_id)
-        await journal.step_started(_step(t.task_id, 0, StepStatus.started))
-        (row,) = journal.steps(t.task_id)
+        await journal.tasks.step_started(_step(t.task_id, 0, StepStatus.started))
+        (row,) = await journal.tasks.steps(t.task_id)
         assert row.status is StepStatus.started and row.result is None
         assert row.completed_at is None
         # a retry of a started step overwrites it, never duplicates it
-        await journal.step_started(_step(t.task_id, 0, StepStatus.started))
-        assert len(journal.steps(t.task_id)) == 1
-        await journal.step_finished(
+        await journal.tasks.step_started(_step(t.task_id, 0, StepStatus.started))
+        assert len(await journal.tasks.steps(t.task_id)) == 1
+        await journal.tasks.step_finished(
             _step(t.task_id, 0, StepStatus.completed, {"status": 200, "body": "ünï"}), next_step=1
         )
         # a read's outcome is journaled without a start
-        await journal.step_finished(
+        await journal.tasks.step_finished(
             _step(t.task_id, 1, StepStatus.completed, ["a", 1]), next_step=2
         )
 
     run(go())
-    steps = journal.steps(t.task_id)
+    steps = run(journal.tasks.steps(t.task_id))
     assert [(s.step, s.status) for s in steps] == [
         (0, StepStatus.completed),
         (1, StepStatus.completed),
@@ -264,7 +264,7 @@ def test_step_rows_and_progress(journal: Journal) -> None:
     assert steps[0].args == {"url": "http://x", "n": 0}
     assert steps[0].semantics is Semantics.Write and steps[0].idempotency is Idempotency.key
     assert steps[1].result == ["a", 1]
-    task = journal.task(t.task_id)
+    task = run(journal.tasks.get(t.task_id))
     assert task.state is S.Executing
     assert task.current_step == 2
     assert task.execute_progress is not None
@@ -279,26 +279,26 @@ def test_step_failed_fails_the_task_and_queues_the_notice_atomically(journal: Jo
     msg = OwnerMessage(f"failed:{t.task_id}", "notice", "it broke", t.task_id)
 
     async def go() -> None:
-        await journal.create(t)
+        await journal.tasks.create(t)
         await _to_executing(journal, t.task_id)
-        await journal.step_started(_step(t.task_id, 0, StepStatus.started))
+        await journal.tasks.step_started(_step(t.task_id, 0, StepStatus.started))
         failed = _step(t.task_id, 0, StepStatus.failed)
-        await journal.step_failed(failed, "step 1 of 3: boom", [msg])
+        await journal.tasks.step_failed(failed, "step 1 of 3: boom", [msg])
 
     run(go())
-    task = journal.task(t.task_id)
+    task = run(journal.tasks.get(t.task_id))
     assert task.state is S.Failed and task.error == "step 1 of 3: boom"
-    assert journal.steps(t.task_id)[0].status is StepStatus.failed
-    assert [m.message_key for m in journal.pending_messages()] == [msg.message_key]
+    assert run(journal.tasks.steps(t.task_id))[0].status is StepStatus.failed
+    assert [m.message_key for m in run(journal.events.pending())] == [msg.message_key]
 
 
 def test_step_failed_on_a_finished_task_changes_nothing(journal: Journal) -> None:
     t = _task(state=S.Completed)
-    run(journal.create(t))
+    run(journal.tasks.create(t))
     with pytest.raises(IllegalTransition):
-        run(journal.step_failed(_step(t.task_id, 0, StepStatus.failed), "late", []))
-    assert journal.steps(t.task_id) == []  # the whole commit was refused, the row too
-    assert journal.task(t.task_id) == t
+        run(journal.tasks.step_failed(_step(t.task_id, 0, StepStatus.failed), "late", []))
+    assert run(journal.tasks.steps(t.task_id)) == []  # the whole commit was refused, the row too
+    assert run(journal.tasks.get(t.task_id)) == t
 
 
 # -- approvals ---------------------------------------------------------------------
@@ -337,10 +337,10 @@ def _parked(journal: Journal, **kw: Any) -> tuple[TaskRecord, ApprovalRecord]:
     a = _approval(t.task_id, **kw)
 
     async def go() -> None:
-        await journal.create(t)
+        await journal.tasks.create(t)
         await _to_executing(journal, t.task_id)
         parked = AwaitingApproval(approval_id=a.approval_id, step=a.step or 0)
-        await journal.park_approval(a, approval_message(a, 0), parked)
+        await journal.questions.park_approval(a, approval_message(a, 0), parked)
 
     run(go())
     return t, a
@@ -348,12 +348,12 @@ def _parked(journal: Journal, **kw: Any) -> tuple[TaskRecord, ApprovalRecord]:
 
 def test_park_approval_is_one_commit(journal: Journal) -> None:
     t, a = _parked(journal)
-    task = journal.task(t.task_id)
+    task = run(journal.tasks.get(t.task_id))
     assert task.state is S.AwaitingApproval
     assert task.payload == AwaitingApproval(approval_id=a.approval_id, step=1)
-    stored = journal.approval(a.approval_id)
+    stored = run(journal.questions.approval(a.approval_id))
     assert stored.status is ApprovalStatus.pending and stored.prompts_sent == 1
-    assert [m.kind for m in journal.pending_messages()] == ["approval"]
+    assert [m.kind for m in run(journal.events.pending())] == ["approval"]
 
 
 def test_decide_approval_is_idempotent(journal: Journal) -> None:
@@ -364,26 +364,30 @@ def test_decide_approval_is_idempotent(journal: Journal) -> None:
         calls.append(answer.kind)
         return answer_outcome(task, ap, answer)
 
-    decided, changed = run(journal.decide_approval(a.approval_id, Approve(), resume_to=resume_to))
+    decided, changed = run(
+        journal.questions.decide_approval(a.approval_id, Approve(), resume_to=resume_to)
+    )
     assert changed is True
     assert decided.status is ApprovalStatus.approved and decided.decision == "approve"
-    after_first = journal.task(t.task_id)
+    after_first = run(journal.tasks.get(t.task_id))
     assert after_first.state is S.Executing
     assert isinstance(after_first.payload, Executing)
     assert after_first.payload.approved is not None and after_first.payload.approved.step == 1
 
-    again, changed2 = run(journal.decide_approval(a.approval_id, Approve(), resume_to=resume_to))
+    again, changed2 = run(
+        journal.questions.decide_approval(a.approval_id, Approve(), resume_to=resume_to)
+    )
     assert changed2 is False
     assert again == decided  # same decided_at: nothing was written
-    assert journal.task(t.task_id) == after_first  # one effect on the task
+    assert run(journal.tasks.get(t.task_id)) == after_first  # one effect on the task
     assert calls == ["approve"]  # the task was moved once
 
     with pytest.raises(AlreadyDecided) as info:
-        run(journal.decide_approval(a.approval_id, Deny(), resume_to=resume_to))
+        run(journal.questions.decide_approval(a.approval_id, Deny(), resume_to=resume_to))
     assert a.approval_id in str(info.value)
     assert "already approved (approve)" in str(info.value)
-    assert journal.approval(a.approval_id) == decided
-    assert journal.task(t.task_id) == after_first
+    assert run(journal.questions.approval(a.approval_id)) == decided
+    assert run(journal.tasks.get(t.task_id)) == after_first
 
 
 @pytest.mark.parametrize(
@@ -395,12 +399,12 @@ def test_the_run_an_answer_starts_spends_it(
     """A grant (and its retry) or a workflow's decision covers one run: the commit that
     records the run's start drops it, so a crash during that run leaves nothing to reuse."""
     t, a = _parked(journal, options=["approve", answer.kind])
-    run(journal.decide_approval(a.approval_id, answer, resume_to=resume_to))
-    answered = journal.task(t.task_id).payload
+    run(journal.questions.decide_approval(a.approval_id, answer, resume_to=resume_to))
+    answered = run(journal.tasks.get(t.task_id)).payload
     assert isinstance(answered, Executing)
     assert any(getattr(answered, name) is not None for name in SPENT_BY_A_RUN)
-    run(journal.step_started(_step(t.task_id, 1, StepStatus.started)))
-    after = journal.task(t.task_id)
+    run(journal.tasks.step_started(_step(t.task_id, 1, StepStatus.started)))
+    after = run(journal.tasks.get(t.task_id))
     assert after.payload == replace(answered, **dict.fromkeys(SPENT_BY_A_RUN))
     assert after.state is S.Executing and after.current_step == 1
 
@@ -411,7 +415,9 @@ def test_concurrent_identical_answers_have_one_effect(journal: Journal) -> None:
     async def go() -> list[tuple[ApprovalRecord, bool]]:
         return await asyncio.gather(
             *(
-                journal.decide_approval(a.approval_id, Approve(), resume_to=answer_outcome)
+                journal.questions.decide_approval(
+                    a.approval_id, Approve(), resume_to=answer_outcome
+                )
                 for _ in range(10)
             )
         )
@@ -423,40 +429,42 @@ def test_concurrent_identical_answers_have_one_effect(journal: Journal) -> None:
 
 def test_deny_fails_the_task(journal: Journal) -> None:
     t, a = _parked(journal)
-    decided, changed = run(journal.decide_approval(a.approval_id, Deny(), resume_to=answer_outcome))
+    decided, changed = run(
+        journal.questions.decide_approval(a.approval_id, Deny(), resume_to=answer_outcome)
+    )
     assert changed and decided.status is ApprovalStatus.denied
-    task = journal.task(t.task_id)
+    task = run(journal.tasks.get(t.task_id))
     assert task.state is S.Failed and "denied by the owner" in (task.error or "")
 
 
 def test_an_answer_not_offered_is_refused(journal: Journal) -> None:
     t, a = _parked(journal)
     with pytest.raises(ValueError, match="offers approve, deny; got 'rerun'"):
-        run(journal.decide_approval(a.approval_id, Rerun(), resume_to=answer_outcome))
-    assert journal.approval(a.approval_id).status is ApprovalStatus.pending
-    assert journal.task(t.task_id).state is S.AwaitingApproval
+        run(journal.questions.decide_approval(a.approval_id, Rerun(), resume_to=answer_outcome))
+    assert run(journal.questions.approval(a.approval_id)).status is ApprovalStatus.pending
+    assert run(journal.tasks.get(t.task_id)).state is S.AwaitingApproval
 
 
 def test_unknown_approval_and_prompt_are_named(journal: Journal) -> None:
     with pytest.raises(UnknownApproval, match="'zzz'"):
-        run(journal.decide_approval("zzz", Approve(), resume_to=answer_outcome))
+        run(journal.questions.decide_approval("zzz", Approve(), resume_to=answer_outcome))
     with pytest.raises(UnknownApproval):
-        journal.approval("zzz")
+        run(journal.questions.approval("zzz"))
     with pytest.raises(UnknownCredentialPrompt, match="'ppp'"):
-        run(journal.receive_credential("ppp"))
+        run(journal.questions.receive_credential("ppp"))
 
 
 def test_expired_approval_fails_its_task_and_refuses_late_answers(journal: Journal) -> None:
     t, a = _parked(journal, expires_in=-1)
     _, live = _parked(journal)
-    failed = run(journal.expire_due(now_rfc3339()))
+    failed = run(journal.questions.expire_due(now_rfc3339()))
     assert failed == [(t.task_id, "approval timeout")]
-    assert journal.task(t.task_id).state is S.Failed
-    assert journal.approval(a.approval_id).status is ApprovalStatus.expired
-    assert journal.approval(live.approval_id).status is ApprovalStatus.pending
+    assert run(journal.tasks.get(t.task_id)).state is S.Failed
+    assert run(journal.questions.approval(a.approval_id)).status is ApprovalStatus.expired
+    assert run(journal.questions.approval(live.approval_id)).status is ApprovalStatus.pending
     with pytest.raises(AlreadyDecided, match="expired"):
-        run(journal.decide_approval(a.approval_id, Approve(), resume_to=answer_outcome))
-    assert run(journal.expire_due(now_rfc3339())) == []  # once
+        run(journal.questions.decide_approval(a.approval_id, Approve(), resume_to=answer_outcome))
+    assert run(journal.questions.expire_due(now_rfc3339())) == []  # once
 
 
 def test_credential_received_once(journal: Journal) -> None:
@@ -478,20 +486,23 @@ def test_credential_received_once(journal: Journal) -> None:
     )
 
     async def go() -> None:
-        await journal.create(t)
+        await journal.tasks.create(t)
         await _to_executing(journal, t.task_id)
-        await journal.park_credential(p, credential_message(p, 0))
+        await journal.questions.park_credential(p, credential_message(p, 0))
 
     run(go())
-    assert journal.task(t.task_id).state is S.AwaitingCredential
-    assert journal.credential_prompt(p.prompt_id).message_id == f"credential:{p.prompt_id}:0"
-    done, changed = run(journal.receive_credential(p.prompt_id))
+    assert run(journal.tasks.get(t.task_id)).state is S.AwaitingCredential
+    assert (
+        run(journal.questions.credential_prompt(p.prompt_id)).message_id
+        == f"credential:{p.prompt_id}:0"
+    )
+    done, changed = run(journal.questions.receive_credential(p.prompt_id))
     assert changed and done.status is CredentialStatus.received
-    task = journal.task(t.task_id)
+    task = run(journal.tasks.get(t.task_id))
     assert task.state is S.Executing and task.current_step == 2
     with pytest.raises(AlreadyDecided, match="already received"):
-        run(journal.receive_credential(p.prompt_id))
-    assert journal.task(t.task_id) == task
+        run(journal.questions.receive_credential(p.prompt_id))
+    assert run(journal.tasks.get(t.task_id)) == task
 
 
 # -- owner outbox -------------------------------------------------------------------
@@ -499,13 +510,13 @@ def test_credential_received_once(journal: Journal) -> None:
 
 def test_a_message_key_is_queued_once(journal: Journal) -> None:
     m = OwnerMessage("result:x", "result", "hi", None)
-    run(journal.enqueue([m]))
-    run(journal.enqueue([OwnerMessage("result:x", "result", "changed", None)]))
-    assert journal.pending_messages() == [m]
-    journal.mark_delivered(["result:x"])  # outside a loop: committed at once
-    assert journal.pending_messages() == []
-    run(journal.enqueue([m]))  # a resend after delivery is still a no-op
-    assert journal.pending_messages() == []
+    run(journal.events.enqueue([m]))
+    run(journal.events.enqueue([OwnerMessage("result:x", "result", "changed", None)]))
+    assert run(journal.events.pending()) == [m]
+    journal.events.mark_delivered(["result:x"])  # outside a loop: committed at once
+    assert run(journal.events.pending()) == []
+    run(journal.events.enqueue([m]))  # a resend after delivery is still a no-op
+    assert run(journal.events.pending()) == []
 
 
 # -- group commit --------------------------------------------------------------------
@@ -514,32 +525,34 @@ def test_a_message_key_is_queued_once(journal: Journal) -> None:
 def test_group_commit_shares_commits(journal: Journal) -> None:
     tasks = [_task() for _ in range(64)]
     for t in tasks:
-        run(journal.create(t))
+        run(journal.tasks.create(t))
     w = journal.writer
     commits0, writes0 = w.commits, w.writes
 
     async def go() -> None:
         await asyncio.gather(
-            *(journal.transition(t.task_id, Planning(), point=None) for t in tasks)
+            *(journal.tasks.transition(t.task_id, Planning(), point=None) for t in tasks)
         )
 
     run(go())
     commits, writes = w.commits - commits0, w.writes - writes0
     assert writes == 64
     assert commits < writes, (commits, writes)
-    assert all(journal.task(t.task_id).state is S.Planning for t in tasks)
+    assert all(run(journal.tasks.get(t.task_id)).state is S.Planning for t in tasks)
 
 
 def test_a_refused_write_does_not_undo_its_batch_neighbours(journal: Journal) -> None:
     tasks = [_task() for _ in range(30)]
     for t in tasks:
-        run(journal.create(t))
+        run(journal.tasks.create(t))
 
     async def go() -> list[Any]:
         # every third transition is illegal (Extracting -> Completed)
         return await asyncio.gather(
             *(
-                journal.transition(t.task_id, Completed() if i % 3 == 0 else Planning(), point=None)
+                journal.tasks.transition(
+                    t.task_id, Completed() if i % 3 == 0 else Planning(), point=None
+                )
                 for i, t in enumerate(tasks)
             ),
             return_exceptions=True,
@@ -549,10 +562,10 @@ def test_a_refused_write_does_not_undo_its_batch_neighbours(journal: Journal) ->
     for i, (t, r) in enumerate(zip(tasks, results, strict=True)):
         if i % 3 == 0:
             assert isinstance(r, IllegalTransition)
-            assert journal.task(t.task_id) == t
+            assert run(journal.tasks.get(t.task_id)) == t
         else:
             assert r is S.Planning  # the state it is in now
-            assert journal.task(t.task_id).state is S.Planning
+            assert run(journal.tasks.get(t.task_id)).state is S.Planning
 
 
 # -- the partial index ---------------------------------------------------------------
@@ -563,15 +576,15 @@ def test_unfinished_reads_through_the_partial_index(journal: Journal) -> None:
     wanted = []
     for i, state in enumerate([S.Completed, S.Executing, S.Failed, S.Planning, S.Abandoned] * 4):
         t = _task(state=state, updated_at=rfc3339(base + timedelta(seconds=i)))
-        run(journal.create(t))
+        run(journal.tasks.create(t))
         if not state.terminal:
             wanted.append(t.task_id)
 
     seen: list[str] = []
-    conn = journal._reader
+    conn = journal._db.reader
     conn.set_trace_callback(seen.append)
     try:
-        got, malformed = journal.unfinished()
+        got, malformed = run(journal.tasks.unfinished())
         assert malformed == []
     finally:
         conn.set_trace_callback(None)
@@ -595,15 +608,15 @@ def test_cleanup_deletes_only_old_finished_tasks(journal: Journal) -> None:
     for state in S:
         for name, age in ages.items():
             t = _task(state=state, updated_at=rfc3339(now - age), event_id=f"{state}-{name}")
-            run(journal.create(t, _event(f"{state}-{name}")))
+            run(journal.tasks.create(t, _event(f"{state}-{name}")))
             ids[(state.value, name)] = t.task_id
     old_completed = ids[("Completed", "2d")]
     # a step row of the old task (written directly: step_finished would refresh updated_at)
     done = _step(old_completed, 0, StepStatus.completed, {})
     journal.write_sync(lambda conn: steps_sql.finish_txn(conn, done))
-    assert len(journal.steps(old_completed)) == 1
+    assert len(run(journal.tasks.steps(old_completed))) == 1
 
-    removed = run(journal.cleanup(completed_before, failed_before))
+    removed = run(journal.tasks.cleanup(completed_before, failed_before))
 
     gone = {
         ("Completed", "2d"),
@@ -613,14 +626,14 @@ def test_cleanup_deletes_only_old_finished_tasks(journal: Journal) -> None:
         ("Cancelled", "8d"),  # kept as long as a failure: the owner may ask what it did
     }
     assert removed == len(gone)
-    left = {t.task_id for t in journal.tasks(limit=1000)}
+    left = {t.task_id for t in run(journal.tasks.listing(limit=1000))}
     for key, tid in ids.items():
         assert (tid in left) == (key not in gone), key
     # the rows that hang off a deleted task went with it
-    assert journal.steps(old_completed) == []
+    assert run(journal.tasks.steps(old_completed)) == []
     # and a redelivery of a live task's event still finds its task
     live = ids[("Executing", "8d")]
-    got, created = run(journal.create(_task(), _event("Executing-8d")))
+    got, created = run(journal.tasks.create(_task(), _event("Executing-8d")))
     assert (got.task_id, created) == (live, False)
 
 
@@ -648,18 +661,20 @@ def test_values_round_trip_as_json_text(
     t = _task()
 
     async def go() -> None:
-        await journal.create(t)
-        await journal.transition(
+        await journal.tasks.create(t)
+        await journal.tasks.transition(
             t.task_id, Planning(), point=None, update=TaskUpdate(extracted_metadata=meta)
         )
-        await journal.transition(
+        await journal.tasks.transition(
             t.task_id, Executing(), point=None, update=TaskUpdate(plan={"steps": []})
         )
-        await journal.step_finished(_step(t.task_id, 0, StepStatus.completed, result), next_step=1)
+        await journal.tasks.step_finished(
+            _step(t.task_id, 0, StepStatus.completed, result), next_step=1
+        )
 
     run(go())
-    assert journal.task(t.task_id).extracted_metadata == meta
-    assert journal.steps(t.task_id)[0].result == result
+    assert run(journal.tasks.get(t.task_id)).extracted_metadata == meta
+    assert run(journal.tasks.steps(t.task_id))[0].result == result
 
 
 JSON_COLUMNS = {
@@ -680,10 +695,14 @@ JSON_COLUMNS = {
 def test_no_pickle_every_stored_value_is_text_or_number(journal: Journal, tmp_path: Path) -> None:
     _, a = _parked(journal)
     t = _task()
-    run(journal.create(t, _event("ev-json")))
-    run(journal.put_adapter_state("telegram", {"last_offset": 12}))
-    run(journal.decide_approval(a.approval_id, Approve(), resume_to=answer_outcome))
-    run(journal.step_finished(_step(a.task_id, 1, StepStatus.completed, {"x": 1}), next_step=2))
+    run(journal.tasks.create(t, _event("ev-json")))
+    run(journal.adapters.put("telegram", {"last_offset": 12}))
+    run(journal.questions.decide_approval(a.approval_id, Approve(), resume_to=answer_outcome))
+    run(
+        journal.tasks.step_finished(
+            _step(a.task_id, 1, StepStatus.completed, {"x": 1}), next_step=2
+        )
+    )
 
     conn = sqlite3.connect(tmp_path / "sessions.db")
     try:
@@ -703,7 +722,7 @@ def test_no_pickle_every_stored_value_is_text_or_number(journal: Journal, tmp_pa
         assert checked > 50
     finally:
         conn.close()
-    assert journal.adapter_state("telegram") == {"last_offset": 12}
+    assert run(journal.adapters.get("telegram")) == {"last_offset": 12}
 
 
 def test_no_module_of_the_journal_imports_pickle() -> None:

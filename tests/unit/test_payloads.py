@@ -238,11 +238,13 @@ def test_rows_of_every_state_are_upgraded_to_their_typed_payloads(tmp_path: Path
     )
     with Journal.open(path) as journal:
         for tid, (state, _, payload) in OLD_ROWS.items():
-            task = journal.task(tid)
+            task = asyncio.run(journal.tasks.get(tid))
             assert (task.state, task.payload) == (TaskState(state), payload), tid
-        assert journal.task("workflow").kind is TaskKind.workflow
-        assert journal.task("executing").kind is TaskKind.pipeline
-        assert journal.latest_workflow_task("") is None  # by kind, not by template name
+        assert asyncio.run(journal.tasks.get("workflow")).kind is TaskKind.workflow
+        assert asyncio.run(journal.tasks.get("executing")).kind is TaskKind.pipeline
+        assert (
+            asyncio.run(journal.tasks.latest_workflow_task("")) is None
+        )  # by kind, not by template name
 
 
 def test_a_row_the_upgrade_cannot_read_is_left_as_it_was_and_reported(tmp_path: Path) -> None:
@@ -260,34 +262,41 @@ def test_a_row_the_upgrade_cannot_read_is_left_as_it_was_and_reported(tmp_path: 
         ],
     )
     with Journal.open(path) as journal:
-        rows = dict(journal._reader.execute("SELECT task_id, state_detail FROM task_journal"))
+        rows = dict(journal._db.reader.execute("SELECT task_id, state_detail FROM task_journal"))
         assert rows["bad"] == "{not json" and rows["lost"] == '{"current_step": 1}'
         assert rows["float"] == '{"current_step": 2.0}'
-        tasks, malformed = journal.unfinished()
+        tasks, malformed = asyncio.run(journal.tasks.unfinished())
         assert sorted(t.task_id for t in tasks) == ["Workflow", "good"]
-        assert journal.task("Workflow").kind is TaskKind.pipeline  # the prefix is exact
+        assert (
+            asyncio.run(journal.tasks.get("Workflow")).kind is TaskKind.pipeline
+        )  # the prefix is exact
         assert {(m.task_id, m.field) for m in malformed} == {
             ("bad", "state_detail"),
             ("lost", "state_detail"),
             ("float", "state_detail"),
         }
         with pytest.raises(MalformedTaskRow, match="task bad: its journal row is malformed"):
-            journal.task("bad")
-        listed = {t.task_id: t for t in journal.tasks()}  # every row, the bad ones as they are
+            asyncio.run(journal.tasks.get("bad"))
+        listed = {
+            t.task_id: t for t in asyncio.run(journal.tasks.listing())
+        }  # every row, the bad ones as they are
         assert isinstance(listed["good"], TaskRecord)
         unreadable = listed["lost"]
         assert isinstance(unreadable, UnreadableTask)
         assert (unreadable.state, unreadable.template_id) == ("Paused", "note")
         assert "task lost: its journal row is malformed: state_detail:" in unreadable.problem
-        summary = {s.task_id: s for s in HomeReader(Home(tmp_path), journal).tasks()}["bad"]
+        listed = asyncio.run(HomeReader(Home(tmp_path), journal).tasks())
+        summary = {s.task_id: s for s in listed}["bad"]
         assert summary.state is TaskState.Executing and "malformed" in (summary.error or "")
 
         async def cancel() -> None:
-            await journal.begin_cancel("bad")
-            await journal.finish_cancel("bad", OwnerMessage("cancelled:bad", "notice", "x", "bad"))
+            await journal.tasks.begin_cancel("bad")
+            await journal.tasks.finish_cancel(
+                "bad", OwnerMessage("cancelled:bad", "notice", "x", "bad")
+            )
 
         asyncio.run(cancel())
-        assert journal.task("bad").state is TaskState.Cancelled
+        assert asyncio.run(journal.tasks.get("bad")).state is TaskState.Cancelled
 
 
 # -- rows that only their state can be read of: they still time out and still end ------
@@ -331,9 +340,9 @@ def test_an_unreadable_parked_task_times_out_without_holding_back_the_others(
     conn.commit()
     conn.close()
     with Journal.open(path) as journal:
-        failed = asyncio.run(journal.expire_due("2027-01-01T00:00:00Z"))
+        failed = asyncio.run(journal.questions.expire_due("2027-01-01T00:00:00Z"))
         assert sorted(failed) == [("fine", "approval timeout"), ("odd", "approval timeout")]
-        assert journal.task("odd").state is TaskState.Failed
+        assert asyncio.run(journal.tasks.get("odd")).state is TaskState.Failed
 
 
 def test_a_model_call_is_journaled_only_while_its_task_thinks(tmp_path: Path) -> None:
@@ -343,13 +352,13 @@ def test_a_model_call_is_journaled_only_while_its_task_thinks(tmp_path: Path) ->
     with Journal.open(path) as journal:
 
         async def go() -> None:
-            await journal.begin_cancel("t")
+            await journal.tasks.begin_cancel("t")
             with pytest.raises(IllegalTransition, match="task t: cannot go from Cancelling"):
-                await journal.llm_request_sent("t", "plan")
-            await journal.finish_cancel("t", OwnerMessage("cancelled:t", "notice", "x", "t"))
+                await journal.tasks.llm_request_sent("t", "plan")
+            await journal.tasks.finish_cancel("t", OwnerMessage("cancelled:t", "notice", "x", "t"))
 
         asyncio.run(go())
-        assert journal.task("t").state is TaskState.Cancelled
+        assert asyncio.run(journal.tasks.get("t")).state is TaskState.Cancelled
 
 
 def test_an_answer_moves_only_the_task_parked_on_that_very_question() -> None:

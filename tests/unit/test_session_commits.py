@@ -56,20 +56,20 @@ def test_a_session_write_and_a_task_write_submitted_together_share_one_commit(
 
     async def together() -> None:
         commits0, writes0 = w.commits, w.writes
-        session, _ = await asyncio.gather(manager.create("/p", "t1"), journal.create(task))
+        session, _ = await asyncio.gather(manager.create("/p", "t1"), journal.tasks.create(task))
         assert (w.commits - commits0, w.writes - writes0) == (1, 2)
 
         commits0, writes0 = w.commits, w.writes
         moved, _ = await asyncio.gather(
             lifecycle.transition(session.session_id, S.CREATED, S.ACTIVE, context={"n": 1}),
-            journal.transition(task.task_id, Planning(), point=None),
+            journal.tasks.transition(task.task_id, Planning(), point=None),
         )
         assert (w.commits - commits0, w.writes - writes0) == (1, 2)
         assert moved.status is S.ACTIVE
 
     asyncio.run(together())
-    assert journal.task(task.task_id).state is TaskState.Planning
-    [session] = manager.list()
+    assert asyncio.run(journal.tasks.get(task.task_id)).state is TaskState.Planning
+    [session] = asyncio.run(manager.list())
     assert session.status is S.ACTIVE and session.context == {"n": 1}
 
 
@@ -82,15 +82,15 @@ def test_a_refused_session_write_does_not_undo_the_task_write_it_shared_a_commit
 
     async def together() -> list[Any]:
         return await asyncio.gather(
-            manager.create("/q", "busy-thread"), journal.create(task), return_exceptions=True
+            manager.create("/q", "busy-thread"), journal.tasks.create(task), return_exceptions=True
         )
 
     commits0 = w.commits
     refused, created = asyncio.run(together())
     assert w.commits - commits0 == 1
     assert isinstance(refused, SessionThreadBusy) and first.session_id in str(refused)
-    assert created == (journal.task(task.task_id), True)
-    assert [s.session_id for s in manager.list()] == [first.session_id]
+    assert created == (asyncio.run(journal.tasks.get(task.task_id)), True)
+    assert [s.session_id for s in asyncio.run(manager.list())] == [first.session_id]
 
 
 def test_a_session_write_is_answered_only_once_it_is_committed(
@@ -120,4 +120,4 @@ def test_a_stopped_writer_refuses_session_writes_naming_the_file(
     with pytest.raises(SessionStoreError) as info:
         asyncio.run(manager.update(rec.session_id, context={"x": 1}))
     assert str(journal.path) in str(info.value) and "closed" in str(info.value)
-    assert manager.get(rec.session_id) == rec
+    assert asyncio.run(manager.get(rec.session_id)) == rec

@@ -114,7 +114,7 @@ def test_clean_startup_returns_empty(kernels: Callable[[], Kernel], db: Path) ->
     first.crash()
     before = rows(db)
     second = kernels()
-    assert second.recovery.detect_crashed_sessions() == []
+    assert asyncio.run(second.recovery.detect_crashed_sessions()) == []
     assert run(second.recovery.recover()) == []
     assert rows(db) == before
     assert recovery_message([]) == ""
@@ -126,10 +126,12 @@ def test_crash_with_one_active_session_pauses_it(kernels: Callable[[], Kernel]) 
     first.crash()
 
     second = kernels()
-    assert [r.session_id for r in second.recovery.detect_crashed_sessions()] == [session.session_id]
+    assert [r.session_id for r in asyncio.run(second.recovery.detect_crashed_sessions())] == [
+        session.session_id
+    ]
     recovered = run(second.recovery.recover())
     assert recovered == [session.session_id]
-    updated = second.manager.get(session.session_id)
+    updated = asyncio.run(second.manager.get(session.session_id))
     assert updated.status is PAUSED
     assert "recovered_at" in updated.context
     # the context the session had survives the crash
@@ -154,8 +156,8 @@ def test_crash_with_multiple_active_sessions(kernels: Callable[[], Kernel]) -> N
     assert len(recovered) == 3
     assert recovered == [s1.session_id, s2.session_id, s3.session_id]  # oldest first
     for sid in recovered:
-        assert second.manager.get(sid).status is PAUSED
-    assert second.manager.list(status=ACTIVE) == []
+        assert asyncio.run(second.manager.get(sid)).status is PAUSED
+    assert asyncio.run(second.manager.list(status=ACTIVE)) == []
     assert recovery_message(recovered) == "Recovered 3 sessions after crash"
 
 
@@ -168,7 +170,7 @@ def test_mix_of_statuses_only_active_transition(kernels: Callable[[], Kernel]) -
     ended = first.activate("/p", "t-terminated")
     run(first.lifecycle.transition(ended.session_id, ACTIVE, TERMINATED))
     untouched = {
-        sid: first.manager.get(sid)
+        sid: asyncio.run(first.manager.get(sid))
         for sid in (created.session_id, paused.session_id, ended.session_id)
     }
     first.crash()
@@ -176,9 +178,9 @@ def test_mix_of_statuses_only_active_transition(kernels: Callable[[], Kernel]) -
     second = kernels()
     assert run(second.recovery.recover()) == [active.session_id]
     for sid, rec in untouched.items():
-        assert second.manager.get(sid) == rec  # every field, updated_at included
-    assert second.manager.get(active.session_id).status is PAUSED
-    statuses = sorted(r.status.value for r in second.manager.list())
+        assert asyncio.run(second.manager.get(sid)) == rec  # every field, updated_at included
+    assert asyncio.run(second.manager.get(active.session_id)).status is PAUSED
+    statuses = sorted(r.status.value for r in asyncio.run(second.manager.list()))
     assert statuses == ["CREATED", "PAUSED", "PAUSED", "TERMINATED"]
 
 
@@ -192,10 +194,12 @@ def test_recovered_at_timestamp_in_context(kernels: Callable[[], Kernel]) -> Non
     lower = now_rfc3339()
     run(second.recovery.recover())
     upper = now_rfc3339()
-    at_a = second.manager.get(a.session_id).context["recovered_at"]
+    at_a = asyncio.run(second.manager.get(a.session_id)).context["recovered_at"]
     assert lower <= at_a <= upper  # RFC 3339 UTC text sorts in time order
     assert parse_rfc3339(at_a).utcoffset() is not None
-    assert second.manager.get(b.session_id).context["recovered_at"] == at_a  # one moment
+    assert (
+        asyncio.run(second.manager.get(b.session_id)).context["recovered_at"] == at_a
+    )  # one moment
 
     third_session = second.activate("/p", "t3")
     second.crash()
@@ -203,7 +207,7 @@ def test_recovered_at_timestamp_in_context(kernels: Callable[[], Kernel]) -> Non
     assert run(third.recovery.recover(now="2030-01-02T03:04:05.000006Z")) == [
         third_session.session_id
     ]
-    got = third.manager.get(third_session.session_id)
+    got = asyncio.run(third.manager.get(third_session.session_id))
     assert got.context["recovered_at"] == "2030-01-02T03:04:05.000006Z"
     assert got.updated_at >= at_a
 
@@ -287,7 +291,7 @@ def test_recovery_with_database_error_raises_and_corrupts_nothing(
 
     # once the database is healthy again, the same sessions are recovered
     assert run(second.recovery.recover(end_process=never_running)) == [s1.session_id, s2.session_id]
-    assert second.manager.get(s1.session_id).context["turn"] == 1
+    assert asyncio.run(second.manager.get(s1.session_id)).context["turn"] == 1
 
 
 # -- beyond the seed ---------------------------------------------------------------
@@ -315,13 +319,13 @@ def test_a_failure_midway_names_what_was_recovered_and_leaves_the_rest_whole(
     assert info.value.session_id == s2.session_id
     assert info.value.recovered == [s1.session_id]
     assert "disk says no" in str(info.value) and s1.session_id in str(info.value)
-    assert second.manager.get(s1.session_id).status is PAUSED
+    assert asyncio.run(second.manager.get(s1.session_id)).status is PAUSED
     # the failing session is whole: not half-paused, context and process as they were
     assert (
         conn.execute("SELECT * FROM sessions WHERE session_id = ?", (s2.session_id,)).fetchone()
         == s2_row
     )
-    assert second.manager.get(s3.session_id).status is ACTIVE  # not reached: untouched
+    assert asyncio.run(second.manager.get(s3.session_id)).status is ACTIVE  # not reached: untouched
 
     conn.execute("DROP TRIGGER refuse")
     conn.close()
@@ -348,8 +352,8 @@ def test_a_session_moved_by_someone_else_meanwhile_is_left_alone(
         return False
 
     assert run(second.recovery.recover(end_process=end_and_race)) == [s2.session_id]
-    assert second.manager.get(s1.session_id).status is TERMINATED
-    assert "recovered_at" not in second.manager.get(s1.session_id).context
+    assert asyncio.run(second.manager.get(s1.session_id)).status is TERMINATED
+    assert "recovered_at" not in asyncio.run(second.manager.get(s1.session_id)).context
 
 
 def test_a_recorded_process_that_is_gone_or_not_the_same_is_not_signalled(
@@ -368,7 +372,7 @@ def test_a_recorded_process_that_is_gone_or_not_the_same_is_not_signalled(
             first.crash()
             second = kernels()
             assert await second.recovery.recover() == [s.session_id]
-            got = second.manager.get(s.session_id)
+            got = await second.manager.get(s.session_id)
             assert "ended_orphan_pid" not in got.context and got.process is None
             assert agent_process.is_running(agent.identity)  # not touched
         finally:
@@ -397,7 +401,7 @@ def test_an_orphaned_agent_process_is_ended_by_recover(
             second = kernels()
             assert await second.recovery.recover() == [s.session_id]
             assert await asyncio.wait_for(agent.wait(), 5) == -signal.SIGKILL
-            got = second.manager.get(s.session_id)
+            got = await second.manager.get(s.session_id)
             assert got.status is PAUSED and got.process is None
             assert got.context["ended_orphan_pid"] == agent.pid
             assert "recovered_at" in got.context
@@ -465,12 +469,12 @@ def test_an_agent_orphaned_by_a_sigkilled_kernel_is_ended_at_the_next_start(
         assert os.getpgid(int(pid)) == int(pid)  # leads its own group
 
         nxt = kernels()
-        crashed = nxt.recovery.detect_crashed_sessions()
+        crashed = asyncio.run(nxt.recovery.detect_crashed_sessions())
         assert [r.session_id for r in crashed] == [sid]
         assert crashed[0].process == {**identity, "argv": ["sleep", "60"]}
         assert run(nxt.recovery.recover()) == [sid]
         _wait_until(lambda: not agent_process.is_running(identity), 5, "the orphan to end")
-        got = nxt.manager.get(sid)
+        got = asyncio.run(nxt.manager.get(sid))
         assert got.status is PAUSED and got.process is None
         assert got.context["ended_orphan_pid"] == int(pid) and got.context["turn"] == 3
         assert run(nxt.recovery.recover()) == []

@@ -4,6 +4,7 @@ session per chat thread, and plain-JSON storage."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import sqlite3
@@ -175,11 +176,11 @@ def test_create_makes_a_created_session_that_survives_a_reopen(
     assert rec.context == {} and rec.process is None
     assert rec.created_at == rec.updated_at
     parse_rfc3339(rec.created_at)
-    assert manager.get(rec.session_id) == rec
+    assert run(manager.get(rec.session_id)) == rec
     manager.close()
     again = SessionManager.open(db)
     try:
-        assert again.get(rec.session_id) == rec
+        assert run(again.get(rec.session_id)) == rec
     finally:
         again.close()
 
@@ -198,18 +199,18 @@ def test_create_keeps_an_absolute_project_path(
 
 def test_get_unknown_names_the_id(manager: SessionManager) -> None:
     with pytest.raises(UnknownSession, match="no session with id 'nope-123'"):
-        manager.get("nope-123")
+        run(manager.get("nope-123"))
 
 
 def test_get_accepts_an_unambiguous_prefix_of_four_or_more(
     db: Path, manager: SessionManager
 ) -> None:
     rec = run(manager.create("/p", "t1"))
-    assert manager.get(rec.session_id[:4]) == rec
-    assert manager.get(rec.session_id[:10]) == rec
-    assert manager.resolve_id(rec.session_id[:8]) == rec.session_id
+    assert run(manager.get(rec.session_id[:4])) == rec
+    assert run(manager.get(rec.session_id[:10])) == rec
+    assert run(manager.resolve_id(rec.session_id[:8])) == rec.session_id
     with pytest.raises(IdPrefixTooShort):
-        manager.get(rec.session_id[:3])
+        run(manager.get(rec.session_id[:3]))
     # two ids sharing a prefix, written as another program would
     conn = sqlite3.connect(db)
     for sid, thread in (("abcd-1111", "ta"), ("abcd-2222", "tb")):
@@ -220,8 +221,8 @@ def test_get_accepts_an_unambiguous_prefix_of_four_or_more(
     conn.commit()
     conn.close()
     with pytest.raises(AmbiguousId, match="'abcd' matches more than one session"):
-        manager.get("abcd")
-    assert manager.get("abcd-2").session_id == "abcd-2222"
+        run(manager.get("abcd"))
+    assert run(manager.get("abcd-2")).session_id == "abcd-2222"
     # writes resolve prefixes the same way
     assert run(manager.update("abcd-1", context={"k": 1})).session_id == "abcd-1111"
 
@@ -232,14 +233,14 @@ def test_list_filters_by_status_oldest_first(
     made = {s: run(manager.create(f"/p/{s}", f"t-{s}")) for s in S}
     for status, rec in made.items():
         bring_to(lifecycle, rec, status)
-    assert [r.session_id for r in manager.list()] == [r.session_id for r in made.values()]
+    assert [r.session_id for r in run(manager.list())] == [r.session_id for r in made.values()]
     for status, rec in made.items():
-        listed = manager.list(status=status)
+        listed = run(manager.list(status=status))
         assert [r.session_id for r in listed] == [rec.session_id]
         assert listed[0].status is status
     extra = run(manager.create("/p/x", "t-x"))
     run(lifecycle.transition(extra.session_id, S.CREATED, S.ACTIVE))
-    assert [r.session_id for r in manager.list(status=S.ACTIVE)] == [
+    assert [r.session_id for r in run(manager.list(status=S.ACTIVE))] == [
         made[S.ACTIVE].session_id,
         extra.session_id,
     ]
@@ -250,7 +251,7 @@ def test_update_merges_context_and_sets_updated_at(manager: SessionManager) -> N
     one = run(manager.update(rec.session_id, context={"a": 1, "nested": {"x": 1}}))
     two = run(manager.update(rec.session_id, context={"b": [1, "two"], "nested": {"y": 2}}))
     assert two.context == {"a": 1, "b": [1, "two"], "nested": {"y": 2}}  # top-level merge
-    assert manager.get(rec.session_id) == two
+    assert run(manager.get(rec.session_id)) == two
     assert rec.updated_at <= one.updated_at <= two.updated_at
     assert two.created_at == rec.created_at
     assert run(manager.update(rec.session_id, context={})).context == two.context
@@ -263,7 +264,7 @@ def test_update_sets_and_clears_the_process_of_an_active_session_only(
     proc = {"pid": 123, "start_time": 456, "argv": ["agent", "--x"]}
     with pytest.raises(SessionStatusMismatch, match="is CREATED, not ACTIVE"):
         run(manager.update(rec.session_id, process=proc))
-    assert manager.get(rec.session_id).process is None
+    assert run(manager.get(rec.session_id)).process is None
     run(lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE))
     assert run(manager.update(rec.session_id, process=proc)).process == proc
     assert run(manager.update(rec.session_id, context={"k": "v"})).process == proc  # kept
@@ -307,7 +308,7 @@ def test_context_is_stored_as_json_text_not_pickle(db: Path, manager: SessionMan
     assert isinstance(raw, str)
     assert json.loads(raw) == ctx
     assert b"\x80" not in raw.encode()  # no pickle protocol header
-    assert manager.get(rec.session_id).context == ctx
+    assert run(manager.get(rec.session_id)).context == ctx
 
 
 def test_one_live_session_per_thread(
@@ -322,12 +323,12 @@ def test_one_live_session_per_thread(
         run(lifecycle.transition(first.session_id, src, dst))
         with pytest.raises(SessionThreadBusy, match=dst.value):
             run(manager.create("/q", "thread-1"))
-    assert manager.live_for_thread("thread-1") == manager.get(first.session_id)
+    assert run(manager.live_for_thread("thread-1")) == asyncio.run(manager.get(first.session_id))
     run(lifecycle.transition(first.session_id, S.PAUSED, S.TERMINATED))
-    assert manager.live_for_thread("thread-1") is None
+    assert run(manager.live_for_thread("thread-1")) is None
     second = run(manager.create("/q", "thread-1"))  # a terminated session frees its thread
-    assert manager.live_for_thread("thread-1") == second
-    assert {r.thread_id for r in manager.list()} == {"thread-1", "thread-2"}
+    assert run(manager.live_for_thread("thread-1")) == second
+    assert {r.thread_id for r in run(manager.list())} == {"thread-1", "thread-2"}
     assert other.status is S.CREATED
     # the unique index holds even for a writer that skips the manager
     conn = sqlite3.connect(db)
@@ -381,7 +382,7 @@ def test_every_pair_of_statuses(
     if is_legal_session_move(src, dst):
         moved = run(lifecycle.transition(rec.session_id, src, dst, context={"moved": True}))
         assert moved.status is dst and moved.context == {"moved": True}
-        assert manager.get(rec.session_id) == moved
+        assert run(manager.get(rec.session_id)) == moved
     else:
         with pytest.raises(IllegalSessionTransition) as info:
             run(lifecycle.transition(rec.session_id, src, dst))
@@ -412,12 +413,12 @@ def test_a_stale_second_connection_cannot_race_past_the_first(
     run(lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE))
     other = SessionManager.open(db)
     try:
-        seen = other.get(rec.session_id)
+        seen = run(other.get(rec.session_id))
         assert seen.status is S.ACTIVE
         run(lifecycle.transition(rec.session_id, S.ACTIVE, S.PAUSED))
         with pytest.raises(SessionStatusMismatch, match="is PAUSED, not ACTIVE"):
             run(SessionLifecycle(other).transition(seen.session_id, seen.status, S.TERMINATED))
-        assert manager.get(rec.session_id).status is S.PAUSED
+        assert run(manager.get(rec.session_id)).status is S.PAUSED
     finally:
         other.close()
 
@@ -451,7 +452,7 @@ def test_racing_threads_move_a_session_exactly_once(
     for m in racers:
         m.close()
     assert sorted(outcomes) == ["moved"] + ["refused"] * (len(racers) - 1)
-    final = manager.get(rec.session_id)
+    final = run(manager.get(rec.session_id))
     assert final.status is S.PAUSED and "winner" in final.context
 
 
@@ -468,7 +469,7 @@ def test_transition_sets_context_and_process_together_and_leaving_active_clears_
     assert paused.process is None and paused.context == {"turn": 2}
     with pytest.raises(ValueError, match="only an ACTIVE session has a process"):
         run(lifecycle.transition(rec.session_id, S.PAUSED, S.TERMINATED, process=proc))
-    assert manager.get(rec.session_id) == paused
+    assert run(manager.get(rec.session_id)) == paused
 
 
 def test_an_invalid_context_in_a_transition_changes_nothing(
@@ -509,7 +510,7 @@ def test_random_move_sequences_follow_the_table(
         else:
             assert is_legal_session_move(claimed, dst) and claimed is status
             status = dst
-        assert shared.get(rec.session_id).status is status
+        assert run(shared.get(rec.session_id)).status is status
 
 
 # -- database errors ---------------------------------------------------------------
@@ -522,7 +523,7 @@ def test_a_write_that_the_database_refuses_is_a_vault_error_naming_the_file(
     ro_conn = open_vault_db(db, "sessions", readonly=True)
     readonly = SessionManager(ro_conn)
     try:
-        assert readonly.get(rec.session_id) == rec  # reads work
+        assert asyncio.run(readonly.get(rec.session_id)) == rec  # reads work
         with pytest.raises(SessionStoreError) as info:
             run(readonly.update(rec.session_id, context={"x": 1}))
         assert isinstance(info.value, VaultError) and isinstance(info.value, PfarError)
@@ -530,10 +531,10 @@ def test_a_write_that_the_database_refuses_is_a_vault_error_naming_the_file(
         with pytest.raises(SessionStoreError):
             run(readonly.create("/p", "t2"))
         assert not ro_conn.in_transaction  # rolled back, the connection still usable
-        assert readonly.get(rec.session_id) == rec
+        assert asyncio.run(readonly.get(rec.session_id)) == rec
     finally:
         readonly.close()
-    assert manager.list() == [rec]
+    assert run(manager.list()) == [rec]
 
 
 def test_a_missing_table_is_a_vault_error_on_read(db: Path, manager: SessionManager) -> None:
@@ -542,4 +543,4 @@ def test_a_missing_table_is_a_vault_error_on_read(db: Path, manager: SessionMana
     conn.commit()
     conn.close()
     with pytest.raises(SessionStoreError, match="no such table: sessions"):
-        manager.list()
+        run(manager.list())

@@ -250,18 +250,18 @@ def test_journal_stores_what_the_model_says(
     tid = str(uuid.uuid4())
 
     async def go() -> None:
-        await j.create(_task(tid))
+        await j.tasks.create(_task(tid))
         model = TaskState.Extracting
         came_from: TaskState | None = None
         for n, dst in enumerate(attempts):
-            before = j.task(tid)
+            before = await j.tasks.get(tid)
             assert before.state is model
             to = _payload(dst, model, n)
             if is_legal(model, dst, came_from):
-                await j.transition(tid, to, point=None, update=TaskUpdate(error=f"e{n}"))
+                await j.tasks.transition(tid, to, point=None, update=TaskUpdate(error=f"e{n}"))
                 came_from = model if dst is S.Paused else None
                 model = dst
-                after = j.task(tid)
+                after = await j.tasks.get(tid)
                 assert after.state is dst
                 # the journal keeps the payload, and where a paused task goes back to
                 assert after.payload == to
@@ -271,14 +271,14 @@ def test_journal_stores_what_the_model_says(
                 assert after.updated_at >= before.updated_at
             else:
                 with pytest.raises(IllegalTransition) as info:
-                    await j.transition(tid, to, point=None, update=TaskUpdate(error="nope"))
+                    await j.tasks.transition(tid, to, point=None, update=TaskUpdate(error="nope"))
                 assert (info.value.task_id, info.value.src, info.value.dst) == (
                     tid,
                     model.value,
                     dst.value,
                 )
                 # the refused transition left the row exactly as it was
-                assert j.task(tid) == before
+                assert await j.tasks.get(tid) == before
 
     asyncio.run(go())
 
@@ -307,10 +307,10 @@ def test_concurrent_transitions_apply_in_order_and_refusals_undo_only_themselves
             came_from, model = (model if dst is S.Paused else None), dst
 
     async def go() -> list[BaseException | TaskState]:
-        await j.create(_task(tid))
+        await j.tasks.create(_task(tid))
         results = await asyncio.gather(
             *(
-                j.transition(tid, to, point=None, update=TaskUpdate(error=f"e{n}"))
+                j.tasks.transition(tid, to, point=None, update=TaskUpdate(error=f"e{n}"))
                 for n, to in enumerate(moves)
             ),
             return_exceptions=True,
@@ -330,7 +330,7 @@ def test_concurrent_transitions_apply_in_order_and_refusals_undo_only_themselves
         else:
             assert isinstance(result, IllegalTransition), (n, dst, result)
             assert result.src == model.value
-    final = j.task(tid)
+    final = asyncio.run(j.tasks.get(tid))
     assert final.state is model
     assert final.error == (None if last_ok is None else f"e{last_ok}")
 
@@ -339,7 +339,7 @@ def test_unknown_task_transition_is_refused(shared_journal: Journal) -> None:
     from pfar.errors import UnknownTask
 
     with pytest.raises(UnknownTask, match="no-such-task"):
-        asyncio.run(shared_journal.transition("no-such-task", Planning(), point=None))
+        asyncio.run(shared_journal.tasks.transition("no-such-task", Planning(), point=None))
 
 
 # -- the owner's holds (pause, resume, cancel), enforced by a real journal ----------
@@ -396,27 +396,27 @@ def test_holds_follow_the_model(shared_journal: Journal, ops: list[object]) -> N
     tid = str(uuid.uuid4())
 
     async def go() -> None:
-        await j.create(_task(tid))
+        await j.tasks.create(_task(tid))
         m = _Model()
         for op in ops:
-            before = j.task(tid)
+            before = await j.tasks.get(tid)
             if isinstance(op, TaskState):
                 to = _payload(op, m.state)
                 if m.move(op):
-                    await j.transition(tid, to, point=None)
+                    await j.tasks.transition(tid, to, point=None)
                 else:
                     with pytest.raises(IllegalTransition):
-                        await j.transition(tid, to, point=None)
-                    assert j.task(tid) == before
+                        await j.tasks.transition(tid, to, point=None)
+                    assert await j.tasks.get(tid) == before
             elif op in ("pause_running", "pause_idle"):
                 running = op == "pause_running"
                 if m.refuses_pause():
                     with pytest.raises(TaskStateRefused) as info:
-                        await j.request_pause(tid, running=lambda r=running: r)
+                        await j.tasks.request_pause(tid, running=lambda r=running: r)
                     assert info.value.state == m.state.value and tid in str(info.value)
-                    assert j.task(tid) == before
+                    assert await j.tasks.get(tid) == before
                     continue
-                state, outcome = await j.request_pause(tid, running=lambda r=running: r)
+                state, outcome = await j.tasks.request_pause(tid, running=lambda r=running: r)
                 if m.state is S.Paused or (running and m.requested):
                     assert outcome is PauseOutcome.already
                 elif running:
@@ -430,34 +430,36 @@ def test_holds_follow_the_model(shared_journal: Journal, ops: list[object]) -> N
                 if m.state is S.Paused:
                     back = m.came_from
                     assert back is not None
-                    state, outcome = await j.unpause(tid)
+                    state, outcome = await j.tasks.unpause(tid)
                     assert (state, outcome) == (back, ResumeOutcome.resumed)
                     m.move(back)
                 elif m.state.working and m.requested:
-                    state, outcome = await j.unpause(tid)
+                    state, outcome = await j.tasks.unpause(tid)
                     assert (state, outcome) == (m.state, ResumeOutcome.withdrawn)
                     m.requested = False
                 else:
                     with pytest.raises(TaskStateRefused):
-                        await j.unpause(tid)
-                    assert j.task(tid) == before
+                        await j.tasks.unpause(tid)
+                    assert await j.tasks.get(tid) == before
             else:  # cancel: the intent, then the end
                 if m.state.terminal:
                     with pytest.raises(TaskStateRefused) as info:
-                        await j.begin_cancel(tid)
+                        await j.tasks.begin_cancel(tid)
                     assert info.value.state == m.state.value
                     continue
-                intent = await j.begin_cancel(tid)
+                intent = await j.tasks.begin_cancel(tid)
                 assert intent.already == (m.state is S.Cancelling)
                 m.move(S.Cancelling)
-                assert j.task(tid).state is S.Cancelling
+                assert (await j.tasks.get(tid)).state is S.Cancelling
                 # a runner's move after the intent is refused: the task is the owner's
                 for late in WORKING:
                     with pytest.raises(IllegalTransition):
-                        await j.transition(tid, _payload(late), point=None)
-                await j.finish_cancel(tid, OwnerMessage(f"cancelled:{tid}", "notice", "x", tid))
+                        await j.tasks.transition(tid, _payload(late), point=None)
+                await j.tasks.finish_cancel(
+                    tid, OwnerMessage(f"cancelled:{tid}", "notice", "x", tid)
+                )
                 m.move(S.Cancelled)
-            row = j.task(tid)
+            row = await j.tasks.get(tid)
             assert row.state is m.state
             assert paused_from(row.payload) == (
                 m.came_from if m.state is S.Paused and m.came_from else None

@@ -92,7 +92,7 @@ async def _command(operator: Operator, words: list[str]) -> str:
         case ["resume", task_id]:
             return describe((await operator.resume(task_id)).to_json())
         case ["tasks", *_]:
-            rows = operator.tasks(limit=20)
+            rows = await operator.tasks(limit=20)
             return "\n".join(f"{t.task_id[:8]}  {t.template_id:20} {t.state}" for t in rows)
     return (
         "commands: submit TEMPLATE TEXT | approve ID | deny ID | answer ID OPTION | tasks | "

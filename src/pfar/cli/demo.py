@@ -8,6 +8,7 @@ and a write log that every shell step appends to.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -221,7 +222,7 @@ def _tasks_table(home: Home, names: dict[str, str]) -> Table:
     for c in ("task", "task_id", "state", "step", "error"):
         t.add_column(c)
     with Journal.open_readonly(home.sessions_db) as journal:
-        listed = journal.tasks(limit=1000)
+        listed = asyncio.run(journal.tasks.listing(limit=1000))
     tasks = sorted(
         (task for task in listed if isinstance(task, TaskRecord)), key=lambda t: t.created_at
     )

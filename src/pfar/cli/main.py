@@ -28,7 +28,7 @@ from ..vault.home import Home
 from ..vault.secrets import check_secret_size
 from . import client
 from .holds_cmd import cancel, pause, resume
-from .output import emit, err, home_of, out, reader, table
+from .output import emit, err, home_of, out, read, table
 from .sessions_cmd import secret, session
 from .workflows_cmd import workflow
 
@@ -72,7 +72,7 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
     home = home_of(ctx)
 
     async def main() -> int:
-        reader = None if no_stdin else await stdin_reader()
+        commands = None if no_stdin else await stdin_reader()
 
         def started(kernel: Any) -> None:
             for e in kernel.template_errors:
@@ -84,9 +84,9 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
             )
 
         def extra(kernel: Any) -> list[asyncio.Task[None]]:
-            if reader is None:
+            if commands is None:
                 return []
-            return [asyncio.create_task(read_commands(Operator(kernel), reader))]
+            return [asyncio.create_task(read_commands(Operator(kernel), commands))]
 
         return await serve(home, sinks=[StdoutSink()], on_started=started, extra=extra)
 
@@ -116,8 +116,8 @@ def submit(
         )
     if wait:
         client.send(home, WAIT_IDLE, NoArgs(), timeout=3600)
-        with reader(home) as r:
-            result = r.task(result["task_id"]).to_json()
+        task_id = result["task_id"]
+        result = read(home, lambda r: r.task(task_id)).to_json()
     if as_json:
         emit(result, True)
     else:
@@ -143,8 +143,8 @@ def submit(
 @click.pass_context
 def tasks(ctx: click.Context, states: tuple[str, ...], limit: int, as_json: bool) -> None:
     """List tasks, newest first."""
-    with reader(home_of(ctx)) as r:
-        rows = [t.to_json() for t in r.tasks([TaskState(s) for s in states], limit)]
+    listed = read(home_of(ctx), lambda r: r.tasks([TaskState(s) for s in states], limit))
+    rows = [t.to_json() for t in listed]
     cols = ["task_id", "template_id", "state", "phase", "current_step", "updated_at", "error"]
     for row in rows:
         if row["steps"] is not None:
@@ -163,8 +163,7 @@ def task() -> None:
 @click.pass_context
 def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
     """The task's timeline from the journal."""
-    with reader(home_of(ctx)) as r:
-        timeline = r.timeline(task_id)
+    timeline = read(home_of(ctx), lambda r: r.timeline(task_id))
     if as_json:
         emit(timeline.to_json(), True)
         return
@@ -182,8 +181,8 @@ def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
 @click.pass_context
 def task_trace(ctx: click.Context, task_id: str) -> None:
     """The task's journal written as a trace.md (the traced-workflow format)."""
-    with reader(home_of(ctx)) as r:
-        click.echo(printable(r.trace(task_id), indent=""), nl=False)
+    trace = read(home_of(ctx), lambda r: r.trace(task_id))
+    click.echo(printable(trace, indent=""), nl=False)
 
 
 @cli.command()
@@ -192,8 +191,7 @@ def task_trace(ctx: click.Context, task_id: str) -> None:
 @click.pass_context
 def approvals(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """Pending approvals and credential prompts."""
-    with reader(home_of(ctx)) as r:
-        questions = r.questions(answered=show_all).to_json()
+    questions = read(home_of(ctx), lambda r: r.questions(answered=show_all)).to_json()
     if as_json:
         emit(questions, True)
         return
@@ -235,8 +233,7 @@ def approval() -> None:
 @click.pass_context
 def approval_show(ctx: click.Context, approval_id: str, as_json: bool) -> None:
     """The whole question: what it asks, and every argument of the action it lets run."""
-    with reader(home_of(ctx)) as r:
-        a = r.approval(approval_id)
+    a = read(home_of(ctx), lambda r: r.approval(approval_id))
     row = a.to_json()
     if as_json:
         emit(row, True)
@@ -314,8 +311,7 @@ def credential(ctx: click.Context, prompt_id: str) -> None:
 @click.pass_context
 def recover(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     """What recovery would do with every unfinished task (changes nothing)."""
-    with reader(home_of(ctx)) as r:
-        preview = r.recovery_preview()
+    preview = read(home_of(ctx), lambda r: r.recovery_preview())
     data = preview.to_json()
     if as_json:
         emit(data, True)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -13,6 +15,8 @@ from rich.table import Table
 from ..kernel.api import HomeReader
 from ..policy.printable import printable
 from ..vault.home import Home
+
+T = TypeVar("T")
 
 
 class _Terminal(Console):
@@ -65,6 +69,12 @@ def table(rows: list[dict[str, Any]], columns: list[str], title: str) -> Table:
     return t
 
 
-def reader(home: Home) -> HomeReader:
-    """The operator API's reads of `home`, with or without a running kernel."""
-    return HomeReader(home)
+def read(home: Home, ask: Callable[[HomeReader], Awaitable[T]]) -> T:
+    """One answer of the operator API's reads of `home`, with or without a running
+    kernel (its vault is opened read-only, and closed again)."""
+
+    async def asking() -> T:
+        with HomeReader(home) as r:
+            return await ask(r)
+
+    return asyncio.run(asking())

@@ -24,7 +24,7 @@ from ..kernel.api.requests import (
 from ..policy.printable import printable
 from ..vault.secrets import SecretStore, checked_secret
 from . import client
-from .output import emit, home_of, out, reader, table
+from .output import emit, home_of, out, read, table
 
 A = TypeVar("A")
 
@@ -45,8 +45,8 @@ _SESSION_COLUMNS = ["session_id", "status", "project_path", "thread_id", "update
 @click.pass_context
 def session_list(ctx: click.Context, status: str | None, as_json: bool) -> None:
     """Sessions, oldest first."""
-    with reader(home_of(ctx)) as r:
-        rows = [s.to_json() for s in r.sessions(SessionStatus(status) if status else None)]
+    wanted = SessionStatus(status) if status else None
+    rows = [s.to_json() for s in read(home_of(ctx), lambda r: r.sessions(wanted))]
     emit(rows, as_json, table(rows, _SESSION_COLUMNS, f"{len(rows)} session(s)"))
 
 
@@ -56,8 +56,7 @@ def session_list(ctx: click.Context, status: str | None, as_json: bool) -> None:
 @click.pass_context
 def session_show(ctx: click.Context, session_id: str, as_json: bool) -> None:
     """One session, with its context."""
-    with reader(home_of(ctx)) as r:
-        row = r.session(session_id).to_json()
+    row = read(home_of(ctx), lambda r: r.session(session_id)).to_json()
     if as_json:
         emit(row, True)
         return

@@ -9,7 +9,7 @@ import click
 from ..errors import PfarError
 from ..kernel.api.requests import WORKFLOW_RESUME, WORKFLOW_START, DirectoryArgs, WorkflowArgs
 from . import client
-from .output import emit, home_of, out, reader
+from .output import emit, home_of, out, read
 
 
 @click.group()
@@ -47,8 +47,7 @@ def workflow_resume(ctx: click.Context, directory: str) -> None:
 @click.pass_context
 def workflow_status(ctx: click.Context, directory: str, as_json: bool) -> None:
     """What the trace in DIRECTORY says: state, resume point, artifact check."""
-    with reader(home_of(ctx)) as r:
-        check = r.workflow_status(directory)
+    check = read(home_of(ctx), lambda r: r.workflow_status(directory))
     if as_json:
         emit(check.to_json(), True)
         return

@@ -283,14 +283,14 @@ class SessionManager:
 
     # -- reads -----------------------------------------------------------------
 
-    def get(self, session_id: str) -> SessionRecord:
+    async def get(self, session_id: str) -> SessionRecord:
         """The session with this id, or with this unambiguous prefix (4 characters or more)."""
         return self.read(f"reading session {session_id}", lambda c: _resolve(c, session_id))
 
-    def resolve_id(self, session_id: str) -> str:
-        return self.get(session_id).session_id
+    async def resolve_id(self, session_id: str) -> str:
+        return (await self.get(session_id)).session_id
 
-    def list(self, status: SessionStatus | None = None) -> builtins.list[SessionRecord]:
+    async def list(self, status: SessionStatus | None = None) -> builtins.list[SessionRecord]:
         """Sessions, oldest first; only those in `status` when it is given."""
 
         def op(conn: sqlite3.Connection) -> builtins.list[SessionRecord]:
@@ -309,7 +309,7 @@ class SessionManager:
         what = "listing sessions" if status is None else f"listing {status} sessions"
         return self.read(what, op)
 
-    def live_for_thread(self, thread_id: str) -> SessionRecord | None:
+    async def live_for_thread(self, thread_id: str) -> SessionRecord | None:
         """The thread's live (not TERMINATED) session, if it has one."""
         return self.read(
             f"reading the session of thread {thread_id!r}",

@@ -53,8 +53,8 @@ class HoldResult:
 
 
 async def cancel(k: Kernel, given_id: str) -> HoldResult:
-    task_id = k.journal.resolve_task_id(given_id)
-    intent = await k.journal.begin_cancel(task_id)  # refuses an ended task, naming its state
+    task_id = await k.journal.tasks.resolve_id(given_id)
+    intent = await k.journal.tasks.begin_cancel(task_id)  # refuses an ended task, naming its state
     withdrawn = [*intent.approvals, *intent.prompts]
     k.audit.log(
         "task_cancel_intended",
@@ -63,15 +63,15 @@ async def cancel(k: Kernel, given_id: str) -> HoldResult:
         withdrawn=withdrawn,
     )
     await k.stop_coroutine(task_id)
-    ended = k.end_processes(task_id, "cancelled_process_ended")
+    ended = await k.end_processes(task_id, "cancelled_process_ended")
     try:
-        task = k.journal.task(task_id)
-        message = cancel_message(k.journal, task, k.title(task))
+        task = await k.journal.tasks.get(task_id)
+        message = await cancel_message(k.journal, task, k.title(task))
     except MalformedTaskRow:  # a row only its state can be read of still ends
         message = OwnerMessage(
             f"cancelled:{task_id}", "notice", f"Task {task_id[:8]} was cancelled.", task_id
         )
-    cut = await k.journal.finish_cancel(task_id, message)
+    cut = await k.journal.tasks.finish_cancel(task_id, message)
     k.owner.notify()
     if cut is None:  # a cancel running alongside finished it first
         return HoldResult(task_id, TaskState.Cancelled, "already_cancelled")
@@ -80,18 +80,20 @@ async def cancel(k: Kernel, given_id: str) -> HoldResult:
 
 
 async def pause(k: Kernel, given_id: str) -> HoldResult:
-    task_id = k.journal.resolve_task_id(given_id)
+    task_id = await k.journal.tasks.resolve_id(given_id)
     # decided when the commit runs (on the loop's thread): no coroutine can start or stop
     # between the look and the write
-    state, outcome = await k.journal.request_pause(task_id, running=lambda: k.is_running(task_id))
+    state, outcome = await k.journal.tasks.request_pause(
+        task_id, running=lambda: k.is_running(task_id)
+    )
     if outcome is not PauseOutcome.already:
         k.audit.log("task_pause", task_id=task_id, outcome=outcome.value, state=state.value)
     return HoldResult(task_id, state, outcome.value)
 
 
 async def resume(k: Kernel, given_id: str) -> HoldResult:
-    task_id = k.journal.resolve_task_id(given_id)
-    state, outcome = await k.journal.unpause(task_id)
+    task_id = await k.journal.tasks.resolve_id(given_id)
+    state, outcome = await k.journal.tasks.unpause(task_id)
     k.audit.log("task_resume", task_id=task_id, outcome=outcome.value, state=state.value)
     if outcome is ResumeOutcome.resumed:
         k.advance(task_id)

@@ -157,13 +157,8 @@ class Kernel:
             opened.append(self.secrets)
             open_vault_db(self.home.memory_db, "memory").close()
             self.sessions = SessionSupervisor(
-                self.home.sessions_db,
-                self.journal.writer,
-                self.home.root / "sessions",
-                config.sessions,
-                synchronous=config.vault.synchronous,
+                self.journal.sessions, self.home.root / "sessions", config.sessions
             )
-            opened.append(self.sessions.manager)
             self.redactor = Redactor(self.secrets.values)
             for name in self.redactor.too_short:
                 log.warning(
@@ -197,10 +192,10 @@ class Kernel:
 
     async def _recover_and_open(self, config: Config) -> RecoveryReport:
         # Stage 2: recovery
-        previous = self.journal.last_boot()
+        previous = await self.journal.events.last_boot()
         crashed = previous is not None and not previous["clean"]
-        await self.journal.supersede_old_prompts()
-        await self.journal.start_boot(self.boot_id, os.getpid(), pfar_version())
+        await self.journal.questions.supersede_old_prompts()
+        await self.journal.events.start_boot(self.boot_id, os.getpid(), pfar_version())
         await self._expire()
         await self._cleanup()
         for err in self.template_errors:
@@ -209,14 +204,15 @@ class Kernel:
 
         # Stage 3 (services) was loaded before any journal write: see _load_services
         now = datetime.now(UTC)
-        plan = plan_recovery(
+        plan = await plan_recovery(
             self.journal,
             now,
             timedelta(seconds=config.recovery.max_task_age_seconds),
             config.recovery.max_recovery_attempts,
             crashed,
+            claim=True,
         )
-        orphans = self._end_orphans()
+        orphans = await self._end_orphans()
         sessions_recovered = await self._recover_sessions()
         report, to_resume = await recover_tasks(
             self.journal,
@@ -253,17 +249,17 @@ class Kernel:
             self.audit.log("sessions_recovered", session_ids=recovered)
         return recovered
 
-    def _end_orphans(self) -> int:
+    async def _end_orphans(self) -> int:
         """Spec §7.1 step 4: end what interrupted steps left running, before deciding
         anything about those steps (a command still running is not "in doubt", it is
         running; ending it first makes the owner's retry the only run)."""
-        return self.end_processes(None, "orphan_process_ended")
+        return await self.end_processes(None, "orphan_process_ended")
 
-    def end_processes(self, task_id: str | None, event: str) -> int:
+    async def end_processes(self, task_id: str | None, event: str) -> int:
         """End the process groups that steps (of `task_id`, or of every task) recorded and
         that still run as recorded; audit each one as `event`. Returns how many."""
         ended = 0
-        for owner, step, process in self.journal.started_processes(task_id):
+        for owner, step, process in await self.journal.tasks.started_processes(task_id):
             if end_group_if_same(process):
                 ended += 1
                 self.audit.log(event, task_id=owner, step=step, **process)
@@ -300,7 +296,7 @@ class Kernel:
 
     def _load_model(self, config: Config) -> InferenceProxy:
         def on_call(call: CallRecord) -> None:
-            self.journal.record_llm_call(dataclasses.asdict(call))
+            self.journal.tasks.record_llm_call(dataclasses.asdict(call))
 
         if self._model is not None:
             return scripted_proxy(self._model, config, on_call=on_call)
@@ -342,7 +338,7 @@ class Kernel:
             output_sinks=list(tpl.output_sinks),
             template_hash=tpl.content_hash,
         )
-        stored, created = await self.journal.create(task, event)
+        stored, created = await self.journal.tasks.create(task, event)
         if not created:
             self._same_event(stored, event)
         if created:
@@ -358,7 +354,7 @@ class Kernel:
         """A secret typed into a task's text is never stored: the task gets a marker in
         its place. The owner is told, since what the task saves differs from what was typed."""
         named = ", ".join(found)
-        await self.journal.enqueue(
+        await self.journal.events.enqueue(
             [
                 OwnerMessage(
                     f"redacted-input:{task.task_id}",
@@ -410,7 +406,7 @@ class Kernel:
         try:
             while True:
                 self._again.discard(task_id)
-                task = self.journal.task(task_id)
+                task = await self.journal.tasks.get(task_id)
                 await runner_for(task).advance(task_id, self.services)
                 if task_id not in self._again:
                     break
@@ -430,9 +426,9 @@ class Kernel:
     async def _settle_pause(self, task_id: str) -> None:
         """A runner that stopped short of a boundary (an error it logged) leaves a pause
         request standing on a task no coroutine holds any more: pause it now."""
-        task = self.journal.task(task_id)
+        task = await self.journal.tasks.get(task_id)
         if pause_requested(task.payload):
-            await self.journal.request_pause(task_id, running=lambda: False)
+            await self.journal.tasks.request_pause(task_id, running=lambda: False)
 
     def is_running(self, task_id: str) -> bool:
         """A coroutine holds the task (it is being advanced, or is about to be)."""
@@ -497,7 +493,7 @@ class Kernel:
         if not workdir.is_dir():
             raise PfarError(f"workflow directory {workdir} does not exist")
         task = workflow_task(definition, definition_file, workdir)
-        stored, _ = await self.journal.create(task)
+        stored, _ = await self.journal.tasks.create(task)
         self.audit.log("workflow_started", task_id=stored.task_id, directory=str(workdir))
         self.advance(stored.task_id)
         return stored
@@ -506,19 +502,19 @@ class Kernel:
         """Go on with the workflow in `directory`: its running task, or a new one that
         starts with the recovery check on the trace."""
         workdir = os.path.abspath(directory)
-        task_id = self.journal.latest_workflow_task(workdir)
+        task_id = await self.journal.tasks.latest_workflow_task(workdir)
         if task_id is None:
             raise PfarError(
                 f"no workflow was started in {workdir}; "
                 "start one with `pfar workflow start DEFINITION DIR`"
             )
-        task = self.journal.task(task_id)
+        task = await self.journal.tasks.get(task_id)
         if task.state.terminal:
             payload = (task.trigger_event or {}).get("payload", {})
             return await self.start_workflow(str(payload["definition"]), workdir)
         if task.state is TaskState.Paused:  # "go on" is the owner's resume
             await self.resume_task(task_id)
-            return self.journal.task(task_id)
+            return await self.journal.tasks.get(task_id)
         if task.state.working:
             self.advance(task_id)
         return task
@@ -534,12 +530,12 @@ class Kernel:
             raise ShuttingDown()
         if isinstance(answer, str):  # this API is an edge too: parsed here, once
             answer = parse_answer(answer)
-        approval_id = self.journal.resolve_approval_id(approval_id)
-        a = self.journal.approval(approval_id)
+        approval_id = await self.journal.questions.resolve_approval_id(approval_id)
+        a = await self.journal.questions.approval(approval_id)
         option = _as_option(a, answer)
         if option.kind not in a.options and a.status.value == "pending":
             raise AnswerDoesNotFit(approval_id, answer.kind, a.options)
-        decided, changed = await self.journal.decide_approval(
+        decided, changed = await self.journal.questions.decide_approval(
             approval_id, option, resume_to=_answer_outcome
         )
         if changed:
@@ -556,8 +552,8 @@ class Kernel:
     async def provide_credential(self, prompt_id: str, secret: str) -> TaskRecord:
         if not self._accepting:
             raise ShuttingDown()
-        prompt_id = self.journal.resolve_prompt_id(prompt_id)
-        p = self.journal.credential_prompt(prompt_id)
+        prompt_id = await self.journal.questions.resolve_prompt_id(prompt_id)
+        p = await self.journal.questions.credential_prompt(prompt_id)
         if p.status.value != "pending":
             raise AlreadyDecided("credential prompt", prompt_id, prompt_status_text(p))
         name = p.vault_ref.removeprefix("vault:")
@@ -565,12 +561,12 @@ class Kernel:
         # secrets.db first: a crash before the journal write re-prompts, never loses it
         self.secrets.set(name, value, p.service)
         self.redactor.refresh()
-        await self.journal.receive_credential(prompt_id)
+        await self.journal.questions.receive_credential(prompt_id)
         self.audit.log(
             "credential_received", prompt_id=prompt_id, service=p.service, task_id=p.task_id
         )
         self.advance(p.task_id)
-        return self.journal.task(p.task_id)
+        return await self.journal.tasks.get(p.task_id)
 
     def set_secret(self, name: str, value: str) -> None:
         """Store a secret in secrets.db; from now on it is redacted wherever it appears."""
@@ -583,14 +579,14 @@ class Kernel:
     async def _expire(self) -> None:
         """Fail the tasks whose approval or credential prompt ran out of time."""
         now = now_rfc3339()
-        deadline = self.journal.next_deadline()
+        deadline = await self.journal.questions.next_deadline()
         if deadline is None or deadline > now:
             return
-        failed = await self.journal.expire_due(now)
+        failed = await self.journal.questions.expire_due(now)
         for task_id, error in failed:
             self.audit.log("task_expired", task_id=task_id, error=error)
         if failed:
-            await self.journal.enqueue(
+            await self.journal.events.enqueue(
                 [
                     OwnerMessage(
                         f"failed:{task_id}",
@@ -612,7 +608,7 @@ class Kernel:
     async def _cleanup(self) -> int:
         r = self.config.recovery
         now = datetime.now(UTC)
-        removed = await self.journal.cleanup(
+        removed = await self.journal.tasks.cleanup(
             rfc3339(now - timedelta(hours=r.journal_retention_completed_hours)),
             rfc3339(now - timedelta(days=r.journal_retention_failed_days)),
         )
@@ -651,7 +647,7 @@ class Kernel:
         for bg in self._background:
             bg.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-        await self.journal.end_boot(self.boot_id)
+        await self.journal.events.end_boot(self.boot_id)
         self.audit.log("system_shutdown", left_in_journal=left)
         self.audit.close()
         self.journal.close(checkpoint=True)
@@ -680,11 +676,11 @@ class Kernel:
     def stopped(self) -> asyncio.Event:
         return self._stopped
 
-    def statistics(self) -> KernelStatistics:
+    async def statistics(self) -> KernelStatistics:
         return KernelStatistics(
             boot_id=self.boot_id,
             running=len(self._running),
-            counts=self.journal.counts(),
+            counts=await self.journal.tasks.counts(),
             commits=self.journal.writer.commits,
             writes=self.journal.writer.writes,
         )

@@ -118,7 +118,7 @@ class OwnerChannel:
         # Marking delivered rides on a later commit, so a message may still read as
         # pending for a moment after it went out: `_handed` remembers it meanwhile.
         messages = [
-            m for m in self._journal.pending_messages() if m.message_key not in self._handed
+            m for m in await self._journal.events.pending() if m.message_key not in self._handed
         ]
         if not messages:
             return 0
@@ -136,5 +136,5 @@ class OwnerChannel:
         if len(self._handed) > 100_000:
             self._handed.clear()
         self._handed.update(keys)
-        self._journal.mark_delivered(keys)
+        self._journal.events.mark_delivered(keys)
         return len(keys)

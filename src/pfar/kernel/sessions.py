@@ -19,25 +19,15 @@ from pathlib import Path
 from ..config import SessionsConfig
 from ..errors import BadRequest, PfarError
 from ..journal.sessions import SessionLifecycle, SessionManager, SessionRecord, SessionStatus
-from ..journal.writer import GroupCommitWriter
 from ..recovery.sessions import CrashRecovery
 from ..tools import agent_process
-from ..vault.sqlite import Synchronous
 
 log = logging.getLogger("pfar.sessions")
 
 
 class SessionSupervisor:
-    def __init__(
-        self,
-        db_path: Path,
-        writer: GroupCommitWriter,
-        log_dir: Path,
-        config: SessionsConfig,
-        *,
-        synchronous: Synchronous = "FULL",
-    ) -> None:
-        self.manager = SessionManager.open(db_path, synchronous=synchronous, writer=writer)
+    def __init__(self, manager: SessionManager, log_dir: Path, config: SessionsConfig) -> None:
+        self.manager = manager  # the journal's session family: the journal closes it
         self.lifecycle = SessionLifecycle(self.manager)
         self._log_dir = log_dir
         self._config = config
@@ -61,7 +51,7 @@ class SessionSupervisor:
 
     async def resume(self, session_id: str) -> SessionRecord:
         """Start the session's agent and make it ACTIVE (from CREATED or PAUSED)."""
-        s = self.manager.get(session_id)
+        s = await self.manager.get(session_id)
         if s.status not in (SessionStatus.CREATED, SessionStatus.PAUSED):
             raise PfarError(
                 f"session {s.session_id} is {s.status}; only a CREATED or PAUSED session "
@@ -94,11 +84,11 @@ class SessionSupervisor:
         return active
 
     async def pause(self, session_id: str) -> SessionRecord:
-        s = self.manager.get(session_id)
+        s = await self.manager.get(session_id)
         return await self._leave_active(s, SessionStatus.PAUSED)
 
     async def terminate(self, session_id: str) -> SessionRecord:
-        s = self.manager.get(session_id)
+        s = await self.manager.get(session_id)
         if s.status is SessionStatus.ACTIVE:
             return await self._leave_active(s, SessionStatus.TERMINATED)
         return await self.lifecycle.transition(s.session_id, s.status, SessionStatus.TERMINATED)
@@ -108,7 +98,6 @@ class SessionSupervisor:
         for session_id in list(self._running):
             with contextlib.suppress(PfarError):
                 await self.pause(session_id)
-        self.manager.close()
 
     async def _leave_active(self, s: SessionRecord, to: SessionStatus) -> SessionRecord:
         if s.status is not SessionStatus.ACTIVE:

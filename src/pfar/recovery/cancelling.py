@@ -6,24 +6,24 @@ from __future__ import annotations
 from ..journal import (
     ApprovalStatus,
     CredentialStatus,
-    Journal,
     OwnerMessage,
     StepStatus,
     TaskRecord,
 )
+from ..journal.store import Store
 
 
-def cancel_message(journal: Journal, task: TaskRecord, title: str) -> OwnerMessage:
+async def cancel_message(journal: Store, task: TaskRecord, title: str) -> OwnerMessage:
     """Read before the commit that cancels: the steps it names are still marked running."""
     tid = task.task_id
     parts = [f"Task {title} ({tid[:8]}) was cancelled."]
     questions = [
         a.approval_id[:8]
-        for a in journal.approvals_for_task(tid)
+        for a in await journal.questions.approvals_for_task(tid)
         if a.status is ApprovalStatus.withdrawn
     ] + [
         p.prompt_id[:8]
-        for p in journal.credential_prompts_for_task(tid)
+        for p in await journal.questions.credential_prompts_for_task(tid)
         if p.status is CredentialStatus.withdrawn
     ]
     if questions:
@@ -32,7 +32,7 @@ def cancel_message(journal: Journal, task: TaskRecord, title: str) -> OwnerMessa
             f"{'are' if len(questions) > 1 else 'is'} withdrawn."
         )
     total = len(task.plan_steps)
-    for s in journal.steps(tid):
+    for s in await journal.tasks.steps(tid):
         if s.status is StepStatus.started:
             of = f" of {total}" if total else ""
             parts.append(

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from ..errors import MalformedTaskRow
-from ..journal import ApprovalRecord, Journal, OwnerMessage, TaskRecord
+from ..journal import ApprovalRecord, OwnerMessage, TaskRecord
 from ..journal.payloads import AwaitingApproval
+from ..journal.store import Store
 from ..runners.asking import approval_message, credential_message
 from .actions import Decision, InFlightDeaths, RecoveryAction, TooOld, Unrecoverable, decide
 from .cancelling import cancel_message
@@ -29,16 +30,25 @@ class RecoveryPlan:
     malformed: list[MalformedTaskRow] = field(default_factory=list)
 
 
-def plan_recovery(
-    journal: Journal, now: datetime, max_age: timedelta, max_deaths: int, crashed: bool
+async def plan_recovery(
+    journal: Store,
+    now: datetime,
+    max_age: timedelta,
+    max_deaths: int,
+    crashed: bool,
+    *,
+    claim: bool = False,
 ) -> RecoveryPlan:
-    """What recovery would do. Changes nothing (this is `pfar recover --dry-run`).
+    """What recovery would do. Changes nothing (`pfar recover --dry-run`) unless
+    `claim`: a kernel about to recover claims the unfinished tasks it plans for (on a
+    store shared by many kernels, a lease each; see `store.TaskStore`).
 
     `max_deaths` is `[recovery] max_recovery_attempts`: kernel deaths in a row with a
     task in flight and no progress before the owner is asked about it.
     """
-    tasks, malformed = journal.unfinished()
-    in_flight = journal.steps_in_flight()
+    look = journal.tasks.claim_unfinished if claim else journal.tasks.unfinished
+    tasks, malformed = await look()
+    in_flight = await journal.tasks.steps_in_flight()
     decisions = [
         decide(t, now, max_age, max_deaths, crashed, in_flight.get(t.task_id)) for t in tasks
     ]
@@ -55,7 +65,7 @@ def describe(task: TaskRecord, title: str, decision: Decision) -> str:
 
 
 async def recover_tasks(
-    journal: Journal,
+    journal: Store,
     plan: RecoveryPlan,
     title_of: Callable[[TaskRecord], str],
     *,
@@ -96,7 +106,7 @@ async def recover_tasks(
             # its processes were ended before this (orphan_processes): only the record is left
             cancel.append(d.task_id)
             report.cancelled.append(d.task_id)
-            prompts.append(cancel_message(journal, task, title_of(task)))
+            prompts.append(await cancel_message(journal, task, title_of(task)))
         elif d.action is RecoveryAction.Abandon:
             abandon.append((d.task_id, (d.why or Unrecoverable()).text()))
             report.abandoned.append(d.task_id)
@@ -112,17 +122,17 @@ async def recover_tasks(
         elif d.action is RecoveryAction.RepromptApproval:
             if not isinstance(task.payload, AwaitingApproval):  # its state says it is
                 raise TypeError(f"task {d.task_id}: AwaitingApproval without its approval")
-            a = journal.approval(task.payload.approval_id)
+            a = await journal.questions.approval(task.payload.approval_id)
             prompts.append(approval_message(a, a.prompts_sent))
             report.reprompted.append(d.task_id)
             report.reprompt_kinds[d.task_id] = "approval"
         elif d.action is RecoveryAction.RepromptCredential:
-            for p in journal.credential_prompts_for_task(d.task_id):
+            for p in await journal.questions.credential_prompts_for_task(d.task_id):
                 if p.status.value == "pending":
                     # the first prompt is :0, so the number sent so far is the next attempt
                     attempt = sum(
                         1
-                        for m in journal.messages_for_task(d.task_id)
+                        for m in await journal.events.for_task(d.task_id)
                         if m["message_key"].startswith(f"credential:{p.prompt_id}:")
                     )
                     prompts.append(credential_message(p, attempt))
@@ -138,7 +148,7 @@ async def recover_tasks(
                 else report.retried
             ).append(d.task_id)
             to_resume.append(d.task_id)
-    await journal.apply_recovery(
+    await journal.tasks.apply_recovery(
         abandon=abandon,
         park=park,
         attempted=to_resume if count_attempts else [],

@@ -42,9 +42,9 @@ class CrashRecovery:
         self._manager = manager
         self._lifecycle = lifecycle
 
-    def detect_crashed_sessions(self) -> list[SessionRecord]:
+    async def detect_crashed_sessions(self) -> list[SessionRecord]:
         """Sessions left ACTIVE: their kernel did not stop them, so it crashed."""
-        return self._manager.list(status=SessionStatus.ACTIVE)
+        return await self._manager.list(status=SessionStatus.ACTIVE)
 
     async def recover(
         self, now: str | None = None, end_process: EndProcess | None = None
@@ -58,7 +58,7 @@ class CrashRecovery:
         end = end_group_if_same if end_process is None else end_process
         at = now_rfc3339() if now is None else now
         recovered: list[str] = []
-        for rec in self.detect_crashed_sessions():
+        for rec in await self.detect_crashed_sessions():
             extra: dict[str, Any] = {"recovered_at": at}
             if rec.process is not None and end(rec.process):
                 extra["ended_orphan_pid"] = rec.process.get("pid")

@@ -78,7 +78,7 @@ async def ask_owner(
         template_seen=template_seen,
         approved=kept_grant(task.payload, step),
     )
-    await svc.journal.park_approval(approval, approval_message(approval, 0), parked)
+    await svc.journal.questions.park_approval(approval, approval_message(approval, 0), parked)
     svc.notify_owner()
 
 
@@ -186,7 +186,7 @@ async def park_credential(task: TaskRecord, svc: Services, i: int, args: dict[st
         step=i,
         received_at=None,
     )
-    await svc.journal.park_credential(prompt, credential_message(prompt, 0))
+    await svc.journal.questions.park_credential(prompt, credential_message(prompt, 0))
     svc.notify_owner()
 
 

@@ -48,7 +48,7 @@ async def advance(task_id: str, svc: Services) -> None:
     # committed: it goes on from that mirror instead of reading the row again.
     mirror: TaskRecord | None = None
     while True:
-        task = mirror or svc.journal.task(task_id)
+        task = mirror or await svc.journal.tasks.get(task_id)
         fresh, mirror = mirror is not None, None
         if not task.state.working:  # ended, parked on the owner, paused or being cancelled
             return
@@ -109,7 +109,7 @@ async def _phase_input(task: TaskRecord, svc: Services, phase: Phase) -> PhaseIn
         metadata=task.extracted_metadata or {},
         tools=list(tpl.allowed_tools) if tpl else [],
         data_label=task.data_ceiling,
-        cloud_approved=_cloud_approved(task, svc),
+        cloud_approved=await _cloud_approved(task, svc),
         priority=tpl.priority if tpl else 0,
         # The template's llm_seconds bounds each attempt of each model call, not the
         # phase: the retry table's waits (a 30 s overload wait) come on top of it, so a
@@ -118,15 +118,15 @@ async def _phase_input(task: TaskRecord, svc: Services, phase: Phase) -> PhaseIn
         attempt_timeout=tpl.timeouts.llm_seconds if tpl else 120.0,
     )
     if svc.model.remote:
-        await svc.journal.llm_request_sent(task.task_id, phase)
+        await svc.journal.tasks.llm_request_sent(task.task_id, phase)
     return ask
 
 
-def _cloud_approved(task: TaskRecord, svc: Services) -> bool:
+async def _cloud_approved(task: TaskRecord, svc: Services) -> bool:
     """The owner's answer to a cloud_routing question is in the journal for good."""
     return any(
         a.action_type == "cloud_routing" and a.status.value == "approved"
-        for a in svc.journal.approvals_for_task(task.task_id)
+        for a in await svc.journal.questions.approvals_for_task(task.task_id)
     )
 
 
@@ -134,7 +134,7 @@ async def _extract(task: TaskRecord, svc: Services) -> None:
     meta = svc.redactor.value(
         await thinking.extract(await _phase_input(task, svc, "extract"), svc.model)
     )
-    await svc.journal.transition(
+    await svc.journal.tasks.transition(
         task.task_id,
         Planning(),
         point="extracted",
@@ -144,14 +144,14 @@ async def _extract(task: TaskRecord, svc: Services) -> None:
 
 async def _plan(task: TaskRecord, svc: Services) -> None:
     if task.plan is not None:  # never re-plan: the journaled plan is the plan
-        await svc.journal.transition(task.task_id, Executing(), point="planned")
+        await svc.journal.tasks.transition(task.task_id, Executing(), point="planned")
         return
     tpl = svc.templates.fresh(task.template_id)
     if tpl is None:
         raise ProviderError(f"template {task.template_id!r} no longer exists; cannot plan")
     if tpl.content_hash != task.template_hash:
         # nothing has run yet: plan under the template as it is now, and say so in the row
-        await svc.journal.transition(
+        await svc.journal.tasks.transition(
             task.task_id,
             Planning(),
             point=None,
@@ -173,7 +173,7 @@ async def _plan(task: TaskRecord, svc: Services) -> None:
             tool.validate(step.args)
         except ToolFailed as exc:
             raise ProviderError(f"plan step {i + 1}: {exc}") from None
-    await svc.journal.transition(
+    await svc.journal.tasks.transition(
         task.task_id,
         Executing(),
         point="planned",
@@ -186,7 +186,7 @@ async def _plan(task: TaskRecord, svc: Services) -> None:
 
 
 async def _synthesize(task: TaskRecord, svc: Services) -> None:
-    steps = svc.journal.steps(task.task_id)
+    steps = await svc.journal.tasks.steps(task.task_id)
     results = [s.result for s in steps]
     ask = await _phase_input(task, svc, "synthesize")
     text = svc.redactor.text(await thinking.synthesize(ask, svc.model, results))
@@ -204,7 +204,7 @@ async def _synthesize(task: TaskRecord, svc: Services) -> None:
             )
         elif sink.startswith("workspace:"):
             _write_result_file(svc, task, sink.removeprefix("workspace:"), text)
-    await svc.journal.transition(
+    await svc.journal.tasks.transition(
         task.task_id,
         Completed(),
         point="completed",
@@ -268,7 +268,7 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
     plan_steps = task.plan_steps
     i = task.current_step
     if i >= len(plan_steps):
-        await svc.journal.transition(task.task_id, Synthesizing(), point="synthesizing")
+        await svc.journal.tasks.transition(task.task_id, Synthesizing(), point="synthesizing")
         return True
     # the plan was validated when it was journaled; it is data from here on
     step = PlanStep.model_construct(**plan_steps[i])
@@ -287,7 +287,7 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
         case Parked():
             return False
         case ToolErrored(record=rec, error=error):
-            await svc.journal.step_failed(rec, error, [_failure_message(task, svc, error)])
+            await svc.journal.tasks.step_failed(rec, error, [_failure_message(task, svc, error)])
             svc.notify_owner()
             return False
 
@@ -315,12 +315,12 @@ def _thinking(state: TaskState) -> Literal["Extracting", "Planning", "Synthesizi
 
 
 async def _fail(task: TaskRecord, svc: Services, error: str) -> None:
-    current = svc.journal.task(task.task_id)
+    current = await svc.journal.tasks.get(task.task_id)
     # held: the owner paused or is cancelling it, and a late write of this runner was
     # refused; the task is the owner's now, not this runner's to fail
     if current.state.terminal or current.state.held:
         return
-    await svc.journal.fail(task.task_id, error, [_failure_message(task, svc, error)])
+    await svc.journal.tasks.fail(task.task_id, error, [_failure_message(task, svc, error)])
     svc.notify_owner()
 
 

@@ -133,7 +133,7 @@ async def run_step(
         credentials=tuple(rules.credentials(call.tool)),
     )
 
-    record = None if fresh else svc.journal.step(task.task_id, i)
+    record = None if fresh else await svc.journal.tasks.step(task.task_id, i)
     if record is not None and answered.retry_step != i:
         # Resuming at a step the journal already knows: spec §7.3.
         rule = should_retry_step(record, semantics, idem)
@@ -164,7 +164,7 @@ async def run_step(
 
     if semantics is Semantics.Write and not _approved(answered, i, call.args):
         labels = (
-            [s.label for s in svc.journal.steps(task.task_id) if s.step < i]
+            [s.label for s in await svc.journal.tasks.steps(task.task_id) if s.step < i]
             if rules.approval.tainted_writes
             else []
         )
@@ -210,7 +210,7 @@ async def _run(
     record = _record(task, call, semantics, idem, StepStatus.started, None, tool.result_label)
     record = replace(record, started_at=started)
     if semantics is Semantics.Write:
-        await svc.journal.step_started(record)
+        await svc.journal.tasks.step_started(record)
     seconds = rules.step_seconds
     try:
         async with asyncio.timeout(seconds):
@@ -243,7 +243,7 @@ async def _finish(task: TaskRecord, call: StepCall, svc: Services, rec: StepReco
     at = now_rfc3339()
     rec = replace(rec, started_at=rec.started_at or at, completed_at=at)
     # Synthesizing after the last step; Paused instead when the owner asked for a pause
-    state = await svc.journal.step_finished(rec, next_step=call.next_step, last=call.last)
+    state = await svc.journal.tasks.step_finished(rec, next_step=call.next_step, last=call.last)
     return Done(_committed(task, call, state, at))
 
 
@@ -305,7 +305,7 @@ def _process_recorder(svc: Services, task_id: str, step: int) -> Callable[[int],
     async def record(pid: int) -> None:
         process = identity(pid)
         if process is not None:
-            await svc.journal.step_process(task_id, step, process)
+            await svc.journal.tasks.step_process(task_id, step, process)
 
     return record
 

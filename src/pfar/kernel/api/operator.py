@@ -34,7 +34,7 @@ class Operator(HomeReader):
     own journal."""
 
     def __init__(self, kernel: Kernel) -> None:
-        super().__init__(kernel.home, kernel.journal, kernel.sessions.manager)
+        super().__init__(kernel.home, kernel.journal)
         self._kernel = kernel
 
     # -- the kernel ----------------------------------------------------------------
@@ -42,9 +42,9 @@ class Operator(HomeReader):
     def ping(self) -> Pong:
         return Pong(self._kernel.boot_id, os.getpid())
 
-    def status(self) -> KernelStatistics:
+    async def status(self) -> KernelStatistics:
         """Tasks running now, tasks by state, the journal's commits and writes."""
-        return self._kernel.statistics()
+        return await self._kernel.statistics()
 
     async def wait_idle(self) -> None:
         """Wait until no task is being advanced (tasks parked on the owner do not count)."""

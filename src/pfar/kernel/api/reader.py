@@ -22,10 +22,9 @@ from ...journal import (
     Journal,
     TaskState,
 )
-from ...journal.sessions import SessionManager, SessionRecord, SessionStatus
+from ...journal.sessions import SessionRecord, SessionStatus
 from ...recovery import plan_recovery
 from ...vault.home import Home, HomeLock
-from ...vault.sqlite import open_vault_db
 from .records import Questions, TaskSummary, TaskTimeline
 from .timeline import task_timeline
 from .trace import task_as_trace
@@ -69,16 +68,10 @@ class HomeReader:
     already, over the kernel's journal.
     """
 
-    def __init__(
-        self,
-        home: Home,
-        journal: Journal | None = None,
-        sessions: SessionManager | None = None,
-    ) -> None:
+    def __init__(self, home: Home, journal: Journal | None = None) -> None:
         self.home = home
         self._journal = journal
-        self._sessions = sessions
-        self._opened: list[Journal | SessionManager] = []
+        self._opened: list[Journal] = []
 
     def __enter__(self) -> HomeReader:
         return self
@@ -99,43 +92,36 @@ class HomeReader:
             self._opened.append(self._journal)
         return self._journal
 
-    @property
-    def _session_store(self) -> SessionManager:
-        if self._sessions is None:
-            conn = open_vault_db(self.home.sessions_db, "sessions", readonly=True)
-            self._sessions = SessionManager(conn)
-            self._opened.append(self._sessions)
-        return self._sessions
-
     # -- tasks -------------------------------------------------------------------
 
-    def tasks(
+    async def tasks(
         self, states: Sequence[TaskState] | None = None, limit: int = 50
     ) -> list[TaskSummary]:
         """Tasks, newest first; only those in `states` when given; at most `limit`."""
         if not 1 <= limit <= MAX_LIMIT:
             raise BadRequest("limit", f"must be 1 to {MAX_LIMIT}, not {limit}")
         wanted = [TaskState(s).value for s in states] if states else None
-        return [TaskSummary.of(t) for t in self.journal.tasks(wanted, limit)]
+        return [TaskSummary.of(t) for t in await self.journal.tasks.listing(wanted, limit)]
 
-    def task(self, task_id: str) -> TaskSummary:
-        return TaskSummary.of(self.journal.task(self.journal.resolve_task_id(task_id)))
+    async def task(self, task_id: str) -> TaskSummary:
+        tasks = self.journal.tasks
+        return TaskSummary.of(await tasks.get(await tasks.resolve_id(task_id)))
 
-    def timeline(self, task_id: str) -> TaskTimeline:
+    async def timeline(self, task_id: str) -> TaskTimeline:
         """The task's whole story from the journal, in time order."""
-        return task_timeline(self.journal, self.journal.resolve_task_id(task_id))
+        return await task_timeline(self.journal, await self.journal.tasks.resolve_id(task_id))
 
-    def trace(self, task_id: str) -> str:
+    async def trace(self, task_id: str) -> str:
         """The task's journal written as a trace.md (the traced-workflow format)."""
-        return task_as_trace(self.journal, self.journal.resolve_task_id(task_id))
+        return await task_as_trace(self.journal, await self.journal.tasks.resolve_id(task_id))
 
-    def recovery_preview(self, config: Config | None = None) -> RecoveryPreview:
+    async def recovery_preview(self, config: Config | None = None) -> RecoveryPreview:
         """What recovery would do with every unfinished task now; changes nothing."""
         config = config or Config.load(self.home.config)
-        last = self.journal.last_boot()
+        last = await self.journal.events.last_boot()
         running = HomeLock(self.home).is_held_elsewhere()
         crashed = last is not None and not last["clean"] and not running
-        plan = plan_recovery(
+        plan = await plan_recovery(
             self.journal,
             datetime.now(UTC),
             timedelta(seconds=config.recovery.max_task_age_seconds),
@@ -150,28 +136,29 @@ class HomeReader:
 
     # -- the owner's questions ----------------------------------------------------
 
-    def questions(self, *, answered: bool = False) -> Questions:
+    async def questions(self, *, answered: bool = False) -> Questions:
         """Pending approvals and credential prompts; with `answered`, every one kept."""
         approvals = [s.value for s in ApprovalStatus] if answered else ["pending"]
         prompts = [s.value for s in CredentialStatus] if answered else ["pending"]
         return Questions(
-            tuple(self.journal.approvals(approvals)),
-            tuple(self.journal.credential_prompts(prompts)),
+            tuple(await self.journal.questions.approvals(approvals)),
+            tuple(await self.journal.questions.credential_prompts(prompts)),
         )
 
-    def approval(self, approval_id: str) -> ApprovalRecord:
+    async def approval(self, approval_id: str) -> ApprovalRecord:
         """The whole question, with every argument of the action it lets run."""
-        return self.journal.approval(self.journal.resolve_approval_id(approval_id))
+        questions = self.journal.questions
+        return await questions.approval(await questions.resolve_approval_id(approval_id))
 
     # -- sessions and workflows ---------------------------------------------------
 
-    def sessions(self, status: SessionStatus | None = None) -> list[SessionRecord]:
+    async def sessions(self, status: SessionStatus | None = None) -> list[SessionRecord]:
         """Sessions, oldest first; only those in `status` when given."""
-        return self._session_store.list(status)
+        return await self.journal.sessions.list(status)
 
-    def session(self, session_id: str) -> SessionRecord:
-        return self._session_store.get(session_id)
+    async def session(self, session_id: str) -> SessionRecord:
+        return await self.journal.sessions.get(session_id)
 
-    def workflow_status(self, directory: str) -> WorkflowCheck:
+    async def workflow_status(self, directory: str) -> WorkflowCheck:
         """What the trace.md in `directory` says: state, resume point, artifact check."""
         return check_workflow(directory)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from ...journal import Journal, StepStatus, TaskState
+from ...journal import StepStatus, TaskState
+from ...journal.store import Store
 from ...runners.workflow.trace import Trace, WorkflowStatus, render_trace
 from ...runners.workflow.trace_edit import (
     complete_step,
@@ -16,9 +17,9 @@ from ...runners.workflow.trace_edit import (
 )
 
 
-def task_as_trace(journal: Journal, task_id: str) -> str:
+async def task_as_trace(journal: Store, task_id: str) -> str:
     """The task `task_id` (a whole id) as the text of a trace.md."""
-    task = journal.task(task_id)
+    task = await journal.tasks.get(task_id)
     plan_steps = task.plan_steps
     names = [
         str(s.get("description") or (s.get("args") or {}).get("name") or s.get("tool"))
@@ -27,7 +28,7 @@ def task_as_trace(journal: Journal, task_id: str) -> str:
     trace: Trace = new_trace(
         task.template_id, f"pfar task {task.task_id}", names, started=task.created_at
     )
-    for rec in journal.steps(task_id):
+    for rec in await journal.tasks.steps(task_id):
         n = rec.step + 1
         if n > len(names):
             continue

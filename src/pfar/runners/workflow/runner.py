@@ -96,7 +96,7 @@ def workflow_plan(definition: WorkflowDefinition) -> dict[str, Any]:
 
 async def advance_workflow(task_id: str, svc: Services) -> None:
     """Advance a workflow task until it completes, fails, or waits on the owner."""
-    task = svc.journal.task(task_id)
+    task = await svc.journal.tasks.get(task_id)
     if not task.state.working:  # ended, parked on the owner, paused or being cancelled
         return
     run = WorkflowRun.of(task)
@@ -246,7 +246,7 @@ async def _run_step(
     i = number - 1
     started = now_rfc3339()
     args = {"name": spec.name, "run": spec.run, "artifacts": spec.artifacts}
-    await svc.journal.step_started(
+    await svc.journal.tasks.step_started(
         StepRecord(
             task.task_id,
             i,
@@ -275,7 +275,7 @@ async def _run_step(
             spec.run, run.directory, env, spec.timeout_seconds, task, i, svc
         )
     except asyncio.CancelledError:
-        _note_cut_off(task, run, number, spec.name, svc)
+        await _note_cut_off(task, run, number, spec.name, svc)
         raise
     missing = [a for a in spec.artifacts if not exists_inside(run.directory, a)]
     trace = read_trace(run.trace_path)
@@ -311,18 +311,19 @@ async def _run_step(
         now_rfc3339(),
         error,
     )
-    state = await svc.journal.step_finished(rec, next_step=i + 1)
+    state = await svc.journal.tasks.step_finished(rec, next_step=i + 1)
     return status is StepStatus.completed, state
 
 
-def _note_cut_off(
+async def _note_cut_off(
     task: TaskRecord, run: WorkflowRun, number: int, name: str, svc: Services
 ) -> None:
     """The owner cancelled the task while this step ran (its command is ended): the
-    trace says so, as the journal does, since the step may have had effects. Written
-    without awaiting, so the cancelled coroutine cannot be cut off half-way through it.
+    trace says so, as the journal does, since the step may have had effects. The trace
+    is written without awaiting (only the state is read before), so a second cancel
+    cannot cut the write off half-way through.
     A kernel stopping (not a cancel) leaves the step in progress for the next start."""
-    if svc.journal.task(task.task_id).state is not TaskState.Cancelling:
+    if (await svc.journal.tasks.get(task.task_id)).state is not TaskState.Cancelling:
         return
     with contextlib.suppress(PfarError, OSError):
         trace = read_trace(run.trace_path)
@@ -360,7 +361,7 @@ async def _execute(
         return 127, "", f"cannot start {argv[0]!r}: {exc}"
     process = identity(proc.pid)
     if process is not None:
-        await svc.journal.step_process(task.task_id, step, process)
+        await svc.journal.tasks.step_process(task.task_id, step, process)
     try:
         async with asyncio.timeout(timeout):
             out, err = await proc.communicate()
@@ -393,7 +394,7 @@ async def _ask(
             f"When you are ready: {', '.join(options)}.\n{rd.message}"
         )
     await ask_owner(
-        svc.journal.task(task.task_id),
+        await svc.journal.tasks.get(task.task_id),
         svc,
         action_type=_question(rd),
         step=step,
@@ -412,7 +413,7 @@ async def _tell(task: TaskRecord, svc: Services, kind: str, rd: RecoveryDecision
     missing = ""
     if rd.missing:
         missing = " Missing artifacts: " + ", ".join(a.path for a in rd.missing) + "."
-    await svc.journal.enqueue(
+    await svc.journal.events.enqueue(
         [
             OwnerMessage(
                 f"workflow-{kind}:{task.task_id}:{now_rfc3339()}",
@@ -426,7 +427,7 @@ async def _tell(task: TaskRecord, svc: Services, kind: str, rd: RecoveryDecision
 
 
 async def _end(task: TaskRecord, svc: Services, state: TaskState, text: str) -> None:
-    current = svc.journal.task(task.task_id)
+    current = await svc.journal.tasks.get(task.task_id)
     if current.state.terminal or current.state.held:  # the owner's now (see pipeline._fail)
         return
     message = OwnerMessage(
@@ -437,8 +438,8 @@ async def _end(task: TaskRecord, svc: Services, state: TaskState, text: str) -> 
     )
     if state is TaskState.Completed:
         if current.state is not TaskState.Synthesizing:
-            await svc.journal.transition(task.task_id, Synthesizing(), point="synthesizing")
-        await svc.journal.transition(
+            await svc.journal.tasks.transition(task.task_id, Synthesizing(), point="synthesizing")
+        await svc.journal.tasks.transition(
             task.task_id,
             Completed(),
             point="completed",
@@ -446,7 +447,7 @@ async def _end(task: TaskRecord, svc: Services, state: TaskState, text: str) -> 
             messages=[message],
         )
     else:
-        await svc.journal.fail(task.task_id, text, [message])
+        await svc.journal.tasks.fail(task.task_id, text, [message])
     svc.notify_owner()
 
 

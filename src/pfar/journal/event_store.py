@@ -1,0 +1,57 @@
+"""The SQLite event store: the owner's outbox and the kernel's boots (`store.EventStore`)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from . import events_sql
+from .backing import Backing
+from .records import OwnerMessage, now_rfc3339
+
+
+class SQLiteEventStore:
+    def __init__(self, db: Backing) -> None:
+        self._db = db
+
+    async def enqueue(self, messages: Sequence[OwnerMessage], point: str | None = None) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            at = now_rfc3339()
+            for msg in messages:
+                events_sql.enqueue_message_txn(conn, msg, at)
+
+        await self._db.write(op, point)
+
+    async def pending(self) -> list[OwnerMessage]:
+        return events_sql.pending_messages(self._db.reader)
+
+    async def for_task(self, task_id: str) -> list[dict[str, Any]]:
+        return events_sql.messages_for_task(self._db.reader, task_id)
+
+    def mark_delivered(self, keys: Sequence[str]) -> None:
+        """Mark messages delivered with the next commit (nobody waits for it; a crash
+        before it only means the owner log's keys absorb a resend)."""
+        keys = list(keys)
+
+        def op(conn: sqlite3.Connection) -> None:
+            at = now_rfc3339()
+            for key in keys:
+                events_sql.mark_message_txn(conn, key, "delivered", at)
+
+        self._db.writer.defer(op, "message_delivered")
+
+    async def start_boot(self, boot_id: str, pid: int, version: str) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            events_sql.start_boot_txn(conn, boot_id, pid, version, now_rfc3339())
+
+        await self._db.write(op, None)
+
+    async def end_boot(self, boot_id: str) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            events_sql.end_boot_txn(conn, boot_id, now_rfc3339())
+
+        await self._db.write(op, None)
+
+    async def last_boot(self) -> dict[str, Any] | None:
+        return events_sql.last_boot(self._db.reader)

@@ -1,0 +1,105 @@
+"""A task's checked move, inside a store transaction: every family's writes use it.
+
+The row is read inside the transaction that moves it, so the state machine cannot be
+raced past; the pause bookkeeping (a move into another working state while the
+owner's pause request stands lands in Paused) lives here once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+
+from ..errors import IllegalTransition, MalformedTaskRow, UnknownTask
+from . import approvals_sql, payloads, tasks_sql
+from .payloads import Payload, state_of
+from .records import ApprovalRecord, TaskUpdate, now_rfc3339
+from .states import TERMINAL, TaskState, check_transition
+
+NO_UPDATE = TaskUpdate()
+
+
+def transition_txn(
+    conn: sqlite3.Connection,
+    task_id: str,
+    to: Payload,
+    update: TaskUpdate = NO_UPDATE,
+    reset_attempts: bool = True,
+) -> TaskState:
+    """Move the task (checked against its row); return the state it is now in.
+
+    The journal keeps the pause bookkeeping: Paused holds the payload it goes back
+    to, leaving it goes back only there, and a runner's move into another working
+    state while the owner's pause request stands lands in Paused instead (that
+    move is the boundary where the task stops). A self-loop is no boundary: the
+    request rides on to the next one.
+    """
+    dst = state_of(to)
+    state, phase, current = _row_for_move(conn, task_id, dst)
+    check_transition(task_id, state, dst, payloads.paused_from(current) if current else None)
+    if isinstance(to, payloads.Paused) and state_of(to.then) is not state:
+        # a task pauses holding the state it is in, so that it goes back only there
+        raise IllegalTransition(task_id, state.value, f"Paused (back to {to.then.kind})")
+    requested = payloads.pause_requested(to) or (
+        current is not None and payloads.pause_requested(current)
+    )
+    if isinstance(to, payloads.Working):
+        to = replace(to, pause_requested=requested and dst is state)
+        if requested and dst is not state and state is not TaskState.Paused:
+            to = payloads.Paused(then=to)
+    tasks_sql.transition_txn(
+        conn, task_id, to, dst.phase or phase, update, now_rfc3339(), reset_attempts
+    )
+    return state_of(to)
+
+
+def _row_for_move(
+    conn: sqlite3.Connection, task_id: str, dst: TaskState
+) -> tuple[TaskState, str, Payload | None]:
+    """The row's state, phase and payload. A malformed payload stops every move but
+    the owner's cancel and an ending, which need nothing from it."""
+    try:
+        current = tasks_sql.get_state_payload(conn, task_id)
+    except MalformedTaskRow:
+        if not (dst.terminal or dst is TaskState.Cancelling):
+            raise
+        found = tasks_sql.get_state_phase(conn, task_id)
+        assert found is not None
+        return found[0], found[1], None
+    if current is None:
+        raise UnknownTask(task_id)
+    return current
+
+
+def executing_txn(conn: sqlite3.Connection, task_id: str) -> bool:
+    """A step's row is written only while its task executes: once the owner paused
+    or cancelled it, a late write of the runner is refused (and undone). Returns
+    whether the owner's pause request stands (the task pauses at this step's end)."""
+    current = tasks_sql.executing_hold(conn, task_id)
+    if current is None:
+        raise UnknownTask(task_id)
+    state, pause_requested = current
+    if state is not TaskState.Executing:
+        raise IllegalTransition(task_id, state.value, TaskState.Executing.value)
+    return pause_requested
+
+
+def park_approval_txn(
+    conn: sqlite3.Connection,
+    approval: ApprovalRecord,
+    parked: payloads.AwaitingApproval,
+) -> None:
+    if parked.approval_id != approval.approval_id:
+        raise ValueError(f"task {approval.task_id}: parked on another approval")
+    approvals_sql.insert_approval_txn(conn, approval)
+    transition_txn(conn, approval.task_id, parked)
+
+
+def fail_parked_txn(conn: sqlite3.Connection, task_id: str, error: str) -> list[tuple[str, str]]:
+    # the state alone: a row whose payload cannot be read still times out (and one
+    # such row must not hold back every other expiry, nor the kernel's start)
+    state = tasks_sql.get_state(conn, task_id)
+    if state is None or state in TERMINAL:
+        return []
+    transition_txn(conn, task_id, payloads.Failed(), TaskUpdate(error=error))
+    return [(task_id, error)]
