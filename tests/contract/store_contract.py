@@ -47,7 +47,6 @@ from pfar.errors import (
 from pfar.journal import (
     ApprovalStatus,
     CredentialStatus,
-    Journal,
     StepStatus,
     TaskRecord,
     TaskState,
@@ -56,6 +55,7 @@ from pfar.journal import (
 from pfar.journal import payloads as p
 from pfar.journal.holds import CANCELLED_ERROR, PauseOutcome, ResumeOutcome
 from pfar.journal.records import now_rfc3339, rfc3339
+from pfar.journal.store import Store
 
 from . import builders as b
 
@@ -125,7 +125,7 @@ class StoreContract:
 
     # -- what a backend supplies ----------------------------------------------------
 
-    def make_store(self, path: Path) -> Journal:
+    def make_store(self, path: Path) -> Store:
         """An opened store kept under `path` (a directory), created if it is not there
         and opened as it is if it is: reopening shows what was committed."""
         raise NotImplementedError
@@ -134,11 +134,11 @@ class StoreContract:
         """What a whole-database check of the store under `path` finds ([] when sound)."""
         return []
 
-    def commits_made(self, store: Journal) -> int | None:
+    def commits_made(self, store: Store) -> int | None:
         """How many commits the store made so far (None: the backend does not count)."""
         return None
 
-    def check_unfinished_reads_an_index(self, store: Journal) -> None:
+    def check_unfinished_reads_an_index(self, store: Store) -> None:
         """Assert that `await store.tasks.unfinished()` reads only unfinished rows (an index)."""
 
     # -- fixtures ---------------------------------------------------------------------
@@ -148,7 +148,7 @@ class StoreContract:
         return tmp_path / "store"
 
     @pytest.fixture
-    def store(self, store_path: Path) -> Iterator[Journal]:
+    def store(self, store_path: Path) -> Iterator[Store]:
         store_path.mkdir(exist_ok=True)
         s = self.make_store(store_path)
         yield s
@@ -156,7 +156,7 @@ class StoreContract:
 
     # -- helpers ------------------------------------------------------------------------
 
-    def created(self, store: Journal, payload: p.Payload | None = None) -> TaskRecord:
+    def created(self, store: Store, payload: p.Payload | None = None) -> TaskRecord:
         t = b.task(payload=payload) if payload is not None else b.task()
         got, made = run(store.tasks.create(t))
         assert made and got == t
@@ -164,13 +164,13 @@ class StoreContract:
 
     # -- create -----------------------------------------------------------------------
 
-    def test_create_reads_back_the_record(self, store: Journal) -> None:
+    def test_create_reads_back_the_record(self, store: Store) -> None:
         t = b.task(event_id="ev-read", text="ünïcode ✓")
         got, created = run(store.tasks.create(t, b.event("ev-read", "ünïcode ✓")))
         assert created is True and got == t
         assert run(store.tasks.get(t.task_id)) == t
 
-    def test_create_with_an_event_is_exactly_once(self, store: Journal) -> None:
+    def test_create_with_an_event_is_exactly_once(self, store: Store) -> None:
         first = b.task(event_id="ev-1")
         second = b.task(event_id="ev-1", text="a redelivery")
         got1, created1 = run(store.tasks.create(first, b.event("ev-1")))
@@ -181,7 +181,7 @@ class StoreContract:
         with pytest.raises(UnknownTask):
             run(store.tasks.get(second.task_id))
 
-    def test_concurrent_redeliveries_create_one_task(self, store: Journal) -> None:
+    def test_concurrent_redeliveries_create_one_task(self, store: Store) -> None:
         async def go() -> list[tuple[TaskRecord, bool]]:
             return await asyncio.gather(
                 *(store.tasks.create(b.task(event_id="ev-x"), b.event("ev-x")) for _ in range(12))
@@ -192,12 +192,31 @@ class StoreContract:
         assert len({t.task_id for t, _ in results}) == 1
         assert len(run(store.tasks.listing())) == 1
 
-    def test_create_without_an_event_creates_each_time(self, store: Journal) -> None:
+    def test_create_without_an_event_creates_each_time(self, store: Store) -> None:
         self.created(store)
         self.created(store)
         assert len(run(store.tasks.listing())) == 2
 
-    def test_an_unknown_task_is_named(self, store: Journal) -> None:
+    # -- claiming ---------------------------------------------------------------------
+
+    def test_a_claim_takes_every_unfinished_task_and_reads_no_finished_one(
+        self, store: Store
+    ) -> None:
+        open_ = [self.created(store, payload) for payload in (None, p.Planning(), p.Executing())]
+        for payload in (p.Completed(), p.Failed(), p.Cancelled()):
+            self.created(store, payload)
+        looked, malformed = run(store.tasks.unfinished())
+        claimed, claimed_malformed = run(store.tasks.claim_unfinished())
+        assert malformed == claimed_malformed == []
+        assert {t.task_id for t in claimed} == {t.task_id for t in open_}
+        assert claimed == looked
+        # this kernel holds its claim: claiming again takes the same tasks, and the
+        # tasks are written as before
+        assert run(store.tasks.claim_unfinished())[0] == claimed
+        run(store.tasks.transition(open_[1].task_id, p.Executing(), point=None))
+        assert run(store.tasks.get(open_[1].task_id)).state is S.Executing
+
+    def test_an_unknown_task_is_named(self, store: Store) -> None:
         with pytest.raises(UnknownTask, match="'nope'"):
             run(store.tasks.get("nope"))
         with pytest.raises(UnknownTask, match="'nope'"):
@@ -205,7 +224,7 @@ class StoreContract:
 
     # -- transition --------------------------------------------------------------------
 
-    def test_a_legal_transition_applies_its_payload_and_columns(self, store: Journal) -> None:
+    def test_a_legal_transition_applies_its_payload_and_columns(self, store: Store) -> None:
         t = self.created(store)
         meta = {"who": "me", "n": [1, 2.5, None, True]}
         now = run(
@@ -236,7 +255,7 @@ class StoreContract:
         # the rest of the row is the one created
         assert replace(got, **_moving_columns(t)) == replace(t, **_moving_columns(t))
 
-    def test_an_illegal_transition_is_refused_and_changes_nothing(self, store: Journal) -> None:
+    def test_an_illegal_transition_is_refused_and_changes_nothing(self, store: Store) -> None:
         t = self.created(store)
         msg = b.message("illegal:1")
         with pytest.raises(IllegalTransition) as info:
@@ -257,20 +276,20 @@ class StoreContract:
         assert run(store.tasks.get(t.task_id)) == t
         assert run(store.events.pending()) == []  # its messages went with it
 
-    def test_a_pause_goes_back_only_to_the_state_it_holds(self, store: Journal) -> None:
+    def test_a_pause_goes_back_only_to_the_state_it_holds(self, store: Store) -> None:
         t = self.created(store, p.Planning())
         with pytest.raises(IllegalTransition):
             run(store.tasks.transition(t.task_id, p.Paused(then=p.Executing()), point=None))
         assert run(store.tasks.get(t.task_id)) == t
 
-    def test_terminal_states_are_absorbing(self, store: Journal) -> None:
+    def test_terminal_states_are_absorbing(self, store: Store) -> None:
         for end in (p.Completed(), p.Failed(), p.Abandoned(), p.Cancelled()):
             t = self.created(store, end)
             with pytest.raises(IllegalTransition):
                 run(store.tasks.transition(t.task_id, p.Failed(), point=None))
             assert run(store.tasks.get(t.task_id)) == t
 
-    def test_transition_queues_its_messages_in_its_commit(self, store: Journal) -> None:
+    def test_transition_queues_its_messages_in_its_commit(self, store: Store) -> None:
         t = self.created(store)
         msgs = [b.message(f"m:{i}", task_id=t.task_id) for i in range(3)]
         run(store.tasks.transition(t.task_id, p.Planning(), point=None, messages=msgs))
@@ -280,7 +299,7 @@ class StoreContract:
         ("src", "payload"), RICH_PAYLOADS, ids=lambda v: getattr(v, "kind", str(v))
     )
     def test_typed_payloads_read_back_as_written(
-        self, store: Journal, src: TaskState, payload: p.Payload
+        self, store: Store, src: TaskState, payload: p.Payload
     ) -> None:
         # written by create
         assert self.created(store, payload).payload == payload
@@ -294,7 +313,7 @@ class StoreContract:
 
     # -- steps ------------------------------------------------------------------------
 
-    def test_a_step_row_is_written_only_while_executing(self, store: Journal) -> None:
+    def test_a_step_row_is_written_only_while_executing(self, store: Store) -> None:
         for payload in (p.Planning(), p.Paused(then=p.Executing()), p.Completed()):
             t = self.created(store, payload)
             with pytest.raises(IllegalTransition):
@@ -309,7 +328,7 @@ class StoreContract:
             assert run(store.tasks.get(t.task_id)) == t
         assert run(store.tasks.steps_in_flight()) == {}
 
-    def test_step_started_is_durable_and_overwritten_by_a_rerun(self, store: Journal) -> None:
+    def test_step_started_is_durable_and_overwritten_by_a_rerun(self, store: Store) -> None:
         t = self.created(store, p.Executing())
         first = b.step(t.task_id, 0)
         run(store.tasks.step_started(first))
@@ -325,7 +344,7 @@ class StoreContract:
             (t.task_id, 0, {"pid": 4242, "start": 1.5})
         ]
 
-    def test_step_started_spends_the_answers_of_a_run(self, store: Journal) -> None:
+    def test_step_started_spends_the_answers_of_a_run(self, store: Store) -> None:
         answers: dict[str, Any] = {
             "retry_step": 1,
             "approved": p.Grant(step=1, args_sha256="c" * 64),
@@ -342,7 +361,7 @@ class StoreContract:
         assert after.payload == replace(answered, **spent)
         assert after.state is S.Executing and after.current_step == 1
 
-    def test_step_finished_records_its_result_and_the_progress(self, store: Journal) -> None:
+    def test_step_finished_records_its_result_and_the_progress(self, store: Store) -> None:
         t = self.created(store, p.Executing())
         started = b.step(t.task_id, 0)
         run(store.tasks.step_started(started))
@@ -365,7 +384,7 @@ class StoreContract:
         assert run(store.tasks.get(t.task_id)).state is S.Synthesizing
         assert len(run(store.tasks.steps(t.task_id))) == 3
 
-    def test_step_finished_is_where_a_requested_pause_lands(self, store: Journal) -> None:
+    def test_step_finished_is_where_a_requested_pause_lands(self, store: Store) -> None:
         t = self.created(store, p.Executing())
         state, outcome = run(store.tasks.request_pause(t.task_id, running=lambda: True))
         assert (state, outcome) == (S.Executing, PauseOutcome.requested)
@@ -374,7 +393,7 @@ class StoreContract:
         assert run(store.tasks.get(t.task_id)).payload == p.Paused(then=p.Executing(current_step=1))
         assert run(store.tasks.steps(t.task_id)) == [done]
 
-    def test_step_failed_fails_the_task_in_one_commit(self, store: Journal) -> None:
+    def test_step_failed_fails_the_task_in_one_commit(self, store: Store) -> None:
         t = self.created(store, p.Executing())
         msg = b.message(f"failed:{t.task_id}", task_id=t.task_id)
         started = b.step(t.task_id, 0)
@@ -386,7 +405,7 @@ class StoreContract:
         assert run(store.tasks.steps(t.task_id)) == [failed]
         assert run(store.events.pending()) == [msg]
 
-    def test_step_failed_on_an_ended_task_writes_nothing(self, store: Journal) -> None:
+    def test_step_failed_on_an_ended_task_writes_nothing(self, store: Store) -> None:
         t = self.created(store, p.Completed())
         msg = b.message("late")
         with pytest.raises(IllegalTransition):
@@ -406,7 +425,7 @@ class StoreContract:
         ids=lambda v: v.kind,
     )
     def test_step_failed_writes_a_row_only_while_executing(
-        self, store: Journal, payload: p.Payload
+        self, store: Store, payload: p.Payload
     ) -> None:
         t = self.created(store, payload)
         with pytest.raises(IllegalTransition):
@@ -416,7 +435,7 @@ class StoreContract:
 
     # -- approvals ---------------------------------------------------------------------
 
-    def parked(self, store: Journal, **kw: Any) -> tuple[TaskRecord, Any]:
+    def parked(self, store: Store, **kw: Any) -> tuple[TaskRecord, Any]:
         t = self.created(store, p.Executing(current_step=1))
         a = b.approval(t.task_id, **kw)
         msg = b.message(f"approval:{a.approval_id}:0", "approval", task_id=t.task_id)
@@ -427,7 +446,7 @@ class StoreContract:
         )
         return t, a
 
-    def test_park_approval_is_one_commit(self, store: Journal) -> None:
+    def test_park_approval_is_one_commit(self, store: Store) -> None:
         t, a = self.parked(store)
         task = run(store.tasks.get(t.task_id))
         assert task.payload == p.AwaitingApproval(approval_id=a.approval_id, step=1)
@@ -440,7 +459,7 @@ class StoreContract:
         ]
         assert run(store.questions.next_deadline()) == a.expires_at
 
-    def test_park_approval_on_another_question_writes_nothing(self, store: Journal) -> None:
+    def test_park_approval_on_another_question_writes_nothing(self, store: Store) -> None:
         t = self.created(store, p.Executing(current_step=1))
         a = b.approval(t.task_id)
         with pytest.raises(ValueError, match="another approval"):
@@ -454,7 +473,7 @@ class StoreContract:
             run(store.questions.approval(a.approval_id))
         assert run(store.events.pending()) == []
 
-    def test_decide_approval_once(self, store: Journal) -> None:
+    def test_decide_approval_once(self, store: Store) -> None:
         t, a = self.parked(store)
         calls: list[str] = []
 
@@ -486,7 +505,7 @@ class StoreContract:
         assert run(store.tasks.get(t.task_id)) == after
         assert run(store.questions.approvals()) == []
 
-    def test_an_answer_not_offered_does_not_fit(self, store: Journal) -> None:
+    def test_an_answer_not_offered_does_not_fit(self, store: Store) -> None:
         t, a = self.parked(store)
         before = run(store.tasks.get(t.task_id))
         with pytest.raises(AnswerDoesNotFit):
@@ -494,7 +513,7 @@ class StoreContract:
         assert run(store.questions.approval(a.approval_id)) == replace(a, prompts_sent=1)
         assert run(store.tasks.get(t.task_id)) == before
 
-    def test_a_deny_moves_the_task_where_resume_to_says(self, store: Journal) -> None:
+    def test_a_deny_moves_the_task_where_resume_to_says(self, store: Store) -> None:
         t, a = self.parked(store)
         decided, _ = run(
             store.questions.decide_approval(a.approval_id, Deny(), resume_to=b.resume_to)
@@ -503,7 +522,7 @@ class StoreContract:
         task = run(store.tasks.get(t.task_id))
         assert (task.state, task.error) == (S.Failed, "denied by the owner")
 
-    def test_concurrent_identical_answers_have_one_effect(self, store: Journal) -> None:
+    def test_concurrent_identical_answers_have_one_effect(self, store: Store) -> None:
         _, a = self.parked(store)
 
         async def go() -> list[tuple[Any, bool]]:
@@ -518,7 +537,7 @@ class StoreContract:
         assert sum(changed for _, changed in results) == 1
         assert len({r.decided_at for r, _ in results}) == 1
 
-    def test_unknown_questions_are_named(self, store: Journal) -> None:
+    def test_unknown_questions_are_named(self, store: Store) -> None:
         with pytest.raises(UnknownApproval, match="'zzz'"):
             run(store.questions.decide_approval("zzz", Approve(), resume_to=b.resume_to))
         with pytest.raises(UnknownCredentialPrompt, match="'ppp'"):
@@ -526,7 +545,7 @@ class StoreContract:
         with pytest.raises(UnknownCredentialPrompt):
             run(store.questions.credential_prompt("ppp"))
 
-    def test_expire_due_fails_the_tasks_of_lapsed_questions_once(self, store: Journal) -> None:
+    def test_expire_due_fails_the_tasks_of_lapsed_questions_once(self, store: Store) -> None:
         late, a = self.parked(store, expires_in=-1)
         _, live = self.parked(store)
         t = self.created(store, p.Executing(current_step=2))
@@ -555,7 +574,7 @@ class StoreContract:
 
     # -- credential prompts -----------------------------------------------------------
 
-    def test_park_credential_and_receive_it_once(self, store: Journal) -> None:
+    def test_park_credential_and_receive_it_once(self, store: Store) -> None:
         t = self.created(store, p.Executing(current_step=2))
         pr = b.prompt(t.task_id, step=2)
         key = f"credential:{pr.prompt_id}:0"
@@ -580,7 +599,7 @@ class StoreContract:
 
     # -- the owner's hold: pause, unpause, cancel ---------------------------------------
 
-    def test_pause_now_and_unpause_back_to_exactly_the_payload(self, store: Journal) -> None:
+    def test_pause_now_and_unpause_back_to_exactly_the_payload(self, store: Store) -> None:
         held = p.Executing(current_step=4, skip_step=5)
         t = self.created(store, held)
         state, outcome = run(store.tasks.request_pause(t.task_id, running=lambda: False))
@@ -596,7 +615,7 @@ class StoreContract:
         assert run(store.tasks.unpause(t.task_id)) == (S.Executing, ResumeOutcome.resumed)
         assert run(store.tasks.get(t.task_id)).payload == held
 
-    def test_a_pause_request_is_withdrawn_before_its_boundary(self, store: Journal) -> None:
+    def test_a_pause_request_is_withdrawn_before_its_boundary(self, store: Store) -> None:
         t = self.created(store, p.Planning())
         assert run(store.tasks.request_pause(t.task_id, running=lambda: True)) == (
             S.Planning,
@@ -610,7 +629,7 @@ class StoreContract:
         assert run(store.tasks.transition(t.task_id, p.Executing(), point=None)) is S.Paused
         assert run(store.tasks.get(t.task_id)).payload == p.Paused(then=p.Executing())
 
-    def test_pause_and_unpause_refuse_what_they_cannot_hold(self, store: Journal) -> None:
+    def test_pause_and_unpause_refuse_what_they_cannot_hold(self, store: Store) -> None:
         for payload in (b.task(S.AwaitingApproval).payload, p.Completed()):
             t = self.created(store, payload)
             with pytest.raises(TaskStateRefused):
@@ -619,7 +638,7 @@ class StoreContract:
                 run(store.tasks.unpause(t.task_id))
             assert run(store.tasks.get(t.task_id)) == t
 
-    def test_begin_cancel_withdraws_the_questions_and_holds_the_task(self, store: Journal) -> None:
+    def test_begin_cancel_withdraws_the_questions_and_holds_the_task(self, store: Store) -> None:
         t, a = self.parked(store)
         intent = run(store.tasks.begin_cancel(t.task_id))
         assert (intent.from_state, intent.approvals, intent.already) == (
@@ -639,7 +658,7 @@ class StoreContract:
         again = run(store.tasks.begin_cancel(t.task_id))
         assert (again.from_state, again.already) == (S.AwaitingApproval, True)
 
-    def test_finish_cancel_cuts_off_running_steps_once(self, store: Journal) -> None:
+    def test_finish_cancel_cuts_off_running_steps_once(self, store: Store) -> None:
         t = self.created(store, p.Executing(current_step=3))
         run(store.tasks.step_started(b.step(t.task_id, 3)))
         run(store.tasks.begin_cancel(t.task_id))
@@ -657,14 +676,14 @@ class StoreContract:
         with pytest.raises(TaskStateRefused):
             run(store.tasks.begin_cancel(t.task_id))
 
-    def test_finish_cancel_needs_the_intent(self, store: Journal) -> None:
+    def test_finish_cancel_needs_the_intent(self, store: Store) -> None:
         t = self.created(store, p.Executing())
         with pytest.raises(IllegalTransition):
             run(store.tasks.finish_cancel(t.task_id, b.message("x")))
         assert run(store.tasks.get(t.task_id)) == t
         assert run(store.events.pending()) == []
 
-    def test_fail_ends_a_task_with_its_error(self, store: Journal) -> None:
+    def test_fail_ends_a_task_with_its_error(self, store: Store) -> None:
         t = self.created(store, p.Synthesizing())
         run(store.tasks.fail(t.task_id, "model gone", [b.message("f", task_id=t.task_id)]))
         task = run(store.tasks.get(t.task_id))
@@ -673,7 +692,7 @@ class StoreContract:
 
     # -- the outbox ---------------------------------------------------------------------
 
-    def test_a_message_key_is_sent_once(self, store: Journal) -> None:
+    def test_a_message_key_is_sent_once(self, store: Store) -> None:
         m = b.message("result:x", "result", "hi")
         run(store.events.enqueue([m]))
         run(store.events.enqueue([replace(m, body="changed")]))
@@ -683,13 +702,13 @@ class StoreContract:
         run(store.events.enqueue([m]))  # a resend after delivery is still a no-op
         assert run(store.events.pending()) == []
 
-    def test_pending_messages_keep_their_order(self, store: Journal) -> None:
+    def test_pending_messages_keep_their_order(self, store: Store) -> None:
         msgs = [b.message(f"k{i}", body=str(i)) for i in (3, 1, 2)]
         for m in msgs:
             run(store.events.enqueue([m]))
         assert run(store.events.pending()) == msgs
 
-    def test_mark_delivered_rides_on_the_next_commit(self, store: Journal) -> None:
+    def test_mark_delivered_rides_on_the_next_commit(self, store: Store) -> None:
         run(store.events.enqueue([b.message("a"), b.message("b")]))
 
         async def go() -> None:
@@ -699,7 +718,7 @@ class StoreContract:
         run(go())
         assert [m.message_key for m in run(store.events.pending())] == ["b", "c"]
 
-    def test_supersede_old_prompts_keeps_the_reports(self, store: Journal) -> None:
+    def test_supersede_old_prompts_keeps_the_reports(self, store: Store) -> None:
         run(store.events.enqueue([b.message("q", "approval"), b.message("r", "report")]))
         run(store.events.enqueue([b.message("c", "credential")]))
         assert run(store.questions.supersede_old_prompts()) == 2
@@ -707,7 +726,7 @@ class StoreContract:
 
     # -- recovery ------------------------------------------------------------------------
 
-    def test_apply_recovery_is_one_commit(self, store: Journal) -> None:
+    def test_apply_recovery_is_one_commit(self, store: Store) -> None:
         gone = self.created(store, p.Executing(current_step=1))
         ask = self.created(store, p.Executing(current_step=2))
         held = self.created(store, p.Planning(pause_requested=True))
@@ -736,7 +755,7 @@ class StoreContract:
         assert run(store.tasks.get(again.task_id)).recovery_attempts == 2
         assert run(store.events.pending()) == [report, prompt]
 
-    def test_apply_recovery_refused_in_part_writes_nothing(self, store: Journal) -> None:
+    def test_apply_recovery_refused_in_part_writes_nothing(self, store: Store) -> None:
         gone = self.created(store, p.Executing())
         done = self.created(store, p.Completed())
         again = self.created(store)
@@ -755,7 +774,7 @@ class StoreContract:
     # -- group commit ----------------------------------------------------------------------
 
     def test_concurrent_writes_all_land_and_a_refusal_undoes_only_itself(
-        self, store: Journal
+        self, store: Store
     ) -> None:
         tasks = [self.created(store) for _ in range(48)]
         runners = [self.created(store, p.Executing()) for _ in range(16)]
@@ -805,7 +824,7 @@ class StoreContract:
 
     # -- reads for recovery ----------------------------------------------------------------
 
-    def test_unfinished_returns_unfinished_tasks_only_oldest_first(self, store: Journal) -> None:
+    def test_unfinished_returns_unfinished_tasks_only_oldest_first(self, store: Store) -> None:
         wanted = []
         base = datetime.now(UTC) - timedelta(hours=1)
         for i, state in enumerate([S.Completed, S.Executing, S.Failed, S.Paused, S.Cancelled] * 3):
@@ -819,7 +838,7 @@ class StoreContract:
         assert malformed == []
         self.check_unfinished_reads_an_index(store)
 
-    def test_counts_and_listing_by_state(self, store: Journal) -> None:
+    def test_counts_and_listing_by_state(self, store: Store) -> None:
         for state in (S.Executing, S.Executing, S.Failed):
             self.created(store, b.task(state).payload)
         assert run(store.tasks.counts()) == {"Executing": 2, "Failed": 1}
@@ -828,13 +847,13 @@ class StoreContract:
 
     # -- adapters, boots, model calls ------------------------------------------------------
 
-    def test_adapter_state_is_replaced_whole(self, store: Journal) -> None:
+    def test_adapter_state_is_replaced_whole(self, store: Store) -> None:
         assert run(store.adapters.get("telegram")) is None
         run(store.adapters.put("telegram", {"offset": 1, "chat": "x"}))
         run(store.adapters.put("telegram", {"offset": 2}))
         assert run(store.adapters.get("telegram")) == {"offset": 2}
 
-    def test_boots_start_and_end(self, store: Journal) -> None:
+    def test_boots_start_and_end(self, store: Store) -> None:
         assert run(store.events.last_boot()) is None
         run(store.events.start_boot("boot-1", 123, "0.0"))
         boot = run(store.events.last_boot())
@@ -843,7 +862,7 @@ class StoreContract:
         boot = run(store.events.last_boot())
         assert boot is not None and boot["clean"] and boot["ended_at"] is not None
 
-    def test_a_model_call_is_journaled_before_it_goes_out(self, store: Journal) -> None:
+    def test_a_model_call_is_journaled_before_it_goes_out(self, store: Store) -> None:
         t = self.created(store, p.Planning())
         run(store.tasks.llm_request_sent(t.task_id, "plan"))
         payload = run(store.tasks.get(t.task_id)).payload
