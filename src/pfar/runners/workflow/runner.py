@@ -129,9 +129,6 @@ async def _advance(
             return
         if option is not None:
             next_step = _apply_answer(option, rd, trace, run)
-            if next_step == 0:
-                await _end(task, svc, TaskState.Failed, "workflow aborted by the owner")
-                return
             from_focus = option is OwnerOption.continue_
             trace = read_trace(run.trace_path)
         else:
@@ -204,14 +201,17 @@ def _owner_option(task: TaskRecord, rd: RecoveryDecision) -> OwnerOption | None:
         option = OwnerOption(answer.option)
     except ValueError:
         return None
+    # an abort ends the task in the commit that records it, so none is ever stored: one
+    # found (a hand-edited row) is not carried out, and the question is asked again
+    if option is OwnerOption.abort:
+        return None
     return option if option in rd.options else None
 
 
 def _apply_answer(option: OwnerOption, rd: RecoveryDecision, trace: Trace, run: WorkflowRun) -> int:
-    """Carry out the owner's answer on the trace; the step to run next (0: abort)."""
+    """Carry out the owner's answer on the trace; the step to run next. (An abort never
+    gets here: `answer_outcome` ends the task in the commit that records the answer.)"""
     step = rd.resume_step or 1
-    if option is OwnerOption.abort:
-        return 0
     if option is OwnerOption.skip:
         s = trace.step(step)
         trace = update_step(
