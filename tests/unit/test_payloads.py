@@ -284,7 +284,8 @@ def test_a_row_the_upgrade_cannot_read_is_left_as_it_was_and_reported(tmp_path: 
         unreadable = listed["lost"]
         assert isinstance(unreadable, UnreadableTask)
         assert (unreadable.state, unreadable.template_id) == ("Paused", "note")
-        assert "task lost: its journal row is malformed: state_detail:" in unreadable.problem
+        assert unreadable.field.startswith("state_detail")
+        assert "task lost: its journal row is malformed: state_detail" in unreadable.error
         listed = asyncio.run(HomeReader(Home(tmp_path), journal).tasks())
         summary = {s.task_id: s for s in listed}["bad"]
         assert summary.state is TaskState.Executing and "malformed" in (summary.error or "")

@@ -17,6 +17,7 @@ from .records import (
     TaskKind,
     TaskRecord,
     TaskUpdate,
+    UnreadableTask,
 )
 from .states import PersistedTaskState, TaskState
 
@@ -39,4 +40,5 @@ __all__ = [
     "TaskRecord",
     "TaskState",
     "TaskUpdate",
+    "UnreadableTask",
 ]

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from ..errors import MalformedTaskRow
 from .payloads import Payload, state_of, step_of
 from .states import TaskState
 
@@ -214,7 +215,13 @@ class UnreadableTask:
     phase: str
     created_at: str
     updated_at: str
-    problem: str  # MalformedTaskRow's message: the field and what is wrong with it
+    field: str  # where in the row, e.g. "state_detail.then.current_step"
+    problem: str  # what is wrong there
+
+    @property
+    def error(self) -> str:
+        """What is wrong, as a sentence the owner can act on."""
+        return str(MalformedTaskRow(self.task_id, self.field, self.problem))
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import IllegalTransition, MalformedTaskRow, UnknownTask
+from ..errors import IllegalTransition, UnknownTask
 from ..vault.sqlite import DamagedDatabase, check_table, recovery_advice
 from . import approvals_sql, events_sql, holds, payloads, steps_sql, tasks_sql
 from .backing import Backing
@@ -52,11 +52,11 @@ class SQLiteTaskStore:
     async def counts(self) -> dict[str, int]:
         return tasks_sql.counts(self._db.reader)
 
-    async def unfinished(self) -> tuple[list[TaskRecord], list[MalformedTaskRow]]:
+    async def unfinished(self) -> tuple[list[TaskRecord], list[UnreadableTask]]:
         """Unfinished tasks, and the unfinished rows that cannot be read as tasks."""
         return tasks_sql.unfinished(self._db.reader)
 
-    async def claim_unfinished(self) -> tuple[list[TaskRecord], list[MalformedTaskRow]]:
+    async def claim_unfinished(self) -> tuple[list[TaskRecord], list[UnreadableTask]]:
         """The unfinished tasks this kernel recovers and runs. One kernel owns a SQLite
         home (its lock file refuses a second before the vault is opened), so its claim
         is every unfinished task, and there is no lease to record."""

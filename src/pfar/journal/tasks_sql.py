@@ -220,7 +220,7 @@ def executing_hold(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, b
     return None if row is None else (TaskState(row[0]), bool(row[1]))
 
 
-def unfinished(conn: sqlite3.Connection) -> tuple[list[TaskRecord], list[MalformedTaskRow]]:
+def unfinished(conn: sqlite3.Connection) -> tuple[list[TaskRecord], list[UnreadableTask]]:
     """Every task not in a terminal state, through the partial index (oldest first), and
     the unfinished rows that could not be read as tasks: reported, never skipped silently."""
     rows = conn.execute(
@@ -228,12 +228,13 @@ def unfinished(conn: sqlite3.Connection) -> tuple[list[TaskRecord], list[Malform
         f"WHERE state NOT IN ({_TERMINAL_SQL})"
     ).fetchall()
     tasks: list[TaskRecord] = []
-    malformed: list[MalformedTaskRow] = []
+    malformed: list[UnreadableTask] = []
     for r in rows:
-        try:
-            tasks.append(_row(r))
-        except MalformedTaskRow as exc:
-            malformed.append(exc)
+        match _listed(r):
+            case TaskRecord() as task:
+                tasks.append(task)
+            case unreadable:
+                malformed.append(unreadable)
     return sorted(tasks, key=lambda t: t.updated_at), malformed
 
 
@@ -260,7 +261,9 @@ def _listed(row: Sequence[Any]) -> TaskRecord | UnreadableTask:
     try:
         return _row(row)
     except MalformedTaskRow as exc:
-        return UnreadableTask(row[0], row[1], row[4], row[6], row[13], row[14], str(exc))
+        return UnreadableTask(
+            row[0], row[1], row[4], row[6], row[13], row[14], exc.field, exc.problem
+        )
 
 
 def counts(conn: sqlite3.Connection) -> dict[str, int]:

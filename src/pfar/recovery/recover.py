@@ -11,8 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ..errors import MalformedTaskRow
-from ..journal import ApprovalRecord, OwnerMessage, TaskRecord
+from ..journal import ApprovalRecord, OwnerMessage, TaskRecord, UnreadableTask
 from ..journal.payloads import AwaitingApproval
 from ..journal.store import Store
 from ..runners.asking import approval_message, credential_message
@@ -27,7 +26,7 @@ class RecoveryPlan:
     decisions: list[Decision]
     tasks: dict[str, TaskRecord]
     # unfinished rows that cannot be read as tasks: reported, left exactly as they are
-    malformed: list[MalformedTaskRow] = field(default_factory=list)
+    malformed: list[UnreadableTask] = field(default_factory=list)
 
 
 async def plan_recovery(

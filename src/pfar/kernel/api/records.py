@@ -70,7 +70,7 @@ class TaskSummary:
             steps=None,
             created_at=u.created_at,
             updated_at=u.updated_at,
-            error=u.problem,
+            error=u.error,
         )
 
     def to_json(self) -> JSON:
