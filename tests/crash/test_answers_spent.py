@@ -18,6 +18,7 @@ import pytest
 
 from pfar.vault.home import Home
 
+from ..integration.test_bad_input import pfar
 from ..support import RecordingServer, make_home, owner_messages, wait_for
 from .test_regressions import (
     kernel,
@@ -163,7 +164,24 @@ def test_an_approval_is_spent_by_the_run_it_starts_even_for_a_keyed_write(
     wait_for(lambda: http_server.effects.get(key) == 1, what="the far side to apply the POST")
     http_server.delay_seconds = 0
 
+    # what recovery says before it acts, and in its report: the truth, a new question
+    said = (
+        "the write in flight (http.request, step 1 of 1) is sent again under the same "
+        "idempotency key; if it needs the owner's approval, the owner is asked again first"
+    )
+    dry = pfar(home, "recover", "--dry-run", "--json")
+    (decision,) = json.loads(dry.stdout)["decisions"]
+    assert (decision["action"], decision["reason"]) == ("RetryFromScratch", said), decision
     with kernel(home) as k:
+        boot = k.request("ping")["boot_id"]
+        (report,) = wait_for(
+            lambda: [m["body"] for m in owner_messages(home) if m["key"] == f"report:{boot}"],
+            what="the recovery report",
+        )
+        assert " - 1 task resumed at a write the crash cut off: it is checked, or sent again " in (
+            report
+        ), report
+        assert "one that needs your approval asks you again first (Announce" in report, report
         wait_for(
             lambda: _pending(home, tid) or len(http_server.writes()) > 1,
             what="a new question (or the POST to be sent again without one)",

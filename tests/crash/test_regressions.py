@@ -512,7 +512,10 @@ def test_r4_http_write_in_doubt_is_retried_with_the_same_idempotency_key(
         wait_state(home, tid, "Completed")
 
     assert report == (
-        "System restarted. Recovery report:\n - 1 task resumed (Place the order — step 2 of 2)"
+        "System restarted. Recovery report:\n"
+        " - 1 task resumed at a write the crash cut off: it is checked, or sent again under "
+        "its idempotency key; one that needs your approval asks you again first "
+        "(Place the order — step 2 of 2)"
     )
     assert rows(home, "SELECT * FROM pending_approvals WHERE task_id = ?", tid) == []
     writes = http_server.writes()

@@ -25,6 +25,7 @@ from pfar.recovery import (
     RecoveryAction,
     StepRecovery,
     TooOld,
+    WriteCutOff,
     WriteInDoubt,
     decide,
     determine_recovery_action,
@@ -338,21 +339,39 @@ def test_a_write_in_doubt_is_decided_as_asking_the_owner() -> None:
 
 
 @pytest.mark.parametrize(
+    ("idempotency", "checked", "how"),
+    [
+        (Idempotency.key, False, "is sent again under the same idempotency key"),
+        (Idempotency.check, True, "is checked first and run again only if it did not happen"),
+    ],
+)
+def test_a_write_cut_off_that_is_safe_to_resume_says_how_and_that_approval_is_asked_again(
+    idempotency: Idempotency, checked: bool, how: str
+) -> None:
+    task = _executing()
+    d = decide(task, NOW, timedelta(hours=1), 3, True, _in_flight(idempotency))
+    assert d.action is determine_recovery_action(task)
+    assert d.why == WriteCutOff("shell.run", 0, 1, checked=checked)
+    assert d.reason == (
+        f"the write in flight (shell.run, step 1 of 1) {how}; "
+        "if it needs the owner's approval, the owner is asked again first"
+    )
+
+
+@pytest.mark.parametrize(
     ("task", "step"),
     [
-        (_executing(), _in_flight(Idempotency.key)),  # retried with its key
-        (_executing(), _in_flight(Idempotency.check)),  # checks its own effect
         (_executing(retry_step=0), _in_flight(Idempotency.none)),  # owner said retry
         (_executing(skip_step=0), _in_flight(Idempotency.none)),  # owner said skip
         (_executing(), None),  # nothing in flight
     ],
-    ids=["key", "check", "answered-retry", "answered-skip", "none-in-flight"],
+    ids=["answered-retry", "answered-skip", "none-in-flight"],
 )
-def test_no_question_when_the_pipeline_would_not_ask(
+def test_nothing_to_say_when_the_owner_answered_or_nothing_is_in_flight(
     task: TaskRecord, step: StepRecord | None
 ) -> None:
     d = decide(task, NOW, timedelta(hours=1), 3, True, step)
-    assert d.action is determine_recovery_action(task)
+    assert d.action is determine_recovery_action(task) and d.why is None
 
 
 # -- in flight during kernel deaths: a question, never an abandonment ---------------------

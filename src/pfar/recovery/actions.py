@@ -11,6 +11,7 @@ from ..journal.records import StepRecord, TaskRecord
 from ..journal.records import parse_rfc3339 as _parse
 from ..journal.states import TaskState
 from ..runners.registry import runner_for
+from ..runners.step_rules import StepRecovery
 
 
 class RecoveryAction(StrEnum):
@@ -98,6 +99,29 @@ class WriteInDoubt:
 
 
 @dataclass(frozen=True, slots=True)
+class WriteCutOff:
+    """A write that is safe to resume was in flight: it is checked first (`checked`) or
+    sent again under its idempotency key. The owner's approval of it was spent by the
+    run the crash cut off, so a write that needs one asks for it again before it runs."""
+
+    tool: str
+    step: int  # 0-based
+    total: int
+    checked: bool
+
+    def text(self) -> str:
+        how = (
+            "is checked first and run again only if it did not happen"
+            if self.checked
+            else "is sent again under the same idempotency key"
+        )
+        return (
+            f"the write in flight ({self.tool}, step {self.step + 1} of {self.total}) {how}; "
+            "if it needs the owner's approval, the owner is asked again first"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class PauseRequested:
     """The owner asked for a pause while the task ran; the kernel died before it took."""
 
@@ -115,7 +139,7 @@ class Unrecoverable:
 
 # Why recovery decided what it did, when it is more than the task's state: a closed union,
 # so that nothing downstream reads the reason's prose to find out what happened.
-Reason = TooOld | InFlightDeaths | WriteInDoubt | PauseRequested | Unrecoverable
+Reason = TooOld | InFlightDeaths | WriteInDoubt | WriteCutOff | PauseRequested | Unrecoverable
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,15 +203,26 @@ def decide(
     deaths = deaths_in_flight(task, crashed)
     if deaths >= max_deaths:
         return Decision(task.task_id, RecoveryAction.ParkInFlight, InFlightDeaths(deaths))
-    doubt = write_in_doubt(task, in_flight)
-    if doubt is not None:
-        return Decision(task.task_id, RecoveryAction.AskOwner, doubt)
+    match write_in_flight(task, in_flight):
+        case WriteInDoubt() as doubt:
+            return Decision(task.task_id, RecoveryAction.AskOwner, doubt)
+        case WriteCutOff() as cut:
+            return Decision(task.task_id, determine_recovery_action(task), cut)
     return Decision(task.task_id, determine_recovery_action(task))
 
 
-def write_in_doubt(task: TaskRecord, step: StepRecord | None) -> WriteInDoubt | None:
-    """Why the owner will be asked about `task`'s write in flight, or None when they won't:
-    its runner decides (a traced workflow leaves it to its trace's recovery check)."""
-    if step is None or not runner_for(task).write_in_doubt(task, step):
+def write_in_flight(task: TaskRecord, step: StepRecord | None) -> WriteInDoubt | WriteCutOff | None:
+    """What becomes of `task`'s write a crash cut off, as its runner will do it: the owner
+    is asked, or it is checked or sent again under its key; None when there is nothing to
+    say (no write in flight, or a traced workflow, whose trace's recovery check decides)."""
+    if step is None:
         return None
-    return WriteInDoubt(step.tool, step.step, len(task.plan_steps))
+    total = len(task.plan_steps)
+    match runner_for(task).in_flight_write(task, step):
+        case StepRecovery.RequireOwnerConfirmation:
+            return WriteInDoubt(step.tool, step.step, total)
+        case StepRecovery.CheckEffect:
+            return WriteCutOff(step.tool, step.step, total, checked=True)
+        case StepRecovery.Retry:
+            return WriteCutOff(step.tool, step.step, total, checked=False)
+    return None

@@ -15,7 +15,15 @@ from ..journal import ApprovalRecord, OwnerMessage, TaskRecord, UnreadableTask
 from ..journal.payloads import AwaitingApproval
 from ..journal.store import Store
 from ..runners.asking import approval_message, credential_message
-from .actions import Decision, InFlightDeaths, RecoveryAction, TooOld, Unrecoverable, decide
+from .actions import (
+    Decision,
+    InFlightDeaths,
+    RecoveryAction,
+    TooOld,
+    Unrecoverable,
+    WriteCutOff,
+    decide,
+)
 from .cancelling import cancel_message
 from .in_flight import in_flight_question
 from .report import RecoveryReport
@@ -142,7 +150,9 @@ async def recover_tasks(
             to_resume.append(d.task_id)
         else:
             (
-                report.resumed
+                report.at_cut_off_write
+                if isinstance(d.why, WriteCutOff)
+                else report.resumed
                 if d.action in (RecoveryAction.ResumeExecution, RecoveryAction.Resynthesize)
                 else report.retried
             ).append(d.task_id)

@@ -12,6 +12,9 @@ MAX_NAMES = 5
 class RecoveryReport:
     retried: list[str] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
+    # resumed at a write a crash cut off that is checked or sent again under its key: one
+    # that needs the owner's approval asks for it again first
+    at_cut_off_write: list[str] = field(default_factory=list)
     # resumed at a write in doubt: the owner is asked before anything runs
     asked: list[str] = field(default_factory=list)
     # task id -> kernel deaths in a row it was in flight for: parked on a question
@@ -35,6 +38,7 @@ class RecoveryReport:
         return not (
             self.retried
             or self.resumed
+            or self.at_cut_off_write
             or self.asked
             or self.parked
             or self.reprompted
@@ -51,6 +55,7 @@ class RecoveryReport:
         return {
             "retried": self.retried,
             "resumed": self.resumed,
+            "at_cut_off_write": self.at_cut_off_write,
             "asked": self.asked,
             "parked": list(self.parked),
             "reprompted": self.reprompted,
@@ -97,6 +102,13 @@ class RecoveryReport:
 
         line(self.retried, "task", "tasks", "retried")
         line(self.resumed, "task", "tasks", "resumed")
+        line(
+            self.at_cut_off_write,
+            "task",
+            "tasks",
+            "resumed at a write the crash cut off: it is checked, or sent again under its "
+            "idempotency key; one that needs your approval asks you again first",
+        )
         line(
             self.asked,
             "task",

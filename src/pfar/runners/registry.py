@@ -11,7 +11,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ..answers import Answer
-from ..journal import ApprovalRecord, Move, StepRecord, StepStatus, TaskKind, TaskRecord, TaskState
+from ..journal import (
+    ApprovalRecord,
+    Move,
+    Semantics,
+    StepRecord,
+    StepStatus,
+    TaskKind,
+    TaskRecord,
+    TaskState,
+)
 from ..journal.payloads import Executing
 from . import asking, pipeline
 from .services import Services
@@ -29,28 +38,30 @@ class Runner:
     # recovery abandons it once it has been idle past the max age (a workflow's steps
     # may run for hours: its trace decides instead)
     ages_out: bool
-    # recovery: whether its step in flight is a write the owner must be asked about
-    write_in_doubt: Callable[[TaskRecord, StepRecord], bool]
+    # recovery: what it will do with the write a crash cut off (its step still marked
+    # started): ask the owner, check its effect, or send it again under its key; None
+    # when there is nothing to say (a read, or a step the owner already answered for)
+    in_flight_write: Callable[[TaskRecord, StepRecord], StepRecovery | None]
 
 
-def _pipeline_in_doubt(task: TaskRecord, step: StepRecord) -> bool:
+def _pipeline_in_flight(task: TaskRecord, step: StepRecord) -> StepRecovery | None:
     """The pipeline's own rule (should_retry_step) on what the journal recorded when the
     step started, so that what recovery says is what the task then does. A step the
     owner already chose to skip or retry is skipped or retried without asking again."""
     payload = task.payload
     if not isinstance(payload, Executing) or task.state is not TaskState.Executing:
-        return False
+        return None
     i = payload.current_step
     if step.step != i or step.status is not StepStatus.started:
-        return False
+        return None
     if i in (payload.skip_step, payload.retry_step):
-        return False  # the owner answered already (a crash came before it was acted on)
+        return None  # the owner answered already (a crash came before it was acted on)
     rule = should_retry_step(step, step.semantics, step.idempotency)
-    return rule is StepRecovery.RequireOwnerConfirmation
+    return None if step.semantics is Semantics.Read else rule
 
 
-def _never(task: TaskRecord, step: StepRecord) -> bool:
-    return False
+def _trace_decides(task: TaskRecord, step: StepRecord) -> StepRecovery | None:
+    return None
 
 
 RUNNERS: dict[TaskKind, Runner] = {
@@ -59,7 +70,7 @@ RUNNERS: dict[TaskKind, Runner] = {
         advance=pipeline.advance,
         apply_answer=asking.answer_outcome,
         ages_out=True,
-        write_in_doubt=_pipeline_in_doubt,
+        in_flight_write=_pipeline_in_flight,
     ),
     # a workflow's trace's recovery check decides about its step in flight
     TaskKind.workflow: Runner(
@@ -67,7 +78,7 @@ RUNNERS: dict[TaskKind, Runner] = {
         advance=workflow.advance_workflow,
         apply_answer=workflow.answer_outcome,
         ages_out=False,
-        write_in_doubt=_never,
+        in_flight_write=_trace_decides,
     ),
 }
 assert set(RUNNERS) == set(TaskKind), "every task kind has its runner"
