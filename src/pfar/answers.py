@@ -99,6 +99,20 @@ class Abandon:
     kind: Literal["abandon"] = "abandon"
 
 
+@dataclass(frozen=True, slots=True)
+class Always:
+    """Yes, and from now on: a permission kept for later calls and later tasks."""
+
+    kind: Literal["always"] = "always"
+
+
+@dataclass(frozen=True, slots=True)
+class Never:
+    """No, and from now on: a refusal kept for later calls and later tasks."""
+
+    kind: Literal["never"] = "never"
+
+
 Answer = (
     Approve
     | Deny
@@ -112,6 +126,8 @@ Answer = (
     | Abort
     | Resume
     | Abandon
+    | Always
+    | Never
 )
 
 _BY_KIND: dict[str, Answer] = {
@@ -129,6 +145,8 @@ _BY_KIND: dict[str, Answer] = {
         Abort(),
         Resume(),
         Abandon(),
+        Always(),
+        Never(),
     )
 }
 ANSWERS = tuple(_BY_KIND)

@@ -135,6 +135,56 @@ class SessionsConfig(_Section):
     stop_timeout_seconds: float = Field(10, gt=0, le=3600)
 
 
+class LoopPolicyConfig(_Section):
+    """Layer 1 of the agentic loop's security (seed 001, 4.1): what no loop task may do,
+    whatever the owner answers. A refusal is the call's result, naming the rule."""
+
+    blocked_tools: list[str] = []
+    # paths (fnmatch patterns, relative to the task's directory or absolute) no tool
+    # may read or change
+    protected_paths: list[str] = [".git/*", ".env", "*.pem", "*.key"]
+    # regular expressions: a Bash command matching one is refused
+    dangerous_commands: list[str] = [
+        r"\brm\s+-[a-zA-Z]*[rR][a-zA-Z]*f?[a-zA-Z]*\s+(/|~|\$HOME)(\s|$)",
+        r":\(\)\s*\{\s*:\|:&\s*\};:",
+        r"\bmkfs(\.\w+)?\b",
+        r"\bdd\b[^|;&]*\bof=/dev/",
+        r"\b(curl|wget)\b[^|;&]*\|\s*(ba|z)?sh\b",
+        r"\bgit\s+push\b[^|;&]*--force\b",
+    ]
+    blocked_hosts: list[str] = []
+
+
+class LoopConfig(_Section):
+    """The agentic loop (seed 001): its tools, permission prompts and drift limits."""
+
+    # the tools a loop task offers its model
+    tools: list[str] = ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "WebFetch", "Task"]
+    # layer 2: tools that never ask (reads inside the task's directory)
+    always_allow: list[str] = ["Read", "Glob", "Grep"]
+    # a permission prompt unanswered this long is a "No"
+    permission_timeout_seconds: float = Field(300, gt=0, le=_YEAR)
+    # one tool call's limit (Bash takes its own `timeout` up to this)
+    tool_seconds: float = Field(600, gt=0, le=_DAY)
+    # the model's context, in tokens, and the room kept for its answer
+    context_tokens: int = Field(180_000, gt=1000, le=10_000_000)
+    reserve_tokens: int = Field(16_000, gt=0, le=1_000_000)
+    # turns kept word for word when older ones are summarized
+    keep_recent_turns: int = Field(6, ge=2, le=1000)
+    # drift detection (seed 001 defaults): past any of these the task is stopped and
+    # the owner asked whether to continue
+    max_iterations: int = Field(50, gt=0, le=100_000)
+    max_tool_failures: int = Field(10, gt=0, le=100_000)
+    max_minutes_without_progress: float = Field(10, gt=0, le=_DAY)
+    # an iteration above this many tokens is logged as a warning
+    max_tokens_per_iteration: int = Field(50_000, gt=0, le=10_000_000)
+    # subtasks (the Task tool) nest at most this deep
+    max_depth: int = Field(3, ge=0, le=20)
+    # worktrees of finished tasks: kept for a look after a failure, or removed
+    keep_failed_worktrees: bool = True
+    policy: LoopPolicyConfig = LoopPolicyConfig()
+
+
 class Config(_Section):
     recovery: RecoveryConfig = RecoveryConfig()
     approvals: ApprovalsConfig = ApprovalsConfig()
@@ -142,6 +192,7 @@ class Config(_Section):
     journal: JournalConfig = JournalConfig()
     llm: LLMConfig = LLMConfig()
     sessions: SessionsConfig = SessionsConfig()
+    loop: LoopConfig = LoopConfig()
 
     @classmethod
     def load(cls, path: Path) -> Config:

@@ -207,6 +207,17 @@ class MalformedTaskRow(JournalError):
         self.task_id, self.field, self.problem = task_id, field, problem
 
 
+class StaleConversation(JournalError):
+    """A loop task's conversation moved on under a writer that had read an older end."""
+
+    def __init__(self, task_id: str, after: int, last: int) -> None:
+        super().__init__(
+            f"task {task_id}: its conversation moved on (its last turn is {last}, "
+            f"not {after}); nothing was appended"
+        )
+        self.task_id = task_id
+
+
 class ToolError(PfarError):
     pass
 

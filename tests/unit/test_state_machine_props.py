@@ -73,10 +73,11 @@ def test_terminal_and_unfinished_partition_the_states() -> None:
     assert {s for s in TaskState if s.terminal} == TERMINAL
 
 
-def test_parked_states_are_exactly_the_two_waits() -> None:
+def test_parked_states_are_exactly_the_three_waits_on_the_owner() -> None:
     assert {s for s in TaskState if s.parked} == {
         TaskState.AwaitingApproval,
         TaskState.AwaitingCredential,
+        TaskState.WaitingForUser,  # a loop task's turn passed to the owner
     }
     assert not any(s.parked for s in TERMINAL)
 

@@ -1,7 +1,7 @@
 """The journal: pfar's durable state on SQLite, the `store.Store` every kernel writes.
 
-Its verbs are found in five families (`tasks`, `questions`, `events`, `adapters`,
-`sessions`), each in its own module with its SQL beside it. Every write returns
+Its verbs are found in six families (`tasks`, `questions`, `events`, `adapters`,
+`sessions`, `loops`), each in its own module with its SQL beside it. Every write returns
 only after its transaction is committed (group commit: many callers share one
 commit); each transition is checked against the row as it is inside the
 transaction, so the state machine cannot be raced past.
@@ -19,6 +19,7 @@ from .adapter_store import SQLiteAdapterStore
 from .backing import Backing
 from .event_store import SQLiteEventStore
 from .faults import FaultHook
+from .loop_store import SQLiteLoopStore
 from .question_store import SQLiteQuestionStore, prompt_status_text
 from .records import StepStatus
 from .sessions import SessionManager
@@ -48,6 +49,7 @@ class Journal:
         self.questions = SQLiteQuestionStore(self._db)
         self.events = SQLiteEventStore(self._db)
         self.adapters = SQLiteAdapterStore(self._db)
+        self.loops = SQLiteLoopStore(self._db)
         self._sessions: SessionManager | None = None
 
     # -- opening and closing -------------------------------------------------

@@ -155,6 +155,18 @@ class AwaitingCredential:
     step: int = 0
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class WaitingForUser:
+    """A loop task whose model ended its turn (the conversation's turn `after`): the
+    owner's next message continues it. No question and no deadline: it waits."""
+
+    __pydantic_config__ = _STRICT
+    kind: Literal["WaitingForUser"] = "WaitingForUser"
+    after: int = 0
+    # the next tool call's number, where the loop goes on from
+    next_step: int = 0
+
+
 # -- held by the owner, and ended ---------------------------------------------------
 
 
@@ -208,6 +220,7 @@ Payload = (
     | Synthesizing
     | AwaitingApproval
     | AwaitingCredential
+    | WaitingForUser
     | Paused
     | Cancelling
     | Completed
@@ -223,6 +236,7 @@ EMPTY: dict[TaskState, Payload] = {
     TaskState.Planning: Planning(),
     TaskState.Executing: Executing(),
     TaskState.Synthesizing: Synthesizing(),
+    TaskState.WaitingForUser: WaitingForUser(),
     TaskState.Completed: Completed(),
     TaskState.Failed: Failed(),
     TaskState.Abandoned: Abandoned(),
@@ -241,6 +255,8 @@ def step_of(payload: Payload) -> int | None:
         case Executing(current_step=step):
             return step
         case AwaitingApproval(step=step) | AwaitingCredential(step=step) | Cancelling(step=step):
+            return step
+        case WaitingForUser(next_step=step):
             return step
         case Paused(then=then):
             return step_of(then)

@@ -13,7 +13,7 @@ from ..errors import (
     UnknownCredentialPrompt,
     UnknownTask,
 )
-from . import approvals_sql, events_sql, payloads, tasks_sql
+from . import approvals_sql, events_sql, loops_sql, payloads, tasks_sql
 from .backing import Backing
 from .ids import resolve_id
 from .moves import fail_parked_txn, park_approval_txn, transition_txn
@@ -143,7 +143,7 @@ class SQLiteQuestionStore:
             at = now_rfc3339()
             status = (
                 ApprovalStatus.denied
-                if decision in ("deny", "fail", "skip", "abandon")
+                if decision in ("deny", "fail", "skip", "abandon", "never")
                 else ApprovalStatus.approved
             )
             approvals_sql.decide_approval_txn(conn, approval_id, status, decision, at)
@@ -152,6 +152,8 @@ class SQLiteQuestionStore:
                 raise UnknownTask(a.task_id)
             move = resume_to(task, a, answer)
             transition_txn(conn, a.task_id, move.to, move.update)
+            if move.remember is not None:
+                loops_sql.put_rule_txn(conn, move.remember, at)
             decided = approvals_sql.get_approval(conn, approval_id)
             assert decided is not None
             return decided, True

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import MalformedTaskRow
 from .payloads import Payload, state_of, step_of
 from .states import TaskState
+from .turns import PermissionRule
 
 JSON = Any  # a value json.dumps accepts
 
@@ -109,6 +110,7 @@ class TaskKind(StrEnum):
 
     pipeline = "pipeline"  # a template's extract, plan, execute, synthesize
     workflow = "workflow"  # a traced workflow: its trace.md is its source of truth
+    loop = "loop"  # an open-ended agent: a conversation with tool calls (runners/loop)
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +345,8 @@ class Move:
 
     to: Payload
     update: TaskUpdate = TaskUpdate()
+    # an owner's "always allow" / "never allow": kept in the same commit as the answer
+    remember: PermissionRule | None = None
 
 
 def args_digest(args: Any) -> str:

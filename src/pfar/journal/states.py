@@ -16,6 +16,9 @@ class TaskState(StrEnum):
     Synthesizing = "Synthesizing"
     AwaitingApproval = "AwaitingApproval"
     AwaitingCredential = "AwaitingCredential"
+    # a loop task whose model ended its turn: it waits for the owner's next message
+    # (conversation input: no question, no deadline)
+    WaitingForUser = "WaitingForUser"
     # stopped by the owner between two steps; its payload holds the one it goes back to
     Paused = "Paused"
     # the owner's cancel is committed: its processes are being ended; only Cancelled follows
@@ -32,7 +35,11 @@ class TaskState(StrEnum):
     @property
     def parked(self) -> bool:
         """Waiting on the owner: no coroutine, no memory, only a journal row."""
-        return self in (TaskState.AwaitingApproval, TaskState.AwaitingCredential)
+        return self in (
+            TaskState.AwaitingApproval,
+            TaskState.AwaitingCredential,
+            TaskState.WaitingForUser,
+        )
 
     @property
     def working(self) -> bool:
@@ -65,6 +72,7 @@ _PHASE = {
     TaskState.Executing: "execute",
     TaskState.AwaitingApproval: "execute",
     TaskState.AwaitingCredential: "execute",
+    TaskState.WaitingForUser: "execute",
     TaskState.Synthesizing: "synthesize",
     TaskState.Completed: "egress",
     # held and cancelled tasks keep the phase they were stopped in (see Journal.transition)
@@ -94,6 +102,7 @@ LEGAL: dict[TaskState, frozenset[TaskState]] = {
             _S.Executing,
             _S.AwaitingApproval,
             _S.AwaitingCredential,
+            _S.WaitingForUser,
             _S.Synthesizing,
             *_ENDINGS,
             *_PAUSE,
@@ -103,6 +112,8 @@ LEGAL: dict[TaskState, frozenset[TaskState]] = {
         {_S.Extracting, _S.Planning, _S.Executing, _S.Synthesizing, *_ENDINGS}
     ),
     _S.AwaitingCredential: frozenset({_S.Executing, *_ENDINGS}),
+    # the owner's message goes back to the loop; "done" ends it through its summary
+    _S.WaitingForUser: frozenset({_S.Executing, _S.Synthesizing, *_ENDINGS}),
     _S.Synthesizing: frozenset(
         {_S.Synthesizing, _S.Completed, _S.AwaitingApproval, *_ENDINGS, *_PAUSE}
     ),

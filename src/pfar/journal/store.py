@@ -1,4 +1,4 @@
-"""The store protocol: pfar's durable state as five families of async verbs.
+"""The store protocol: pfar's durable state as six families of async verbs.
 
 A kernel, its runners, recovery and the operator API see the journal only through
 these protocols. The SQLite journal (`Journal`) implements them; a PostgreSQL store
@@ -42,6 +42,7 @@ from .records import (
 )
 from .sessions import SessionRecord, SessionStatus
 from .states import TaskState
+from .turns import LoopSettings, PermissionRule, StoredTurn, Turn
 
 
 class TaskStore(Protocol):
@@ -183,8 +184,39 @@ class SessionStore(Protocol):
     async def create(self, project_path: str, thread_id: str) -> SessionRecord: ...
 
 
+class LoopStore(Protocol):
+    """Loop tasks: their settings, their conversations (appended turns), and the owner's
+    standing permission answers."""
+
+    async def settings(self, task_id: str) -> LoopSettings: ...
+    async def turns(self, task_id: str, after: int = -1) -> list[StoredTurn]: ...
+    async def children(self, task_id: str) -> list[str]: ...
+    async def rules(self) -> list[PermissionRule]: ...
+
+    async def create(
+        self,
+        task: TaskRecord,
+        settings: LoopSettings,
+        prompt: str,
+        event: InboundEvent | None = None,
+    ) -> tuple[TaskRecord, bool]: ...
+    async def update_settings(self, task_id: str, settings: LoopSettings) -> None: ...
+    async def append(
+        self,
+        task_id: str,
+        turns: Sequence[Turn],
+        *,
+        after: int,
+        to: Payload | None = None,
+        point: str | tuple[str, ...] | None,
+        messages: Sequence[OwnerMessage] = (),
+    ) -> tuple[list[StoredTurn], TaskState | None]: ...
+    async def send(self, task_id: str, text: str, *, done: bool = False) -> TaskState: ...
+    async def forget_rule(self, tool: str, pattern: str) -> bool: ...
+
+
 class Store(Protocol):
-    """One journal: its five families, and closing it."""
+    """One journal: its six families, and closing it."""
 
     @property
     def tasks(self) -> TaskStore: ...
@@ -196,5 +228,7 @@ class Store(Protocol):
     def adapters(self) -> AdapterStore: ...
     @property
     def sessions(self) -> SessionStore: ...
+    @property
+    def loops(self) -> LoopStore: ...
 
     def close(self, *, checkpoint: bool = True) -> None: ...

@@ -57,6 +57,7 @@ from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer
 from ..runners import Services, TemplateRegistry
+from ..runners.loop.permissions import Policy
 from ..runners.registry import runner_for
 from ..runners.workflow.definition import load_definition
 from ..tools.processes import end_group_if_same
@@ -65,8 +66,9 @@ from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
 from ..vault.sqlite import open_vault_db
-from . import holds
+from . import holds, loops
 from .audit import AuditLog
+from .loops import LoopRequest
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel, OwnerLogSink, Sink
 from .sessions import SessionSupervisor
@@ -289,6 +291,8 @@ class Kernel:
             approval_timeout_seconds=config.approvals.approval_timeout_seconds,
             credential_timeout_seconds=config.approvals.credential_prompt_timeout_seconds,
             notify_owner=self._notify_owner,
+            loop=config.loop,
+            loop_policy=Policy.of(config.loop),
         )
 
     def _notify_owner(self) -> None:
@@ -479,6 +483,50 @@ class Kernel:
         while self._running:
             await self._idle.wait()
             await asyncio.sleep(0)
+
+    # -- loop tasks -----------------------------------------------------------------
+
+    async def start_loop(
+        self, request: LoopRequest, *, event_id: str | None = None, adapter: str = "api"
+    ) -> TaskRecord:
+        """Start an agentic loop task (seed 001) on `request`. The same event id twice:
+        one task."""
+        if not self._accepting:
+            raise ShuttingDown()
+        if event_id is not None:
+            check_event_id(event_id)
+        request = loops.checked(request)
+        prompt = self.redactor.text(request.prompt)
+        event = InboundEvent(
+            event_id=event_id or str(uuid.uuid4()),
+            adapter=adapter,
+            template_id=loops.LOOP_TEMPLATE,
+            text=prompt,
+            payload={"directory": request.directory, "tier": request.tier},
+        )
+        task, settings = loops.loop_task(request, prompt, event)
+        stored, created = await self.journal.loops.create(task, settings, prompt, event)
+        if not created:
+            self._same_event(stored, event)
+            return stored
+        self.audit.log("task_created", task_id=stored.task_id, template_id="loop", adapter=adapter)
+        if found := self.redactor.found(request.prompt):
+            await self._tell_text_was_redacted(stored, found)
+        self.advance(stored.task_id)
+        return stored
+
+    async def send(self, task_id: str, text: str, *, done: bool = False) -> TaskRecord:
+        """The owner's message to a loop task waiting for one (`done`: end it instead,
+        with its summary). Refused, naming its state, when it is not waiting."""
+        if not self._accepting:
+            raise ShuttingDown()
+        task_id = await self.journal.tasks.resolve_id(task_id)
+        if not done and not text.strip():
+            raise BadRequest("text", "is empty")
+        await self.journal.loops.send(task_id, self.redactor.text(text), done=done)
+        self.audit.log("user_input", task_id=task_id, done=done)
+        self.advance(task_id)
+        return await self.journal.tasks.get(task_id)
 
     # -- traced workflows ---------------------------------------------------------
 

@@ -32,6 +32,8 @@ class RecoveryAction(StrEnum):
     LeavePaused = "LeavePaused"
     Pause = "Pause"
     FinishCancel = "FinishCancel"
+    # a loop task waiting for the owner's next message: it keeps waiting (no deadline)
+    AwaitInput = "AwaitInput"
 
 
 def determine_recovery_action(task: TaskRecord) -> RecoveryAction:
@@ -52,6 +54,8 @@ def determine_recovery_action(task: TaskRecord) -> RecoveryAction:
         return RecoveryAction.RepromptApproval
     if state is TaskState.AwaitingCredential:
         return RecoveryAction.RepromptCredential
+    if state is TaskState.WaitingForUser:
+        return RecoveryAction.AwaitInput
     if state is TaskState.Paused:
         return RecoveryAction.LeavePaused
     if state is TaskState.Cancelling:
@@ -93,7 +97,7 @@ class WriteInDoubt:
 
     def text(self) -> str:
         return (
-            f"the write in flight ({self.tool}, step {self.step + 1} of {self.total}) may have "
+            f"the write in flight ({self.tool}, {_where(self.step, self.total)}) may have "
             "happened: the owner will be asked to retry, skip or fail it"
         )
 
@@ -116,9 +120,13 @@ class WriteCutOff:
             else "is sent again under the same idempotency key"
         )
         return (
-            f"the write in flight ({self.tool}, step {self.step + 1} of {self.total}) {how}; "
+            f"the write in flight ({self.tool}, {_where(self.step, self.total)}) {how}; "
             "if it needs the owner's approval, the owner is asked again first"
         )
+
+
+def _where(step: int, total: int) -> str:
+    return f"step {step + 1} of {total}" if total else f"tool call {step + 1}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +225,7 @@ def write_in_flight(task: TaskRecord, step: StepRecord | None) -> WriteInDoubt |
     say (no write in flight, or a traced workflow, whose trace's recovery check decides)."""
     if step is None:
         return None
-    total = len(task.plan_steps)
+    total = len(task.plan_steps)  # 0 for a loop task: its calls are numbered, not planned
     match runner_for(task).in_flight_write(task, step):
         case StepRecovery.RequireOwnerConfirmation:
             return WriteInDoubt(step.tool, step.step, total)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ..journal import ApprovalRecord, OwnerMessage, TaskRecord, UnreadableTask
+from ..journal import ApprovalRecord, OwnerMessage, TaskKind, TaskRecord, UnreadableTask
 from ..journal.payloads import AwaitingApproval
 from ..journal.store import Store
 from ..runners.asking import approval_message, credential_message
@@ -65,6 +65,8 @@ async def plan_recovery(
 def describe(task: TaskRecord, title: str, decision: Decision) -> str:
     """How the report names a task (spec §7.4's wording)."""
     if decision.action in (RecoveryAction.ResumeExecution, RecoveryAction.AskOwner):
+        if task.kind is TaskKind.loop:
+            return f"{title} — at tool call {task.current_step + 1}"
         return f"{title} — step {task.current_step + 1} of {len(task.plan_steps)}"
     if isinstance(decision.why, TooOld):
         return f"too old: {title} from {decision.why.minutes} min ago"
@@ -109,6 +111,8 @@ async def recover_tasks(
             if d.action is RecoveryAction.Pause:
                 pause.append(d.task_id)
             report.paused.append(d.task_id)
+        elif d.action is RecoveryAction.AwaitInput:
+            report.waiting.append(d.task_id)
         elif d.action is RecoveryAction.FinishCancel:
             # its processes were ended before this (orphan_processes): only the record is left
             cancel.append(d.task_id)

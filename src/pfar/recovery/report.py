@@ -24,6 +24,8 @@ class RecoveryReport:
     abandoned: list[str] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)  # the owner's cancel, finished now
     paused: list[str] = field(default_factory=list)  # the owner's pause: left alone
+    # loop tasks waiting for the owner's next message: they keep waiting
+    waiting: list[str] = field(default_factory=list)
     # task id -> what is wrong with its row (field: problem): left exactly as it is
     malformed: dict[str, str] = field(default_factory=dict)
     orphan_containers: int = 0
@@ -45,6 +47,7 @@ class RecoveryReport:
             or self.abandoned
             or self.cancelled
             or self.paused
+            or self.waiting
             or self.malformed
             or self.orphan_containers
             or self.orphan_processes
@@ -62,6 +65,7 @@ class RecoveryReport:
             "abandoned": self.abandoned,
             "cancelled": self.cancelled,
             "paused": self.paused,
+            "waiting": self.waiting,
             "malformed": self.malformed,
             "orphan_containers": self.orphan_containers,
             "orphan_processes": self.orphan_processes,
@@ -130,6 +134,7 @@ class RecoveryReport:
         line(self.abandoned, "task", "tasks", "abandoned")
         line(self.cancelled, "task", "tasks", "cancelled, as the owner asked before the restart")
         line(self.paused, "task", "tasks", "left paused")
+        line(self.waiting, "task", "tasks", "still waiting for your message (pfar send)")
         for task_id, problem in self.malformed.items():
             lines.append(
                 f" - task {task_id[:8]} left as it is: its journal row is malformed ({problem}); "

@@ -22,7 +22,7 @@ from ..journal import (
     TaskState,
 )
 from ..journal.payloads import Executing
-from . import asking, pipeline
+from . import asking, loop, pipeline
 from .services import Services
 from .step_rules import StepRecovery, should_retry_step
 from .workflow import runner as workflow
@@ -44,8 +44,8 @@ class Runner:
     in_flight_write: Callable[[TaskRecord, StepRecord], StepRecovery | None]
 
 
-def _pipeline_in_flight(task: TaskRecord, step: StepRecord) -> StepRecovery | None:
-    """The pipeline's own rule (should_retry_step) on what the journal recorded when the
+def _step_in_flight(task: TaskRecord, step: StepRecord) -> StepRecovery | None:
+    """The step executor's own rule (should_retry_step) on what the journal recorded when the
     step started, so that what recovery says is what the task then does. A step the
     owner already chose to skip or retry is skipped or retried without asking again."""
     payload = task.payload
@@ -70,7 +70,7 @@ RUNNERS: dict[TaskKind, Runner] = {
         advance=pipeline.advance,
         apply_answer=asking.answer_outcome,
         ages_out=True,
-        in_flight_write=_pipeline_in_flight,
+        in_flight_write=_step_in_flight,
     ),
     # a workflow's trace's recovery check decides about its step in flight
     TaskKind.workflow: Runner(
@@ -79,6 +79,14 @@ RUNNERS: dict[TaskKind, Runner] = {
         apply_answer=workflow.answer_outcome,
         ages_out=False,
         in_flight_write=_trace_decides,
+    ),
+    # a loop's tool calls are the step executor's steps: the same rule
+    TaskKind.loop: Runner(
+        TaskKind.loop,
+        advance=loop.advance,
+        apply_answer=loop.apply_answer,
+        ages_out=False,  # a conversation may wait for days; its turns are its progress
+        in_flight_write=_step_in_flight,
     ),
 }
 assert set(RUNNERS) == set(TaskKind), "every task kind has its runner"

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..config import LoopConfig
 from ..journal import Journal
+from ..llm.events import ChatEvent
 from ..llm.proxy import InferenceProxy
 from ..policy.redact import Redactor
 from ..tools.registry import ToolRegistry
 from .templates import TemplateRegistry
+
+if TYPE_CHECKING:
+    from .loop.permissions import Policy
 
 
 @dataclass(slots=True)
@@ -25,3 +31,7 @@ class Services:
     approval_timeout_seconds: float
     credential_timeout_seconds: float
     notify_owner: Callable[[], None]
+    # the agentic loop's settings, its compiled policy, and who watches its output live
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    loop_policy: Policy | None = None  # compiled from `loop` when not given
+    loop_events: Callable[[str, ChatEvent], None] | None = None

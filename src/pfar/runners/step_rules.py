@@ -8,7 +8,9 @@ honours), and checked first when the tool can see its own effect.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal
 
 from ..journal.records import Idempotency, Semantics, StepRecord, StepStatus
 
@@ -36,3 +38,15 @@ def should_retry_step(
     if idempotency is Idempotency.check:
         return StepRecovery.CheckEffect
     return StepRecovery.RequireOwnerConfirmation
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """A runner's own question before a call runs (the agentic loop's permission prompt):
+    `options[0]` lets it run; `on_deny` says what its "no" does to the step."""
+
+    action_type: str
+    description: str
+    options: tuple[str, ...]
+    on_deny: Literal["fail", "skip"] = "skip"
+    timeout: float | None = None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -33,7 +34,7 @@ from ..tools.base import Credential, Tool, ToolContext
 from ..tools.processes import identity
 from .asking import ask_owner, park_credential
 from .services import Services
-from .step_rules import StepRecovery, should_retry_step
+from .step_rules import Ask, StepRecovery, should_retry_step
 
 IN_DOUBT_OPTIONS = ["retry", "skip", "fail"]
 
@@ -62,6 +63,11 @@ class StepRules:
     trusted_key_hosts: frozenset[str] = frozenset()
     credentials: Callable[[str], Sequence[Credential]] = lambda tool: ()
     approval_timeout: float | None = None
+    # the runner's own rule in place of `approval`, asked for every call (reads too):
+    # the question to ask before `tool` runs with `args`, or None to let it run
+    ask: Callable[[str, dict[str, Any], Semantics], Ask | None] | None = None
+    # the directory the tools work in (default: the task's workspace in the home)
+    workspace: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +133,7 @@ async def run_step(
         task.task_id,
         i,
         f"{task.task_id}:{i}",
-        svc.workspace(task.task_id),
+        rules.workspace or svc.workspace(task.task_id),
         svc.secret,
         _process_recorder(svc, task.task_id, i),
         credentials=tuple(rules.credentials(call.tool)),
@@ -162,7 +168,27 @@ async def run_step(
             )
             return Parked()
 
-    if semantics is Semantics.Write and not _approved(answered, i, call.args):
+    if rules.ask is not None:
+        question = (
+            None
+            if _approved(answered, i, call.args)
+            else rules.ask(call.tool, call.args, semantics)
+        )
+        if question is not None:
+            await ask_owner(
+                task,
+                svc,
+                action_type=question.action_type,
+                step=i,
+                tool=call.tool,
+                options=list(question.options),
+                description=question.description,
+                preview=call.args,
+                on_deny=question.on_deny,
+                timeout=question.timeout,
+            )
+            return Parked()
+    elif semantics is Semantics.Write and not _approved(answered, i, call.args):
         labels = (
             [s.label for s in await svc.journal.tasks.steps(task.task_id) if s.step < i]
             if rules.approval.tainted_writes

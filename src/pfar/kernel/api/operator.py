@@ -19,10 +19,15 @@ import os
 from typing import TYPE_CHECKING
 
 from ...answers import Answer
+from ...errors import BadRequest
 from ...journal.sessions import SessionRecord
 from ..holds import HoldResult
+from ..loops import LoopRequest
 from .reader import HomeReader
-from .records import Answered, Pong, SecretStored, Submitted, TaskRef
+from .records import Answered, Pong, SecretStored, Sent, Submitted, TaskRef
+
+# the messages `send` acts on instead of sending ("//text" sends "/text")
+SLASH = ("/pause", "/cancel", "/resume", "/done")
 
 if TYPE_CHECKING:
     from ..kernel import Kernel, KernelStatistics
@@ -95,6 +100,45 @@ class Operator(HomeReader):
         """Store secret `name` in the vault; from now on it is redacted wherever it appears."""
         self._kernel.set_secret(name, value)
         return SecretStored(name)
+
+    # -- loop tasks --------------------------------------------------------------------
+
+    async def start_loop(
+        self,
+        prompt: str,
+        directory: str,
+        *,
+        tier: str = "worker",
+        once: bool = False,
+        title: str = "",
+        event_id: str | None = None,
+        adapter: str = "api",
+    ) -> Submitted:
+        """Start an agentic loop task: the model works on `prompt` in `directory` with its
+        tools until it ends its turn; then it waits for `send` (or ends, with `once`)."""
+        request = LoopRequest(prompt, directory, tier, once, title)
+        task = await self._kernel.start_loop(request, event_id=event_id, adapter=adapter)
+        redacted = tuple(self._kernel.redactor.found(prompt))
+        return Submitted(task.task_id, task.template_id, task.state, redacted)
+
+    async def send(self, task_id: str, text: str) -> Sent:
+        """The owner's message to a loop task. `/pause`, `/cancel` and `/resume` act on the
+        task, `/done` ends it with its summary; "//..." sends a message that starts "/"."""
+        command = text.strip().lower()
+        holds = {"/pause": self.pause, "/cancel": self.cancel, "/resume": self.resume}
+        if command in holds:
+            r = await holds[command](task_id)
+            return Sent(r.task_id, r.state, command, r.to_json())
+        if command.startswith("/") and not command.startswith("//") and command != "/done":
+            raise BadRequest(
+                "text", f"{text.strip()!r} is not a command; commands are {', '.join(SLASH)}"
+            )
+        done = command == "/done"
+        message = "" if done else text.strip().removeprefix("/")
+        task = await self._kernel.send(
+            task_id, message if text.strip().startswith("//") else text, done=done
+        )
+        return Sent(task.task_id, task.state, "/done" if done else None)
 
     # -- traced workflows ------------------------------------------------------------
 

@@ -181,6 +181,25 @@ class TaskRef:
 
 
 @dataclass(frozen=True, slots=True)
+class Sent:
+    """The owner's message to a loop task, taken: the task's state right after, and for a
+    command (`/pause`, `/cancel`, `/resume`) what it did (`hold`, as `HoldResult.to_json`)."""
+
+    task_id: str
+    state: TaskState
+    command: str | None = None
+    hold: JSON | None = None
+
+    def to_json(self) -> JSON:
+        out: JSON = {"task_id": self.task_id, "state": self.state.value}
+        if self.command is not None:
+            out["command"] = self.command
+        if self.hold is not None:
+            out["hold"] = self.hold
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Answered:
     """An approval once answered; `changed` is False when it had been decided before."""
 

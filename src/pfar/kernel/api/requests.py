@@ -134,6 +134,23 @@ class NewSessionArgs:
     thread_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class LoopArgs:
+    prompt: str
+    directory: str
+    tier: str = "worker"
+    once: bool = False
+    title: str = ""
+    event_id: str | None = None
+    adapter: str = "cli"
+
+
+@dataclass(frozen=True, slots=True)
+class SendArgs:
+    task_id: str
+    text: str
+
+
 # -- the table -------------------------------------------------------------------------
 
 PING = Command("ping", NoArgs, lambda o, _: o.ping(), while_shutting_down=True)
@@ -145,6 +162,20 @@ SUBMIT = Command(
     SubmitArgs,
     lambda o, a: o.submit(a.template, a.text, event_id=a.event_id, adapter=a.adapter),
 )
+LOOP = Command(
+    "loop",
+    LoopArgs,
+    lambda o, a: o.start_loop(
+        a.prompt,
+        a.directory,
+        tier=a.tier,
+        once=a.once,
+        title=a.title,
+        event_id=a.event_id,
+        adapter=a.adapter,
+    ),
+)
+SEND = Command("send", SendArgs, lambda o, a: o.send(a.task_id, a.text))
 TASKS = Command("tasks", TasksArgs, lambda o, a: o.tasks(a.states, a.limit))
 TASK_SHOW = Command("task_show", TaskArgs, lambda o, a: o.timeline(a.task_id))
 TASK_CANCEL = Command("task_cancel", TaskArgs, lambda o, a: o.cancel(a.task_id))
@@ -184,6 +215,8 @@ COMMANDS: Final[Mapping[str, Command[Any]]] = {
         WAIT_IDLE,
         SHUTDOWN,
         SUBMIT,
+        LOOP,
+        SEND,
         TASKS,
         TASK_SHOW,
         TASK_CANCEL,

@@ -3,8 +3,9 @@ every surface shows this one."""
 
 from __future__ import annotations
 
-from ...journal import Semantics
+from ...journal import Semantics, TaskKind
 from ...journal.store import Store
+from ...journal.turns import AssistantTurn, ResultsTurn, SummaryTurn, Turn, UserTurn
 from .records import TaskSummary, TaskTimeline, TimelineEntry
 
 
@@ -16,7 +17,11 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
     plan_steps = t.plan_steps
     for s in steps:
         what = plan_steps[s.step].get("description", "") if s.step < len(plan_steps) else ""
-        label = f"step {s.step + 1}/{len(plan_steps)} {s.tool}" + (f" ({what})" if what else "")
+        label = (
+            f"tool call {s.step + 1} {s.tool}"
+            if t.kind is TaskKind.loop
+            else f"step {s.step + 1}/{len(plan_steps)} {s.tool}" + (f" ({what})" if what else "")
+        )
         if s.semantics is Semantics.Write:
             events.append((s.started_at, f"{label}: started"))
         if s.completed_at:
@@ -33,6 +38,8 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
             events.append((p.received_at, f"credential [{p.prompt_id[:8]}] {p.status.value}"))
     for m in await journal.events.for_task(task_id):
         events.append((m["created_at"], f"message to owner ({m['kind']}, {m['status']})"))
+    if t.kind is TaskKind.loop:
+        events += [(turn.at, said(turn.turn)) for turn in await journal.loops.turns(task_id)]
     events.append((t.updated_at, f"now {t.state.value}" + (f": {t.error}" if t.error else "")))
     events.sort(key=lambda e: e[0])
     return TaskTimeline(
@@ -42,3 +49,27 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
         steps=tuple(steps),
         entries=tuple(TimelineEntry(at, event) for at, event in events),
     )
+
+
+def said(turn: Turn, limit: int = 2000) -> str:
+    """One turn of a loop task's conversation, as the timeline tells it."""
+
+    def cut(text: str) -> str:
+        return text if len(text) <= limit else text[:limit] + f" … [{len(text) - limit} more]"
+
+    match turn:
+        case UserTurn(source="continue", text=text):
+            return f"pfar: {cut(text)}"
+        case UserTurn(text=text):
+            return f"you: {cut(text)}"
+        case AssistantTurn(text=text, calls=calls):
+            named = ", ".join(f"{c.name} #{c.step + 1}" for c in calls)
+            return f"model: {cut(text) or '(no text)'}" + (f" [calls: {named}]" if named else "")
+        case ResultsTurn(results=results):
+            parts = [
+                f"#{r.step + 1}{' error' if r.is_error else ''}: {cut(r.content)}" for r in results
+            ]
+            return "results: " + " | ".join(parts)
+        case SummaryTurn(text=text):
+            return f"summary of earlier turns: {cut(text)}"
+    raise TypeError(f"not a turn: {turn!r}")

@@ -1,0 +1,94 @@
+"""`pfar loop PROMPT` and `pfar send ID MESSAGE`: agentic loop tasks, through the running
+kernel."""
+
+from __future__ import annotations
+
+import click
+
+from ..kernel.api.requests import LOOP, SEND, WAIT_IDLE, LoopArgs, NoArgs, SendArgs
+from ..kernel.holds import describe
+from ..kernel.loops import TIERS
+from ..policy.printable import printable
+from . import client
+from .output import emit, err, home_of, out, read
+
+
+@click.command()
+@click.argument("prompt")
+@click.option(
+    "--dir",
+    "directory",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="The directory the agent works in (its tools are confined to it).",
+)
+@click.option("--tier", type=click.Choice(TIERS), default="worker", show_default=True)
+@click.option(
+    "--once", is_flag=True, help="End the task when the model ends its turn (no conversation)."
+)
+@click.option("--title", default="", help="A short name for the task (default: the prompt).")
+@click.option("--event-id", help="Idempotency: the same event id twice starts one task.")
+@click.option("--wait", is_flag=True, help="Wait until no task is running, then show the reply.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def loop(
+    ctx: click.Context,
+    prompt: str,
+    directory: str,
+    tier: str,
+    once: bool,
+    title: str,
+    event_id: str | None,
+    wait: bool,
+    as_json: bool,
+) -> None:
+    """Start an agent on PROMPT: it reads, writes, edits and runs commands in DIR with its
+    tools, asking you before anything risky, until it ends its turn and waits for
+    `pfar send`. Every turn and tool call survives a crash."""
+    home = home_of(ctx)
+    args = LoopArgs(prompt, directory, tier, once, title, event_id, "cli")
+    result = client.send(home, LOOP, args)
+    if result.get("redacted"):
+        err.print(
+            f"note: the prompt held {', '.join(result['redacted'])}; the task got "
+            "[REDACTED:…] in its place"
+        )
+    _show(ctx, result, wait, as_json)
+
+
+@click.command()
+@click.argument("task_id")
+@click.argument("message")
+@click.option("--wait", is_flag=True, help="Wait until no task is running, then show the reply.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def send(ctx: click.Context, task_id: str, message: str, wait: bool, as_json: bool) -> None:
+    """Send MESSAGE to a loop task waiting for you. `/done` ends it with its summary;
+    `/pause`, `/resume` and `/cancel` act on it."""
+    result = client.send(home_of(ctx), SEND, SendArgs(task_id, message))
+    hold = result.get("hold")
+    if isinstance(hold, dict):  # /pause, /resume, /cancel
+        if as_json:
+            emit(result, True)
+        else:
+            out.print(describe(hold))
+        return
+    _show(ctx, result, wait, as_json)
+
+
+def _show(ctx: click.Context, result: dict[str, object], wait: bool, as_json: bool) -> None:
+    home = home_of(ctx)
+    task_id = str(result["task_id"])
+    if wait:
+        client.send(home, WAIT_IDLE, NoArgs(), timeout=3600)
+        result = read(home, lambda r: r.task(task_id)).to_json()
+    if as_json:
+        emit(result, True)
+        return
+    out.print(f"task {task_id} {result['state']}")
+    if wait:
+        timeline = read(home, lambda r: r.timeline(task_id))
+        said = [e.event for e in timeline.entries if e.event.startswith("model: ")]
+        if said:
+            out.print(printable(said[-1], indent="  "))

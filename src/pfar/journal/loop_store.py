@@ -1,0 +1,135 @@
+"""The SQLite loop store (`store.LoopStore`): loop tasks' settings, conversations, and the
+owner's standing permission answers."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from ..errors import TaskStateRefused, UnknownTask
+from . import events_sql, loops_sql, tasks_sql
+from .backing import Backing
+from .moves import transition_txn
+from .payloads import Executing, Payload, Synthesizing, WaitingForUser
+from .records import InboundEvent, OwnerMessage, TaskRecord, now_rfc3339
+from .states import TaskState
+from .turns import LoopSettings, PermissionRule, StoredTurn, Turn, UserTurn
+
+
+class SQLiteLoopStore:
+    def __init__(self, db: Backing) -> None:
+        self._db = db
+
+    # -- reads -----------------------------------------------------------------
+
+    async def settings(self, task_id: str) -> LoopSettings:
+        found = loops_sql.settings(self._db.reader, task_id)
+        if found is None:
+            raise UnknownTask(task_id)
+        return found
+
+    async def turns(self, task_id: str, after: int = -1) -> list[StoredTurn]:
+        """The conversation's turns after seq `after`, in order."""
+        return loops_sql.turns(self._db.reader, task_id, after)
+
+    async def children(self, task_id: str) -> list[str]:
+        return loops_sql.children(self._db.reader, task_id)
+
+    async def rules(self) -> list[PermissionRule]:
+        return loops_sql.rules(self._db.reader)
+
+    # -- writes ----------------------------------------------------------------
+
+    async def create(
+        self,
+        task: TaskRecord,
+        settings: LoopSettings,
+        prompt: str,
+        event: InboundEvent | None = None,
+    ) -> tuple[TaskRecord, bool]:
+        """A loop task, its settings and its first turn (the prompt), in one commit;
+        with an event, exactly once: a redelivered event returns its task."""
+
+        def op(conn: sqlite3.Connection) -> tuple[TaskRecord, bool]:
+            if event is not None:
+                seen = events_sql.seen_event(conn, event.event_id)
+                if seen is not None:
+                    existing = tasks_sql.get(conn, seen)
+                    if existing is not None:
+                        return existing, False
+                events_sql.record_event_txn(
+                    conn, event.event_id, event.adapter, task.task_id, task.created_at
+                )
+            tasks_sql.insert_txn(conn, task)
+            loops_sql.insert_settings_txn(conn, task.task_id, settings)
+            loops_sql.append_txn(
+                conn, task.task_id, [UserTurn(text=prompt, source="prompt")], task.created_at, -1
+            )
+            return task, True
+
+        return await self._db.write(op, "task_created")
+
+    async def update_settings(self, task_id: str, settings: LoopSettings) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            loops_sql.update_settings_txn(conn, task_id, settings)
+
+        await self._db.write(op, "loop_workspace")
+
+    async def append(
+        self,
+        task_id: str,
+        turns: Sequence[Turn],
+        *,
+        after: int,
+        to: Payload | None = None,
+        point: str | tuple[str, ...] | None,
+        messages: Sequence[OwnerMessage] = (),
+    ) -> tuple[list[StoredTurn], TaskState | None]:
+        """Append `turns` after turn `after` (the last one the caller saw) and move the
+        task into `to` (checked), with the owner's messages: one commit. Returns the
+        turns as stored and the state the task is in now (Paused when the owner's pause
+        request stood and this move was its boundary; None when `to` is None)."""
+
+        def op(conn: sqlite3.Connection) -> tuple[list[StoredTurn], TaskState | None]:
+            state = None
+            if to is not None:
+                state = transition_txn(conn, task_id, to)
+            at = now_rfc3339()
+            stored = loops_sql.append_txn(conn, task_id, turns, at, after)
+            for msg in messages:
+                events_sql.enqueue_message_txn(conn, msg, at)
+            return stored, state
+
+        return await self._db.write(op, point)
+
+    async def send(self, task_id: str, text: str, *, done: bool = False) -> TaskState:
+        """The owner's message to a loop task waiting for one: appended, and the loop goes
+        on (`done`: the conversation ends instead, through its summary). Refused, naming
+        the state, while the task is not waiting: its model has the turn."""
+
+        def op(conn: sqlite3.Connection) -> TaskState:
+            found = tasks_sql.get_state_payload(conn, task_id)
+            if found is None:
+                raise UnknownTask(task_id)
+            state, _, payload = found
+            if not isinstance(payload, WaitingForUser):
+                why = (
+                    "it has ended"
+                    if state.terminal
+                    else "it is not waiting for a message (its model has the turn, or it "
+                    "waits on a question: answer that with `pfar approve`/`pfar deny`)"
+                )
+                raise TaskStateRefused(task_id, state.value, "sent a message", why)
+            at = now_rfc3339()
+            if done:
+                return transition_txn(conn, task_id, Synthesizing())
+            loops_sql.append_txn(conn, task_id, [UserTurn(text=text, source="owner")], at, None)
+            return transition_txn(conn, task_id, Executing(current_step=payload.next_step))
+
+        return await self._db.write(op, "user_input")
+
+    async def forget_rule(self, tool: str, pattern: str) -> bool:
+        def op(conn: sqlite3.Connection) -> bool:
+            return loops_sql.forget_rule_txn(conn, tool, pattern)
+
+        return await self._db.write(op, None)

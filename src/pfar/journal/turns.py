@@ -1,0 +1,186 @@
+"""A loop task's durable records: its settings, and its conversation as typed turns.
+
+The conversation is appended, one turn at a time, each in the commit that also moves
+the task (a model's answer and the route it takes; a tool call's results; the owner's
+message): what is journaled is exactly what the next model call is shown. A turn is
+stored as JSON with a `kind` tag and validated when read, like a state's payload.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+
+from ..errors import MalformedTaskRow
+
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LoopSettings:
+    """How a loop task runs, fixed when it is created."""
+
+    __pydantic_config__ = _STRICT
+    # the directory its tools work in (a git worktree of it, when `worktree` is set)
+    working_dir: str
+    # the model tier it asks ("worker" unless the owner chose another)
+    tier: str = "worker"
+    # end the task when the model ends its turn, instead of waiting for the owner's reply
+    once: bool = False
+    # the task's own git worktree (`.worktrees/{task_id}` of the repository), if made
+    worktree: str | None = None
+    # the repository the worktree belongs to, and its branch
+    repository: str | None = None
+    branch: str | None = None
+    # a subtask: the task whose Task tool call started it, and how deep it is
+    parent_task_id: str | None = None
+    parent_step: int | None = None
+    depth: int = 0
+    title: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LoopCall:
+    """A tool call of the model, numbered: `step` is its row in the task's steps."""
+
+    __pydantic_config__ = _STRICT
+    id: str
+    name: str
+    input: dict[str, Any]
+    step: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class LoopResult:
+    """What a tool call came to, as the model is shown it."""
+
+    __pydantic_config__ = _STRICT
+    call_id: str
+    step: int
+    content: str
+    is_error: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class UserTurn:
+    """A user message: the task's prompt, the owner's message, or pfar's own
+    continuation after an answer was cut off at its token limit."""
+
+    __pydantic_config__ = _STRICT
+    kind: Literal["user"] = "user"
+    text: str
+    source: Literal["prompt", "owner", "continue"] = "owner"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantTurn:
+    """The model's answer: its text and tool calls (thinking is never kept)."""
+
+    __pydantic_config__ = _STRICT
+    kind: Literal["assistant"] = "assistant"
+    text: str = ""
+    calls: tuple[LoopCall, ...] = ()
+    stop_reason: str = "end_turn"
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    # tool calls the model made that could not be used (bad JSON, a wrong schema):
+    # never sent back as calls, so the next turn tells the model about them in words
+    unusable: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ResultsTurn:
+    """Every tool call of the assistant turn before it, resolved; `note` is what pfar adds
+    (calls it could not use, an answer cut off at its token limit)."""
+
+    __pydantic_config__ = _STRICT
+    kind: Literal["results"] = "results"
+    results: tuple[LoopResult, ...]
+    note: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryTurn:
+    """The turns before `upto` (their seq) summarized by the cheap tier: the model is
+    shown this instead of them. They stay in the journal."""
+
+    __pydantic_config__ = _STRICT
+    kind: Literal["summary"] = "summary"
+    text: str
+    upto: int
+
+
+Turn = UserTurn | AssistantTurn | ResultsTurn | SummaryTurn
+_TURN: TypeAdapter[Turn] = TypeAdapter(Annotated[Turn, Field(discriminator="kind")])
+_SETTINGS: TypeAdapter[LoopSettings] = TypeAdapter(LoopSettings)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredTurn:
+    seq: int
+    at: str
+    turn: Turn
+
+
+def dump(value: Any) -> str:
+    return json.dumps(_plain(value), separators=(",", ":"), ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def load_turn(task_id: str, seq: int, text: str) -> Turn:
+    try:
+        return _TURN.validate_json(text)
+    except ValidationError as exc:
+        raise MalformedTaskRow(task_id, f"loop_turns[{seq}]", _first(exc)) from None
+
+
+def load_settings(task_id: str, text: str) -> LoopSettings:
+    try:
+        return _SETTINGS.validate_json(text)
+    except ValidationError as exc:
+        raise MalformedTaskRow(task_id, "loop_tasks.settings_json", _first(exc)) from None
+
+
+def _first(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    where = ".".join(str(p) for p in err["loc"])
+    return f"{where}: {err['msg']}" if where else str(err["msg"])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PermissionRule:
+    """The owner's "always allow" or "never allow" for calls of `tool` matching `pattern`
+    (an fnmatch pattern over the call's summary: a command, a path, a host)."""
+
+    tool: str
+    pattern: str
+    decision: Literal["allow", "deny"]
+    task_id: str | None = None
+
+
+__all__ = [
+    "AssistantTurn",
+    "LoopCall",
+    "LoopResult",
+    "LoopSettings",
+    "PermissionRule",
+    "ResultsTurn",
+    "StoredTurn",
+    "SummaryTurn",
+    "Turn",
+    "UserTurn",
+    "dump",
+    "load_settings",
+    "load_turn",
+]

@@ -1,0 +1,192 @@
+"""Context assembly (seed 001, Phase 2): the system prompt, the conversation as the model
+is shown it, and keeping it within the model's budget.
+
+Tokens are estimated at four characters each (the inference proxy's own estimate), so
+the budget holds without a tokenizer per provider. Over budget, two strategies run in
+order: large tool results in older turns are cut to their first and last lines with
+"[truncated, N lines omitted]", then older turns are summarized by the cheap tier (a
+`SummaryTurn` appended to the journal, so the summary is made once). A conversation
+that still does not fit fails with an error that says by how much.
+"""
+
+from __future__ import annotations
+
+import datetime
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...journal.turns import (
+    AssistantTurn,
+    LoopSettings,
+    ResultsTurn,
+    StoredTurn,
+    SummaryTurn,
+    UserTurn,
+)
+from ...llm.messages import Message, ToolCall, ToolResult
+
+KEEP_LINES = 40  # lines kept at each end of a tool result cut to fit
+
+
+def tokens(text: str) -> int:
+    return len(text) // 4 + 1
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    working_dir: str
+    git: str
+    date: str
+    model: str
+
+
+def environment(settings: LoopSettings, model: str) -> Environment:
+    return Environment(
+        settings.working_dir,
+        git_state(Path(settings.working_dir)),
+        datetime.date.today().isoformat(),
+        model,
+    )
+
+
+def git_state(directory: Path) -> str:
+    """Branch and clean/dirty state, or "not a git repository"."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(directory), "status", "--porcelain=v1", "--branch"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown (git could not be run)"
+    if out.returncode != 0:
+        return "not a git repository"
+    lines = out.stdout.splitlines()
+    head = lines[0].removeprefix("## ") if lines else "?"
+    changed = len(lines) - 1
+    return f"branch {head.split('...')[0]}, " + (
+        f"dirty ({changed} changed file{'s' if changed != 1 else ''})" if changed else "clean"
+    )
+
+
+def system_prompt(settings: LoopSettings, task_id: str, env: Environment) -> str:
+    lines = [
+        "You are pfar's agent, working on your owner's task with the tools you are given.",
+        "Work in small, checked steps: read before you change, run what you changed.",
+        "When the task is done (or you need the owner), reply with a short plain summary "
+        "of what you did and what is left, and call no tool.",
+        "A tool result that says a call was cut off by a crash tells you exactly what is "
+        "known about it: believe it, and check the effect before relying on it.",
+        "",
+        "Environment:",
+        f"- Working directory: {env.working_dir}",
+        f"- Git: {env.git}",
+        f"- Date: {env.date}",
+        f"- Model: {env.model}",
+        f"- Task: {task_id}" + (f" ({settings.title})" if settings.title else ""),
+    ]
+    if settings.parent_task_id:
+        lines.append(
+            f"- A subtask of {settings.parent_task_id} (depth {settings.depth}): your final "
+            "reply is its result"
+        )
+    return "\n".join(lines)
+
+
+def visible(turns: Sequence[StoredTurn]) -> list[StoredTurn]:
+    """The turns the model is shown: from the latest summary on (the summary itself
+    standing for everything before `upto`)."""
+    start = 0
+    for i, stored in enumerate(turns):
+        if isinstance(stored.turn, SummaryTurn):
+            start = i
+    if start == 0:
+        return list(turns)
+    summary = turns[start]
+    assert isinstance(summary.turn, SummaryTurn)
+    kept = [t for t in turns[:start] if t.seq >= summary.turn.upto]
+    return [summary, *kept, *turns[start + 1 :]]
+
+
+def messages(turns: Sequence[StoredTurn], *, cut: int | None = None) -> tuple[Message, ...]:
+    """The conversation as provider-neutral messages. Consecutive user-side turns merge
+    into one message. `cut`: tool results longer than that many lines, except in the
+    last two turns, keep their first and last lines."""
+    out: list[Message] = []
+    last_two = {t.seq for t in turns[-2:]}
+    for stored in turns:
+        turn = stored.turn
+        if isinstance(turn, AssistantTurn):
+            calls = tuple(ToolCall(c.id, c.name, c.input) for c in turn.calls)
+            out.append(Message("assistant", turn.text, tool_calls=calls))
+            continue
+        if isinstance(turn, UserTurn):
+            msg = Message("user", turn.text)
+        elif isinstance(turn, SummaryTurn):
+            msg = Message("user", f"Summary of the conversation so far:\n{turn.text}")
+        else:
+            assert isinstance(turn, ResultsTurn)
+            short = cut if cut is not None and stored.seq not in last_two else None
+            results = tuple(
+                ToolResult(r.call_id, truncate(r.content, short), r.is_error) for r in turn.results
+            )
+            msg = Message("user", turn.note, tool_results=results)
+        if out and out[-1].role == "user":
+            prev = out.pop()
+            text = "\n\n".join(t for t in (prev.text, msg.text) if t)
+            msg = Message("user", text, tool_results=prev.tool_results + msg.tool_results)
+        out.append(msg)
+    return tuple(out)
+
+
+def truncate(text: str, keep: int | None) -> str:
+    if keep is None:
+        return text
+    lines = text.splitlines()
+    if len(lines) <= 2 * keep:
+        return text
+    omitted = len(lines) - 2 * keep
+    return "\n".join([*lines[:keep], f"[truncated, {omitted} lines omitted]", *lines[-keep:]])
+
+
+def size(system: str, msgs: Sequence[Message], schemas_chars: int) -> int:
+    chars = len(system) + schemas_chars
+    for m in msgs:
+        chars += len(m.text)
+        chars += sum(len(c.name) + len(str(c.input)) for c in m.tool_calls)
+        chars += sum(len(r.content) for r in m.tool_results)
+    return chars // 4 + 1
+
+
+def summary_cut(turns: Sequence[StoredTurn], keep: int) -> int | None:
+    """Where a summary may end: the seq of an assistant turn at least `keep` turns from
+    the end, so that what is kept starts with the model's turn and no tool result is
+    parted from its call. None when there is nothing old enough to summarize."""
+    for i in range(len(turns) - keep, 0, -1):
+        if isinstance(turns[i].turn, AssistantTurn):
+            return turns[i].seq
+    return None
+
+
+def transcript(turns: Sequence[StoredTurn], limit: int = 200_000) -> str:
+    """The turns as plain text, for the cheap tier to summarize."""
+    parts: list[str] = []
+    for stored in turns:
+        turn = stored.turn
+        if isinstance(turn, UserTurn):
+            parts.append(f"USER: {turn.text}")
+        elif isinstance(turn, SummaryTurn):
+            parts.append(f"EARLIER SUMMARY: {turn.text}")
+        elif isinstance(turn, AssistantTurn):
+            calls = "; ".join(f"{c.name}({c.input})" for c in turn.calls)
+            parts.append(f"ASSISTANT: {turn.text}" + (f" [calls: {calls}]" if calls else ""))
+        else:
+            assert isinstance(turn, ResultsTurn)
+            for r in turn.results:
+                parts.append(f"RESULT{' (error)' if r.is_error else ''}: {truncate(r.content, 10)}")
+    text = "\n".join(parts)
+    return text if len(text) <= limit else text[: limit // 2] + "\n…\n" + text[-limit // 2 :]

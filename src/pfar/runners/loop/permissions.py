@@ -1,0 +1,167 @@
+"""The loop's first two security layers (seed 001, 4.1 and 4.2), as pure functions.
+
+Layer 1, the policy (`[loop.policy]`): blocked tools, protected paths, dangerous
+commands, blocked hosts. A refusal never runs and never asks: it is the call's result,
+naming the rule. Layer 2, permission: a call of a tool the owner always allows, or one
+matching a standing "always allow" answer, runs; one matching "never allow" is refused
+like a policy rule; anything else asks the owner "Allow {tool}: {summary}?" with yes,
+no, always allow and never allow.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from ...config import LoopConfig
+from ...journal import Semantics
+from ...journal.turns import PermissionRule
+from ..step_rules import Ask
+
+PERMISSION = "permission"
+PERMISSION_OPTIONS = ("approve", "deny", "always", "never")
+
+# the argument that says what a call touches, per tool (its "summary")
+_SUBJECT = {
+    "Bash": "command",
+    "Read": "file_path",
+    "Write": "file_path",
+    "Edit": "file_path",
+    "WebFetch": "url",
+    "Glob": "pattern",
+    "Grep": "pattern",
+    "Task": "description",
+    "file.read": "path",
+    "file.write": "path",
+    "http.request": "url",
+}
+_PATH_ARGS = ("file_path", "path")
+
+
+def subject(tool: str, args: dict[str, Any]) -> str:
+    """What a call touches, as a standing answer names it: the command, the path, the
+    host; a tool with no such argument is named alone ("*")."""
+    key = _SUBJECT.get(tool)
+    value = args.get(key) if key else None
+    if not isinstance(value, str):
+        if tool == "shell.run" and isinstance(args.get("argv"), list):
+            return " ".join(str(a) for a in args["argv"])
+        return "*"
+    if key == "url":
+        return (urlsplit(value).hostname or value).lower()
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """`[loop]`'s rules, compiled once for the kernel's life."""
+
+    blocked_tools: frozenset[str]
+    protected_paths: tuple[str, ...]
+    dangerous: tuple[re.Pattern[str], ...]
+    blocked_hosts: frozenset[str]
+    always_allow: frozenset[str]
+    timeout: float
+
+    @classmethod
+    def of(cls, config: LoopConfig) -> Policy:
+        p = config.policy
+        return cls(
+            frozenset(p.blocked_tools),
+            tuple(p.protected_paths),
+            tuple(re.compile(d) for d in p.dangerous_commands),
+            frozenset(h.lower() for h in p.blocked_hosts),
+            frozenset(config.always_allow),
+            config.permission_timeout_seconds,
+        )
+
+    def refusal(self, tool: str, args: dict[str, Any], workdir: Path) -> str | None:
+        """Layer 1: why this call may not run at all, or None."""
+        if tool in self.blocked_tools:
+            return (
+                f"Blocked by security policy: the tool {tool} is blocked "
+                "([loop.policy] blocked_tools)"
+            )
+        for key in _PATH_ARGS:
+            value = args.get(key)
+            if isinstance(value, str) and (rule := self._protected(value, workdir)):
+                return (
+                    f"Blocked by security policy: {value} is a protected path "
+                    f"(pattern {rule!r} in [loop.policy] protected_paths)"
+                )
+        command = args.get("command") if tool == "Bash" else None
+        if isinstance(command, str):
+            for pattern in self.dangerous:
+                if pattern.search(command):
+                    return (
+                        "Blocked by security policy: the command matches the dangerous "
+                        f"pattern {pattern.pattern!r} ([loop.policy] dangerous_commands)"
+                    )
+        url = args.get("url")
+        if isinstance(url, str):
+            host = (urlsplit(url).hostname or "").lower()
+            if host and host in self.blocked_hosts:
+                return (
+                    f"Blocked by security policy: the host {host} is blocked "
+                    "([loop.policy] blocked_hosts)"
+                )
+        return None
+
+    def _protected(self, value: str, workdir: Path) -> str | None:
+        target = Path(value) if os.path.isabs(value) else workdir / value
+        resolved = os.path.normpath(str(target))
+        try:
+            relative = os.path.relpath(resolved, os.path.normpath(str(workdir)))
+        except ValueError:
+            relative = resolved
+        for pattern in self.protected_paths:
+            if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(resolved, pattern):
+                return pattern
+        return None
+
+    def standing(
+        self, rules: Sequence[PermissionRule], tool: str, args: dict[str, Any]
+    ) -> Literal["allow", "deny"] | None:
+        """The owner's standing answer that covers this call (a "never" wins)."""
+        what = subject(tool, args)
+        found: Literal["allow", "deny"] | None = None
+        for rule in rules:
+            if rule.tool == tool and fnmatch.fnmatchcase(what, rule.pattern):
+                if rule.decision == "deny":
+                    return "deny"
+                found = "allow"
+        return found
+
+    def ask(
+        self,
+        rules: Sequence[PermissionRule],
+        tool: str,
+        args: dict[str, Any],
+        semantics: Semantics,
+    ) -> Ask | None:
+        """Layer 2: the permission question this call needs, or None to let it run."""
+        if tool in self.always_allow or self.standing(rules, tool, args) == "allow":
+            return None
+        what = subject(tool, args)
+        shown = what if len(what) <= 200 else what[:200] + "…"
+        verb = "change" if semantics is Semantics.Write else "use"
+        return Ask(
+            PERMISSION,
+            f'Allow {tool}: {shown}? (the task wants to {verb} this; "always" and '
+            f'"never" are kept for later tasks: {tool} on {what!r})',
+            PERMISSION_OPTIONS,
+            on_deny="skip",
+            timeout=self.timeout,
+        )
+
+
+def remembered(
+    tool: str, args: dict[str, Any], decision: Literal["allow", "deny"], task_id: str
+) -> PermissionRule:
+    return PermissionRule(tool, subject(tool, args), decision, task_id)

@@ -1,0 +1,601 @@
+"""The loop runner: an open-ended, tool-using agent whose every turn is durable.
+
+`advance(task_id)` goes on from what the journal holds, like every runner:
+
+* the last turn is the owner's (or pfar's) message or a results turn: the model's
+  turn. Drift is checked, the context assembled, the request journaled as sent (to a
+  remote model), and the answer appended in the commit that routes it: its tool
+  calls (each numbered: its row in the task's steps) to run; an ended turn to the
+  owner (`WaitingForUser`), or to the summary when the task runs `once`; an answer
+  cut off at its token limit to pfar's own "continue".
+* the last turn is the model's, with tool calls: each call not yet resolved runs
+  through the step executor (layer 1 policy first, then the permission question),
+  which journals its start before a write, replays a finished one, checks or asks
+  about one a crash cut off. A tool's error is the call's result, not the task's
+  failure. Once every call is resolved, their results are appended as one turn.
+
+Nothing is held between calls but the journal: after a crash the same rules give
+the same next step. Recovery's matrix (seed 001) falls out of the journal: a request
+journaled as sent and no answer appended is made again; an answer appended is
+routed without calling the model; a call marked started is the step executor's
+(`in_flight_write`); a task waiting for the owner keeps waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ...errors import PfarError, ProviderError, ToolFailed, VaultError
+from ...journal import OwnerMessage, StepRecord, StepStatus, TaskRecord, TaskState, TaskUpdate
+from ...journal.payloads import Completed, Executing, Paused, Synthesizing, WaitingForUser
+from ...journal.records import Idempotency, Semantics, now_rfc3339, parse_rfc3339
+from ...journal.turns import (
+    AssistantTurn,
+    LoopCall,
+    LoopResult,
+    LoopSettings,
+    PermissionRule,
+    ResultsTurn,
+    StoredTurn,
+    SummaryTurn,
+    Turn,
+    UserTurn,
+)
+from ...llm.events import EventSink
+from ...llm.messages import ChatRequest, ChatResponse, Message, StopReason, ToolSchema
+from ...policy.approvals import ApprovalRule
+from ..asking import ask_owner
+from ..services import Services
+from ..step_rules import Ask
+from ..steps import Done, Parked, StepCall, StepRules, ToolErrored, run_step
+from . import context
+from .answers import DRIFT
+from .permissions import PERMISSION, Policy
+
+log = logging.getLogger("pfar.loop")
+
+CONTINUE = "Your answer was cut off at its token limit. Continue exactly where you stopped."
+_NO_APPROVALS = ApprovalRule(require=frozenset(), tainted_writes=False, on_deny="skip")
+
+
+async def advance(task_id: str, svc: Services) -> None:
+    """Advance a loop task until it waits for the owner, parks, or ends."""
+    settings = await svc.journal.loops.settings(task_id)
+    convo: list[StoredTurn] = await svc.journal.loops.turns(task_id)
+    while True:
+        task = await svc.journal.tasks.get(task_id)
+        if not task.state.working:
+            return
+        try:
+            if task.state is TaskState.Synthesizing:
+                await _conclude(task, settings, convo, svc)
+                return
+            if task.state is not TaskState.Executing:
+                raise PfarError(f"a loop task is never {task.state.value}")
+            last = convo[-1].turn
+            if isinstance(last, AssistantTurn) and last.calls:
+                going = await _tool_phase(task, settings, convo, last, svc)
+            else:
+                going = await _model_phase(task, settings, convo, svc)
+            if not going:
+                return
+        except (VaultError, asyncio.CancelledError):
+            raise
+        except PfarError as exc:
+            await _fail(task, settings, svc, str(exc))
+            return
+
+
+# -- the model's turn -----------------------------------------------------------
+
+
+async def _model_phase(
+    task: TaskRecord, settings: LoopSettings, convo: list[StoredTurn], svc: Services
+) -> bool:
+    if await _drifted(task, settings, convo, svc):
+        return False
+    model = svc.model.model_for(settings.tier)
+    tools = _schemas(svc)
+    system = context.system_prompt(settings, task.task_id, context.environment(settings, model))
+    msgs = await _fit(task, settings, convo, system, tools, svc)
+    request = ChatRequest(
+        model=model,
+        system=system,
+        messages=msgs,
+        tools=tools,
+        max_tokens=min(svc.model.max_tokens, svc.loop.reserve_tokens),
+        attempt_timeout=svc.loop.tool_seconds,
+    )
+    if svc.model.remote:  # request_sent: a crash before the answer makes the call again
+        await svc.journal.tasks.llm_request_sent(task.task_id, "loop")
+    try:
+        response = await svc.model.chat(request, task_id=task.task_id, on_event=_viewer(svc, task))
+    except ProviderError as exc:
+        await _fail(task, settings, svc, f"the model call failed: {svc.redactor.text(str(exc))}")
+        return False
+    if (
+        response.usage.input_tokens + response.usage.output_tokens
+        > svc.loop.max_tokens_per_iteration
+    ):
+        log.warning(
+            "task %s: one iteration used %d tokens (over %d)",
+            task.task_id,
+            response.usage.input_tokens + response.usage.output_tokens,
+            svc.loop.max_tokens_per_iteration,
+        )
+    return await _answered(task, settings, convo, response, svc)
+
+
+async def _answered(
+    task: TaskRecord,
+    settings: LoopSettings,
+    convo: list[StoredTurn],
+    response: ChatResponse,
+    svc: Services,
+) -> bool:
+    """Append the model's answer and its route, in one commit (response_received)."""
+    first = task.current_step
+    calls = tuple(
+        LoopCall(id=c.id, name=c.name, input=svc.redactor.value(c.input), step=first + n)
+        for n, c in enumerate(response.tool_calls)
+    )
+    turn = AssistantTurn(
+        text=svc.redactor.text(response.text),
+        calls=calls,
+        stop_reason=response.stop_reason.value,
+        model=response.model,
+        input_tokens=response.usage.input_tokens,
+        output_tokens=response.usage.output_tokens,
+        unusable=tuple(f"{r.tool_call_id}: {r.content}" for r in response.invalid_tool_calls),
+    )
+    new: list[Turn] = [turn]
+    messages: list[OwnerMessage] = []
+    cut_off = response.stop_reason in (StopReason.max_tokens, StopReason.partial)
+    if calls:
+        to: Executing | WaitingForUser | Synthesizing = Executing(current_step=first)
+    elif cut_off or turn.unusable:
+        # nothing to run: pfar's own message takes the user's turn and the loop goes on
+        note = CONTINUE if cut_off else _unusable_note(turn)
+        new.append(UserTurn(text=note, source="continue"))
+        to = Executing(current_step=first)
+    elif settings.once:
+        to = Synthesizing()
+    else:
+        to = WaitingForUser(after=convo[-1].seq + 1, next_step=first)
+        messages.append(_reply_message(task, settings, turn.text, convo[-1].seq + 1))
+    stored, _ = await svc.journal.loops.append(
+        task.task_id,
+        new,
+        after=convo[-1].seq,
+        to=to,
+        point="llm_response_received",
+        messages=messages,
+    )
+    convo.extend(stored)
+    if messages:
+        svc.notify_owner()
+    return True
+
+
+def _unusable_note(turn: AssistantTurn) -> str:
+    lines = "\n".join(f"- {u}" for u in turn.unusable)
+    return f"Some of your tool calls could not be used and did not run:\n{lines}"
+
+
+def _reply_message(task: TaskRecord, settings: LoopSettings, text: str, seq: int) -> OwnerMessage:
+    title = settings.title or task.task_id[:8]
+    return OwnerMessage(
+        message_key=f"loop-reply:{task.task_id}:{seq}",
+        kind="notice",
+        task_id=task.task_id,
+        body=(
+            f"Task {title} ({task.task_id[:8]}) waits for you:\n{text or '(no text)'}\n"
+            f'  answer: pfar send {task.task_id[:8]} "MESSAGE"   |   '
+            f"pfar send {task.task_id[:8]} /done"
+        ),
+    )
+
+
+def _viewer(svc: Services, task: TaskRecord) -> EventSink | None:
+    watch = svc.loop_events
+    if watch is None:
+        return None
+    task_id = task.task_id
+    return lambda event: watch(task_id, event)
+
+
+def _schemas(svc: Services) -> tuple[ToolSchema, ...]:
+    return tuple(
+        ToolSchema(t.name, t.description, t.args_schema)
+        for name in svc.loop.tools
+        if name in svc.tools
+        for t in (svc.tools.get(name),)
+    )
+
+
+async def _fit(
+    task: TaskRecord,
+    settings: LoopSettings,
+    convo: list[StoredTurn],
+    system: str,
+    tools: Sequence[ToolSchema],
+    svc: Services,
+) -> tuple[Message, ...]:
+    """The conversation within the model's budget (Phase 2.5)."""
+    budget = svc.loop.context_tokens - svc.loop.reserve_tokens
+    schema_chars = sum(len(json.dumps(t.input_schema)) + len(t.description) for t in tools)
+    shown = context.visible(convo)
+    msgs = context.messages(shown)
+    if context.size(system, msgs, schema_chars) <= budget:
+        return msgs
+    msgs = context.messages(shown, cut=context.KEEP_LINES)
+    if context.size(system, msgs, schema_chars) <= budget:
+        return msgs
+    upto = context.summary_cut(shown, svc.loop.keep_recent_turns)
+    if upto is not None:
+        older = [t for t in shown if t.seq < upto]
+        text = await _summarize(task, settings, older, svc)
+        stored, _ = await svc.journal.loops.append(
+            task.task_id,
+            [SummaryTurn(text=text, upto=upto)],
+            after=convo[-1].seq,
+            point="loop_summary",
+        )
+        convo.extend(stored)
+        shown = context.visible(convo)
+        msgs = context.messages(shown, cut=context.KEEP_LINES)
+    need = context.size(system, msgs, schema_chars)
+    if need > budget:
+        raise PfarError(
+            f"the conversation needs about {need:,} tokens, over the model's budget of "
+            f"{budget:,} ([loop] context_tokens {svc.loop.context_tokens:,} less "
+            f"reserve_tokens {svc.loop.reserve_tokens:,}) even after cutting tool results "
+            "and summarizing older turns"
+        )
+    return msgs
+
+
+async def _summarize(
+    task: TaskRecord, settings: LoopSettings, turns: Sequence[StoredTurn], svc: Services
+) -> str:
+    request = ChatRequest(
+        model=svc.model.model_for("cheap"),
+        system=(
+            "Summarize this conversation between a user and a coding agent for the agent "
+            "to continue from: the task, what was done (files changed, commands run and "
+            "their outcome), what was learnt, and what is left. Be specific and brief."
+        ),
+        messages=(Message("user", context.transcript(turns)),),
+        max_tokens=min(svc.model.max_tokens, 2048),
+        attempt_timeout=svc.loop.tool_seconds,
+        context={"phase": "loop_summary"},
+    )
+    response = await svc.model.chat(request, task_id=task.task_id)
+    return svc.redactor.text(response.text) or "(no summary)"
+
+
+# -- drift ----------------------------------------------------------------------
+
+
+async def _drifted(
+    task: TaskRecord, settings: LoopSettings, convo: Sequence[StoredTurn], svc: Services
+) -> bool:
+    """Seed 001's drift detector, from the journal: past a limit, the task stops on a
+    question to the owner (continue, or fail), stating which limit and by how much."""
+    since = _owner_spoke_at(convo)
+    answered = since  # time waiting on the owner is no time without progress
+    for a in await svc.journal.questions.approvals_for_task(task.task_id):
+        decided = a.decided_at or ""
+        if a.action_type == DRIFT and a.decision == "continue" and decided > since:
+            since = decided
+        answered = max(answered, decided)
+    recent = [t for t in convo if t.at > since or (t.at == since and _is_owner(t))]
+    iterations = sum(1 for t in recent if isinstance(t.turn, AssistantTurn))
+    limits = svc.loop
+    why = None
+    if iterations >= limits.max_iterations:
+        why = (
+            f"it has taken {iterations} turns since you last spoke (limit {limits.max_iterations})"
+        )
+    elif (failures := _failures_in_a_row(recent)) >= limits.max_tool_failures:
+        why = f"its last {failures} tool calls failed (limit {limits.max_tool_failures})"
+    else:
+        idle = _minutes_without_progress(recent, max(since, answered))
+        if idle >= limits.max_minutes_without_progress:
+            why = (
+                f"it has made no progress for {idle:.0f} minutes "
+                f"(limit {limits.max_minutes_without_progress:g})"
+            )
+    if why is None:
+        return False
+    title = settings.title or task.task_id[:8]
+    await ask_owner(
+        task,
+        svc,
+        action_type=DRIFT,
+        step=task.current_step,
+        tool=None,
+        options=["continue", "fail"],
+        description=f"Task {title} looks stuck: {why}. Let it continue, or fail it?",
+    )
+    return True
+
+
+def _is_owner(t: StoredTurn) -> bool:
+    return isinstance(t.turn, UserTurn) and t.turn.source in ("prompt", "owner")
+
+
+def _owner_spoke_at(convo: Sequence[StoredTurn]) -> str:
+    for t in reversed(convo):
+        if _is_owner(t):
+            return t.at
+    return ""
+
+
+def _failures_in_a_row(turns: Sequence[StoredTurn]) -> int:
+    n = 0
+    for t in reversed(turns):
+        if isinstance(t.turn, ResultsTurn):
+            for r in reversed(t.turn.results):
+                if not r.is_error:
+                    return n
+                n += 1
+    return n
+
+
+def _minutes_without_progress(turns: Sequence[StoredTurn], since: str) -> float:
+    """Minutes from the last meaningful output (a text answer, or a tool call that
+    worked), or from the owner's last word, to the newest turn. Measured between turns,
+    not to now: a task that waited (paused, or on a question) made no turn meanwhile."""
+    mark = since
+    for t in turns:
+        turn = t.turn
+        if (isinstance(turn, AssistantTurn) and turn.text.strip()) or (
+            isinstance(turn, ResultsTurn) and any(not r.is_error for r in turn.results)
+        ):
+            mark = max(mark, t.at)
+    if not mark or not turns:
+        return 0.0
+    newest = parse_rfc3339(turns[-1].at)
+    return max(0.0, (newest - parse_rfc3339(mark)).total_seconds() / 60)
+
+
+# -- tool calls -----------------------------------------------------------------
+
+
+async def _tool_phase(
+    task: TaskRecord,
+    settings: LoopSettings,
+    convo: list[StoredTurn],
+    turn: AssistantTurn,
+    svc: Services,
+) -> bool:
+    """Run every call of `turn` not yet resolved, in order; then append their results."""
+    policy = svc.loop_policy or Policy.of(svc.loop)
+    workdir = Path(settings.working_dir)
+    for call in turn.calls:
+        if call.step < task.current_step:
+            continue  # resolved: its row holds its outcome
+        after = await _run_call(task, settings, call, policy, workdir, svc)
+        if after is None:
+            return False
+        task = after
+        if task.state is not TaskState.Executing:
+            return False  # paused at this call's end, or moved by the owner meanwhile
+    results = [await _result(task, call, svc) for call in turn.calls]
+    notes = []
+    if turn.unusable:
+        notes.append(_unusable_note(turn))
+    if turn.stop_reason in (StopReason.max_tokens.value, StopReason.partial.value):
+        notes.append(CONTINUE)
+    stored, _ = await svc.journal.loops.append(
+        task.task_id,
+        [ResultsTurn(results=tuple(results), note="\n\n".join(notes))],
+        after=convo[-1].seq,
+        point="tool_results",
+    )
+    convo.extend(stored)
+    return True
+
+
+async def _run_call(
+    task: TaskRecord,
+    settings: LoopSettings,
+    call: LoopCall,
+    policy: Policy,
+    workdir: Path,
+    svc: Services,
+) -> TaskRecord | None:
+    """One call through the layers and the step executor: the task as it is after the
+    call's outcome was journaled, or None when it parked on the owner."""
+    where = f"tool call {call.step + 1}"
+    refusal = _refusal(call, policy, workdir, svc)
+    if refusal is None and await _never(call, policy, svc):
+        refusal = (
+            f'The owner never allows {call.name} on this (a standing "never allow" '
+            "answer); it did not run"
+        )
+    if refusal is not None:
+        return await _record_refusal(task, call, refusal, svc)
+    rules = StepRules(
+        _NO_APPROVALS,
+        svc.loop.tool_seconds,
+        ask=_asker(policy, await svc.journal.loops.rules()),
+        workspace=workdir,
+    )
+    title = settings.title or task.task_id[:8]
+    step = StepCall(call.step, call.name, call.input, title, where, call.step + 1, last=False)
+    match await run_step(task, step, rules, svc, fresh=False):
+        case Done(task=done):
+            return done
+        case Parked():
+            return None
+        case ToolErrored(record=rec):
+            state = await svc.journal.tasks.step_finished(rec, next_step=call.step + 1)
+            return dataclasses.replace(task, state=state, payload=_after(state, call.step + 1))
+
+
+def _after(state: TaskState, next_step: int) -> Executing | Paused:
+    going = Executing(current_step=next_step)
+    return Paused(then=going) if state is TaskState.Paused else going
+
+
+def _asker(
+    policy: Policy, rules: Sequence[PermissionRule]
+) -> Callable[[str, dict[str, Any], Semantics], Ask | None]:
+    def ask(tool: str, args: dict[str, Any], semantics: Semantics) -> Ask | None:
+        return policy.ask(rules, tool, args, semantics)
+
+    return ask
+
+
+def _refusal(call: LoopCall, policy: Policy, workdir: Path, svc: Services) -> str | None:
+    """Why a call cannot run at all: an unknown tool, arguments its schema refuses, or
+    the policy (layer 1). Each is the call's result; the model may try again."""
+    if call.name not in svc.loop.tools or call.name not in svc.tools:
+        offered = ", ".join(n for n in svc.loop.tools if n in svc.tools)
+        return f"Unknown tool: {call.name} (the tools are: {offered})"
+    try:
+        svc.tools.get(call.name).validate(call.input)
+    except ToolFailed as exc:
+        return f"Invalid parameters: {exc}"
+    return policy.refusal(call.name, call.input, workdir)
+
+
+async def _never(call: LoopCall, policy: Policy, svc: Services) -> bool:
+    return policy.standing(await svc.journal.loops.rules(), call.name, call.input) == "deny"
+
+
+async def _record_refusal(task: TaskRecord, call: LoopCall, why: str, svc: Services) -> TaskRecord:
+    known = await svc.journal.tasks.step(task.task_id, call.step)
+    if known is None:  # one row per call: the steps stay numbered without a gap
+        at = now_rfc3339()
+        rec = StepRecord(
+            task.task_id,
+            call.step,
+            call.name,
+            Semantics.Read,
+            Idempotency.none,
+            StepStatus.failed,
+            call.input,
+            None,
+            "Extracted",
+            at,
+            at,
+            why,
+        )
+        state = await svc.journal.tasks.step_finished(rec, next_step=call.step + 1)
+    else:
+        state = await svc.journal.tasks.step_finished(known, next_step=call.step + 1)
+    return dataclasses.replace(task, state=state, payload=_after(state, call.step + 1))
+
+
+async def _result(task: TaskRecord, call: LoopCall, svc: Services) -> LoopResult:
+    """What the model is told about a resolved call: the truth the journal holds."""
+    rec = await svc.journal.tasks.step(task.task_id, call.step)
+    if rec is None:  # cannot happen: every resolved call has its row
+        raise PfarError(f"task {task.task_id}: tool call {call.step + 1} has no record")
+    if rec.status is StepStatus.completed:
+        return LoopResult(call_id=call.id, step=call.step, content=_text(rec.result))
+    if rec.status is StepStatus.failed:
+        return LoopResult(
+            call_id=call.id, step=call.step, content=rec.error or "failed", is_error=True
+        )
+    return LoopResult(
+        call_id=call.id, step=call.step, content=await _skipped(task, call, svc), is_error=True
+    )
+
+
+async def _skipped(task: TaskRecord, call: LoopCall, svc: Services) -> str:
+    """Why the owner's answer left a call unrun, from the question it answered."""
+    asked = [
+        a
+        for a in await svc.journal.questions.approvals_for_task(task.task_id)
+        if a.step == call.step and a.decision is not None
+    ]
+    last = asked[-1] if asked else None
+    if last is not None and last.action_type == "write_in_doubt":
+        return (
+            "This call was cut off by a crash before pfar knew whether it ran: it may or "
+            "may not have had its effect. The owner chose not to run it again. Check its "
+            "effect before relying on it."
+        )
+    if last is not None and last.action_type == PERMISSION:
+        if last.status.value == "expired":
+            return "Permission was not given (no answer from the owner in time); it did not run."
+        if last.decision == "never":
+            return "The owner denied permission, now and for later calls like it; it did not run."
+        return "The owner denied permission for this call; it did not run."
+    return "The owner chose to skip this call; it did not run."
+
+
+def _text(result: Any) -> str:
+    if isinstance(result, dict) and isinstance(text := result.get("text"), str):
+        return text
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False, sort_keys=True)
+
+
+# -- the end --------------------------------------------------------------------
+
+
+async def _conclude(
+    task: TaskRecord, settings: LoopSettings, convo: Sequence[StoredTurn], svc: Services
+) -> None:
+    """Completed, with its summary (the last answer, or the cheap tier's), its cost and
+    its iterations (Phase 6)."""
+    answers = [t.turn for t in convo if isinstance(t.turn, AssistantTurn)]
+    summary = next((a.text for a in reversed(answers) if a.text.strip()), "")
+    if not summary:
+        summary = await _summarize(task, settings, convo, svc)
+    usage = await svc.journal.tasks.llm_usage(task.task_id)
+    title = settings.title or task.task_id[:8]
+    await svc.journal.tasks.transition(
+        task.task_id,
+        Completed(),
+        point="completed",
+        update=TaskUpdate(
+            execute_progress={
+                "current_step": task.current_step,
+                "result": summary[:2000],
+                "iterations": len(answers),
+                "cost_usd": usage["cost_usd"],
+            }
+        ),
+        messages=[
+            OwnerMessage(
+                message_key=f"result:{task.task_id}",
+                kind="result",
+                task_id=task.task_id,
+                body=f"Task {title} ({task.task_id[:8]}) finished:\n{summary}",
+            )
+        ],
+    )
+    svc.notify_owner()
+
+
+async def _fail(task: TaskRecord, settings: LoopSettings, svc: Services, error: str) -> None:
+    current = await svc.journal.tasks.get(task.task_id)
+    if current.state.terminal or current.state.held:
+        return
+    title = settings.title or task.task_id[:8]
+    await svc.journal.tasks.fail(
+        task.task_id,
+        error,
+        [
+            OwnerMessage(
+                message_key=f"failed:{task.task_id}",
+                kind="notice",
+                task_id=task.task_id,
+                body=f"Task {title} ({task.task_id[:8]}) failed: {error}",
+            )
+        ],
+    )
+    svc.notify_owner()
