@@ -95,7 +95,9 @@ def park_approval_txn(
     transition_txn(conn, approval.task_id, parked)
 
 
-def fail_parked_txn(conn: sqlite3.Connection, task_id: str, error: str) -> list[tuple[str, str]]:
+def fail_parked_txn(
+    conn: sqlite3.Connection, task_id: str, error: str
+) -> list[tuple[str, str | None]]:
     # the state alone: a row whose payload cannot be read still times out (and one
     # such row must not hold back every other expiry, nor the kernel's start)
     state = tasks_sql.get_state(conn, task_id)

@@ -15,6 +15,7 @@ from ..errors import (
 )
 from . import approvals_sql, events_sql, loops_sql, payloads, tasks_sql
 from .backing import Backing
+from .states import TaskState
 from .ids import resolve_id
 from .moves import fail_parked_txn, park_approval_txn, transition_txn
 from .records import (
@@ -178,20 +179,30 @@ class SQLiteQuestionStore:
 
         return await self._db.write(op, "credential_received")
 
-    async def expire_due(self, now: str) -> list[tuple[str, str]]:
+    async def expire_due(self, now: str) -> list[tuple[str, str | None]]:
         """Expire approvals and prompts past their deadline; fail their tasks.
 
-        Returns (task_id, error) for each task failed.
+        Returns (task_id, error) for each task failed, and (task_id, None) for each task
+        that goes on: a loop's permission prompt left unanswered is a "No" (seed 001,
+        5.3), so its call is skipped and the loop continues.
         """
 
-        def op(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-            failed: list[tuple[str, str]] = []
+        def op(conn: sqlite3.Connection) -> list[tuple[str, str | None]]:
+            failed: list[tuple[str, str | None]] = []
             for a in approvals_sql.approvals_with_status(conn, ["pending"], 10_000):
                 if a.expires_at > now:
                     continue
                 approvals_sql.decide_approval_txn(
                     conn, a.approval_id, ApprovalStatus.expired, "expired", now
                 )
+                parked = tasks_sql.get_state(conn, a.task_id)
+                if a.action_type == "permission" and parked is TaskState.AwaitingApproval:
+                    step = a.step or 0
+                    transition_txn(
+                        conn, a.task_id, payloads.Executing(current_step=step, skip_step=step)
+                    )
+                    failed.append((a.task_id, None))
+                    continue
                 failed += fail_parked_txn(conn, a.task_id, "approval timeout")
             for p in approvals_sql.credentials_with_status(conn, ["pending"], 10_000):
                 if p.expires_at > now:

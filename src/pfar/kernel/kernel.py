@@ -630,7 +630,12 @@ class Kernel:
         deadline = await self.journal.questions.next_deadline()
         if deadline is None or deadline > now:
             return
-        failed = await self.journal.questions.expire_due(now)
+        expired = await self.journal.questions.expire_due(now)
+        failed = [(task_id, error) for task_id, error in expired if error is not None]
+        for task_id, error in expired:
+            if error is None:  # a permission left unanswered: a "No", and the task goes on
+                self.audit.log("permission_expired", task_id=task_id)
+                self.advance(task_id)
         for task_id, error in failed:
             self.audit.log("task_expired", task_id=task_id, error=error)
         if failed:
