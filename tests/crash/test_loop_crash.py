@@ -1,0 +1,146 @@
+"""The agentic loop killed with SIGKILL: a command cut off mid-run is never run again
+blind, never deleted, never described as "not executed". The owner is asked; the
+answer is spent by the one run it allows (the kernel is killed before the answer and
+during the run it started); and the model is told the truth about the call.
+A model's answer committed before a kill is not asked for again."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pfar.vault.home import Home
+
+from ..support import make_home, wait_for
+from .test_regressions import kernel, lines_of, rows, steps_of, wait_state
+
+pytestmark = pytest.mark.crash
+
+
+def _home(tmp_path: Path, log: Path) -> tuple[Home, Path]:
+    work = tmp_path / "work"
+    work.mkdir()
+    command = f"echo ran >> {log}; sleep 30"
+    script = textwrap.dedent(
+        f"""
+        [[turns]]
+        turn = 1
+        text = "Running the command."
+        tool_calls = [{{ name = "shell.run", input = {{ argv = ["sh", "-c", {json.dumps(command)}] }} }}]
+
+        [[turns]]
+        text = "What I know: $last"
+        """
+    )
+    config = (
+        '[loop]\ntools = ["file.read", "file.write", "shell.run"]\n'
+        'always_allow = ["file.read", "file.write", "shell.run"]\n'
+    )
+    return make_home(tmp_path / "home", script=script, config=config), work
+
+
+def _start(k: Any, work: Path) -> str:
+    return str(k.request("loop", prompt="run it", directory=str(work))["task_id"])
+
+
+def _questions(home: Home, task_id: str) -> list[dict[str, Any]]:
+    found = rows(
+        home,
+        "SELECT approval_id, action_type, status, decision, step FROM pending_approvals "
+        "WHERE task_id = ? ORDER BY created_at",
+        task_id,
+    )
+    return [dict(r) for r in found]
+
+
+def _turns(home: Home, task_id: str) -> list[dict[str, Any]]:
+    found = rows(home, "SELECT body_json FROM loop_turns WHERE task_id = ? ORDER BY seq", task_id)
+    return [json.loads(r["body_json"]) for r in found]
+
+
+def test_a_command_cut_off_is_asked_about_and_the_model_told_the_truth(tmp_path: Path) -> None:
+    log = tmp_path / "effects.log"
+    home, work = _home(tmp_path, log)
+    with kernel(home) as k:
+        tid = _start(k, work)
+        wait_for(lambda: lines_of(log) == ["ran"], what="the command to start")
+        k.kill()  # before any answer: the command may or may not have run
+
+    with kernel(home) as k:
+        wait_state(home, tid, "AwaitingApproval")
+        (first,) = [q for q in _questions(home, tid) if q["status"] == "pending"]
+        assert first["action_type"] == "write_in_doubt" and first["step"] == 0
+        assert lines_of(log) == ["ran"]  # not re-run blind
+        k.request("answer", approval_id=first["approval_id"], decision="retry")
+        wait_for(lambda: len(lines_of(log)) == 2, what="the retried command to start")
+        k.kill()  # during the run the retry started
+
+    with kernel(home) as k:
+        wait_state(home, tid, "AwaitingApproval")
+        pending = [q for q in _questions(home, tid) if q["status"] == "pending"]
+        (again,) = pending
+        assert again["approval_id"] != first["approval_id"]  # a new question, not the old answer
+        assert again["action_type"] == "write_in_doubt"
+        assert lines_of(log) == ["ran", "ran"]
+        k.request("answer", approval_id=again["approval_id"], decision="skip")
+        wait_state(home, tid, "WaitingForUser")
+
+    assert lines_of(log) == ["ran", "ran"]
+    assert steps_of(home, tid) == {0: "skipped"}
+    turns = _turns(home, tid)
+    assert [t["kind"] for t in turns] == ["user", "assistant", "results", "assistant"]
+    (result,) = turns[2]["results"]
+    assert result["is_error"] and "may or may not have had its effect" in result["content"]
+    assert "The owner chose not to run it again" in result["content"]
+    assert "may or may not have had its effect" in turns[3]["text"]
+
+
+@pytest.mark.parametrize("point", ["llm_response_received", "tool_results", "task_created"])
+def test_a_kill_at_each_loop_checkpoint_loses_no_turn_and_repeats_no_model_answer(
+    tmp_path: Path, point: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    script = textwrap.dedent(
+        """
+        [[turns]]
+        turn = 1
+        text = "Writing."
+        tool_calls = [
+          { name = "file.write", input = { path = "a.txt", content = "one" } },
+          { name = "file.read", input = { path = "a.txt" } },
+        ]
+
+        [[turns]]
+        text = "Done: $last"
+        """
+    )
+    config = (
+        '[loop]\ntools = ["file.read", "file.write"]\nalways_allow = ["file.read", "file.write"]\n'
+    )
+    home = make_home(tmp_path / "home", script=script, config=config)
+    with kernel(home, fault=point) as k:
+        try:
+            k.request("loop", prompt="write", directory=str(work), event_id="e-1")
+        except Exception:  # the kernel may die under the call
+            pass
+        assert k.killed_by_fault(), k.output()
+    with kernel(home) as k:
+        found = rows(home, "SELECT task_id FROM task_journal")
+        if not found:  # killed before the task's commit: nothing was acknowledged
+            k.request("loop", prompt="write", directory=str(work), event_id="e-1")
+            found = rows(home, "SELECT task_id FROM task_journal")
+        tid = found[0]["task_id"]
+        wait_state(home, tid, "WaitingForUser")
+    turns = _turns(home, tid)
+    assert [t["kind"] for t in turns] == ["user", "assistant", "results", "assistant"]
+    assert [c["step"] for c in turns[1]["calls"]] == [0, 1]
+    assert (work / "a.txt").read_text() == "one"
+    assert steps_of(home, tid) == {0: "completed", 1: "completed"}
+    assert "one" in turns[3]["text"]
+    calls = rows(home, "SELECT count(*) AS n FROM llm_calls WHERE task_id = ?", tid)[0]["n"]
+    assert calls == 2  # each answer asked once: none asked again after the kill
