@@ -6,6 +6,7 @@ A model's answer committed before a kill is not asked for again."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import textwrap
 from pathlib import Path
@@ -30,7 +31,9 @@ def _home(tmp_path: Path, log: Path) -> tuple[Home, Path]:
         [[turns]]
         turn = 1
         text = "Running the command."
-        tool_calls = [{{ name = "shell.run", input = {{ argv = ["sh", "-c", {json.dumps(command)}] }} }}]
+        tool_calls = [
+          {{ name = "shell.run", input = {{ argv = ["sh", "-c", {json.dumps(command)}] }} }},
+        ]
 
         [[turns]]
         text = "What I know: $last"
@@ -124,10 +127,8 @@ def test_a_kill_at_each_loop_checkpoint_loses_no_turn_and_repeats_no_model_answe
     )
     home = make_home(tmp_path / "home", script=script, config=config)
     with kernel(home, fault=point) as k:
-        try:
+        with contextlib.suppress(Exception):  # the kernel may die under the call
             k.request("loop", prompt="write", directory=str(work), event_id="e-1")
-        except Exception:  # the kernel may die under the call
-            pass
         assert k.killed_by_fault(), k.output()
     with kernel(home) as k:
         found = rows(home, "SELECT task_id FROM task_journal")

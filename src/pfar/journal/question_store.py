@@ -15,7 +15,6 @@ from ..errors import (
 )
 from . import approvals_sql, events_sql, loops_sql, payloads, tasks_sql
 from .backing import Backing
-from .states import TaskState
 from .ids import resolve_id
 from .moves import fail_parked_txn, park_approval_txn, transition_txn
 from .records import (
@@ -28,6 +27,7 @@ from .records import (
     TaskRecord,
     now_rfc3339,
 )
+from .states import TaskState
 
 
 class SQLiteQuestionStore:
