@@ -259,4 +259,6 @@ def payload_for(state: TaskState, current_step: int = 0) -> Payload:
         return payloads.Paused(then=payloads.Executing(current_step=current_step))
     if state is TaskState.Cancelling:
         return payloads.Cancelling(cancelled_from=TaskState.Executing, step=current_step)
+    if state is TaskState.Blocked:
+        return payloads.Blocked(step=current_step, child_task_id="child-1")
     return payloads.EMPTY[state]

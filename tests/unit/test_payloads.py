@@ -79,6 +79,8 @@ payloads = st.one_of(
         prompt_message_id=st.text(min_size=1, max_size=20),
         step=_steps,
     ),
+    st.builds(p.WaitingForUser, after=_steps, next_step=_steps),
+    st.builds(p.Blocked, step=_steps, child_task_id=st.uuids().map(str)),
     st.builds(p.Paused, then=_working),
     st.builds(p.Cancelling, cancelled_from=st.sampled_from(list(TaskState)), step=_steps),
     st.sampled_from([p.Completed(), p.Failed(), p.Abandoned(), p.Cancelled()]),

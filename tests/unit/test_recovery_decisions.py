@@ -48,6 +48,7 @@ EXPECTED = {
     TaskState.Paused: RecoveryAction.LeavePaused,
     TaskState.Cancelling: RecoveryAction.FinishCancel,
     TaskState.WaitingForUser: RecoveryAction.AwaitInput,
+    TaskState.Blocked: RecoveryAction.AwaitSubtask,
 }
 
 ages_us = st.integers(min_value=-5_000_000, max_value=30 * 24 * 3600 * 1_000_000)

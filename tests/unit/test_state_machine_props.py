@@ -73,11 +73,12 @@ def test_terminal_and_unfinished_partition_the_states() -> None:
     assert {s for s in TaskState if s.terminal} == TERMINAL
 
 
-def test_parked_states_are_exactly_the_three_waits_on_the_owner() -> None:
+def test_parked_states_are_exactly_the_waits_on_the_owner_or_a_subtask() -> None:
     assert {s for s in TaskState if s.parked} == {
         TaskState.AwaitingApproval,
         TaskState.AwaitingCredential,
         TaskState.WaitingForUser,  # a loop task's turn passed to the owner
+        TaskState.Blocked,  # a loop task's Task call waiting on its subtask
     }
     assert not any(s.parked for s in TERMINAL)
 

@@ -7,8 +7,8 @@ import click
 
 from ..kernel.api.requests import LOOP, SEND, WAIT_IDLE, LoopArgs, NoArgs, SendArgs
 from ..kernel.holds import describe
-from ..kernel.loops import TIERS
 from ..policy.printable import printable
+from ..runners.loop.tasks import TIERS
 from . import client
 from .output import emit, err, home_of, out, read
 

@@ -34,6 +34,8 @@ POINTS = (
     "tool_results",
     "user_input",
     "loop_summary",
+    "subtask_spawned",
+    "subtask_ended",
     "cancel_intended",
     "session_created",
     "session_activated",

@@ -7,11 +7,11 @@ import sqlite3
 from collections.abc import Sequence
 
 from ..errors import TaskStateRefused, UnknownTask
-from . import events_sql, loops_sql, tasks_sql
+from . import events_sql, loops_sql, steps_sql, tasks_sql
 from .backing import Backing
 from .moves import transition_txn
-from .payloads import Executing, Payload, Synthesizing, WaitingForUser
-from .records import InboundEvent, OwnerMessage, TaskRecord, now_rfc3339
+from .payloads import Blocked, Executing, Payload, Synthesizing, WaitingForUser
+from .records import InboundEvent, OwnerMessage, StepRecord, TaskRecord, now_rfc3339
 from .states import TaskState
 from .turns import LoopSettings, PermissionRule, StoredTurn, Turn, UserTurn
 
@@ -68,6 +68,59 @@ class SQLiteLoopStore:
             return task, True
 
         return await self._db.write(op, "task_created")
+
+    async def spawn(
+        self,
+        call: StepRecord,
+        child: TaskRecord,
+        settings: LoopSettings,
+        prompt: str,
+        event: InboundEvent,
+    ) -> TaskRecord:
+        """A Task call's subtask: the child task (exactly once per `event`: a call run
+        again after a crash finds the child it started), the call's row marked started,
+        and the parent blocked on the child, in one commit. Returns the child."""
+
+        def op(conn: sqlite3.Connection) -> TaskRecord:
+            seen = events_sql.seen_event(conn, event.event_id)
+            found = None if seen is None else tasks_sql.get(conn, seen)
+            if found is None:
+                events_sql.record_event_txn(
+                    conn, event.event_id, event.adapter, child.task_id, child.created_at
+                )
+                tasks_sql.insert_txn(conn, child)
+                loops_sql.insert_settings_txn(conn, child.task_id, settings)
+                loops_sql.append_txn(
+                    conn,
+                    child.task_id,
+                    [UserTurn(text=prompt, source="prompt")],
+                    child.created_at,
+                    -1,
+                )
+                found = child
+            steps_sql.start_txn(conn, call)
+            transition_txn(conn, call.task_id, Blocked(step=call.step, child_task_id=found.task_id))
+            return found
+
+        return await self._db.write(op, "subtask_spawned")
+
+    async def unblock(self, call: StepRecord) -> TaskState:
+        """The subtask of a blocked task ended: the Task call's outcome (`call`) and the
+        task's next tool call, in one commit. Returns the state the task is in now."""
+
+        def op(conn: sqlite3.Connection) -> TaskState:
+            found = tasks_sql.get_state_payload(conn, call.task_id)
+            if found is None:
+                raise UnknownTask(call.task_id)
+            state, _, payload = found
+            if not isinstance(payload, Blocked) or payload.step != call.step:
+                raise TaskStateRefused(
+                    call.task_id, state.value, "unblocked", "it is not waiting on this subtask"
+                )
+            steps_sql.finish_txn(conn, call)
+            return transition_txn(conn, call.task_id, Executing(current_step=call.step + 1))
+
+        return await self._db.write(op, "subtask_ended")
 
     async def update_settings(self, task_id: str, settings: LoopSettings) -> None:
         def op(conn: sqlite3.Connection) -> None:

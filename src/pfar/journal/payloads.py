@@ -167,6 +167,18 @@ class WaitingForUser:
     next_step: int = 0
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Blocked:
+    """A loop task whose tool call `step` (a Task call) started the subtask
+    `child_task_id`: it waits, holding no coroutine, until that task ends; the child's
+    answer (or its failure) is then the call's result."""
+
+    __pydantic_config__ = _STRICT
+    kind: Literal["Blocked"] = "Blocked"
+    step: int
+    child_task_id: str
+
+
 # -- held by the owner, and ended ---------------------------------------------------
 
 
@@ -221,6 +233,7 @@ Payload = (
     | AwaitingApproval
     | AwaitingCredential
     | WaitingForUser
+    | Blocked
     | Paused
     | Cancelling
     | Completed
@@ -256,7 +269,7 @@ def step_of(payload: Payload) -> int | None:
             return step
         case AwaitingApproval(step=step) | AwaitingCredential(step=step) | Cancelling(step=step):
             return step
-        case WaitingForUser(next_step=step):
+        case WaitingForUser(next_step=step) | Blocked(step=step):
             return step
         case Paused(then=then):
             return step_of(then)

@@ -19,6 +19,10 @@ class TaskState(StrEnum):
     # a loop task whose model ended its turn: it waits for the owner's next message
     # (conversation input: no question, no deadline)
     WaitingForUser = "WaitingForUser"
+    # a loop task whose tool call waits on something that is not the owner: the subtask
+    # its Task call started (later: a resource lock). It holds no coroutine; what it
+    # waits on wakes it
+    Blocked = "Blocked"
     # stopped by the owner between two steps; its payload holds the one it goes back to
     Paused = "Paused"
     # the owner's cancel is committed: its processes are being ended; only Cancelled follows
@@ -34,11 +38,13 @@ class TaskState(StrEnum):
 
     @property
     def parked(self) -> bool:
-        """Waiting on the owner: no coroutine, no memory, only a journal row."""
+        """Waiting on the owner (or on a subtask): no coroutine, no memory, only a
+        journal row."""
         return self in (
             TaskState.AwaitingApproval,
             TaskState.AwaitingCredential,
             TaskState.WaitingForUser,
+            TaskState.Blocked,
         )
 
     @property
@@ -73,6 +79,7 @@ _PHASE = {
     TaskState.AwaitingApproval: "execute",
     TaskState.AwaitingCredential: "execute",
     TaskState.WaitingForUser: "execute",
+    TaskState.Blocked: "execute",
     TaskState.Synthesizing: "synthesize",
     TaskState.Completed: "egress",
     # held and cancelled tasks keep the phase they were stopped in (see Journal.transition)
@@ -103,6 +110,7 @@ LEGAL: dict[TaskState, frozenset[TaskState]] = {
             _S.AwaitingApproval,
             _S.AwaitingCredential,
             _S.WaitingForUser,
+            _S.Blocked,
             _S.Synthesizing,
             *_ENDINGS,
             *_PAUSE,
@@ -114,6 +122,8 @@ LEGAL: dict[TaskState, frozenset[TaskState]] = {
     _S.AwaitingCredential: frozenset({_S.Executing, *_ENDINGS}),
     # the owner's message goes back to the loop; "done" ends it through its summary
     _S.WaitingForUser: frozenset({_S.Executing, _S.Synthesizing, *_ENDINGS}),
+    # the subtask ended: its answer is the call's result, and the loop goes on
+    _S.Blocked: frozenset({_S.Executing, *_ENDINGS}),
     _S.Synthesizing: frozenset(
         {_S.Synthesizing, _S.Completed, _S.AwaitingApproval, *_ENDINGS, *_PAUSE}
     ),

@@ -200,6 +200,15 @@ class LoopStore(Protocol):
         prompt: str,
         event: InboundEvent | None = None,
     ) -> tuple[TaskRecord, bool]: ...
+    async def spawn(
+        self,
+        call: StepRecord,
+        child: TaskRecord,
+        settings: LoopSettings,
+        prompt: str,
+        event: InboundEvent,
+    ) -> TaskRecord: ...
+    async def unblock(self, call: StepRecord) -> TaskState: ...
     async def update_settings(self, task_id: str, settings: LoopSettings) -> None: ...
     async def append(
         self,

@@ -57,7 +57,9 @@ from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer
 from ..runners import Services, TemplateRegistry
+from ..runners.loop import tasks as loops
 from ..runners.loop.permissions import Policy
+from ..runners.loop.tasks import LoopRequest
 from ..runners.registry import runner_for
 from ..runners.workflow.definition import load_definition
 from ..tools.processes import end_group_if_same
@@ -66,9 +68,8 @@ from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
 from ..vault.sqlite import open_vault_db
-from . import holds, loops
+from . import holds
 from .audit import AuditLog
-from .loops import LoopRequest
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel, OwnerLogSink, Sink
 from .sessions import SessionSupervisor
@@ -293,6 +294,7 @@ class Kernel:
             notify_owner=self._notify_owner,
             loop=config.loop,
             loop_policy=Policy.of(config.loop),
+            advance=self.advance,
         )
 
     def _notify_owner(self) -> None:
@@ -415,6 +417,8 @@ class Kernel:
                 if task_id not in self._again:
                     break
             await self._settle_pause(task_id)
+            if task.kind is TaskKind.loop:
+                await self._wake_parent(task_id)
         except asyncio.CancelledError:
             raise
         except PfarError as exc:
@@ -434,6 +438,15 @@ class Kernel:
         if pause_requested(task.payload):
             await self.journal.tasks.request_pause(task_id, running=lambda: False)
 
+    async def _wake_parent(self, task_id: str) -> None:
+        """A subtask that ended wakes the loop task blocked on it (seed 001, 6.4)."""
+        task = await self.journal.tasks.get(task_id)
+        if task.kind is not TaskKind.loop or not task.state.terminal:
+            return
+        parent = (await self.journal.loops.settings(task_id)).parent_task_id
+        if parent is not None:
+            self.advance(parent)
+
     def is_running(self, task_id: str) -> bool:
         """A coroutine holds the task (it is being advanced, or is about to be)."""
         return task_id in self._running
@@ -449,7 +462,24 @@ class Kernel:
         ended, questions withdrawn. Refused (TaskStateRefused) for an ended task."""
         if not self._accepting:
             raise ShuttingDown()
-        return await holds.cancel(self, task_id)
+        result = await holds.cancel(self, task_id)
+        # its subtasks have no one to answer any more; a subtask's parent goes on
+        for child in await self._unfinished_children(result.task_id):
+            with contextlib.suppress(TaskStateRefused):  # it ended meanwhile
+                await holds.cancel(self, child)
+        await self._wake_parent(result.task_id)
+        return result
+
+    async def _unfinished_children(self, task_id: str) -> list[str]:
+        task = await self.journal.tasks.get(task_id)
+        if task.kind is not TaskKind.loop:
+            return []
+        out = []
+        for child in await self.journal.loops.children(task_id):
+            if not (await self.journal.tasks.get(child)).state.terminal:
+                out.append(child)
+                out.extend(await self._unfinished_children(child))
+        return out
 
     async def pause_task(self, task_id: str) -> holds.HoldResult:
         """Pause the task at its next step boundary (now, if no coroutine holds it)."""

@@ -34,6 +34,9 @@ class RecoveryAction(StrEnum):
     FinishCancel = "FinishCancel"
     # a loop task waiting for the owner's next message: it keeps waiting (no deadline)
     AwaitInput = "AwaitInput"
+    # a loop task blocked on its subtask: it keeps waiting, and is woken at once if the
+    # subtask ended before the restart (the wake-up may have died with the kernel)
+    AwaitSubtask = "AwaitSubtask"
 
 
 def determine_recovery_action(task: TaskRecord) -> RecoveryAction:
@@ -56,6 +59,8 @@ def determine_recovery_action(task: TaskRecord) -> RecoveryAction:
         return RecoveryAction.RepromptCredential
     if state is TaskState.WaitingForUser:
         return RecoveryAction.AwaitInput
+    if state is TaskState.Blocked:
+        return RecoveryAction.AwaitSubtask
     if state is TaskState.Paused:
         return RecoveryAction.LeavePaused
     if state is TaskState.Cancelling:

@@ -113,6 +113,9 @@ async def recover_tasks(
             report.paused.append(d.task_id)
         elif d.action is RecoveryAction.AwaitInput:
             report.waiting.append(d.task_id)
+        elif d.action is RecoveryAction.AwaitSubtask:
+            report.blocked.append(d.task_id)
+            to_resume.append(d.task_id)  # its runner looks at the subtask and waits on
         elif d.action is RecoveryAction.FinishCancel:
             # its processes were ended before this (orphan_processes): only the record is left
             cancel.append(d.task_id)

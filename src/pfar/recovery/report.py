@@ -26,6 +26,8 @@ class RecoveryReport:
     paused: list[str] = field(default_factory=list)  # the owner's pause: left alone
     # loop tasks waiting for the owner's next message: they keep waiting
     waiting: list[str] = field(default_factory=list)
+    # loop tasks waiting on a subtask (their Task call): they go on when it ends
+    blocked: list[str] = field(default_factory=list)
     # task id -> what is wrong with its row (field: problem): left exactly as it is
     malformed: dict[str, str] = field(default_factory=dict)
     orphan_containers: int = 0
@@ -48,6 +50,7 @@ class RecoveryReport:
             or self.cancelled
             or self.paused
             or self.waiting
+            or self.blocked
             or self.malformed
             or self.orphan_containers
             or self.orphan_processes
@@ -66,6 +69,7 @@ class RecoveryReport:
             "cancelled": self.cancelled,
             "paused": self.paused,
             "waiting": self.waiting,
+            "blocked": self.blocked,
             "malformed": self.malformed,
             "orphan_containers": self.orphan_containers,
             "orphan_processes": self.orphan_processes,
@@ -135,6 +139,7 @@ class RecoveryReport:
         line(self.cancelled, "task", "tasks", "cancelled, as the owner asked before the restart")
         line(self.paused, "task", "tasks", "left paused")
         line(self.waiting, "task", "tasks", "still waiting for your message (pfar send)")
+        line(self.blocked, "task", "tasks", "waiting on a subtask; they go on when it ends")
         for task_id, problem in self.malformed.items():
             lines.append(
                 f" - task {task_id[:8]} left as it is: its journal row is malformed ({problem}); "

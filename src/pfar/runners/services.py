@@ -35,3 +35,5 @@ class Services:
     loop: LoopConfig = field(default_factory=LoopConfig)
     loop_policy: Policy | None = None  # compiled from `loop` when not given
     loop_events: Callable[[str, ChatEvent], None] | None = None
+    # start advancing another task now (a subtask the runner started, a parent it woke)
+    advance: Callable[[str], None] | None = None

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from ...answers import Answer
 from ...errors import BadRequest
 from ...journal.sessions import SessionRecord
+from ...runners.loop.tasks import LoopRequest
 from ..holds import HoldResult
-from ..loops import LoopRequest
 from .reader import HomeReader
 from .records import Answered, Pong, SecretStored, Sent, Submitted, TaskRef
 

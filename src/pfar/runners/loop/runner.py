@@ -54,7 +54,7 @@ from ..asking import ask_owner
 from ..services import Services
 from ..step_rules import Ask
 from ..steps import Done, Parked, StepCall, StepRules, ToolErrored, run_step
-from . import context
+from . import context, subtasks
 from .answers import DRIFT
 from .permissions import PERMISSION, Policy
 
@@ -68,8 +68,14 @@ async def advance(task_id: str, svc: Services) -> None:
     """Advance a loop task until it waits for the owner, parks, or ends."""
     settings = await svc.journal.loops.settings(task_id)
     convo: list[StoredTurn] = await svc.journal.loops.turns(task_id)
+    if settings.parent_task_id and await _orphaned(task_id, settings, svc):
+        return
     while True:
         task = await svc.journal.tasks.get(task_id)
+        if task.state is TaskState.Blocked:
+            if not await subtasks.settle(task, svc):
+                return  # its subtask works on; the kernel wakes it when that ends
+            continue
         if not task.state.working:
             return
         try:
@@ -101,7 +107,7 @@ async def _model_phase(
     if await _drifted(task, settings, convo, svc):
         return False
     model = svc.model.model_for(settings.tier)
-    tools = _schemas(svc)
+    tools = _schemas(svc, settings)
     system = context.system_prompt(settings, task.task_id, context.environment(settings, model))
     msgs = await _fit(task, settings, convo, system, tools, svc)
     request = ChatRequest(
@@ -210,13 +216,36 @@ def _viewer(svc: Services, task: TaskRecord) -> EventSink | None:
     return lambda event: watch(task_id, event)
 
 
-def _schemas(svc: Services) -> tuple[ToolSchema, ...]:
-    return tuple(
-        ToolSchema(t.name, t.description, t.args_schema)
-        for name in svc.loop.tools
-        if name in svc.tools
-        for t in (svc.tools.get(name),)
+def _schemas(svc: Services, settings: LoopSettings) -> tuple[ToolSchema, ...]:
+    """The tools offered, in `[loop] tools` order; Task only above the depth limit."""
+    out = []
+    for name in svc.loop.tools:
+        if name == subtasks.TASK:
+            if settings.depth < svc.loop.max_depth:
+                out.append(subtasks.SCHEMA)
+        elif name in svc.tools:
+            t = svc.tools.get(name)
+            out.append(ToolSchema(t.name, t.description, t.args_schema))
+    return tuple(out)
+
+
+async def _orphaned(task_id: str, settings: LoopSettings, svc: Services) -> bool:
+    """A subtask whose parent has ended (cancelled while the kernel died between the
+    two cancels, say) has no one to answer: it fails, saying so."""
+    assert settings.parent_task_id is not None
+    parent = await svc.journal.tasks.get(settings.parent_task_id)
+    if not parent.state.terminal:
+        return False
+    task = await svc.journal.tasks.get(task_id)
+    if task.state.terminal:
+        return True
+    await _fail(
+        task,
+        settings,
+        svc,
+        f"its parent task {parent.task_id[:8]} ended ({parent.state.value}) before it did",
     )
+    return True
 
 
 async def _fit(
@@ -415,6 +444,14 @@ async def _run_call(
     """One call through the layers and the step executor: the task as it is after the
     call's outcome was journaled, or None when it parked on the owner."""
     where = f"tool call {call.step + 1}"
+    if call.name == subtasks.TASK and subtasks.TASK in svc.loop.tools:
+        refusal = subtasks.refusal(call, settings, svc) or policy.refusal(
+            call.name, call.input, workdir
+        )
+        if refusal is not None:
+            return await _record_refusal(task, call, refusal, svc)
+        await subtasks.spawn(task, settings, call, svc)
+        return None  # blocked on its subtask: woken when that ends
     refusal = _refusal(call, policy, workdir, svc)
     if refusal is None and await _never(call, policy, svc):
         refusal = (
@@ -459,7 +496,7 @@ def _refusal(call: LoopCall, policy: Policy, workdir: Path, svc: Services) -> st
     """Why a call cannot run at all: an unknown tool, arguments its schema refuses, or
     the policy (layer 1). Each is the call's result; the model may try again."""
     if call.name not in svc.loop.tools or call.name not in svc.tools:
-        offered = ", ".join(n for n in svc.loop.tools if n in svc.tools)
+        offered = ", ".join(n for n in svc.loop.tools if n in svc.tools or n == subtasks.TASK)
         return f"Unknown tool: {call.name} (the tools are: {offered})"
     try:
         svc.tools.get(call.name).validate(call.input)
@@ -569,7 +606,10 @@ async def _conclude(
                 "cost_usd": usage["cost_usd"],
             }
         ),
-        messages=[
+        # a subtask's answer goes to its parent, which tells the owner in its own words
+        messages=[]
+        if settings.parent_task_id
+        else [
             OwnerMessage(
                 message_key=f"result:{task.task_id}",
                 kind="result",

@@ -6,10 +6,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import BadRequest
-from ..journal import InboundEvent, TaskKind, TaskRecord
-from ..journal.payloads import Executing
-from ..journal.turns import LoopSettings
+from ...errors import BadRequest
+from ...journal import InboundEvent, TaskKind, TaskRecord
+from ...journal.payloads import Executing
+from ...journal.turns import LoopSettings
 
 LOOP_TEMPLATE = "loop"
 TIERS = ("cheap", "worker", "planner")
