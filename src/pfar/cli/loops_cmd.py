@@ -28,6 +28,11 @@ from .output import emit, err, home_of, out, read
     "--once", is_flag=True, help="End the task when the model ends its turn (no conversation)."
 )
 @click.option("--title", default="", help="A short name for the task (default: the prompt).")
+@click.option(
+    "--worktree",
+    is_flag=True,
+    help="Work in the task's own git worktree and branch (pfar/ID) of DIR's repository.",
+)
 @click.option("--event-id", help="Idempotency: the same event id twice starts one task.")
 @click.option("--wait", is_flag=True, help="Wait until no task is running, then show the reply.")
 @click.option("--json", "as_json", is_flag=True)
@@ -39,6 +44,7 @@ def loop(
     tier: str,
     once: bool,
     title: str,
+    worktree: bool,
     event_id: str | None,
     wait: bool,
     as_json: bool,
@@ -47,7 +53,7 @@ def loop(
     tools, asking you before anything risky, until it ends its turn and waits for
     `pfar send`. Every turn and tool call survives a crash."""
     home = home_of(ctx)
-    args = LoopArgs(prompt, directory, tier, once, title, event_id, "cli")
+    args = LoopArgs(prompt, directory, tier, once, title, event_id, "cli", worktree)
     result = client.send(home, LOOP, args)
     if result.get("redacted"):
         err.print(

@@ -34,6 +34,7 @@ POINTS = (
     "tool_results",
     "user_input",
     "loop_summary",
+    "loop_workspace",
     "subtask_spawned",
     "subtask_ended",
     "cancel_intended",

@@ -122,9 +122,14 @@ class SQLiteLoopStore:
 
         return await self._db.write(op, "subtask_ended")
 
-    async def update_settings(self, task_id: str, settings: LoopSettings) -> None:
+    async def update_settings(
+        self, task_id: str, settings: LoopSettings, messages: Sequence[OwnerMessage] = ()
+    ) -> None:
         def op(conn: sqlite3.Connection) -> None:
             loops_sql.update_settings_txn(conn, task_id, settings)
+            at = now_rfc3339()
+            for msg in messages:
+                events_sql.enqueue_message_txn(conn, msg, at)
 
         await self._db.write(op, "loop_workspace")
 

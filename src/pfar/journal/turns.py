@@ -30,8 +30,11 @@ class LoopSettings:
     tier: str = "worker"
     # end the task when the model ends its turn, instead of waiting for the owner's reply
     once: bool = False
-    # the task's own git worktree (`.worktrees/{task_id}` of the repository), if made
+    # the owner asked for the task's own git worktree; `worktree` is it once made, and
+    # `worktree_error` why it could not be (the task then works in its directory)
+    use_worktree: bool = False
     worktree: str | None = None
+    worktree_error: str | None = None
     # the repository the worktree belongs to, and its branch
     repository: str | None = None
     branch: str | None = None

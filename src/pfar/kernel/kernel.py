@@ -58,6 +58,7 @@ from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer
 from ..runners import Services, TemplateRegistry
 from ..runners.loop import tasks as loops
+from ..runners.loop import worktrees
 from ..runners.loop.permissions import Policy
 from ..runners.loop.tasks import LoopRequest
 from ..runners.registry import runner_for
@@ -468,7 +469,23 @@ class Kernel:
             with contextlib.suppress(TaskStateRefused):  # it ended meanwhile
                 await holds.cancel(self, child)
         await self._wake_parent(result.task_id)
+        await self._finish_worktree(result.task_id)
         return result
+
+    async def _finish_worktree(self, task_id: str) -> None:
+        """A cancelled loop task's worktree: kept for a look, or removed (its branch kept)."""
+        task = await self.journal.tasks.get(task_id)
+        if task.kind is not TaskKind.loop:
+            return
+        settings = await self.journal.loops.settings(task_id)
+        if settings.parent_task_id or settings.worktree is None:
+            return
+        keep = self.services.loop.keep_failed_worktrees
+        note = await worktrees.finish(task_id, settings, succeeded=False, keep=keep)
+        if note:
+            message = OwnerMessage(f"worktree-end:{task_id}", "notice", note, task_id)
+            await self.journal.events.enqueue([message])
+            self.owner.notify()
 
     async def _unfinished_children(self, task_id: str) -> list[str]:
         task = await self.journal.tasks.get(task_id)

@@ -143,6 +143,7 @@ class LoopArgs:
     title: str = ""
     event_id: str | None = None
     adapter: str = "cli"
+    worktree: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +172,7 @@ LOOP = Command(
         tier=a.tier,
         once=a.once,
         title=a.title,
+        worktree=a.worktree,
         event_id=a.event_id,
         adapter=a.adapter,
     ),

@@ -54,7 +54,7 @@ from ..asking import ask_owner
 from ..services import Services
 from ..step_rules import Ask
 from ..steps import Done, Parked, StepCall, StepRules, ToolErrored, run_step
-from . import context, subtasks
+from . import context, subtasks, worktrees
 from .answers import DRIFT
 from .permissions import PERMISSION, Policy
 
@@ -70,6 +70,8 @@ async def advance(task_id: str, svc: Services) -> None:
     convo: list[StoredTurn] = await svc.journal.loops.turns(task_id)
     if settings.parent_task_id and await _orphaned(task_id, settings, svc):
         return
+    if settings.use_worktree and settings.worktree is None and settings.worktree_error is None:
+        settings = await _workspace(task_id, settings, svc)
     while True:
         task = await svc.journal.tasks.get(task_id)
         if task.state is TaskState.Blocked:
@@ -227,6 +229,26 @@ def _schemas(svc: Services, settings: LoopSettings) -> tuple[ToolSchema, ...]:
             t = svc.tools.get(name)
             out.append(ToolSchema(t.name, t.description, t.args_schema))
     return tuple(out)
+
+
+async def _workspace(task_id: str, settings: LoopSettings, svc: Services) -> LoopSettings:
+    """Phase 1.3: the task's own worktree, recorded before any tool runs in it."""
+    made = await worktrees.make(task_id, settings)
+    messages = []
+    if made.notice is not None:
+        title = settings.title or task_id[:8]
+        messages.append(
+            OwnerMessage(
+                message_key=f"worktree:{task_id}",
+                kind="notice",
+                task_id=task_id,
+                body=f"Task {title} ({task_id[:8]}) {made.notice}",
+            )
+        )
+    await svc.journal.loops.update_settings(task_id, made.settings, messages)
+    if messages:
+        svc.notify_owner()
+    return made.settings
 
 
 async def _orphaned(task_id: str, settings: LoopSettings, svc: Services) -> bool:
@@ -594,6 +616,9 @@ async def _conclude(
         summary = await _summarize(task, settings, convo, svc)
     usage = await svc.journal.tasks.llm_usage(task.task_id)
     title = settings.title or task.task_id[:8]
+    merge = ""
+    if not settings.parent_task_id:  # a subtask works in its parent's worktree
+        merge = await worktrees.finish(task.task_id, settings, succeeded=True, keep=True)
     await svc.journal.tasks.transition(
         task.task_id,
         Completed(),
@@ -614,7 +639,8 @@ async def _conclude(
                 message_key=f"result:{task.task_id}",
                 kind="result",
                 task_id=task.task_id,
-                body=f"Task {title} ({task.task_id[:8]}) finished:\n{summary}",
+                body=f"Task {title} ({task.task_id[:8]}) finished:\n{summary}"
+                + (f"\n\n{merge}" if merge else ""),
             )
         ],
     )
@@ -626,6 +652,10 @@ async def _fail(task: TaskRecord, settings: LoopSettings, svc: Services, error: 
     if current.state.terminal or current.state.held:
         return
     title = settings.title or task.task_id[:8]
+    kept = ""
+    if not settings.parent_task_id:
+        keep = svc.loop.keep_failed_worktrees
+        kept = await worktrees.finish(task.task_id, settings, succeeded=False, keep=keep)
     await svc.journal.tasks.fail(
         task.task_id,
         error,
@@ -634,7 +664,8 @@ async def _fail(task: TaskRecord, settings: LoopSettings, svc: Services, error: 
                 message_key=f"failed:{task.task_id}",
                 kind="notice",
                 task_id=task.task_id,
-                body=f"Task {title} ({task.task_id[:8]}) failed: {error}",
+                body=f"Task {title} ({task.task_id[:8]}) failed: {error}"
+                + (f"\n{kept}" if kept else ""),
             )
         ],
     )

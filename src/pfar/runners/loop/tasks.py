@@ -25,6 +25,7 @@ class LoopRequest:
     tier: str = "worker"
     once: bool = False
     title: str = ""
+    worktree: bool = False  # work in a git worktree of the directory's repository
 
 
 def checked(request: LoopRequest) -> LoopRequest:
@@ -39,7 +40,9 @@ def checked(request: LoopRequest) -> LoopRequest:
     if not directory.is_dir():
         raise BadRequest("directory", f"{directory} is not a directory")
     title = request.title.strip() or " ".join(request.prompt.split())[:60]
-    return LoopRequest(request.prompt, str(directory), request.tier, request.once, title)
+    return LoopRequest(
+        request.prompt, str(directory), request.tier, request.once, title, request.worktree
+    )
 
 
 def loop_task(
@@ -62,5 +65,6 @@ def loop_task(
         tier=request.tier,
         once=request.once,
         title=request.title,
+        use_worktree=request.worktree,
     )
     return task, settings
