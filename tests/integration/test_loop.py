@@ -17,7 +17,15 @@ from pfar.journal import TaskState
 from pfar.journal.turns import AssistantTurn, ResultsTurn, SummaryTurn, UserTurn
 from pfar.kernel import open_kernel
 from pfar.kernel.api import Operator
-from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, StopReason, ToolCall, reply
+from pfar.llm import (
+    ChatRequest,
+    ChatResponse,
+    ScriptedChatModel,
+    StopReason,
+    ToolCall,
+    Usage,
+    reply,
+)
 
 from ..support import make_home
 
@@ -286,3 +294,67 @@ def test_bad_input_to_loop_and_send_is_refused_by_name(tmp_path: Path) -> None:
             await op.send(task_id, "more")
 
     asyncio.run(_run(tmp_path, model, body))
+
+
+def test_retry_discards_the_waiting_answer_and_asks_the_model_again(tmp_path: Path) -> None:
+    asked: list[ChatRequest] = []
+
+    def model(request: ChatRequest) -> ChatResponse:
+        asked.append(request)
+        return reply(request, f"answer {len(asked)}")
+
+    async def body(op: Operator, task_id: str, work: Path) -> None:
+        assert (await op.task(task_id)).state is TaskState.WaitingForUser
+        sent = await op.send(task_id, "/retry")
+        assert sent.command == "/retry"
+        await op.wait_idle()
+        assert (await op.task(task_id)).state is TaskState.WaitingForUser
+        turns = await _turns(op, task_id)
+        assert [t.kind for t in turns] == ["user", "assistant", "discard", "assistant"]
+        assert [t.text for t in turns if isinstance(t, AssistantTurn)] == ["answer 1", "answer 2"]
+        # the model was asked again with the conversation as it was before answer 1
+        assert [m.text for m in asked[1].messages] == ["do the task"]
+        timeline = await op.timeline(task_id)
+        assert any("/retry" in e.event for e in timeline.entries)
+        done = await op.send(task_id, "/done")
+        assert done.command == "/done"
+        await op.wait_idle()
+        row = await op.journal.tasks.get(task_id)
+        assert row.execute_progress is not None
+        assert row.execute_progress["result"] == "answer 2"
+        assert row.execute_progress["iterations"] == 1  # the discarded answer is not counted
+        with pytest.raises(TaskStateRefused, match="only an answer that waits for you"):
+            await op.send(task_id, "/retry")
+
+    asyncio.run(_run(tmp_path, model, body))
+
+
+def test_context_tells_how_full_the_context_is(tmp_path: Path) -> None:
+    def model(request: ChatRequest) -> ChatResponse:
+        if _turn(request) == 0:
+            call = ToolCall("r", "file.read", {"path": "big.txt"})
+            return ChatResponse("", (call,), StopReason.tool_use, Usage(1200, 30), request.model)
+        return ChatResponse("read it", (), StopReason.end_turn, Usage(9000, 40), request.model)
+
+    async def body(op: Operator, task_id: str, work: Path) -> None:
+        sent = await op.send(task_id, "/context")
+        assert sent.command == "/context" and sent.state is TaskState.WaitingForUser
+        stats = sent.context
+        assert isinstance(stats, dict)
+        assert stats["turns"] == 4 and stats["shown"] == 4
+        assert stats["summarized_upto"] is None
+        assert stats["budget"] == 180_000 - 16_000
+        # the file's 40,000 characters are in the conversation: about 10,000 tokens
+        assert 10_000 < int(stats["estimated_tokens"]) < 13_000
+        assert (stats["last_input_tokens"], stats["last_output_tokens"]) == (9000, 40)
+        assert stats["total_tokens"] == 1200 + 30 + 9000 + 40
+        # a look changes nothing
+        assert len(await _turns(op, task_id)) == 4
+
+    def setup_and_run() -> Any:
+        work = tmp_path / "work"
+        work.mkdir()
+        (work / "big.txt").write_text("x" * 40_000)
+        return _run(tmp_path, model, body)
+
+    asyncio.run(setup_and_run())

@@ -3,11 +3,14 @@ kernel."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..kernel.api.requests import LOOP, SEND, WAIT_IDLE, LoopArgs, NoArgs, SendArgs
 from ..kernel.holds import describe
 from ..policy.printable import printable
+from ..runners.loop.context import ContextStats
 from ..runners.loop.tasks import TIERS
 from . import client
 from .output import emit, err, home_of, out, read
@@ -73,6 +76,9 @@ def send(ctx: click.Context, task_id: str, message: str, wait: bool, as_json: bo
     """Send MESSAGE to a loop task waiting for you. `/done` ends it with its summary;
     `/pause`, `/resume` and `/cancel` act on it."""
     result = client.send(home_of(ctx), SEND, SendArgs(task_id, message))
+    if isinstance(result.get("context"), dict):  # /context
+        _print_context(result, as_json)
+        return
     hold = result.get("hold")
     if isinstance(hold, dict):  # /pause, /resume, /cancel
         if as_json:
@@ -81,6 +87,35 @@ def send(ctx: click.Context, task_id: str, message: str, wait: bool, as_json: bo
             out.print(describe(hold))
         return
     _show(ctx, result, wait, as_json)
+
+
+@click.command("context")
+@click.argument("task_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def context_cmd(ctx: click.Context, task_id: str, as_json: bool) -> None:
+    """How full a loop task's context is: tokens of its next request against the
+    model's budget, turns shown and summarized, tokens and cost so far (`/context`)."""
+    _print_context(client.send(home_of(ctx), SEND, SendArgs(task_id, "/context")), as_json)
+
+
+@click.command("retry")
+@click.argument("task_id")
+@click.option("--wait", is_flag=True, help="Wait until no task is running, then show the reply.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def retry_cmd(ctx: click.Context, task_id: str, wait: bool, as_json: bool) -> None:
+    """Discard the answer a loop task waits on you with, and ask its model again
+    (`/retry`)."""
+    result = client.send(home_of(ctx), SEND, SendArgs(task_id, "/retry"))
+    _show(ctx, result, wait, as_json)
+
+
+def _print_context(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit(result, True)
+    else:
+        out.print(ContextStats(**result["context"]).text())
 
 
 def _show(ctx: click.Context, result: dict[str, object], wait: bool, as_json: bool) -> None:

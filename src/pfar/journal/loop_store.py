@@ -13,7 +13,7 @@ from .moves import transition_txn
 from .payloads import Blocked, Executing, Payload, Synthesizing, WaitingForUser
 from .records import InboundEvent, OwnerMessage, StepRecord, TaskRecord, now_rfc3339
 from .states import TaskState
-from .turns import LoopSettings, PermissionRule, StoredTurn, Turn, UserTurn
+from .turns import DiscardTurn, LoopSettings, PermissionRule, StoredTurn, Turn, UserTurn
 
 
 class SQLiteLoopStore:
@@ -182,6 +182,29 @@ class SQLiteLoopStore:
             if done:
                 return transition_txn(conn, task_id, Synthesizing())
             loops_sql.append_txn(conn, task_id, [UserTurn(text=text, source="owner")], at, None)
+            return transition_txn(conn, task_id, Executing(current_step=payload.next_step))
+
+        return await self._db.write(op, "user_input")
+
+    async def retry(self, task_id: str) -> TaskState:
+        """The owner's `/retry`: the model's answer that waits for the owner is discarded
+        (a turn saying so is appended) and the model is asked again. Refused, naming the
+        state, unless the task waits for the owner after its model's answer."""
+
+        def op(conn: sqlite3.Connection) -> TaskState:
+            found = tasks_sql.get_state_payload(conn, task_id)
+            if found is None:
+                raise UnknownTask(task_id)
+            state, _, payload = found
+            if not isinstance(payload, WaitingForUser):
+                raise TaskStateRefused(
+                    task_id,
+                    state.value,
+                    "retried",
+                    "only an answer that waits for you can be discarded and asked again",
+                )
+            at = now_rfc3339()
+            loops_sql.append_txn(conn, task_id, [DiscardTurn(of=payload.after)], at, payload.after)
             return transition_txn(conn, task_id, Executing(current_step=payload.next_step))
 
         return await self._db.write(op, "user_input")

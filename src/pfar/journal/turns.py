@@ -117,7 +117,17 @@ class SummaryTurn:
     upto: int
 
 
-Turn = UserTurn | AssistantTurn | ResultsTurn | SummaryTurn
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DiscardTurn:
+    """The owner's `/retry`: the model's answer `of` (its seq) is taken back, and the
+    model asked again. Both stay in the journal; the model is shown neither."""
+
+    __pydantic_config__ = _STRICT
+    kind: Literal["discard"] = "discard"
+    of: int
+
+
+Turn = UserTurn | AssistantTurn | ResultsTurn | SummaryTurn | DiscardTurn
 _TURN: TypeAdapter[Turn] = TypeAdapter(Annotated[Turn, Field(discriminator="kind")])
 _SETTINGS: TypeAdapter[LoopSettings] = TypeAdapter(LoopSettings)
 

@@ -57,8 +57,10 @@ from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer
 from ..runners import Services, TemplateRegistry
+from ..runners.loop import runner as loop_runner
 from ..runners.loop import tasks as loops
 from ..runners.loop import worktrees
+from ..runners.loop.context import ContextStats
 from ..runners.loop.permissions import Policy
 from ..runners.loop.tasks import LoopRequest
 from ..runners.registry import runner_for
@@ -574,6 +576,24 @@ class Kernel:
         self.audit.log("user_input", task_id=task_id, done=done)
         self.advance(task_id)
         return await self.journal.tasks.get(task_id)
+
+    async def retry_answer(self, task_id: str) -> TaskRecord:
+        """The owner's `/retry`: discard the model's answer that waits for the owner, and
+        ask the model again. Refused, naming the state, unless the task waits so."""
+        if not self._accepting:
+            raise ShuttingDown()
+        task_id = await self.journal.tasks.resolve_id(task_id)
+        await self.journal.loops.retry(task_id)
+        self.audit.log("user_input", task_id=task_id, retry=True)
+        self.advance(task_id)
+        return await self.journal.tasks.get(task_id)
+
+    async def loop_context(self, task_id: str) -> ContextStats:
+        """`/context`: how full a loop task's context is."""
+        task = await self.journal.tasks.get(await self.journal.tasks.resolve_id(task_id))
+        if task.kind is not TaskKind.loop:
+            raise BadRequest("task", f"{task.task_id} is a {task.kind.value} task, not a loop")
+        return await loop_runner.context_stats(task.task_id, self.services)
 
     # -- traced workflows ---------------------------------------------------------
 

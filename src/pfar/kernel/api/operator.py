@@ -27,7 +27,7 @@ from .reader import HomeReader
 from .records import Answered, Pong, SecretStored, Sent, Submitted, TaskRef
 
 # the messages `send` acts on instead of sending ("//text" sends "/text")
-SLASH = ("/pause", "/cancel", "/resume", "/done")
+SLASH = ("/pause", "/cancel", "/resume", "/done", "/retry", "/context")
 
 if TYPE_CHECKING:
     from ..kernel import Kernel, KernelStatistics
@@ -125,12 +125,23 @@ class Operator(HomeReader):
 
     async def send(self, task_id: str, text: str) -> Sent:
         """The owner's message to a loop task. `/pause`, `/cancel` and `/resume` act on the
-        task, `/done` ends it with its summary; "//..." sends a message that starts "/"."""
+        task, `/done` ends it with its summary, `/retry` discards the model's last answer
+        and asks again, `/context` tells how full its context is; "//..." sends a
+        message that starts "/"."""
         command = text.strip().lower()
         holds = {"/pause": self.pause, "/cancel": self.cancel, "/resume": self.resume}
         if command in holds:
             r = await holds[command](task_id)
             return Sent(r.task_id, r.state, command, r.to_json())
+        if command == "/retry":
+            task = await self._kernel.retry_answer(task_id)
+            return Sent(task.task_id, task.state, command)
+        if command == "/context":
+            stats = await self._kernel.loop_context(task_id)
+            task = await self._kernel.journal.tasks.get(
+                await self._kernel.journal.tasks.resolve_id(task_id)
+            )
+            return Sent(task.task_id, task.state, command, context=stats.to_json())
         if command.startswith("/") and not command.startswith("//") and command != "/done":
             raise BadRequest(
                 "text", f"{text.strip()!r} is not a command; commands are {', '.join(SLASH)}"

@@ -189,6 +189,7 @@ class Sent:
     state: TaskState
     command: str | None = None
     hold: JSON | None = None
+    context: JSON | None = None  # `/context`: ContextStats.to_json
 
     def to_json(self) -> JSON:
         out: JSON = {"task_id": self.task_id, "state": self.state.value}
@@ -196,6 +197,8 @@ class Sent:
             out["command"] = self.command
         if self.hold is not None:
             out["hold"] = self.hold
+        if self.context is not None:
+            out["context"] = self.context
         return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...journal import Semantics, TaskKind
 from ...journal.store import Store
-from ...journal.turns import AssistantTurn, ResultsTurn, SummaryTurn, Turn, UserTurn
+from ...journal.turns import AssistantTurn, DiscardTurn, ResultsTurn, SummaryTurn, Turn, UserTurn
 from .records import TaskSummary, TaskTimeline, TimelineEntry
 
 
@@ -72,4 +72,6 @@ def said(turn: Turn, limit: int = 2000) -> str:
             return "results: " + " | ".join(parts)
         case SummaryTurn(text=text):
             return f"summary of earlier turns: {cut(text)}"
+        case DiscardTurn():
+            return "you: /retry (the model's answer above is discarded; it is asked again)"
     raise TypeError(f"not a turn: {turn!r}")

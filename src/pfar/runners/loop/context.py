@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ...journal.turns import (
     AssistantTurn,
+    DiscardTurn,
     LoopSettings,
     ResultsTurn,
     StoredTurn,
@@ -97,9 +98,54 @@ def system_prompt(settings: LoopSettings, task_id: str, env: Environment) -> str
     return "\n".join(lines)
 
 
+@dataclass(frozen=True, slots=True)
+class ContextStats:
+    """`/context`: how full the task's context is, as its next model call would be sent."""
+
+    turns: int  # in the journal
+    shown: int  # sent to the model (after summaries and discarded answers)
+    summarized_upto: int | None  # the seq before which turns are summarized
+    estimated_tokens: int  # the next request: system prompt, tools and conversation
+    budget: int  # context_tokens less reserve_tokens
+    context_tokens: int
+    reserve_tokens: int
+    last_input_tokens: int  # as the provider counted the last call
+    last_output_tokens: int
+    total_tokens: int  # every call of the task
+    cost_usd: float
+
+    def to_json(self) -> dict[str, object]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+    def text(self) -> str:
+        share = self.estimated_tokens / self.budget if self.budget else 0.0
+        lines = [
+            f"context: about {self.estimated_tokens:,} of {self.budget:,} tokens "
+            f"({share:.0%}; the model takes {self.context_tokens:,}, "
+            f"{self.reserve_tokens:,} kept for its answer)",
+            f"turns: {self.turns} in the journal, {self.shown} shown to the model",
+        ]
+        if self.summarized_upto is not None:
+            lines.append(f"summarized: the turns before #{self.summarized_upto}")
+        lines.append(
+            f"last call: {self.last_input_tokens:,} in, {self.last_output_tokens:,} out; "
+            f"task: {self.total_tokens:,} tokens, ${self.cost_usd:.4f}"
+        )
+        return "\n".join(lines)
+
+
+def answers(turns: Sequence[StoredTurn]) -> list[AssistantTurn]:
+    """Every answer of the model in the journal that the owner did not discard."""
+    dropped = {t.turn.of for t in turns if isinstance(t.turn, DiscardTurn)}
+    return [t.turn for t in turns if isinstance(t.turn, AssistantTurn) and t.seq not in dropped]
+
+
 def visible(turns: Sequence[StoredTurn]) -> list[StoredTurn]:
     """The turns the model is shown: from the latest summary on (the summary itself
-    standing for everything before `upto`)."""
+    standing for everything before `upto`), without answers the owner discarded."""
+    dropped = {t.turn.of for t in turns if isinstance(t.turn, DiscardTurn)}
+    if dropped:
+        turns = [t for t in turns if t.seq not in dropped and not isinstance(t.turn, DiscardTurn)]
     start = 0
     for i, stored in enumerate(turns):
         if isinstance(stored.turn, SummaryTurn):

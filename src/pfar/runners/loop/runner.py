@@ -331,6 +331,36 @@ async def _summarize(
     return svc.redactor.text(response.text) or "(no summary)"
 
 
+async def context_stats(task_id: str, svc: Services) -> context.ContextStats:
+    """`/context`: the task's context as its next model call would assemble it (without
+    summarizing: a look changes nothing)."""
+    settings = await svc.journal.loops.settings(task_id)
+    convo = await svc.journal.loops.turns(task_id)
+    model = svc.model.model_for(settings.tier)
+    tools = _schemas(svc, settings)
+    system = context.system_prompt(settings, task_id, context.environment(settings, model))
+    shown = context.visible(convo)
+    schema_chars = sum(len(json.dumps(t.input_schema)) + len(t.description) for t in tools)
+    msgs = context.messages(shown)
+    summaries = [t.turn for t in shown if isinstance(t.turn, SummaryTurn)]
+    answers = [t.turn for t in shown if isinstance(t.turn, AssistantTurn)]
+    usage = await svc.journal.tasks.llm_usage(task_id)
+    return context.ContextStats(
+        turns=len(convo),
+        shown=len(shown),
+        summarized_upto=summaries[-1].upto if summaries else None,
+        estimated_tokens=context.size(system, msgs, schema_chars),
+        budget=svc.loop.context_tokens - svc.loop.reserve_tokens,
+        context_tokens=svc.loop.context_tokens,
+        reserve_tokens=svc.loop.reserve_tokens,
+        last_input_tokens=answers[-1].input_tokens if answers else 0,
+        last_output_tokens=answers[-1].output_tokens if answers else 0,
+        total_tokens=int(usage.get("input_tokens", 0) or 0)
+        + int(usage.get("output_tokens", 0) or 0),
+        cost_usd=float(usage.get("cost_usd", 0) or 0),
+    )
+
+
 # -- drift ----------------------------------------------------------------------
 
 
@@ -610,7 +640,7 @@ async def _conclude(
 ) -> None:
     """Completed, with its summary (the last answer, or the cheap tier's), its cost and
     its iterations (Phase 6)."""
-    answers = [t.turn for t in convo if isinstance(t.turn, AssistantTurn)]
+    answers = context.answers(convo)
     summary = next((a.text for a in reversed(answers) if a.text.strip()), "")
     if not summary:
         summary = await _summarize(task, settings, convo, svc)
