@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Generator
 from typing import Any, TypeVar
 
 from ..errors import KernelNotReady, KernelNotRunning, PfarError
@@ -74,6 +75,35 @@ def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:
         err = response.get("error", {})
         raise RemoteError(err.get("type", "Error"), err.get("message", "unknown error"))
     return response.get("result")
+
+
+def stream(home: Home, request: dict[str, Any]) -> Generator[dict[str, Any], None, None]:
+    """A streaming op (`attach`): each {"shown": ...} line's object, as it comes, until the
+    kernel's closing answer (RemoteError if that is a refusal). Closing the iterator
+    hangs up, which is how a viewer detaches."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(home.control_socket))
+    except (FileNotFoundError, ConnectionRefusedError):
+        sock.close()
+        if _lock_held(home):
+            raise KernelNotReady(str(home.root)) from None
+        raise KernelNotRunning(str(home.root)) from None
+    try:
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        with sock.makefile("rb") as lines:
+            for line in lines:
+                message = json.loads(line)
+                if "shown" in message:
+                    yield message["shown"]
+                    continue
+                if not message.get("ok"):
+                    err = message.get("error", {})
+                    raise RemoteError(err.get("type", "Error"), err.get("message", "unknown"))
+                return
+        raise PfarError("the kernel closed the connection (it is shutting down)")
+    finally:
+        sock.close()
 
 
 def _lock_held(home: Home) -> bool:

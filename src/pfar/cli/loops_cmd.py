@@ -89,6 +89,54 @@ def send(ctx: click.Context, task_id: str, message: str, wait: bool, as_json: bo
     _show(ctx, result, wait, as_json)
 
 
+@click.command()
+@click.argument("task_id")
+@click.option(
+    "--from-start", is_flag=True, help="Show the whole conversation, not only what is new."
+)
+@click.pass_context
+def attach(ctx: click.Context, task_id: str, from_start: bool) -> None:
+    """Watch a loop task live: what it said and did since you last looked, then its
+    text as the model writes it, each tool call and result, and its state. Ctrl-C
+    detaches; the task goes on."""
+    request = {"op": "attach", "task_id": task_id, "from_start": from_start}
+    shown = client.stream(home_of(ctx), request)
+    midline = False
+    try:
+        for item in shown:
+            kind, text = item["kind"], printable(str(item["text"]), indent="  ")
+            if kind == "text":
+                click.echo(text, nl=False)
+                midline = not text.endswith("\n")
+                continue
+            if midline:
+                click.echo()
+                midline = False
+            if kind == "turn":
+                out.print(text, markup=False, highlight=False)
+            elif kind == "state":
+                hint = _HINTS.get(text, "")
+                err.print(f"[{text}]{hint}", markup=False, highlight=False)
+            elif kind == "note":
+                err.print(f"({text})", markup=False, highlight=False)
+            else:
+                err.print(f"task ended: {text}", markup=False, highlight=False)
+    except KeyboardInterrupt:
+        if midline:
+            click.echo()
+        err.print("detached; the task goes on")
+    finally:
+        shown.close()
+
+
+_HINTS = {
+    "WaitingForUser": " waits for you: pfar send ID MESSAGE (or /done)",
+    "AwaitingApproval": " asks you: pfar approvals",
+    "Blocked": " waits for its subtask",
+    "Paused": " paused: pfar resume ID",
+}
+
+
 @click.command("context")
 @click.argument("task_id")
 @click.option("--json", "as_json", is_flag=True)

@@ -28,7 +28,7 @@ from ..vault.home import Home
 from ..vault.secrets import check_secret_size
 from . import client
 from .holds_cmd import cancel, pause, resume
-from .loops_cmd import context_cmd, loop, retry_cmd, send
+from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .output import emit, err, home_of, out, read, table
 from .sessions_cmd import secret, session
 from .workflows_cmd import workflow
@@ -344,6 +344,7 @@ def demo(keep: bool) -> None:
 task.add_command(context_cmd)
 task.add_command(retry_cmd)
 cli.add_command(loop)
+cli.add_command(attach)
 cli.add_command(send)
 cli.add_command(cancel)
 cli.add_command(pause)

@@ -3,6 +3,10 @@
 Request:  {"op": "submit", "template": "...", "text": "...", "event_id": "..."}
 Response: {"ok": true, "result": {...}}  or  {"ok": false, "error": {"type": ..., "message": ...}}
 
+One op streams: {"op": "attach", "task_id": "...", "from_start": false} is answered by
+{"shown": {...}} lines (api/attach.py) as the task goes on, then the response line
+when it ends. Hanging up detaches; the task goes on.
+
 Each op is a command of the operator API (api/requests.py: COMMANDS): its fields are
 parsed once into a typed record, and its verb answers with a record whose `to_json` is
 the result. While the kernel shuts down, only the ops that say so are taken: the
@@ -36,6 +40,17 @@ _TOO_LONG = {
     "ok": False,
     "error": {"type": "BadRequest", "message": f"request over {MAX_LINE_TEXT}; nothing was done"},
 }
+
+
+def _is_attach(line: bytes) -> bool:
+    """The one op that streams (cheap to tell: the op is named near the start)."""
+    if b'"attach"' not in line:
+        return False
+    try:
+        body = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("op") == "attach"
 
 
 class ControlServer:
@@ -79,6 +94,9 @@ class ControlServer:
         self._clients.add(writer)
         try:
             async for line in read_lines(reader):
+                if line is not None and _is_attach(line):
+                    await self._attach(line, reader, writer)  # until the task ends
+                    break
                 response = await self._handle(line) if line is not None else _TOO_LONG
                 writer.write(json.dumps(response).encode() + b"\n")
                 await writer.drain()
@@ -87,6 +105,42 @@ class ControlServer:
         finally:
             self._clients.discard(writer)
             writer.close()
+
+    async def _attach(
+        self, line: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """`attach`: one line per thing shown ({"shown": ...}), then the usual answer
+        line once the task ends. A viewer that hangs up (seen at once, even while the
+        task is quiet) detaches; the task goes on."""
+
+        async def pump(task_id: str, from_start: bool) -> None:
+            async for item in await self._operator.attach(task_id, from_start=from_start):
+                writer.write(json.dumps({"shown": item.to_json()}).encode() + b"\n")
+                await writer.drain()
+
+        try:
+            body = json.loads(line)
+            task_id = body.get("task_id")
+            if not isinstance(task_id, str):
+                raise BadRequest("task_id", "is missing")
+            pumping = asyncio.create_task(pump(task_id, bool(body.get("from_start"))))
+            hung_up = asyncio.create_task(reader.read(1))  # b"" at the viewer's end
+            try:
+                await asyncio.wait({pumping, hung_up}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for t in (pumping, hung_up):
+                    t.cancel()
+                await asyncio.gather(hung_up, return_exceptions=True)
+            if not pumping.done() or pumping.cancelled():
+                await asyncio.gather(pumping, return_exceptions=True)
+                return  # the viewer left
+            pumping.result()  # its refusal, if any
+        except PfarError as exc:
+            error = {"type": type(exc).__name__, "message": str(exc)}
+            writer.write(json.dumps({"ok": False, "error": error}).encode() + b"\n")
+        else:
+            writer.write(json.dumps({"ok": True, "result": {}}).encode() + b"\n")
+        await writer.drain()
 
     async def _handle(self, line: bytes) -> dict[str, Any]:
         try:

@@ -72,6 +72,7 @@ from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
 from ..vault.sqlite import open_vault_db
 from . import holds
+from .api.attach import Viewers
 from .audit import AuditLog
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel, OwnerLogSink, Sink
@@ -122,6 +123,8 @@ class Kernel:
         self.boot_id = str(uuid.uuid4())
         self._lock = HomeLock(home)
         self._running: dict[str, asyncio.Task[None]] = {}
+        # who watches loop tasks' output live (`pfar attach`)
+        self.viewers = Viewers()
         self._again: set[str] = set()
         self._accepting = False
         self._background: list[asyncio.Task[None]] = []
@@ -298,6 +301,7 @@ class Kernel:
             loop=config.loop,
             loop_policy=Policy.of(config.loop),
             advance=self.advance,
+            loop_events=self.viewers.publish,
         )
 
     def _notify_owner(self) -> None:

@@ -16,13 +16,16 @@ for the socket); a refusal is a `PfarError` whose message says what to do.
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from ...answers import Answer
 from ...errors import BadRequest
+from ...journal import TaskKind
 from ...journal.sessions import SessionRecord
 from ...runners.loop.tasks import LoopRequest
 from ..holds import HoldResult
+from .attach import Shown, stream
 from .reader import HomeReader
 from .records import Answered, Pong, SecretStored, Sent, Submitted, TaskRef
 
@@ -152,6 +155,21 @@ class Operator(HomeReader):
             task_id, message if text.strip().startswith("//") else text, done=done
         )
         return Sent(task.task_id, task.state, "/done" if done else None)
+
+    async def attach(self, task_id: str, *, from_start: bool = False) -> AsyncIterator[Shown]:
+        """A loop task's output, live: the turns since this task was last watched (all of
+        them, `from_start`), then its streamed text, turns and states until it ends.
+        Leaving (closing the iterator) stops nothing."""
+        task = await self._kernel.journal.tasks.get(
+            await self._kernel.journal.tasks.resolve_id(task_id)
+        )
+        if task.kind is not TaskKind.loop:
+            raise BadRequest(
+                "task_id", f"{task.task_id} is a {task.kind.value} task; only loop tasks stream"
+            )
+        return stream(
+            self._kernel.journal, self._kernel.viewers, task.task_id, from_start=from_start
+        )
 
     # -- traced workflows ------------------------------------------------------------
 
