@@ -176,6 +176,9 @@ class LoopConfig(_Section):
     max_iterations: int = Field(50, gt=0, le=100_000)
     max_tool_failures: int = Field(10, gt=0, le=100_000)
     max_minutes_without_progress: float = Field(10, gt=0, le=_DAY)
+    # after this many failed tool calls in a row, the model is asked one tier up
+    # (cheap -> worker -> planner) until a call works again; 0: never
+    escalate_after_failures: int = Field(3, ge=0, le=1000)
     # an iteration above this many tokens is logged as a warning
     max_tokens_per_iteration: int = Field(50_000, gt=0, le=10_000_000)
     # subtasks (the Task tool) nest at most this deep

@@ -358,3 +358,27 @@ def test_context_tells_how_full_the_context_is(tmp_path: Path) -> None:
         return _run(tmp_path, model, body)
 
     asyncio.run(setup_and_run())
+
+
+def test_after_repeated_tool_failures_the_model_is_asked_one_tier_up(tmp_path: Path) -> None:
+    models: list[str] = []
+
+    def model(request: ChatRequest) -> ChatResponse:
+        models.append(request.model)
+        turn = _turn(request)
+        if turn < 4:  # three calls that fail, then one that works
+            path = "missing.txt" if turn < 3 else "here.txt"
+            return reply(request, "", [ToolCall(f"r{turn}", "file.read", {"path": path})])
+        return reply(request, "read it")
+
+    async def body(op: Operator, task_id: str, work: Path) -> None:
+        assert (await op.task(task_id)).state is TaskState.WaitingForUser
+        worker, planner = "model-w", "model-p"
+        assert models == [worker, worker, worker, planner, worker]
+        answers = [t for t in await _turns(op, task_id) if isinstance(t, AssistantTurn)]
+        assert [a.model for a in answers] == models  # the journal says who answered
+
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "here.txt").write_text("x")
+    tiers = '\n[llm.tiers]\nworker = "model-w"\nplanner = "model-p"\n'
+    asyncio.run(_run(tmp_path, model, body, extra=tiers))

@@ -144,6 +144,7 @@ def scripted_proxy(
         ),
         on_call=on_call,
         model=llm.model or "scripted",
+        tiers=llm.tiers.model_dump(),  # a script sees which tier asked (request.model)
         max_tokens=llm.max_tokens,
         remote=False,
     )

@@ -57,6 +57,7 @@ from ..steps import Done, Parked, StepCall, StepRules, ToolErrored, run_step
 from . import context, subtasks, worktrees
 from .answers import DRIFT
 from .permissions import PERMISSION, Policy
+from .tasks import TIERS
 
 log = logging.getLogger("pfar.loop")
 
@@ -108,7 +109,7 @@ async def _model_phase(
 ) -> bool:
     if await _drifted(task, settings, convo, svc):
         return False
-    model = svc.model.model_for(settings.tier)
+    model = svc.model.model_for(_tier(task, settings, convo, svc))
     tools = _schemas(svc, settings)
     system = context.system_prompt(settings, task.task_id, context.environment(settings, model))
     msgs = await _fit(task, settings, convo, system, tools, svc)
@@ -189,6 +190,23 @@ async def _answered(
     if messages:
         svc.notify_owner()
     return True
+
+
+def _tier(
+    task: TaskRecord, settings: LoopSettings, convo: Sequence[StoredTurn], svc: Services
+) -> str:
+    """The task's tier, or one up after `escalate_after_failures` failed calls in a row
+    (seed 001, 3.1). From the journal alone: a request made again after a crash goes
+    to the same model."""
+    after = svc.loop.escalate_after_failures
+    failures = _failures_in_a_row(convo)
+    if not after or failures < after or settings.tier == TIERS[-1]:
+        return settings.tier
+    up = TIERS[TIERS.index(settings.tier) + 1] if settings.tier in TIERS else settings.tier
+    log.info(
+        "task %s: %d tool calls failed in a row; asking the %s tier", task.task_id, failures, up
+    )
+    return up
 
 
 def _unusable_note(turn: AssistantTurn) -> str:
