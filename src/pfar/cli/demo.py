@@ -121,10 +121,25 @@ def _script(url: str, write_log: Path) -> str:
                 '[[responses]]\ntemplate = "digest"\nphase = "plan"\ndelay_seconds = 30\n'
                 "json = { steps = [] }",
                 '[[responses]]\nphase = "synthesize"\ntext = "done ($template)."',
+                # the agentic loop: writes a file, then runs the (slow) tests
+                '[[turns]]\nmatch = "^Fix the greeting"\nturn = 1\n'
+                'text = "I will fix the greeting, then run the tests."\n'
+                "tool_calls = [\n"
+                '  { name = "file.write", input = { path = "greeting.txt", '
+                'content = "hello, world" } },\n'
+                f'  {{ name = "shell.run", input = {{ argv = {shell("loop:tests", 5)} }} }},\n'
+                "]",
+                '[[turns]]\nmatch = "^Fix the greeting"\ntext = "What I know: $last"',
             ]
         )
         + "\n"
     )
+
+
+LOOP_CONFIG = """[loop]
+tools = ["file.read", "file.write", "shell.run"]
+always_allow = ["file.read", "file.write", "shell.run"]
+"""
 
 
 class FarSide:
@@ -246,11 +261,17 @@ def run_demo(keep: bool = False) -> int:
             "\n".join(line.strip() for line in body.strip().splitlines()) + "\n"
         )
     (home.root / "scripts" / "default.toml").write_text(_script(far.url, write_log))
+    home.config.write_text(home.config.read_text() + "\n" + LOOP_CONFIG)
+    work = root / "work"
+    work.mkdir()
     con.print(f"home {home.root}  (SQLite vault, scripted model)")
     con.print(f"far side: a loopback HTTP server at {far.url}; shell steps append to writes.log")
 
     proc = _start_kernel(home, kernel_log)
-    con.print(f"\n[bold]1.[/] kernel started (pid {proc.pid}); submitting four tasks")
+    con.print(
+        f"\n[bold]1.[/] kernel started (pid {proc.pid}); submitting four tasks and "
+        "starting an agent"
+    )
     names: dict[str, str] = {}
     for tpl, text in (
         ("deploy", "release v2"),
@@ -261,6 +282,17 @@ def run_demo(keep: bool = False) -> int:
         r = client.call(home, {"op": "submit", "template": tpl, "text": text})
         names[r["task_id"]] = tpl
         con.print(f"   submitted {tpl:8} → task {r['task_id'][:8]}")
+    r = client.call(
+        home,
+        {
+            "op": "loop",
+            "prompt": "Fix the greeting and run the tests",
+            "directory": str(work),
+            "once": True,
+        },
+    )
+    names[r["task_id"]] = "agent"
+    con.print(f"   pfar loop 'Fix the greeting and run the tests' → task {r['task_id'][:8]}")
     seen = 0
     ids = {v: k for k, v in names.items()}
 
@@ -270,8 +302,13 @@ def run_demo(keep: bool = False) -> int:
             home, "SELECT status FROM task_steps WHERE task_id = ? AND step = 3", ids["publish"]
         )
         slow = any(p.endswith("/slow") for _, p, _ in far.requests)
+        agent = _q(
+            home, "SELECT status FROM task_steps WHERE task_id = ? AND step = 1", ids["agent"]
+        )
         return bool(
-            parked
+            agent
+            and agent[0][0] == "started"
+            and parked
             and parked[0][0] == "AwaitingApproval"
             and shell
             and shell[0][0] == "started"
@@ -282,7 +319,8 @@ def run_demo(keep: bool = False) -> int:
     seen = _owner_log(home, seen)
     con.print(
         "\n[bold]2.[/] now: deploy waits for approval, publish is running its 4th step "
-        "(a shell write), sync's PUT is in flight at the far side, digest is planning"
+        "(a shell write), sync's PUT is in flight at the far side, digest is planning, "
+        "and the agent wrote greeting.txt and is running the tests (a command)"
     )
     con.print(_tasks_table(home, names))
     proc.send_signal(signal.SIGKILL)
@@ -318,7 +356,7 @@ def run_demo(keep: bool = False) -> int:
     for approval_id, task_id, action in pending:
         decision = "skip" if action == "write_in_doubt" else "approve"
         why = (
-            "writes.log shows the announcement ran, so: skip"
+            f"writes.log shows {'the tests' if names[task_id] == 'agent' else 'it'} ran, so: skip"
             if decision == "skip"
             else "approve the release"
         )
@@ -343,6 +381,16 @@ def run_demo(keep: bool = False) -> int:
     seen = _owner_log(home, seen)
     con.print("\n[bold]6.[/] every task reached its end:")
     con.print(_tasks_table(home, names))
+    told = _q(
+        home,
+        "SELECT body_json FROM loop_turns WHERE task_id = ? AND body_json LIKE '%results%'",
+        ids["agent"],
+    )
+    for (body,) in told:
+        for result in json.loads(body)["results"]:
+            if result["is_error"]:
+                text = printable(escape(result["content"]), indent="           ")
+                con.print(f"   the agent's model was told: [italic]{text}[/]")
 
     con.print("\n[bold]7.[/] proof that no write ran twice")
     lines = Counter(write_log.read_text().split()) if write_log.exists() else Counter()
