@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import enum
 import inspect
@@ -54,7 +55,8 @@ def test_every_verb_of_the_operator_api_returns_a_typed_record() -> None:
     for name, fn in verbs.items():
         names = {**fn.__globals__, **vars(kernel_module)}  # KernelStatistics: TYPE_CHECKING
         returned = typing.get_type_hints(fn, globalns=names)["return"]
-        if typing.get_origin(returned) is list:
+        # a list of records, or a stream of them (attach)
+        if typing.get_origin(returned) in (list, collections.abc.AsyncIterator):
             (returned,) = typing.get_args(returned)
         if returned in (type(None), str):  # wait_idle, request_shutdown; trace is a trace.md
             continue

@@ -11,8 +11,8 @@ that still does not fit fails with an error that says by how much.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,36 +37,48 @@ def tokens(text: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Environment:
+    """What the system prompt says of where the task works. Looked at once each time a
+    task is taken up (not every turn): a system prompt that stays the same from turn to
+    turn is one a provider can cache, and `git status` is a process to start."""
+
     working_dir: str
     git: str
     date: str
-    model: str
 
 
-def environment(settings: LoopSettings, model: str) -> Environment:
+async def environment(settings: LoopSettings) -> Environment:
     return Environment(
         settings.working_dir,
-        git_state(Path(settings.working_dir)),
+        await git_state(Path(settings.working_dir)),
         datetime.date.today().isoformat(),
-        model,
     )
 
 
-def git_state(directory: Path) -> str:
+async def git_state(directory: Path) -> str:
     """Branch and clean/dirty state, or "not a git repository"."""
     try:
-        out = subprocess.run(
-            ["git", "-C", str(directory), "status", "--porcelain=v1", "--branch"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
+        proc = await asyncio.create_subprocess_exec(
+            "git",
+            "-C",
+            str(directory),
+            "status",
+            "--porcelain=v1",
+            "--branch",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return "unknown (git could not be run)"
-    if out.returncode != 0:
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), 5)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return "unknown (git took too long)"
+    if proc.returncode != 0:
         return "not a git repository"
-    lines = out.stdout.splitlines()
+    lines = out.decode(errors="replace").splitlines()
     head = lines[0].removeprefix("## ") if lines else "?"
     changed = len(lines) - 1
     return f"branch {head.split('...')[0]}, " + (
@@ -74,7 +86,7 @@ def git_state(directory: Path) -> str:
     )
 
 
-def system_prompt(settings: LoopSettings, task_id: str, env: Environment) -> str:
+def system_prompt(settings: LoopSettings, task_id: str, env: Environment, model: str) -> str:
     lines = [
         "You are pfar's agent, working on your owner's task with the tools you are given.",
         "Work in small, checked steps: read before you change, run what you changed.",
@@ -87,7 +99,7 @@ def system_prompt(settings: LoopSettings, task_id: str, env: Environment) -> str
         f"- Working directory: {env.working_dir}",
         f"- Git: {env.git}",
         f"- Date: {env.date}",
-        f"- Model: {env.model}",
+        f"- Model: {model}",
         f"- Task: {task_id}" + (f" ({settings.title})" if settings.title else ""),
     ]
     if settings.parent_task_id:

@@ -73,6 +73,7 @@ async def advance(task_id: str, svc: Services) -> None:
         return
     if settings.use_worktree and settings.worktree is None and settings.worktree_error is None:
         settings = await _workspace(task_id, settings, svc)
+    env: context.Environment | None = None  # looked at once, when the model is first asked
     while True:
         task = await svc.journal.tasks.get(task_id)
         if task.state is TaskState.Blocked:
@@ -91,7 +92,8 @@ async def advance(task_id: str, svc: Services) -> None:
             if isinstance(last, AssistantTurn) and last.calls:
                 going = await _tool_phase(task, settings, convo, last, svc)
             else:
-                going = await _model_phase(task, settings, convo, svc)
+                env = env or await context.environment(settings)
+                going = await _model_phase(task, settings, convo, env, svc)
             if not going:
                 return
         except (VaultError, asyncio.CancelledError):
@@ -105,13 +107,17 @@ async def advance(task_id: str, svc: Services) -> None:
 
 
 async def _model_phase(
-    task: TaskRecord, settings: LoopSettings, convo: list[StoredTurn], svc: Services
+    task: TaskRecord,
+    settings: LoopSettings,
+    convo: list[StoredTurn],
+    env: context.Environment,
+    svc: Services,
 ) -> bool:
     if await _drifted(task, settings, convo, svc):
         return False
     model = svc.model.model_for(_tier(task, settings, convo, svc))
     tools = _schemas(svc, settings)
-    system = context.system_prompt(settings, task.task_id, context.environment(settings, model))
+    system = context.system_prompt(settings, task.task_id, env, model)
     msgs = await _fit(task, settings, convo, system, tools, svc)
     request = ChatRequest(
         model=model,
@@ -356,7 +362,7 @@ async def context_stats(task_id: str, svc: Services) -> context.ContextStats:
     convo = await svc.journal.loops.turns(task_id)
     model = svc.model.model_for(settings.tier)
     tools = _schemas(svc, settings)
-    system = context.system_prompt(settings, task_id, context.environment(settings, model))
+    system = context.system_prompt(settings, task_id, await context.environment(settings), model)
     shown = context.visible(convo)
     schema_chars = sum(len(json.dumps(t.input_schema)) + len(t.description) for t in tools)
     msgs = context.messages(shown)
