@@ -169,10 +169,13 @@ async def _ripgrep(program: str, q: Search, root: Path, target: Path, tool: str)
     )
     assert proc.stdout is not None and proc.stderr is not None
     try:
-        out = await proc.stdout.read(_MAX_RG_BYTES)
-        more = bool(await proc.stdout.read(1))
+        out = bytearray()
+        while len(out) <= _MAX_RG_BYTES and (chunk := await proc.stdout.read(65536)):
+            out += chunk
+        more = len(out) > _MAX_RG_BYTES
         if more:
             proc.kill()
+            del out[_MAX_RG_BYTES:]
         err = await proc.stderr.read()
         await proc.wait()
     except BaseException:
@@ -183,7 +186,7 @@ async def _ripgrep(program: str, q: Search, root: Path, target: Path, tool: str)
     if proc.returncode == 2 and not out:
         message = err.decode(errors="replace").strip() or "ripgrep failed"
         raise ToolFailed(f"{tool}: {message}")
-    lines = out.decode("utf-8", errors="replace").splitlines()
+    lines = bytes(out).decode("utf-8", errors="replace").splitlines()
     if more:
         lines = lines[:-1]  # the last one may be cut in the middle
     return lines
