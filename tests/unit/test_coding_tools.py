@@ -84,7 +84,7 @@ def test_read_refuses_binary_missing_and_directories(work: Path) -> None:
     (work / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
     with pytest.raises(ToolFailed, match=r"img\.png is a binary file"):
         call(Read(), {"file_path": "img.png"}, context(work))
-    with pytest.raises(ToolFailed, match="nope.txt does not exist"):
+    with pytest.raises(ToolFailed, match=r"nope\.txt does not exist"):
         call(Read(), {"file_path": "nope.txt"}, context(work))
     (work / "sub").mkdir()
     with pytest.raises(ToolFailed, match="sub is a directory"):
@@ -174,13 +174,13 @@ def test_edit_replaces_a_unique_string_and_shows_the_lines(work: Path) -> None:
 
 def test_edit_refuses_not_found_and_ambiguous_and_changes_nothing(work: Path) -> None:
     (work / "m.py").write_text(SOURCE)
-    with pytest.raises(ToolFailed, match="old_string was not found in m.py"):
+    with pytest.raises(ToolFailed, match=r"old_string was not found in m\.py"):
         call(
             Edit(),
             {"file_path": "m.py", "old_string": "return 3", "new_string": "x"},
             context(work),
         )
-    with pytest.raises(ToolFailed, match="found 2 times in m.py.*replace_all"):
+    with pytest.raises(ToolFailed, match=r"found 2 times in m\.py.*replace_all"):
         call(
             Edit(),
             {"file_path": "m.py", "old_string": "return 1", "new_string": "x"},
