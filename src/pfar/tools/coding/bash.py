@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 from typing import Any, ClassVar, Final
 
 from ...errors import ToolFailed
@@ -113,44 +114,43 @@ class Bash:
         if not ctx.workspace.is_dir():
             raise ToolFailed(f"{self.name}: the working directory {ctx.workspace} is missing")
         env = {**os.environ, "PFAR_TASK_ID": ctx.task_id, "PFAR_STEP": str(ctx.step)}
+        output = _Output()
+        loop = asyncio.get_running_loop()
         try:
-            proc = await asyncio.create_subprocess_exec(
+            transport, shell = await loop.subprocess_exec(
+                lambda: _Shell(output, loop),
                 "/bin/bash",
                 "-c",
                 str(args["command"]),
                 cwd=ctx.workspace,
                 env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: a timeout kills all of it
             )
         except OSError as exc:
             raise ToolFailed(f"{self.name}: cannot start /bin/bash: {exc}") from None
-        assert proc.stdout is not None
-        output = _Output()
+        pid = transport.get_pid()
         timed_out = False
         try:
             if ctx.started_process is not None:
-                await ctx.started_process(proc.pid)
-            async with asyncio.TaskGroup() as tg:
-                reader = tg.create_task(_pump(proc.stdout, output), name=f"bash:{proc.pid}")
-                try:
-                    async with asyncio.timeout(seconds):
-                        await proc.wait()
-                except TimeoutError:
-                    timed_out = True
-                    kill_group(proc.pid)
-                    await proc.wait()
-                done, _ = await asyncio.wait({reader}, timeout=_DRAIN_SECONDS)
-                if not done:
-                    reader.cancel()  # a background process still holds the output open
+                await ctx.started_process(pid)
+            done, _ = await asyncio.wait({shell.exited}, timeout=seconds)
+            if not done:
+                timed_out = True
+                kill_group(pid)
+                await shell.exited
+            # what its children wrote before it exited may still be in the pipe
+            await asyncio.wait({shell.closed}, timeout=_DRAIN_SECONDS)
         except BaseException:
-            kill_group(proc.pid)
-            await proc.wait()
+            kill_group(pid)
+            await asyncio.shield(shell.exited)
             raise
+        finally:
+            transport.close()  # a background process still holding the output gets EPIPE
+        code = transport.get_returncode()
         text, cut = output.text()
-        code = proc.returncode
         if timed_out:
             raise ToolFailed(
                 f"{self.name}: the command timed out after {seconds:g}s and was killed, with "
@@ -168,6 +168,25 @@ class Bash:
         return None
 
 
-async def _pump(stream: asyncio.StreamReader, output: _Output) -> None:
-    while chunk := await stream.read(65536):
-        output.add(chunk)
+class _Shell(asyncio.SubprocessProtocol):
+    """The shell's output as it comes, and two moments: it exited; its output closed.
+
+    Not `asyncio.create_subprocess_exec`: its `wait()` also waits for the output to
+    close (Python 3.11), which a background process may hold open for ever.
+    """
+
+    def __init__(self, output: _Output, loop: asyncio.AbstractEventLoop) -> None:
+        self.output = output
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.closed: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self.output.add(data.encode() if isinstance(data, str) else data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
