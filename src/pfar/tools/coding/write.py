@@ -75,8 +75,9 @@ class Write:
     def _result(self, ctx: ToolContext, path: Path, data: bytes, verb: str) -> dict[str, Any]:
         name = shown(ctx, path)
         lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        counted = f"{lines} line" + ("" if lines == 1 else "s")
         return {
-            "text": f"{verb} {name} ({len(data):,} bytes, {lines} lines).",
+            "text": f"{verb} {name} ({len(data):,} bytes, {counted}).",
             "file_path": name,
             "bytes": len(data),
             "sha256": sha256(data),
