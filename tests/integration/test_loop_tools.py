@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from pfar.journal import TaskState
 from pfar.journal.turns import ResultsTurn
@@ -101,3 +104,56 @@ def test_a_loop_task_codes_with_the_coding_tools(tmp_path: Path) -> None:
     assert (work / "app" / "hello.py").read_text() == "print('hello, world')\n"
     assert (work / "notes.md").read_text() == "say hello\n"
     assert (tmp_path / "outside.txt").read_text() == "not yours"
+
+
+def test_webfetch_with_a_prompt_is_answered_by_the_cheap_model(tmp_path: Path) -> None:
+    page = b"<html><head><title>Docs</title></head><body><p>Port is 8123.</p></body></html>"
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/docs"
+    work = tmp_path / "work"
+    work.mkdir()
+    home = make_home(
+        tmp_path / "home", config='[loop]\ntools = ["WebFetch"]\nalways_allow = ["WebFetch"]\n'
+    )
+    asked: list[ChatRequest] = []
+
+    def model(request: ChatRequest) -> ChatResponse:
+        if request.context.get("phase") == "tool_summary":
+            asked.append(request)
+            return reply(request, "The port is 8123.")
+        if not any(m.role == "assistant" for m in request.messages):
+            call = ToolCall("f", "WebFetch", {"url": url, "prompt": "Which port?"})
+            return reply(request, "", [call])
+        return reply(request, "It listens on 8123.")
+
+    async def go() -> str:
+        async with open_kernel(home, model=ScriptedChatModel(model)) as kernel:
+            op = Operator(kernel)
+            started = await op.start_loop("find the port", str(work))
+            await op.wait_idle()
+            turns = [t.turn for t in await op.journal.loops.turns(started.task_id)]
+            (results,) = [t for t in turns if isinstance(t, ResultsTurn)]
+            return results.results[0].content
+
+    try:
+        told = asyncio.run(go())
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert told == "The port is 8123."
+    (request,) = asked
+    assert "Port is 8123." in request.messages[0].text
+    assert request.messages[0].text.endswith("Which port?")
