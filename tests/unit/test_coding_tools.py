@@ -297,6 +297,16 @@ def test_grep_lists_files_with_matches_by_default(grep: Grep, tree: Path) -> Non
     assert call(grep, {"pattern": "foo", "-i": True}, context(tree))["lines"] == 5
 
 
+def test_grep_follows_no_symlink_out_of_the_directory(grep: Grep, tree: Path) -> None:
+    outside = tree.parent / "outside.txt"
+    outside.write_text("foo outside\n")
+    (tree / "zlink.txt").symlink_to(outside)
+    out = call(grep, {"pattern": "outside"}, context(tree))
+    assert out["text"] == "No matches for 'outside' in .."
+    with pytest.raises(ToolFailed, match="outside the task workspace"):
+        call(grep, {"pattern": "foo", "path": "zlink.txt"}, context(tree))
+
+
 def test_grep_counts(grep: Grep, tree: Path) -> None:
     out = call(grep, {"pattern": "foo", "output_mode": "count", "path": "b.txt"}, context(tree))
     assert out["text"] == "b.txt:2"

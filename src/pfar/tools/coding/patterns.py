@@ -91,7 +91,8 @@ def _segment(seg: str) -> str:
 def walk_files(top: Path) -> Iterator[Path]:
     """Every regular file under `top`, in ripgrep's `--sort path` order (each
     directory's entries by name, a directory's files where its name sorts), never
-    entering `.git` or following a symlinked directory."""
+    entering `.git` and, like ripgrep, following no symlink (one may lead out of the
+    working directory)."""
     try:
         entries = sorted(os.scandir(top), key=lambda e: e.name)
     except OSError:
@@ -101,7 +102,7 @@ def walk_files(top: Path) -> Iterator[Path]:
             if entry.is_dir(follow_symlinks=False):
                 if entry.name not in SKIPPED_DIRS:
                     yield from walk_files(Path(entry.path))
-            elif entry.is_file():
+            elif entry.is_file(follow_symlinks=False):
                 yield Path(entry.path)
         except OSError:
             continue
