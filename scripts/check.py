@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +20,31 @@ STEPS = [
 ]
 
 
+# Debian packages that features use when present (their tests skip without them, and
+# fail under CI=true): command -> package
+SYSTEM_PACKAGES = {"rg": "ripgrep", "git": "git"}
+
+
+def install_system_packages() -> None:
+    """Where this runs as root on Debian (CI does), install what is missing; elsewhere
+    say what the tests that need it will skip."""
+    missing = {cmd: pkg for cmd, pkg in SYSTEM_PACKAGES.items() if shutil.which(cmd) is None}
+    if not missing:
+        return
+    names = sorted(set(missing.values()))
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        print(f"==> not installed: {', '.join(names)} (the tests that need them skip)")
+        return
+    print(f"==> installing {', '.join(names)}", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *names]
+    if subprocess.call(install, env=env, stdout=subprocess.DEVNULL) != 0:
+        subprocess.call(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL)
+        subprocess.call(install, env=env, stdout=subprocess.DEVNULL)
+
+
 def main() -> int:
+    install_system_packages()
     for name, cmd in STEPS:
         print(f"==> {name}", flush=True)
         code = subprocess.call([str(c) for c in cmd], cwd=ROOT)

@@ -35,6 +35,7 @@ from ..tools.processes import identity
 from .asking import ask_owner, park_credential
 from .services import Services
 from .step_rules import Ask, StepRecovery, should_retry_step
+from .summaries import summarizer
 
 IN_DOUBT_OPTIONS = ["retry", "skip", "fail"]
 
@@ -137,6 +138,7 @@ async def run_step(
         svc.secret,
         _process_recorder(svc, task.task_id, i),
         credentials=tuple(rules.credentials(call.tool)),
+        summarize=summarizer(svc, task.task_id, rules.step_seconds),
     )
 
     record = None if fresh else await svc.journal.tasks.step(task.task_id, i)

@@ -60,6 +60,9 @@ class ToolContext:
     started_process: Callable[[int], Awaitable[None]] | None = None
     # what the template's author bound to this tool (see Credential)
     credentials: tuple[Credential, ...] = ()
+    # a small model's answer to a prompt about a text (content, prompt -> answer), for
+    # tools that read long outside text (WebFetch); None: the tool returns the text itself
+    summarize: Callable[[str, str], Awaitable[str]] | None = None
 
     def expand(self, text: str) -> str:
         """`text` from a Credential with its `{{secret:NAME}}` references filled in, at

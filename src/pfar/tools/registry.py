@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from ..errors import UnknownTool
 from .admin import PromptCredential
 from .base import Tool
+from .coding import CODING_TOOLS
 from .files import FileRead, FileWrite
 from .http import HttpRequest
 from .shell import ShellRun
@@ -20,7 +21,16 @@ class ToolRegistry:
 
     @classmethod
     def builtin(cls) -> ToolRegistry:
-        return cls([FileRead(), FileWrite(), HttpRequest(), ShellRun(), PromptCredential()])
+        return cls(
+            [
+                FileRead(),
+                FileWrite(),
+                HttpRequest(),
+                ShellRun(),
+                PromptCredential(),
+                *(tool() for tool in CODING_TOOLS),
+            ]
+        )
 
     def register(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
