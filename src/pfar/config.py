@@ -155,6 +155,17 @@ class LoopPolicyConfig(_Section):
     blocked_hosts: list[str] = []
 
 
+class LoopAnomalyConfig(_Section):
+    """Layer 3 (seed 001, 4.1): calls that are unusual, though allowed. Each is a warning to
+    the owner; with `action = "ask"`, the call also waits for the owner's yes first."""
+
+    # a task's writes started in the last minute; 0: not checked
+    max_writes_per_minute: int = Field(30, ge=0, le=100_000)
+    # a host no tool call of any task has reached before
+    new_hosts: bool = True
+    action: Literal["warn", "ask"] = "warn"
+
+
 class LoopConfig(_Section):
     """The agentic loop (seed 001): its tools, permission prompts and drift limits."""
 
@@ -186,6 +197,7 @@ class LoopConfig(_Section):
     # worktrees of finished tasks: kept for a look after a failure, or removed
     keep_failed_worktrees: bool = True
     policy: LoopPolicyConfig = LoopPolicyConfig()
+    anomaly: LoopAnomalyConfig = LoopAnomalyConfig()
 
 
 class Config(_Section):

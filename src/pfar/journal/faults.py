@@ -35,6 +35,7 @@ POINTS = (
     "user_input",
     "loop_summary",
     "loop_workspace",
+    "loop_anomaly",
     "subtask_spawned",
     "subtask_ended",
     "cancel_intended",

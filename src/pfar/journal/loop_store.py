@@ -38,6 +38,17 @@ class SQLiteLoopStore:
     async def rules(self) -> list[PermissionRule]:
         return loops_sql.rules(self._db.reader)
 
+    async def anomalies(self, task_id: str, step: int) -> list[tuple[str, str]]:
+        """What was found unusual about tool call `step`: (kind, detail) pairs."""
+        return loops_sql.anomalies(self._db.reader, task_id, step)
+
+    async def host_first_seen(self, host: str) -> tuple[str, int] | None:
+        """The task and tool call that first reached `host`, or None: never reached."""
+        return loops_sql.host_first_seen(self._db.reader, host)
+
+    async def writes_since(self, task_id: str, since: str) -> int:
+        return steps_sql.writes_since(self._db.reader, task_id, since)
+
     # -- writes ----------------------------------------------------------------
 
     async def create(
@@ -185,6 +196,25 @@ class SQLiteLoopStore:
             return transition_txn(conn, task_id, Executing(current_step=payload.next_step))
 
         return await self._db.write(op, "user_input")
+
+    async def record_anomalies(
+        self,
+        task_id: str,
+        step: int,
+        found: Sequence[tuple[str, str]],
+        host: str | None,
+        messages: Sequence[OwnerMessage] = (),
+    ) -> None:
+        """Tool call `step`'s anomalies, the host it reaches (seen from now on) and the
+        owner's warning, in one commit."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            at = now_rfc3339()
+            loops_sql.record_anomalies_txn(conn, task_id, step, found, host, at)
+            for msg in messages:
+                events_sql.enqueue_message_txn(conn, msg, at)
+
+        await self._db.write(op, "loop_anomaly")
 
     async def retry(self, task_id: str) -> TaskState:
         """The owner's `/retry`: the model's answer that waits for the owner is discarded

@@ -90,3 +90,39 @@ def forget_rule_txn(conn: sqlite3.Connection, tool: str, pattern: str) -> bool:
         "DELETE FROM permission_rules WHERE tool = ? AND pattern = ?", (tool, pattern)
     )
     return cur.rowcount > 0
+
+
+# -- layer 3: anomalies ------------------------------------------------------------
+
+
+def anomalies(conn: sqlite3.Connection, task_id: str, step: int) -> list[tuple[str, str]]:
+    rows = conn.execute(
+        "SELECT kind, detail FROM loop_anomalies WHERE task_id = ? AND step = ? ORDER BY kind",
+        (task_id, step),
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
+def host_first_seen(conn: sqlite3.Connection, host: str) -> tuple[str, int] | None:
+    row = conn.execute("SELECT task_id, step FROM seen_hosts WHERE host = ?", (host,)).fetchone()
+    return None if row is None else (row[0], int(row[1]))
+
+
+def record_anomalies_txn(
+    conn: sqlite3.Connection,
+    task_id: str,
+    step: int,
+    found: Sequence[tuple[str, str]],
+    host: str | None,
+    at: str,
+) -> None:
+    conn.executemany(
+        "INSERT OR IGNORE INTO loop_anomalies(task_id, step, kind, detail, at) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [(task_id, step, kind, detail, at) for kind, detail in found],
+    )
+    if host is not None:
+        conn.execute(
+            "INSERT OR IGNORE INTO seen_hosts(host, task_id, step, at) VALUES (?, ?, ?, ?)",
+            (host, task_id, step, at),
+        )

@@ -140,3 +140,13 @@ def cut_off_txn(conn: sqlite3.Connection, task_id: str, at: str, error: str) -> 
         (StepStatus.cancelled.value, at, error, task_id),
     )
     return steps
+
+
+def writes_since(conn: sqlite3.Connection, task_id: str, since: str) -> int:
+    """How many of the task's writes started at or after `since` (an RFC 3339 time)."""
+    row = conn.execute(
+        "SELECT count(*) FROM task_steps WHERE task_id = ? AND semantics = 'Write' "
+        "AND started_at >= ?",
+        (task_id, since),
+    ).fetchone()
+    return int(row[0])

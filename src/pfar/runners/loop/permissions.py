@@ -160,6 +160,18 @@ class Policy:
             timeout=self.timeout,
         )
 
+    def ask_unusual(self, tool: str, args: dict[str, Any], why: Sequence[str]) -> Ask:
+        """The question for a call layer 3 found unusual (`[loop.anomaly] action = "ask"`)."""
+        what = subject(tool, args)
+        shown = what if len(what) <= 200 else what[:200] + "…"
+        return Ask(
+            PERMISSION,
+            f"Allow {tool}: {shown}? It is unusual: {'; '.join(why)}.",
+            PERMISSION_OPTIONS,
+            on_deny="skip",
+            timeout=self.timeout,
+        )
+
 
 def remembered(
     tool: str, args: dict[str, Any], decision: Literal["allow", "deny"], task_id: str

@@ -54,7 +54,7 @@ from ..asking import ask_owner
 from ..services import Services
 from ..step_rules import Ask
 from ..steps import Done, Parked, StepCall, StepRules, ToolErrored, run_step
-from . import context, subtasks, worktrees
+from . import anomalies, context, subtasks, worktrees
 from .answers import DRIFT
 from .permissions import PERMISSION, Policy
 from .tasks import TIERS
@@ -536,10 +536,13 @@ async def _run_call(
         )
     if refusal is not None:
         return await _record_refusal(task, call, refusal, svc)
+    semantics = svc.tools.get(call.name).semantics(call.input)
+    unusual = await anomalies.check(task, settings, call, semantics, svc)
+    ask_anyway = unusual if svc.loop.anomaly.action == "ask" else ()
     rules = StepRules(
         _NO_APPROVALS,
         svc.loop.tool_seconds,
-        ask=_asker(policy, await svc.journal.loops.rules()),
+        ask=_asker(policy, await svc.journal.loops.rules(), ask_anyway),
         workspace=workdir,
     )
     title = settings.title or task.task_id[:8]
@@ -560,9 +563,14 @@ def _after(state: TaskState, next_step: int) -> Executing | Paused:
 
 
 def _asker(
-    policy: Policy, rules: Sequence[PermissionRule]
+    policy: Policy, rules: Sequence[PermissionRule], unusual: Sequence[anomalies.Anomaly] = ()
 ) -> Callable[[str, dict[str, Any], Semantics], Ask | None]:
+    """Layer 2's question for a call; an unusual call (layer 3, `action = "ask"`) is
+    asked about even when a tool or a standing answer would let it run."""
+
     def ask(tool: str, args: dict[str, Any], semantics: Semantics) -> Ask | None:
+        if unusual:
+            return policy.ask_unusual(tool, args, [a.detail for a in unusual])
         return policy.ask(rules, tool, args, semantics)
 
     return ask
