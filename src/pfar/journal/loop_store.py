@@ -32,6 +32,10 @@ class SQLiteLoopStore:
         """The conversation's turns after seq `after`, in order."""
         return loops_sql.turns(self._db.reader, task_id, after)
 
+    async def turn_count(self, task_id: str) -> int:
+        """How many turns the conversation holds (its last seq + 1: one indexed look)."""
+        return loops_sql.last_seq(self._db.reader, task_id) + 1
+
     async def children(self, task_id: str) -> list[str]:
         return loops_sql.children(self._db.reader, task_id)
 

@@ -810,7 +810,11 @@ class Kernel:
         )
 
     def title(self, task: TaskRecord) -> str:
-        """How the owner's messages name the task: its template's title."""
+        """How the owner's messages name the task: its template's title (a loop task's own
+        title, from its prompt or `--title`)."""
+        meta = task.extracted_metadata or {}
+        if task.kind is TaskKind.loop and isinstance(meta.get("title"), str) and meta["title"]:
+            return str(meta["title"])
         tpl = self.templates.get(task.template_id)
         return tpl.title if tpl else task.template_id
 

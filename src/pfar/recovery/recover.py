@@ -62,11 +62,23 @@ async def plan_recovery(
     return RecoveryPlan(decisions, {t.task_id: t for t in tasks}, malformed)
 
 
-def describe(task: TaskRecord, title: str, decision: Decision) -> str:
-    """How the report names a task (spec §7.4's wording)."""
+_GOES_ON = (
+    RecoveryAction.RetryFromScratch,
+    RecoveryAction.ResumeExecution,
+    RecoveryAction.AskOwner,
+)
+
+
+def describe(task: TaskRecord, title: str, decision: Decision, turns: int = 0) -> str:
+    """How the report names a task (spec §7.4's wording). A loop task is named with its
+    conversation's length and the tool call it is at (`turns`: how many are journaled)."""
+    if task.kind is TaskKind.loop and decision.action in _GOES_ON:
+        cut_off = decision.action is RecoveryAction.AskOwner or isinstance(
+            decision.why, WriteCutOff
+        )
+        at = f", tool call {task.current_step + 1}" if cut_off else ""
+        return f"{title} — at turn {turns}{at}"
     if decision.action in (RecoveryAction.ResumeExecution, RecoveryAction.AskOwner):
-        if task.kind is TaskKind.loop:
-            return f"{title} — at tool call {task.current_step + 1}"
         return f"{title} — step {task.current_step + 1} of {len(task.plan_steps)}"
     if isinstance(decision.why, TooOld):
         return f"too old: {title} from {decision.why.minutes} min ago"
@@ -106,7 +118,8 @@ async def recover_tasks(
     cancel: list[str] = []
     for d in plan.decisions:
         task = plan.tasks[d.task_id]
-        report.descriptions[d.task_id] = describe(task, title_of(task), d)
+        turns = await journal.loops.turn_count(d.task_id) if task.kind is TaskKind.loop else 0
+        report.descriptions[d.task_id] = describe(task, title_of(task), d, turns)
         if d.action in (RecoveryAction.LeavePaused, RecoveryAction.Pause):
             if d.action is RecoveryAction.Pause:
                 pause.append(d.task_id)
@@ -160,7 +173,9 @@ async def recover_tasks(
                 report.at_cut_off_write
                 if isinstance(d.why, WriteCutOff)
                 else report.resumed
+                # a loop task goes on from its journaled conversation: never from scratch
                 if d.action in (RecoveryAction.ResumeExecution, RecoveryAction.Resynthesize)
+                or task.kind is TaskKind.loop
                 else report.retried
             ).append(d.task_id)
             to_resume.append(d.task_id)
