@@ -14,6 +14,7 @@ import pytest
 
 from pfar.errors import BadRequest, TaskStateRefused
 from pfar.journal import TaskState
+from pfar.journal.records import parse_rfc3339
 from pfar.journal.turns import AssistantTurn, ResultsTurn, SummaryTurn, UserTurn
 from pfar.kernel import open_kernel
 from pfar.kernel.api import Operator
@@ -382,3 +383,14 @@ def test_after_repeated_tool_failures_the_model_is_asked_one_tier_up(tmp_path: P
     (tmp_path / "work" / "here.txt").write_text("x")
     tiers = '\n[llm.tiers]\nworker = "model-w"\nplanner = "model-p"\n'
     asyncio.run(_run(tmp_path, model, body, extra=tiers))
+
+
+def test_a_permission_prompt_expires_after_five_minutes_by_default(tmp_path: Path) -> None:
+    async def body(op: Operator, task_id: str, work: Path) -> None:
+        assert (await op.task(task_id)).state is TaskState.AwaitingApproval
+        (question,) = (await op.questions()).approvals
+        stored = await op.journal.questions.approval(question.approval_id)
+        lasts = parse_rfc3339(stored.expires_at) - parse_rfc3339(stored.created_at)
+        assert lasts.total_seconds() == pytest.approx(300, abs=2)
+
+    asyncio.run(_run(tmp_path, _writes_twice, body))
