@@ -165,3 +165,21 @@ def test_a_cancelled_task_keeps_its_worktree_for_a_look_or_removes_it(tmp_path: 
                 extra=f"keep_failed_worktrees = {'true' if keep else 'false'}\n",
             )
         )
+
+
+def test_a_task_that_changed_nothing_leaves_no_branch_behind(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+
+    def talker(request: ChatRequest) -> ChatResponse:
+        return reply(request, "Nothing to change.")
+
+    async def body(op: Operator, task_id: str) -> None:
+        await op.send(task_id, "/done")
+        await op.wait_idle()
+        assert (await op.task(task_id)).state is TaskState.Completed
+        assert f"pfar/{task_id[:8]}" not in _git(repo, "branch", "--list")
+        assert not (repo / ".worktrees" / task_id).exists()
+        (finished,) = [b for b in await _owner_bodies(op, task_id) if "finished" in b]
+        assert "It changed nothing in the repository; its branch is removed." in finished
+
+    asyncio.run(_run(tmp_path, repo, body, handler=talker))

@@ -115,7 +115,7 @@ def attach(ctx: click.Context, task_id: str, from_start: bool) -> None:
             if kind == "turn":
                 out.print(text, markup=False, highlight=False)
             elif kind == "state":
-                hint = _HINTS.get(text, "")
+                hint = _HINTS.get(text, "").replace("ID", task_id[:8])
                 err.print(f"[{text}]{hint}", markup=False, highlight=False)
             elif kind == "note":
                 err.print(f"({text})", markup=False, highlight=False)

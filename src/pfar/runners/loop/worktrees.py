@@ -142,6 +142,14 @@ async def _exclude(top: Path) -> None:
             f.write(("" if not text or text.endswith("\n") else "\n") + line + "\n")
 
 
+async def _ahead(top: str, branch: str) -> bool:
+    """The branch holds commits the repository's checked-out HEAD does not."""
+    try:
+        return int((await git(top, "rev-list", "--count", f"HEAD..{branch}")).strip()) > 0
+    except (GitFailed, ValueError):
+        return True  # when in doubt, keep the branch and offer it
+
+
 async def finish(task_id: str, settings: LoopSettings, *, succeeded: bool, keep: bool) -> str:
     """Commit the task's changes on its branch, and remove its worktree (kept after a
     failure when `keep`). What the owner should be told; never raises: the task's
@@ -176,6 +184,12 @@ async def finish(task_id: str, settings: LoopSettings, *, succeeded: bool, keep:
     except GitFailed as exc:
         log.warning("task %s: its worktree's clean-up failed: %s", task_id, exc)
         return f"Its worktree {path} (branch {branch}) was left as it is: {exc}."
+    if succeeded and not await _ahead(top, branch):
+        try:
+            await git(top, "branch", "-D", branch)  # nothing to merge: nothing to tidy later
+        except GitFailed as exc:
+            log.warning("task %s: its empty branch %s stays: %s", task_id, branch, exc)
+        return "It changed nothing in the repository; its branch is removed."
     changes = "Its changes are committed " if committed else "Its work is "
     if succeeded:
         return f"{changes}{where}. Merge it with: git -C {top} merge {branch}"
