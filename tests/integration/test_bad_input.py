@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pfar.cli.client import RemoteError, call
+from pfar.tools.registry import ToolRegistry
 from pfar.vault.home import Home
 
 from ..support import (
@@ -690,7 +691,7 @@ WHOLE_BAD_TEMPLATE = """
     step_seconds = "soon"
 """
 
-KNOWN_TOOLS = "admin.prompt_credential, file.read, file.write, http.request, shell.run"
+KNOWN_TOOLS = ", ".join(sorted(t.name for t in ToolRegistry.builtin()))
 WHOLE_BAD_PROBLEMS = [
     f"allowed_tools.0: unknown tool 'rm.everything' (known: {KNOWN_TOOLS})",
     "output_sinks.1: 'workspace:../../x': '../../x' leads outside the task workspace",
