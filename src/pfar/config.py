@@ -200,6 +200,32 @@ class LoopConfig(_Section):
     anomaly: LoopAnomalyConfig = LoopAnomalyConfig()
 
 
+class ChannelsConfig(_Section):
+    """The owner's chat channels (seed 000 §8): each one's own section enables it, e.g.
+    `[channels.telegram]`. Started after recovery, in this order: telegram, webhooks,
+    slack, whatsapp; the `[recovery] adapter_*` keys set their retry backoff."""
+
+    # a chat message that is no command: "loop" starts a loop task in `directory`;
+    # a template id submits it to that template
+    on_message: str = "loop"
+    directory: str = "~"
+    # a channel that is not connected this long after it was started has failed its start
+    ready_timeout_seconds: float = Field(30, gt=0, le=3600)
+
+    def enabled(self) -> list[str]:
+        """The names of the enabled channels, in the order they start."""
+        found = []
+        for name in CHANNEL_ORDER:
+            section = getattr(self, name, None)
+            if section is not None and getattr(section, "enabled", False):
+                found.append(name)
+        return found
+
+
+# the seed's start order (§8.3), after the CLI
+CHANNEL_ORDER = ("telegram", "webhooks", "slack", "whatsapp")
+
+
 class Config(_Section):
     recovery: RecoveryConfig = RecoveryConfig()
     approvals: ApprovalsConfig = ApprovalsConfig()
@@ -208,6 +234,7 @@ class Config(_Section):
     llm: LLMConfig = LLMConfig()
     sessions: SessionsConfig = SessionsConfig()
     loop: LoopConfig = LoopConfig()
+    channels: ChannelsConfig = ChannelsConfig()
 
     @classmethod
     def load(cls, path: Path) -> Config:

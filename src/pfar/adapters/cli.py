@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shlex
 import sys
 from typing import TextIO
 
-from ..answers import parse_answer
-from ..errors import PfarError
 from ..journal import OwnerMessage
 from ..kernel.api import Operator
-from ..kernel.holds import describe
 from ..kernel.lines import MAX_LINE_TEXT, read_lines
 from ..kernel.terminal import write
 from ..policy.printable import printable
+from .commands import Origin, handle
 
 log = logging.getLogger("pfar.adapters.cli")
 
@@ -60,44 +57,7 @@ async def read_commands(operator: Operator, stream: asyncio.StreamReader) -> Non
 
 
 async def _reply(operator: Operator, text: str, n: int) -> str:
-    try:
-        return await _command(operator, words=shlex.split(text))
-    except PfarError as exc:
-        why = str(exc)
-    except ValueError as exc:  # e.g. an unterminated quote
-        why = f"line {n}: {exc}"
-    except Exception as exc:  # one bad line must not end the adapter
-        log.exception("stdin line %d", n)
-        why = f"line {n}: {exc!r}"
-    return "error: " + printable(why, indent="  ")
-
-
-async def _command(operator: Operator, words: list[str]) -> str:
-    match words:
-        case ["submit", template, first, *rest]:
-            task = await operator.submit(template, " ".join([first, *rest]), adapter="cli")
-            return f"task {task.task_id} submitted ({task.template_id})"
-        case ["approve" | "deny" as verb, approval_id]:
-            a = await operator.answer(approval_id, parse_answer(verb))
-            return f"approval {a.approval_id[:8]}: {a.status.value}" + (
-                "" if a.changed else " (already)"
-            )
-        case ["answer", approval_id, option]:
-            a = await operator.answer(approval_id, parse_answer(option))
-            return f"approval {a.approval_id[:8]}: {a.status.value} ({a.decision})"
-        case ["cancel", task_id]:
-            return describe((await operator.cancel(task_id)).to_json())
-        case ["pause", task_id]:
-            return describe((await operator.pause(task_id)).to_json())
-        case ["resume", task_id]:
-            return describe((await operator.resume(task_id)).to_json())
-        case ["tasks", *_]:
-            rows = await operator.tasks(limit=20)
-            return "\n".join(f"{t.task_id[:8]}  {t.template_id:20} {t.state}" for t in rows)
-    return (
-        "commands: submit TEMPLATE TEXT | approve ID | deny ID | answer ID OPTION | tasks | "
-        "cancel ID | pause ID | resume ID"
-    )
+    return await handle(operator, text, Origin("cli"), where=f"line {n}: ")
 
 
 async def stdin_reader() -> asyncio.StreamReader | None:

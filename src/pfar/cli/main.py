@@ -27,6 +27,7 @@ from ..policy.printable import printable
 from ..vault.home import Home
 from ..vault.secrets import check_secret_size
 from . import client
+from .channels_cmd import channels
 from .holds_cmd import cancel, pause, resume
 from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .output import emit, err, home_of, out, read, table
@@ -65,7 +66,9 @@ def init(ctx: click.Context) -> None:
 @click.pass_context
 def run(ctx: click.Context, no_stdin: bool) -> None:
     """Run the kernel in the foreground (CLI adapter on stdin/stdout)."""
+    from ..adapters import run as channels_run
     from ..adapters.cli import StdoutSink, read_commands, stdin_reader
+    from ..config import Config
     from ..kernel.api import Operator
     from ..kernel.process import serve
     from ..kernel.terminal import say
@@ -85,9 +88,14 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
             )
 
         def extra(kernel: Any) -> list[asyncio.Task[None]]:
-            if commands is None:
-                return []
-            return [asyncio.create_task(read_commands(Operator(kernel), commands))]
+            tasks = []
+            if commands is not None:
+                tasks.append(asyncio.create_task(read_commands(Operator(kernel), commands)))
+            config = Config.load(home.config)
+            chats = channels_run.build(config, kernel.secrets.get, str(home.config))
+            if chats:
+                tasks.append(channels_run.start(kernel, config, chats))
+            return tasks
 
         return await serve(home, sinks=[StdoutSink()], on_started=started, extra=extra)
 
@@ -344,6 +352,7 @@ def demo(keep: bool) -> None:
 task.add_command(context_cmd)
 task.add_command(retry_cmd)
 cli.add_command(loop)
+cli.add_command(channels)
 cli.add_command(attach)
 cli.add_command(send)
 cli.add_command(cancel)

@@ -1,12 +1,15 @@
-"""The SQLite adapter store: each adapter's position and settings (`store.AdapterStore`)."""
+"""The SQLite adapter store (`store.AdapterStore`): each adapter's position and settings,
+and the owner's messages as each chat channel delivers them (channels_sql.py)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
-from . import events_sql
+from . import channels_sql, events_sql
 from .backing import Backing
+from .channels_sql import Delivery
 from .records import now_rfc3339
 
 
@@ -22,3 +25,88 @@ class SQLiteAdapterStore:
             events_sql.put_adapter_state_txn(conn, adapter, state, now_rfc3339())
 
         await self._db.write(op, None)
+
+    async def ingested(self, adapter: str, state: dict[str, Any], event_ids: Sequence[str]) -> None:
+        """An adapter's new position and the ids of the updates it handled up to it (each
+        once: a redelivered one is found in `inbound_events`), in one commit."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            at = now_rfc3339()
+            for event_id in event_ids:
+                if events_sql.seen_event(conn, event_id) is None:
+                    events_sql.record_event_txn(conn, event_id, adapter, None, at)
+            events_sql.put_adapter_state_txn(conn, adapter, state, at)
+
+        await self._db.write(op, "adapter_position")
+
+    async def seen(self, event_id: str) -> bool:
+        """An inbound update already handled (it created a task, or was recorded)."""
+        return events_sql.seen_event(self._db.reader, event_id) is not None
+
+    # -- channels: each owner message, delivered once per chat channel ---------------
+
+    async def register_channels(self, names: Sequence[str]) -> int:
+        """The enabled channels are `names`; deliveries a dead kernel left `sending` are
+        in doubt from now on (returned: how many)."""
+
+        def op(conn: sqlite3.Connection) -> int:
+            at = now_rfc3339()
+            channels_sql.register_txn(conn, names, at)
+            return channels_sql.doubts_txn(conn, at)
+
+        return await self._db.write(op, None)
+
+    async def due(self, channel: str, limit: int = 20) -> list[Delivery]:
+        return channels_sql.due(self._db.reader, channel, now_rfc3339(), limit)
+
+    async def next_due_at(self, channel: str) -> str | None:
+        """When the earliest delivery held back (a rate limit, a retry) comes due."""
+        return channels_sql.next_not_before(self._db.reader, channel)
+
+    async def sending(self, channel: str, key: str) -> None:
+        """Committed before the channel's API is called: a crash from here on leaves the
+        delivery in doubt, never sent again blind."""
+        await self._mark(channel, key, "sending", attempt=True, point="channel_sending")
+
+    async def sent(self, channel: str, key: str, remote_id: str | None) -> None:
+        await self._mark(channel, key, "sent", remote_id=remote_id, point="channel_sent")
+
+    async def later(self, channel: str, key: str, error: str, not_before: str) -> None:
+        """Not sent (the channel said so: a rate limit, a server error): pending again."""
+        await self._mark(channel, key, "pending", error=error, not_before=not_before)
+
+    async def failed(self, channel: str, key: str, error: str) -> None:
+        await self._mark(channel, key, "failed", error=error)
+
+    async def sent_ids(self, channel: str, key_prefix: str) -> list[tuple[str, str]]:
+        return channels_sql.remote_ids(self._db.reader, channel, key_prefix)
+
+    async def delivery_counts(self, channel: str) -> dict[str, int]:
+        return channels_sql.counts(self._db.reader, channel)
+
+    async def _mark(
+        self,
+        channel: str,
+        key: str,
+        status: str,
+        *,
+        remote_id: str | None = None,
+        error: str | None = None,
+        not_before: str | None = None,
+        attempt: bool = False,
+        point: str | None = None,
+    ) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            channels_sql.mark_txn(
+                conn,
+                channel,
+                key,
+                status,
+                now_rfc3339(),
+                remote_id=remote_id,
+                error=error,
+                not_before=not_before,
+                attempt=attempt,
+            )
+
+        await self._db.write(op, point)

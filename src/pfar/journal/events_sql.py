@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from . import channels_sql
 from .records import OwnerMessage, dumps, loads
 
 
@@ -51,6 +52,8 @@ def enqueue_message_txn(conn: sqlite3.Connection, msg: OwnerMessage, at: str) ->
         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(message_key) DO NOTHING",
         (msg.message_key, seq, msg.sink, msg.kind, msg.task_id, msg.body, at),
     )
+    if cur.rowcount == 1 and msg.sink == "owner":
+        channels_sql.fan_out_txn(conn, msg.message_key, seq, at)  # each chat channel, once
     return cur.rowcount == 1
 
 
@@ -76,12 +79,19 @@ def supersede_prompts_txn(conn: sqlite3.Connection, at: str) -> int:
     An earlier boot's report that never went out is still delivered: what it says
     (an abandonment, say) is told nowhere else.
     """
-    cur = conn.execute(
-        "UPDATE owner_outbox SET status = 'superseded', delivered_at = ? "
-        "WHERE status = 'pending' AND kind IN ('approval', 'credential')",
-        (at,),
+    keys = [
+        r[0]
+        for r in conn.execute(
+            "SELECT message_key FROM owner_outbox "
+            "WHERE status = 'pending' AND kind IN ('approval', 'credential')"
+        )
+    ]
+    conn.executemany(
+        "UPDATE owner_outbox SET status = 'superseded', delivered_at = ? WHERE message_key = ?",
+        [(at, k) for k in keys],
     )
-    return cur.rowcount
+    channels_sql.supersede_prompts_txn(conn, at)
+    return len(keys)
 
 
 def messages_for_task(conn: sqlite3.Connection, task_id: str) -> list[dict[str, Any]]:

@@ -175,12 +175,27 @@ class SQLiteLoopStore:
 
         return await self._db.write(op, point)
 
-    async def send(self, task_id: str, text: str, *, done: bool = False) -> TaskState:
+    async def send(
+        self,
+        task_id: str,
+        text: str,
+        *,
+        done: bool = False,
+        event: tuple[str, str] | None = None,
+    ) -> TaskState:
         """The owner's message to a loop task waiting for one: appended, and the loop goes
         on (`done`: the conversation ends instead, through its summary). Refused, naming
-        the state, while the task is not waiting: its model has the turn."""
+        the state, while the task is not waiting: its model has the turn. `event` (its
+        id, its adapter): a chat message delivered again is found and changes nothing."""
 
         def op(conn: sqlite3.Connection) -> TaskState:
+            if event is not None and events_sql.seen_event(conn, event[0]) is not None:
+                current = tasks_sql.get_state(conn, task_id)
+                if current is None:
+                    raise UnknownTask(task_id)
+                return current
+            if event is not None:
+                events_sql.record_event_txn(conn, event[0], event[1], task_id, now_rfc3339())
             found = tasks_sql.get_state_payload(conn, task_id)
             if found is None:
                 raise UnknownTask(task_id)

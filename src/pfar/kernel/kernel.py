@@ -73,6 +73,7 @@ from ..vault.secrets import SecretStore, checked_secret
 from ..vault.sqlite import open_vault_db
 from . import holds
 from .api.attach import Viewers
+from .api.records import ChannelState
 from .audit import AuditLog
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel, OwnerLogSink, Sink
@@ -113,9 +114,14 @@ class Kernel:
         tools: ToolRegistry | None = None,
         model: ChatModel | None = None,
         fault_hook: FaultHook | None = None,
+        channels: list[str] | None = None,
     ) -> None:
         self.home = home
         self._config = config
+        # the chat channels the owner's messages fan out to (default: [channels] in config)
+        self._channel_names = channels
+        # each channel's connection, as its supervisor (adapters/) last said
+        self.channel_states: dict[str, ChannelState] = {}
         self._tools = tools
         # a model to think with instead of [llm]'s (benchmarks): it answers in-process
         self._model = model
@@ -203,6 +209,12 @@ class Kernel:
         # Stage 2: recovery
         previous = await self.journal.events.last_boot()
         crashed = previous is not None and not previous["clean"]
+        names = self._channel_names
+        if names is None:
+            names = config.channels.enabled()
+        in_doubt = await self.journal.adapters.register_channels(names)
+        for name in names:
+            self.channel_states[name] = ChannelState(name, "starting")
         await self.journal.questions.supersede_old_prompts()
         await self.journal.events.start_boot(self.boot_id, os.getpid(), pfar_version())
         await self._expire()
@@ -232,6 +244,7 @@ class Kernel:
             question_timeout=config.approvals.approval_timeout_seconds,
             orphan_processes=orphans,
             sessions_recovered=sessions_recovered,
+            channel_doubts=in_doubt,
         )
         self.report = report
         self.audit.log("recovery", crashed=crashed, **report.to_json())
@@ -568,15 +581,25 @@ class Kernel:
         self.advance(stored.task_id)
         return stored
 
-    async def send(self, task_id: str, text: str, *, done: bool = False) -> TaskRecord:
+    async def send(
+        self,
+        task_id: str,
+        text: str,
+        *,
+        done: bool = False,
+        event_id: str | None = None,
+        adapter: str = "api",
+    ) -> TaskRecord:
         """The owner's message to a loop task waiting for one (`done`: end it instead,
-        with its summary). Refused, naming its state, when it is not waiting."""
+        with its summary). Refused, naming its state, when it is not waiting. With an
+        `event_id` (a chat message's), the same message twice is taken once."""
         if not self._accepting:
             raise ShuttingDown()
         task_id = await self.journal.tasks.resolve_id(task_id)
         if not done and not text.strip():
             raise BadRequest("text", "is empty")
-        await self.journal.loops.send(task_id, self.redactor.text(text), done=done)
+        event = None if event_id is None else (check_event_id(event_id), adapter)
+        await self.journal.loops.send(task_id, self.redactor.text(text), done=done, event=event)
         self.audit.log("user_input", task_id=task_id, done=done)
         self.advance(task_id)
         return await self.journal.tasks.get(task_id)

@@ -95,6 +95,7 @@ async def recover_tasks(
     question_timeout: float,
     orphan_processes: int = 0,
     sessions_recovered: Sequence[str] = (),
+    channel_doubts: int = 0,
 ) -> tuple[RecoveryReport, list[str]]:
     """Journal every decision and the owner's report in one commit; return the report
     and the task ids to resume.
@@ -107,6 +108,7 @@ async def recover_tasks(
     """
     report = RecoveryReport(
         orphan_processes=orphan_processes,
+        channel_doubts=channel_doubts,
         sessions_recovered=list(sessions_recovered),
         malformed={m.task_id: f"{m.field}: {m.problem}" for m in plan.malformed},
     )

@@ -32,6 +32,9 @@ class RecoveryReport:
     malformed: dict[str, str] = field(default_factory=dict)
     orphan_containers: int = 0
     orphan_processes: int = 0  # processes of interrupted steps that outlived the kernel
+    # messages a chat channel was sending when the kernel died: they may have arrived,
+    # so they are not sent again
+    channel_doubts: int = 0
     sessions_recovered: list[str] = field(default_factory=list)  # ACTIVE -> PAUSED (seed 004)
     # task id -> how the report describes it
     descriptions: dict[str, str] = field(default_factory=dict)
@@ -54,6 +57,7 @@ class RecoveryReport:
             or self.malformed
             or self.orphan_containers
             or self.orphan_processes
+            or self.channel_doubts
             or self.sessions_recovered
         )
 
@@ -73,6 +77,7 @@ class RecoveryReport:
             "malformed": self.malformed,
             "orphan_containers": self.orphan_containers,
             "orphan_processes": self.orphan_processes,
+            "channel_doubts": self.channel_doubts,
             "sessions_recovered": self.sessions_recovered,
             "descriptions": self.descriptions,
         }
@@ -154,4 +159,11 @@ class RecoveryReport:
         if self.orphan_containers:
             n = self.orphan_containers
             lines.append(f" - {n} orphaned container{'s' if n != 1 else ''} cleaned up")
+        if self.channel_doubts:
+            n = self.channel_doubts
+            lines.append(
+                f" - {n} message{'s' if n != 1 else ''} to a chat channel cut off while "
+                "being sent: it may have arrived, so it is not sent again (owner.log has "
+                "every message)"
+            )
         return "\n".join(lines)

@@ -88,7 +88,8 @@ async def stream(
                 yield Shown("ended", state.value)
                 return
             try:
-                events = [await asyncio.wait_for(queue.get(), POLL)]
+                async with asyncio.timeout(POLL):  # not wait_for: it may swallow a cancel
+                    events = [await queue.get()]
             except TimeoutError:
                 continue
             while not queue.empty():

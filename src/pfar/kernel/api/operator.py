@@ -27,7 +27,7 @@ from ...runners.loop.tasks import LoopRequest
 from ..holds import HoldResult
 from .attach import Shown, stream
 from .reader import HomeReader
-from .records import Answered, Pong, SecretStored, Sent, Submitted, TaskRef
+from .records import Answered, ChannelView, Pong, SecretStored, Sent, Submitted, TaskRef
 
 # the messages `send` acts on instead of sending ("//text" sends "/text")
 SLASH = ("/pause", "/cancel", "/resume", "/done", "/retry", "/context")
@@ -126,7 +126,9 @@ class Operator(HomeReader):
         redacted = tuple(self._kernel.redactor.found(prompt))
         return Submitted(task.task_id, task.template_id, task.state, redacted)
 
-    async def send(self, task_id: str, text: str) -> Sent:
+    async def send(
+        self, task_id: str, text: str, *, event_id: str | None = None, adapter: str = "api"
+    ) -> Sent:
         """The owner's message to a loop task. `/pause`, `/cancel` and `/resume` act on the
         task, `/done` ends it with its summary, `/retry` discards the model's last answer
         and asks again, `/context` tells how full its context is; "//..." sends a
@@ -152,7 +154,11 @@ class Operator(HomeReader):
         done = command == "/done"
         message = "" if done else text.strip().removeprefix("/")
         task = await self._kernel.send(
-            task_id, message if text.strip().startswith("//") else text, done=done
+            task_id,
+            message if text.strip().startswith("//") else text,
+            done=done,
+            event_id=event_id,
+            adapter=adapter,
         )
         return Sent(task.task_id, task.state, "/done" if done else None)
 
@@ -170,6 +176,27 @@ class Operator(HomeReader):
         return stream(
             self._kernel.journal, self._kernel.viewers, task.task_id, from_start=from_start
         )
+
+    # -- chat channels ----------------------------------------------------------------
+
+    async def channels(self) -> list[ChannelView]:
+        """Each chat channel: connected, retrying or degraded, its last error, its position
+        (a Telegram offset, say) and its deliveries by status."""
+        out = []
+        for name, st in self._kernel.channel_states.items():
+            journal = self._kernel.journal
+            out.append(
+                ChannelView(
+                    name,
+                    st.state,
+                    st.last_error,
+                    st.since,
+                    st.failures,
+                    await journal.adapters.get(name),
+                    await journal.adapters.delivery_counts(name),
+                )
+            )
+        return out
 
     # -- traced workflows ------------------------------------------------------------
 

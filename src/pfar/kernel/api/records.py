@@ -239,3 +239,38 @@ class Pong:
 
     def to_json(self) -> JSON:
         return {"boot_id": self.boot_id, "pid": self.pid}
+
+
+@dataclass(slots=True)
+class ChannelState:
+    """A chat channel's connection, as its supervisor last said (`pfar channels`)."""
+
+    name: str
+    state: str  # starting | connected | retrying | degraded | stopped
+    last_error: str | None = None
+    since: str | None = None  # when it entered this state
+    failures: int = 0  # failed starts in a row
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelView:
+    """One channel for the owner: its state, its position, its deliveries by status."""
+
+    name: str
+    state: str
+    last_error: str | None
+    since: str | None
+    failures: int
+    position: dict[str, Any] | None
+    deliveries: dict[str, int]
+
+    def to_json(self) -> JSON:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "last_error": self.last_error,
+            "since": self.since,
+            "failures": self.failures,
+            "position": self.position,
+            "deliveries": self.deliveries,
+        }

@@ -178,6 +178,7 @@ LOOP = Command(
     ),
 )
 SEND = Command("send", SendArgs, lambda o, a: o.send(a.task_id, a.text))
+CHANNELS = Command("channels", NoArgs, lambda o, _: o.channels(), while_shutting_down=True)
 TASKS = Command("tasks", TasksArgs, lambda o, a: o.tasks(a.states, a.limit))
 TASK_SHOW = Command("task_show", TaskArgs, lambda o, a: o.timeline(a.task_id))
 TASK_CANCEL = Command("task_cancel", TaskArgs, lambda o, a: o.cancel(a.task_id))
@@ -219,6 +220,7 @@ COMMANDS: Final[Mapping[str, Command[Any]]] = {
         SUBMIT,
         LOOP,
         SEND,
+        CHANNELS,
         TASKS,
         TASK_SHOW,
         TASK_CANCEL,

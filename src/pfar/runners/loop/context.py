@@ -71,7 +71,8 @@ async def git_state(directory: Path) -> str:
     except OSError:
         return "unknown (git could not be run)"
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), 5)
+        async with asyncio.timeout(5):
+            out, _ = await proc.communicate()
     except TimeoutError:
         proc.kill()
         await proc.wait()

@@ -61,7 +61,8 @@ async def git(cwd: str | Path, *args: str) -> str:
     except OSError as exc:
         raise GitFailed(f"git could not be run: {exc}") from exc
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), _GIT_SECONDS)
+        async with asyncio.timeout(_GIT_SECONDS):
+            out, err = await proc.communicate()
     except TimeoutError:
         proc.kill()
         await proc.wait()

@@ -1,0 +1,107 @@
+"""What a chat channel is (seed 000 §8): a connection that brings the owner's messages in
+and takes pfar's messages out, with a ready handshake.
+
+A channel is started by the supervisor (supervisor.py) after recovery, in the seed's
+order, and restarted on its backoff when it fails. It never touches the journal or the
+kernel directly: it is given a `Link`, whose verbs are the operator API's (one surface
+among the CLI, the control socket and the web console) plus the channel's own
+position, and it reports `ready()` once it is connected, so the kernel knows.
+
+Outbound, the supervisor hands it one `Outbound` at a time, in the order they were
+queued, each committed as `sending` first: `send` returns the message's id on the
+channel (kept, so a re-sent question can take the buttons off the old one) or raises
+`RateLimited` (sent later, after `retry_after`), `ChannelDown` (the connection is gone:
+sent once the channel is back) or `Undeliverable` (this message never will be).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from ..errors import PfarError
+from ..kernel.api import Operator
+
+
+class ChannelError(PfarError):
+    """A channel could not do what it was asked; the message says why, without secrets."""
+
+
+class RateLimited(ChannelError):
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ChannelDown(ChannelError):
+    """The connection is gone (or not up yet): the message waits for it."""
+
+
+class Undeliverable(ChannelError):
+    """The channel refused this message for good (too long even when split, blocked)."""
+
+
+class AuthFailed(ChannelError):
+    """The channel's token was refused (expired, revoked): the channel is degraded and the
+    owner is told on another channel how to renew it (`how`)."""
+
+    def __init__(self, message: str, how: str) -> None:
+        super().__init__(message)
+        self.how = how
+
+
+@dataclass(frozen=True, slots=True)
+class Button:
+    """An answer offered under a question: `label` shown, `option` sent back."""
+
+    label: str
+    option: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """One owner message as a channel sends it."""
+
+    key: str
+    kind: str  # "report", "approval", "credential", "result", "notice"
+    text: str
+    task_id: str | None = None
+    # a question's id (an approval or a credential prompt) and the answers it offers
+    question_id: str | None = None
+    buttons: tuple[Button, ...] = ()
+    # the ids of earlier messages (on this channel) asking the same question: a channel
+    # that can, takes their buttons off ("answered elsewhere / re-sent")
+    replaces: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Link:
+    """What a running channel may use: the operator API, its position, and the owner's
+    identity check. `ready` is called once the channel is connected."""
+
+    name: str
+    operator: Operator
+    ready: Callable[[], None]
+    load_position: Callable[[], Awaitable[dict[str, Any] | None]]
+    # the new position and the ids of the updates handled up to it, in one commit
+    save_position: Callable[[dict[str, Any], list[str]], Awaitable[None]]
+    seen: Callable[[str], Awaitable[bool]]
+    secret: Callable[[str], str | None]
+    # the owner's words in, pfar's reply out (commands.py), for this channel's updates
+    handle: Callable[..., Awaitable[str]]
+    audit: Callable[..., None] = field(default=lambda *a, **k: None)
+
+
+class Channel(Protocol):
+    name: ClassVar[str]
+
+    async def run(self, link: Link) -> None:
+        """Connect, call `link.ready()`, then take the owner's updates until cancelled.
+        Returns or raises when the connection is lost: the supervisor starts it again."""
+
+    async def send(self, message: Outbound) -> str | None:
+        """Deliver one message (split when too long); its id on the channel, if any."""
+
+    async def close(self) -> None:
+        """Let go of connections and sessions (the channel is stopping)."""

@@ -1,0 +1,172 @@
+"""The owner's words, as every text channel takes them: the stdin adapter's lines and chat
+messages alike become operator API calls, and the reply is text to show.
+
+Commands (a leading "/" is optional, as chat apps like it):
+
+    submit TEMPLATE TEXT    loop PROMPT    send ID MESSAGE    tasks
+    approve ID    deny ID    answer ID OPTION    cancel ID    pause ID    resume ID    help
+
+On a chat channel, a message that is no command is the owner's work: a reply to a loop
+task's message goes to that task; anything else starts a loop task (`[channels]
+on_message`). A reply to a credential prompt is the credential: it is stored in the
+vault, and the reply says nothing of it.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from dataclasses import dataclass
+
+from ..answers import parse_answer
+from ..errors import AlreadyDecided, PfarError
+from ..kernel.api import Operator
+from ..kernel.holds import describe
+from ..policy.printable import printable
+
+log = logging.getLogger("pfar.adapters")
+
+HELP = (
+    "commands: submit TEMPLATE TEXT | loop PROMPT | send ID MESSAGE | tasks | approve ID | "
+    "deny ID | answer ID OPTION | cancel ID | pause ID | resume ID"
+)
+_VERBS = frozenset(
+    {"submit", "loop", "send", "tasks", "approve", "deny", "answer", "cancel", "pause", "resume"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where the owner's words came from: the adapter, the update's id there (so that a
+    redelivered update has one effect), and the pfar message it answers, if any."""
+
+    adapter: str
+    event_id: str | None = None
+    # the pfar message the owner replied to: its outbox key and its task
+    reply_to_key: str | None = None
+    reply_to_task: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatDefaults:
+    """What a chat message that is no command does."""
+
+    on_message: str = "loop"  # "loop", or a template id
+    directory: str = "."  # a loop task's directory
+
+
+async def handle(
+    operator: Operator,
+    text: str,
+    origin: Origin,
+    defaults: ChatDefaults | None = None,
+    *,
+    where: str = "",
+) -> str:
+    """Carry out the owner's words; the reply to show. A refusal is a reply too ("error:
+    ..."); one bad message never ends a channel. `where` ("line 3: ") prefixes what is
+    wrong with the words themselves (a quote left open)."""
+    try:
+        return await _handle(operator, text.strip(), origin, defaults)
+    except PfarError as exc:
+        why = str(exc)
+    except ValueError as exc:  # e.g. an unterminated quote
+        why = f"{where}{exc}"
+    except Exception as exc:  # one bad message must not end the adapter
+        log.exception("%s: a message could not be handled", origin.adapter)
+        why = f"{where}{exc!r}"
+    return "error: " + printable(why, indent="  ")
+
+
+async def _handle(
+    operator: Operator, text: str, origin: Origin, defaults: ChatDefaults | None
+) -> str:
+    key = origin.reply_to_key or ""
+    if defaults is not None and key.startswith("credential:"):
+        prompt_id = key.split(":")[1]
+        task = await operator.provide_credential(prompt_id, text)
+        return f"credential stored in the vault; task {task.task_id[:8]} goes on"
+    words = shlex.split(text) if text else []
+    if words and words[0].lstrip("/").lower() in (*_VERBS, "help"):
+        words[0] = words[0].lstrip("/").lower()
+        return await command(operator, words, origin, defaults)
+    if defaults is None:  # the stdin adapter: commands only
+        return HELP
+    if not text:
+        return HELP
+    if origin.reply_to_task is not None:
+        replied = await operator.task(origin.reply_to_task)
+        if replied.template_id == "loop":
+            sent = await operator.send(
+                replied.task_id, text, event_id=origin.event_id, adapter=origin.adapter
+            )
+            return f"sent to task {sent.task_id[:8]} ({sent.state.value})"
+    if defaults.on_message == "loop":
+        started = await operator.start_loop(
+            text, defaults.directory, event_id=origin.event_id, adapter=origin.adapter
+        )
+    else:
+        started = await operator.submit(
+            defaults.on_message, text, event_id=origin.event_id, adapter=origin.adapter
+        )
+    return f"task {started.task_id[:8]} started ({started.state.value})"
+
+
+async def command(
+    operator: Operator, words: list[str], origin: Origin, defaults: ChatDefaults | None = None
+) -> str:
+    match words:
+        case ["submit", template, first, *rest]:
+            task = await operator.submit(
+                template, " ".join([first, *rest]), event_id=origin.event_id, adapter=origin.adapter
+            )
+            return f"task {task.task_id} submitted ({task.template_id})"
+        case ["loop", first, *rest]:
+            started = await operator.start_loop(
+                " ".join([first, *rest]),
+                (defaults or ChatDefaults()).directory,
+                event_id=origin.event_id,
+                adapter=origin.adapter,
+            )
+            return f"task {started.task_id[:8]} started ({started.state.value})"
+        case ["send", task_id, first, *rest]:
+            sent = await operator.send(
+                task_id, " ".join([first, *rest]), event_id=origin.event_id, adapter=origin.adapter
+            )
+            return f"sent to task {sent.task_id[:8]} ({sent.state.value})"
+        case ["approve" | "deny" as verb, approval_id]:
+            a = await operator.answer(approval_id, parse_answer(verb))
+            return f"approval {a.approval_id[:8]}: {a.status.value}" + (
+                "" if a.changed else " (already)"
+            )
+        case ["answer", approval_id, option]:
+            a = await operator.answer(approval_id, parse_answer(option))
+            return f"approval {a.approval_id[:8]}: {a.status.value} ({a.decision})" + (
+                "" if a.changed else " (already)"
+            )
+        case ["cancel", task_id]:
+            return describe((await operator.cancel(task_id)).to_json())
+        case ["pause", task_id]:
+            return describe((await operator.pause(task_id)).to_json())
+        case ["resume", task_id]:
+            return describe((await operator.resume(task_id)).to_json())
+        case ["tasks", *_]:
+            rows = await operator.tasks(limit=20)
+            return "\n".join(f"{t.task_id[:8]}  {t.template_id:20} {t.state}" for t in rows) or (
+                "no tasks"
+            )
+    return HELP
+
+
+async def press(operator: Operator, question_id: str, option: str) -> str:
+    """A button under a question: the answer, once. Pressed twice, or after the question
+    was answered elsewhere, it changes nothing and says so."""
+    try:
+        a = await operator.answer(question_id, parse_answer(option))
+    except AlreadyDecided as exc:
+        return "already answered: " + printable(str(exc), indent="  ")
+    except PfarError as exc:
+        return "error: " + printable(str(exc), indent="  ")
+    if not a.changed:
+        return f"already answered: {a.decision or a.status.value}"
+    return f"{a.decision or a.status.value}: done"

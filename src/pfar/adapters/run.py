@@ -1,0 +1,52 @@
+"""Starting the owner's chat channels with a kernel: which ones (config), in which order,
+under one supervisor, woken when the owner has new messages."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from ..config import Config
+from ..errors import ConfigError
+from ..journal import OwnerMessage
+from ..kernel.kernel import Kernel
+from .channel import Channel
+from .supervisor import Backoff, Supervisor
+
+# channel name -> how to build it from the config and the kernel's secrets; each
+# channel module adds itself here
+FACTORIES: dict[str, Callable[[Config, Callable[[str], str | None]], Channel]] = {}
+
+
+def build(config: Config, secret: Callable[[str], str | None], path: str) -> list[Channel]:
+    """The enabled channels, in their start order; ConfigError names one pfar lacks."""
+    channels = []
+    for name in config.channels.enabled():
+        factory = FACTORIES.get(name)
+        if factory is None:
+            raise ConfigError(path, f"channels.{name}", "this channel is not available here")
+        channels.append(factory(config, secret))
+    return channels
+
+
+class _Waker:
+    """An owner sink that only wakes the channels' senders: their deliveries were
+    queued in the commit that queued the message."""
+
+    name = "channels"
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self._supervisor = supervisor
+
+    async def deliver(self, message: OwnerMessage) -> None:
+        self._supervisor.wake()
+
+
+def start(kernel: Kernel, config: Config, channels: Sequence[Channel]) -> asyncio.Task[None]:
+    """Supervise `channels` for the kernel's life (the task is cancelled at shutdown)."""
+    supervisor = Supervisor(
+        kernel, channels, backoff=Backoff.of(config.recovery), settings=config.channels
+    )
+    kernel.add_sink(_Waker(supervisor))
+    supervisor.wake()
+    return asyncio.create_task(supervisor.run(), name="pfar-channels")

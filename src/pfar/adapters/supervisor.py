@@ -1,0 +1,308 @@
+"""Keeping the owner's chat channels up, and delivering to each (seed 000 §8).
+
+One structured task group holds, for every channel, its connection and its sender:
+
+* **connection**: `channel.run(link)` is started and must call `link.ready()` within
+  `[channels] ready_timeout_seconds`. A start that fails (raises, returns, or is not
+  ready in time) is logged as critical and retried after `[recovery]
+  adapter_retry_backoff_seconds`, doubling up to `adapter_retry_backoff_max_seconds`;
+  after `adapter_max_retries` failures in a row the channel is `degraded`, the owner is
+  told (on whatever channel works: the message fans out like any other), and it is
+  still retried, at the longest backoff. A refused token (`AuthFailed`) degrades it at
+  once, with how to renew it. The kernel runs on with whatever works.
+* **sender**: the channel's pending deliveries, in the order they were queued, while it
+  is connected. Each is journaled `sending` before the channel's API is called and
+  `sent` after, with the message's id there; a rate limit or a lost connection puts it
+  back (after `retry_after`); an error that leaves it unknown whether the message
+  arrived makes it `in_doubt`: never sent twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from ..config import ChannelsConfig, RecoveryConfig
+from ..journal import OwnerMessage
+from ..journal.channels_sql import Delivery
+from ..journal.records import now_rfc3339, parse_rfc3339, rfc3339
+from ..kernel.api import Operator
+from ..kernel.api.records import ChannelState
+from ..kernel.kernel import Kernel
+from ..policy.printable import printable
+from .channel import (
+    AuthFailed,
+    Button,
+    Channel,
+    ChannelDown,
+    Link,
+    Outbound,
+    RateLimited,
+    Undeliverable,
+)
+from .commands import ChatDefaults, Origin, handle
+
+log = logging.getLogger("pfar.adapters")
+
+IDLE_LOOK = 5.0  # seconds between looks for deliveries when nothing wakes the sender
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    first: float
+    most: float
+    tries: int  # failures in a row before the channel is degraded
+
+    @classmethod
+    def of(cls, config: RecoveryConfig) -> Backoff:
+        return cls(
+            config.adapter_retry_backoff_seconds,
+            config.adapter_retry_backoff_max_seconds,
+            config.adapter_max_retries,
+        )
+
+    def delay(self, failures: int) -> float:
+        return float(min(self.most, self.first * 2.0 ** max(0, failures - 1)))
+
+
+class Supervisor:
+    def __init__(
+        self,
+        kernel: Kernel,
+        channels: Sequence[Channel],
+        *,
+        backoff: Backoff,
+        settings: ChannelsConfig,
+    ) -> None:
+        self._kernel = kernel
+        self._operator = Operator(kernel)
+        self._channels = list(channels)
+        self._backoff = backoff
+        self._settings = settings
+        self._connected = {c.name: asyncio.Event() for c in self._channels}
+        self._wake = {c.name: asyncio.Event() for c in self._channels}
+        self._defaults = ChatDefaults(settings.on_message, settings.directory)
+
+    def wake(self) -> None:
+        """New owner messages are queued: every sender looks."""
+        for event in self._wake.values():
+            event.set()
+
+    async def run(self) -> None:
+        """Every channel's connection and sender, until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            for channel in self._channels:  # the seed's order: the config lists them so
+                group.create_task(self._keep(channel), name=f"channel-{channel.name}")
+                group.create_task(self._send(channel), name=f"channel-{channel.name}-out")
+
+    # -- the connection -------------------------------------------------------------
+
+    async def _keep(self, channel: Channel) -> None:
+        failures = 0
+        degraded = False
+        try:
+            while True:
+                ready = asyncio.Event()
+                running = asyncio.create_task(channel.run(self._link(channel, ready)))
+                try:
+                    error = await self._until_ready(channel, running, ready)
+                    if error is None:
+                        failures, degraded = 0, False
+                        self._state(channel.name, "connected")
+                        self._connected[channel.name].set()
+                        self._wake[channel.name].set()
+                        await running  # until the connection is lost
+                        error = "the connection ended"
+                except AuthFailed as exc:
+                    error, degraded = str(exc), True
+                    await self._tell_degraded(channel.name, str(exc), exc.how)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                finally:
+                    self._connected[channel.name].clear()
+                    if not running.done():
+                        running.cancel()
+                        # its own end is returned, never raised; our cancel still is
+                        await asyncio.gather(running, return_exceptions=True)
+                failures += 1
+                log.critical("channel %s failed (%d in a row): %s", channel.name, failures, error)
+                if not degraded and failures > self._backoff.tries:
+                    degraded = True
+                    await self._tell_degraded(channel.name, error, None)
+                state = "degraded" if degraded else "retrying"
+                self._state(channel.name, state, error, failures)
+                await asyncio.sleep(
+                    self._backoff.most if degraded else self._backoff.delay(failures)
+                )
+        finally:
+            self._state(channel.name, "stopped")
+            with contextlib.suppress(Exception):
+                await channel.close()
+
+    async def _until_ready(
+        self, channel: Channel, running: asyncio.Task[None], ready: asyncio.Event
+    ) -> str | None:
+        """None once the channel said it is connected; else why its start failed."""
+        waiting = asyncio.create_task(ready.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {running, waiting},
+                timeout=self._settings.ready_timeout_seconds,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            waiting.cancel()
+        if ready.is_set():
+            return None
+        if running in done:
+            running.result()  # its exception, if it raised one
+            return "it stopped before it was connected"
+        return f"not connected within {self._settings.ready_timeout_seconds:g} s"
+
+    def _link(self, channel: Channel, ready: asyncio.Event) -> Link:
+        adapters = self._kernel.journal.adapters
+        name = channel.name
+
+        async def load() -> dict[str, object] | None:
+            return await adapters.get(name)
+
+        async def save(state: dict[str, object], event_ids: list[str]) -> None:
+            await adapters.ingested(name, dict(state), event_ids)
+
+        async def answer(text: str, origin: Origin) -> str:
+            return await handle(self._operator, text, origin, self._defaults)
+
+        return Link(
+            name=name,
+            operator=self._operator,
+            ready=ready.set,
+            load_position=load,
+            save_position=save,
+            seen=adapters.seen,
+            secret=self._kernel.secrets.get,
+            handle=answer,
+            audit=lambda event, **fields: self._kernel.audit.log(event, channel=name, **fields),
+        )
+
+    def _state(self, name: str, state: str, error: str | None = None, failures: int = 0) -> None:
+        self._kernel.channel_states[name] = ChannelState(
+            name, state, error, now_rfc3339(), failures
+        )
+
+    async def _tell_degraded(self, name: str, error: str, how: str | None) -> None:
+        """The owner hears it on every channel (one that works delivers it now; this one,
+        when it is back)."""
+        streak = now_rfc3339()[:16]  # one message per channel per minute at most
+        body = f"Channel {name} is degraded: {printable(error)}." + (
+            f" To renew it: {how}" if how else " pfar keeps trying to reconnect it."
+        )
+        message = OwnerMessage(f"channel-degraded:{name}:{streak}", "notice", body)
+        await self._kernel.journal.events.enqueue([message])
+        self._kernel.owner.notify()
+        self.wake()
+
+    # -- the sender -----------------------------------------------------------------
+
+    async def _send(self, channel: Channel) -> None:
+        name = channel.name
+        adapters = self._kernel.journal.adapters
+        while True:
+            await self._connected[name].wait()
+            for delivery in await adapters.due(name):
+                if not self._connected[name].is_set():
+                    break
+                await self._deliver(channel, delivery)
+            else:
+                self._wake[name].clear()
+                if not await adapters.due(name, limit=1):
+                    await self._sleep_until_due(name)
+                continue
+            await asyncio.sleep(0)  # disconnected midway: wait for the connection
+
+    async def _sleep_until_due(self, name: str) -> None:
+        timeout = IDLE_LOOK
+        held = await self._kernel.journal.adapters.next_due_at(name)
+        if held is not None:
+            wait = (parse_rfc3339(held) - datetime.now(UTC)).total_seconds()
+            timeout = max(0.0, min(timeout, wait))
+        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+        # comes as its timeout fires, and a sender that outlives its cancel hangs shutdown
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._wake[name].wait()
+
+    async def _deliver(self, channel: Channel, delivery: Delivery) -> None:
+        adapters = self._kernel.journal.adapters
+        key = delivery.message.message_key
+        outbound = await self._outbound(channel.name, delivery.message)
+        await adapters.sending(channel.name, key)
+        try:
+            remote_id = await channel.send(outbound)
+        except RateLimited as exc:
+            later = rfc3339(datetime.now(UTC) + timedelta(seconds=exc.retry_after))
+            await adapters.later(channel.name, key, str(exc), later)
+            log.warning("channel %s: rate limited for %g s", channel.name, exc.retry_after)
+        except ChannelDown as exc:
+            await adapters.later(channel.name, key, str(exc), now_rfc3339())
+            self._connected[channel.name].clear()
+        except Undeliverable as exc:
+            await adapters.failed(channel.name, key, str(exc))
+            log.error("channel %s: message %s cannot be delivered: %s", channel.name, key, exc)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # it may have arrived: never sent again blind (the owner.log has it)
+            await adapters.failed(channel.name, key, f"in doubt: {type(exc).__name__}: {exc}")
+            log.error("channel %s: message %s may not have arrived: %s", channel.name, key, exc)
+        else:
+            await adapters.sent(channel.name, key, remote_id)
+
+    async def _outbound(self, channel: str, message: OwnerMessage) -> Outbound:
+        """The message as a channel shows it: a question with its answers as buttons, and
+        the earlier prompts of the same question whose buttons it replaces."""
+        kind, key = message.kind, message.message_key
+        question_id: str | None = None
+        buttons: tuple[Button, ...] = ()
+        replaces: tuple[str, ...] = ()
+        if kind in ("approval", "credential") and key.count(":") >= 2:
+            question_id = key.split(":")[1]
+            prefix = f"{kind}:{question_id}:"
+            earlier = await self._kernel.journal.adapters.sent_ids(channel, prefix)
+            replaces = tuple(remote for k, remote in earlier if k != key)
+        if kind == "approval" and question_id is not None:
+            with contextlib.suppress(Exception):
+                approval = await self._operator.approval(question_id)
+                buttons = tuple(Button(_label(o), o) for o in approval.options)
+        return Outbound(
+            key,
+            kind,
+            message.body,
+            message.task_id,
+            question_id,
+            buttons,
+            replaces,
+        )
+
+
+_LABELS = {
+    "approve": "Yes",
+    "deny": "No",
+    "always": "Always allow",
+    "never": "Never allow",
+    "retry": "Retry",
+    "skip": "Skip",
+    "fail": "Fail",
+    "continue": "Continue",
+    "resume": "Resume",
+    "abandon": "Abandon",
+}
+
+
+def _label(option: str) -> str:
+    return _LABELS.get(option, option.replace("_", " ").capitalize())

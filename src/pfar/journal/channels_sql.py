@@ -1,0 +1,123 @@
+"""The channel family's SQL: `channels` and `channel_outbox`, in one place.
+
+Every owner message (sink "owner") fans out to each enabled channel in the commit that
+queues it (`fan_out_txn`, called by `events_sql.enqueue_message_txn`). A delivery goes
+pending → sending (committed before the channel's API is called) → sent (with the
+message's id on the channel). A kernel that dies between the two leaves it `sending`;
+the next start marks it `in_doubt` (`doubts_txn`): it may have reached the owner, so it
+is never sent again blind.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .records import OwnerMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One owner message due on one channel."""
+
+    channel: str
+    message: OwnerMessage
+    attempts: int
+    seq: int
+
+
+def register_txn(conn: sqlite3.Connection, names: Sequence[str], at: str) -> None:
+    """The enabled channels are exactly `names` (from config); others stay, disabled, so
+    their deliveries are kept for a look but nothing new fans out to them."""
+    conn.execute("UPDATE channels SET enabled = 0, updated_at = ?", (at,))
+    conn.executemany(
+        "INSERT INTO channels(name, enabled, updated_at) VALUES (?, 1, ?) "
+        "ON CONFLICT(name) DO UPDATE SET enabled = 1, updated_at = excluded.updated_at",
+        [(n, at) for n in names],
+    )
+
+
+def fan_out_txn(conn: sqlite3.Connection, key: str, seq: int, at: str) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO channel_outbox(channel, message_key, seq, updated_at) "
+        "SELECT name, ?, ?, ? FROM channels WHERE enabled = 1",
+        (key, seq, at),
+    )
+
+
+def due(conn: sqlite3.Connection, channel: str, now: str, limit: int) -> list[Delivery]:
+    rows = conn.execute(
+        "SELECT o.message_key, o.kind, o.body, o.task_id, o.sink, c.attempts, c.seq "
+        "FROM channel_outbox c JOIN owner_outbox o ON o.message_key = c.message_key "
+        "WHERE c.channel = ? AND c.status = 'pending' "
+        "AND (c.not_before IS NULL OR c.not_before <= ?) ORDER BY c.seq LIMIT ?",
+        (channel, now, limit),
+    ).fetchall()
+    return [Delivery(channel, OwnerMessage(r[0], r[1], r[2], r[3], r[4]), r[5], r[6]) for r in rows]
+
+
+def next_not_before(conn: sqlite3.Connection, channel: str) -> str | None:
+    row = conn.execute(
+        "SELECT min(not_before) FROM channel_outbox WHERE channel = ? AND status = 'pending'",
+        (channel,),
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def mark_txn(
+    conn: sqlite3.Connection,
+    channel: str,
+    key: str,
+    status: str,
+    at: str,
+    *,
+    remote_id: str | None = None,
+    error: str | None = None,
+    not_before: str | None = None,
+    attempt: bool = False,
+) -> None:
+    conn.execute(
+        "UPDATE channel_outbox SET status = ?, updated_at = ?, "
+        "remote_id = coalesce(?, remote_id), last_error = ?, not_before = ?, "
+        "attempts = attempts + ? WHERE channel = ? AND message_key = ?",
+        (status, at, remote_id, error, not_before, 1 if attempt else 0, channel, key),
+    )
+
+
+def doubts_txn(conn: sqlite3.Connection, at: str) -> int:
+    """Deliveries a dead kernel left `sending`: in doubt from now on."""
+    cur = conn.execute(
+        "UPDATE channel_outbox SET status = 'in_doubt', updated_at = ? WHERE status = 'sending'",
+        (at,),
+    )
+    return cur.rowcount
+
+
+def supersede_prompts_txn(conn: sqlite3.Connection, at: str) -> None:
+    """An earlier boot's questions not yet on a channel: this boot re-sends them."""
+    conn.execute(
+        "UPDATE channel_outbox SET status = 'superseded', updated_at = ? "
+        "WHERE status IN ('pending', 'in_doubt') AND message_key IN "
+        "(SELECT message_key FROM owner_outbox WHERE kind IN ('approval', 'credential'))",
+        (at,),
+    )
+
+
+def remote_ids(conn: sqlite3.Connection, channel: str, key_prefix: str) -> list[tuple[str, str]]:
+    """(message key, remote id) of the sent deliveries whose key starts with `key_prefix`
+    (an approval's earlier prompts, whose buttons a re-send replaces)."""
+    rows = conn.execute(
+        "SELECT message_key, remote_id FROM channel_outbox WHERE channel = ? AND status = 'sent' "
+        "AND message_key >= ? AND message_key < ? AND remote_id IS NOT NULL",
+        (channel, key_prefix, key_prefix + "\uffff"),
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
+def counts(conn: sqlite3.Connection, channel: str) -> dict[str, int]:
+    rows = conn.execute(
+        "SELECT status, count(*) FROM channel_outbox WHERE channel = ? GROUP BY status",
+        (channel,),
+    )
+    return {r[0]: int(r[1]) for r in rows}
