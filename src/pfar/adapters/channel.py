@@ -90,6 +90,8 @@ class Link:
     secret: Callable[[str], str | None]
     # the owner's words in, pfar's reply out (commands.py), for this channel's updates
     handle: Callable[..., Awaitable[str]]
+    # the pfar message with this id on the channel: (its key, its task, its kind)
+    replied_to: Callable[[str], Awaitable[tuple[str, str | None, str] | None]]
     audit: Callable[..., None] = field(default=lambda *a, **k: None)
 
 

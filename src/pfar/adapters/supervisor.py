@@ -178,6 +178,9 @@ class Supervisor:
         async def answer(text: str, origin: Origin) -> str:
             return await handle(self._operator, text, origin, self._defaults)
 
+        async def replied_to(remote_id: str) -> tuple[str, str | None, str] | None:
+            return await adapters.replied_to(name, remote_id)
+
         return Link(
             name=name,
             operator=self._operator,
@@ -187,6 +190,7 @@ class Supervisor:
             seen=adapters.seen,
             secret=self._kernel.secrets.get,
             handle=answer,
+            replied_to=replied_to,
             audit=lambda event, **fields: self._kernel.audit.log(event, channel=name, **fields),
         )
 

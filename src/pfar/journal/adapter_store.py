@@ -81,6 +81,11 @@ class SQLiteAdapterStore:
     async def sent_ids(self, channel: str, key_prefix: str) -> list[tuple[str, str]]:
         return channels_sql.remote_ids(self._db.reader, channel, key_prefix)
 
+    async def replied_to(self, channel: str, remote_id: str) -> tuple[str, str | None, str] | None:
+        """The owner message that is `remote_id` on `channel` (a reply names it): its
+        key, its task and its kind; None for a message pfar did not send."""
+        return channels_sql.replied_to(self._db.reader, channel, remote_id)
+
     async def delivery_counts(self, channel: str) -> dict[str, int]:
         return channels_sql.counts(self._db.reader, channel)
 

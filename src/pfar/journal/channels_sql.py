@@ -121,3 +121,16 @@ def counts(conn: sqlite3.Connection, channel: str) -> dict[str, int]:
         (channel,),
     )
     return {r[0]: int(r[1]) for r in rows}
+
+
+def replied_to(
+    conn: sqlite3.Connection, channel: str, remote_id: str
+) -> tuple[str, str | None, str] | None:
+    """The owner message that has `remote_id` on `channel`: its key, task and kind."""
+    row = conn.execute(
+        "SELECT o.message_key, o.task_id, o.kind FROM channel_outbox c "
+        "JOIN owner_outbox o ON o.message_key = c.message_key "
+        "WHERE c.channel = ? AND c.remote_id = ?",
+        (channel, remote_id),
+    ).fetchone()
+    return None if row is None else (row[0], row[1], row[2])

@@ -24,3 +24,6 @@ CREATE TABLE channel_outbox (
 ) WITHOUT ROWID;
 -- what a channel sends next: its pending deliveries in the order they were queued
 CREATE INDEX idx_channel_outbox_pending ON channel_outbox(channel, seq) WHERE status = 'pending';
+-- a reply in the chat names the message it answers by its id there
+CREATE INDEX idx_channel_outbox_remote ON channel_outbox(channel, remote_id)
+    WHERE remote_id IS NOT NULL;
