@@ -64,11 +64,14 @@ def _home(tmp_path: Path, log: Path) -> tuple[Home, Path]:
         [[turns]]
         turn = 2
         text = "Editing, then reading back."
-        tool_calls = [
-          {{ name = "Edit", input = {{ file_path = "a.txt", old_string = "one",
-                                      new_string = "two" }} }},
-          {{ name = "Read", input = {{ file_path = "a.txt" }} }},
-        ]
+
+        [[turns.tool_calls]]
+        name = "Edit"
+        input = {{ file_path = "a.txt", old_string = "one", new_string = "two" }}
+
+        [[turns.tool_calls]]
+        name = "Read"
+        input = {{ file_path = "a.txt" }}
 
         [[turns]]
         turn = 3
