@@ -250,7 +250,7 @@ def test_a_loop_on_openai_streams_and_answers_each_call_by_id(tmp_path: Path) ->
     assert (work / "a.txt").read_text() == "hi"
     assert "".join(streamed).startswith("Writing then reading.")
     messages = bodies[1]["messages"]
-    calls = [m for m in messages if m["role"] == "assistant"][0]["tool_calls"]
+    calls = next(m for m in messages if m["role"] == "assistant")["tool_calls"]
     assert [c["id"] for c in calls] == ["call_w", "call_r"]
     tools = [m for m in messages if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tools] == ["call_w", "call_r"]
