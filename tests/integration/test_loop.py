@@ -394,3 +394,28 @@ def test_a_permission_prompt_expires_after_five_minutes_by_default(tmp_path: Pat
         assert lasts.total_seconds() == pytest.approx(300, abs=2)
 
     asyncio.run(_run(tmp_path, _writes_twice, body))
+
+
+def test_a_tool_that_times_out_is_ended_and_the_model_told(tmp_path: Path) -> None:
+    def model(request: ChatRequest) -> ChatResponse:
+        if _turn(request) == 0:
+            call = ToolCall("s", "shell.run", {"argv": ["sh", "-c", "sleep 30"]})
+            return reply(request, "", [call])
+        return reply(request, "told: " + " | ".join(_results(request)))
+
+    async def body(op: Operator, task_id: str, work: Path) -> None:
+        assert (await op.task(task_id)).state is TaskState.WaitingForUser
+        (result,) = (await _turns(op, task_id))[2].results
+        assert result.is_error and "did not finish within 0.5s" in result.content
+        step = await op.journal.tasks.step(task_id, 0)
+        assert step is not None and step.status.value == "failed"
+
+    asyncio.run(
+        _run(
+            tmp_path,
+            model,
+            body,
+            allow='["file.read", "shell.run"]',
+            extra="tool_seconds = 0.5\n",
+        )
+    )
