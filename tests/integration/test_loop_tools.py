@@ -157,3 +157,56 @@ def test_webfetch_with_a_prompt_is_answered_by_the_cheap_model(tmp_path: Path) -
     (request,) = asked
     assert "Port is 8123." in request.messages[0].text
     assert request.messages[0].text.endswith("Which port?")
+
+
+def test_each_call_holds_the_resources_it_declares_through_the_lock_seam(
+    tmp_path: Path,
+) -> None:
+    """Orchestration's locks plug in at `Services.hold`: every loop call is run inside it,
+    with what the call declares, sorted: a file shared to read, exclusive to change."""
+    import contextlib
+    from collections.abc import AsyncIterator
+
+    from pfar.tools.base import Resource
+
+    work = tmp_path / "work"
+    work.mkdir()
+    held: list[tuple[Resource, ...]] = []
+
+    @contextlib.asynccontextmanager
+    async def hold(resources: tuple[Resource, ...]) -> AsyncIterator[None]:
+        held.append(resources)
+        yield
+
+    def model(request: ChatRequest) -> ChatResponse:
+        if not any(m.role == "assistant" for m in request.messages):
+            return reply(
+                request,
+                "",
+                [
+                    ToolCall("w", "Write", {"file_path": "b.txt", "content": "x"}),
+                    ToolCall("r", "Read", {"file_path": "b.txt"}),
+                    ToolCall("g", "Glob", {"pattern": "*.txt"}),
+                ],
+            )
+        return reply(request, "done")
+
+    async def main() -> None:
+        home = make_home(
+            tmp_path / "home",
+            config='[loop]\ntools = ["Read", "Write", "Glob"]\n'
+            'always_allow = ["Read", "Write", "Glob"]\n',
+        )
+        async with open_kernel(home, model=ScriptedChatModel(model)) as kernel:
+            kernel.services.hold = hold
+            op = Operator(kernel)
+            await op.start_loop("write and read", str(work))
+            await op.wait_idle()
+
+    asyncio.run(main())
+    target = str((work / "b.txt").resolve())
+    assert held == [
+        (Resource("file", target, "exclusive"),),
+        (Resource("file", target, "shared"),),
+        (),
+    ]

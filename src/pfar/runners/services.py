@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ from ..journal import Journal
 from ..llm.events import ChatEvent
 from ..llm.proxy import InferenceProxy
 from ..policy.redact import Redactor
+from ..tools.base import Resource
 from ..tools.registry import ToolRegistry
 from .templates import TemplateRegistry
 
@@ -37,3 +39,6 @@ class Services:
     loop_events: Callable[[str, ChatEvent], None] | None = None
     # start advancing another task now (a subtask the runner started, a parent it woke)
     advance: Callable[[str], None] | None = None
+    # resource locks (seed 001, 4.3): holds what a loop call declares while it runs;
+    # orchestration provides them, and without them no call waits on another
+    hold: Callable[[tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None

@@ -18,7 +18,9 @@ the agentic loop hands the error back to its model.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -30,7 +32,7 @@ from ..journal.payloads import Executing, Paused, Payload, Synthesizing
 from ..journal.records import Idempotency, args_digest, now_rfc3339
 from ..policy.approvals import ApprovalRule, approval_needed
 from ..tools.admin import PromptCredential
-from ..tools.base import Credential, Tool, ToolContext
+from ..tools.base import Credential, Resource, Tool, ToolContext, resources_of
 from ..tools.processes import identity
 from .asking import ask_owner, park_credential
 from .services import Services
@@ -69,6 +71,9 @@ class StepRules:
     ask: Callable[[str, dict[str, Any], Semantics], Ask | None] | None = None
     # the directory the tools work in (default: the task's workspace in the home)
     workspace: Path | None = None
+    # holds the resources a call declares while it runs (orchestration's locks); none
+    # are taken without it
+    hold: Callable[[tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +225,11 @@ async def run_step(
         await park_credential(task, svc, i, call.args)
         return Parked()
 
-    return await _run(task, call, rules, svc, tool, ctx, semantics, idem)
+    # the resource-lock seam (seed 001, 4.3): a runner that locks holds what the call
+    # touches, in sorted order, from its start's journal entry to its result's
+    hold = rules.hold or _no_locks
+    async with hold(resources_of(tool, call.args, ctx.workspace)):
+        return await _run(task, call, rules, svc, tool, ctx, semantics, idem)
 
 
 async def _run(
@@ -315,6 +324,11 @@ def _committed(task: TaskRecord, call: StepCall, state: TaskState, at: str) -> T
         execute_progress=progress,
         recovery_attempts=0,
     )
+
+
+@contextlib.asynccontextmanager
+async def _no_locks(resources: tuple[Resource, ...]) -> AsyncIterator[None]:
+    yield
 
 
 def _approved(payload: Executing, i: int, args: dict[str, Any]) -> bool:

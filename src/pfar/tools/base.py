@@ -6,7 +6,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 from urllib.parse import urlsplit
 
 from ..errors import ToolFailed
@@ -80,6 +80,39 @@ class ToolContext:
         return SECRET_REF.sub(sub, text)
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class Resource:
+    """What a call touches that another task's call may touch too (seed 001, 4.3): a file
+    (shared for reads, exclusive for writes), a git repository (exclusive), a host (a
+    rate slot). Locks on them are taken in sorted order, so none deadlocks."""
+
+    kind: Literal["file", "repo", "host"]
+    name: str  # an absolute path, or a host name
+    mode: Literal["shared", "exclusive"] = "shared"
+
+
+def resources_of(tool: Any, args: dict[str, Any], workspace: Path) -> tuple[Resource, ...]:
+    """The resources a call declares, sorted (a tool that declares none touches none that
+    needs a lock)."""
+    declare = getattr(tool, "resources", None)
+    if declare is None:
+        return ()
+    try:
+        found = declare(args, workspace)
+    except (ToolFailed, ValueError, TypeError, OSError):
+        return ()  # bad arguments: the tool refuses them when it runs
+    return tuple(sorted(set(found)))
+
+
+def file_resource(
+    workspace: Path, value: object, mode: Literal["shared", "exclusive"]
+) -> tuple[Resource, ...]:
+    """A file argument as a resource (nothing for an argument that is not a path)."""
+    if not isinstance(value, str) or not value:
+        return ()
+    return (Resource("file", str((workspace / value).resolve()), mode),)
+
+
 class Tool(Protocol):
     name: ClassVar[str]
     description: ClassVar[str]
@@ -100,6 +133,9 @@ class Tool(Protocol):
 
     async def check(self, args: dict[str, Any], ctx: ToolContext) -> Any | None:
         """For `Idempotency.check` tools: the result if the effect already exists, else None."""
+
+    # optional: `resources(args, workspace) -> Sequence[Resource]`, what the call touches
+    # that needs a lock (see resources_of); a tool without it declares none
 
 
 def check_args(tool: str, schema: dict[str, Any], args: dict[str, Any]) -> None:

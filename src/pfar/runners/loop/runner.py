@@ -544,6 +544,7 @@ async def _run_call(
         svc.loop.tool_seconds,
         ask=_asker(policy, await svc.journal.loops.rules(), ask_anyway),
         workspace=workdir,
+        hold=svc.hold,
     )
     title = settings.title or task.task_id[:8]
     step = StepCall(call.step, call.name, call.input, title, where, call.step + 1, last=False)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from ...errors import ToolFailed
 from ...journal.records import Idempotency, Semantics
-from ..base import ToolContext, check_args
+from ..base import Resource, ToolContext, check_args, file_resource
 from .paths import existing_file, shown
 from .text import MAX_CHARS, looks_binary
 
@@ -53,6 +54,9 @@ class Read:
         "additionalProperties": False,
     }
     result_label: ClassVar[str] = "Extracted"
+
+    def resources(self, args: dict[str, Any], workspace: Path) -> tuple[Resource, ...]:
+        return file_resource(workspace, args.get("file_path"), "shared")
 
     def semantics(self, args: dict[str, Any]) -> Semantics:
         return Semantics.Read

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar, Final
 from urllib.parse import urlsplit
 
 from ...errors import ToolFailed
 from ...journal.records import Idempotency, Semantics
-from ..base import ToolContext, check_args
+from ..base import Resource, ToolContext, check_args
 from .html import html_to_markdown
 from .text import MAX_CHARS, cap_head, looks_binary
 
@@ -50,6 +51,10 @@ class WebFetch:
         "additionalProperties": False,
     }
     result_label: ClassVar[str] = "Raw"
+
+    def resources(self, args: dict[str, Any], workspace: Path) -> tuple[Resource, ...]:
+        host = urlsplit(str(args.get("url", ""))).hostname
+        return (Resource("host", host.lower()),) if host else ()
 
     def semantics(self, args: dict[str, Any]) -> Semantics:
         return Semantics.Read

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from ...errors import ToolFailed
 from ...journal.records import Idempotency, Semantics
-from ..base import ToolContext, check_args
+from ..base import Resource, ToolContext, check_args, file_resource
 from .atomic import sha256, write_atomic
 from .paths import resolve, shown
 
@@ -39,6 +39,9 @@ class Write:
         "additionalProperties": False,
     }
     result_label: ClassVar[str] = "Extracted"
+
+    def resources(self, args: dict[str, Any], workspace: Path) -> tuple[Resource, ...]:
+        return file_resource(workspace, args.get("file_path"), "exclusive")
 
     def semantics(self, args: dict[str, Any]) -> Semantics:
         return Semantics.Write
