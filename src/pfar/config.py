@@ -200,6 +200,21 @@ class LoopConfig(_Section):
     anomaly: LoopAnomalyConfig = LoopAnomalyConfig()
 
 
+class TelegramConfig(_Section):
+    """`[channels.telegram]`: a bot in the owner's private chat (docs/telegram.md)."""
+
+    enabled: bool = True
+    # the vault secret holding the bot's token (`pfar secret set telegram_bot_token`)
+    token_secret: str = "telegram_bot_token"
+    # the only user obeyed; anything from anyone else is ignored and audited
+    owner_user_id: int = Field(gt=0)
+    # where pfar writes (default: the owner's private chat with the bot)
+    chat_id: int | None = None
+    api_url: str = "https://api.telegram.org"
+    # getUpdates long-poll: how long one request waits for the owner's next update
+    poll_timeout_seconds: int = Field(30, ge=0, le=50)
+
+
 class ChannelsConfig(_Section):
     """The owner's chat channels (seed 000 §8): each one's own section enables it, e.g.
     `[channels.telegram]`. Started after recovery, in this order: telegram, webhooks,
@@ -211,6 +226,7 @@ class ChannelsConfig(_Section):
     directory: str = "~"
     # a channel that is not connected this long after it was started has failed its start
     ready_timeout_seconds: float = Field(30, gt=0, le=3600)
+    telegram: TelegramConfig | None = None
 
     def enabled(self) -> list[str]:
         """The names of the enabled channels, in the order they start."""

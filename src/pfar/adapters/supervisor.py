@@ -131,6 +131,7 @@ class Supervisor:
                         # its own end is returned, never raised; our cancel still is
                         await asyncio.gather(running, return_exceptions=True)
                 failures += 1
+                error = self._kernel.redactor.text(error)
                 log.critical("channel %s failed (%d in a row): %s", channel.name, failures, error)
                 if not degraded and failures > self._backoff.tries:
                     degraded = True
@@ -203,6 +204,7 @@ class Supervisor:
         """The owner hears it on every channel (one that works delivers it now; this one,
         when it is back)."""
         streak = now_rfc3339()[:16]  # one message per channel per minute at most
+        error = self._kernel.redactor.text(error)  # a library may quote what it refused
         body = f"Channel {name} is degraded: {printable(error)}." + (
             f" To renew it: {how}" if how else " pfar keeps trying to reconnect it."
         )

@@ -1,0 +1,295 @@
+"""Telegram (seed 000 §8.2): a bot in the owner's private chat.
+
+python-telegram-bot's `Bot` is the Bot API client (requests, types, errors); the
+polling loop is pfar's own, because no library keeps the offset where a crash
+cannot lose it. After each batch of updates, the offset (`last_offset`) is saved with
+the ids of the updates handled, in one commit; polling resumes from `last_offset + 1`
+(R6). With no offset saved (a new bot), it starts from the latest update only (`-1`)
+and says so: what came before is not replayed.
+
+Each update is handled once: one that creates something (a task, a message to a loop
+task) commits its id with it, and one delivered again finds it and does nothing. Only
+the owner (`owner_user_id`) is obeyed; messages and button presses from anyone else
+are ignored, audited and logged with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
+from telegram import Update as TgUpdate
+from telegram.error import (
+    BadRequest,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
+from telegram.helpers import escape_markdown
+
+from ..config import Config, TelegramConfig
+from .channel import (
+    AuthFailed,
+    ChannelDown,
+    ChannelError,
+    Link,
+    Outbound,
+    RateLimited,
+    Undeliverable,
+)
+from .commands import Origin, press
+from .run import FACTORIES
+
+log = logging.getLogger("pfar.adapters.telegram")
+
+MAX_TEXT = 4096  # Telegram's limit for one message's text, after entity parsing
+_CHUNK = 3500  # a chunk of raw text: escaping for MarkdownV2 may grow it
+_RENEW = (
+    "create a new token with @BotFather (/token), then `pfar secret set telegram_bot_token` "
+    "and restart pfar"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Press:
+    """A button's callback data: the question and the option (under Telegram's 64 bytes)."""
+
+    question_id: str
+    option: str
+
+    def data(self) -> str:
+        return f"q:{self.question_id}:{self.option}"
+
+    @classmethod
+    def parse(cls, data: str | None) -> Press | None:
+        parts = (data or "").split(":")
+        if len(parts) != 3 or parts[0] != "q" or not parts[1] or not parts[2]:
+            return None
+        return cls(parts[1], parts[2])
+
+
+def chunks(text: str) -> list[str]:
+    """`text` in pieces Telegram takes, split at line ends where it can."""
+    if len(text) <= _CHUNK:
+        return [text]
+    out, rest = [], text
+    while len(rest) > _CHUNK:
+        cut = rest.rfind("\n", 0, _CHUNK)
+        cut = cut if cut > _CHUNK // 2 else _CHUNK
+        out.append(rest[:cut])
+        rest = rest[cut:].lstrip("\n")
+    return [*out, rest] if rest else out
+
+
+class TelegramChannel:
+    name: ClassVar[str] = "telegram"
+
+    def __init__(self, config: TelegramConfig, token: str | None) -> None:
+        self._config = config
+        self._token = token
+        self._chat = config.chat_id or config.owner_user_id
+        self._bot: Bot | None = None
+
+    def _client(self) -> Bot:
+        if self._token is None:
+            raise AuthFailed(
+                f"no bot token in the vault (secret {self._config.token_secret!r})",
+                f"`pfar secret set {self._config.token_secret}` with @BotFather's token",
+            )
+        if self._bot is None:
+            self._bot = Bot(self._token, base_url=f"{self._config.api_url.rstrip('/')}/bot")
+        return self._bot
+
+    # -- in ------------------------------------------------------------------------
+
+    async def run(self, link: Link) -> None:
+        bot = self._client()
+        try:
+            await bot.initialize()  # getMe: a refused token is known now, not later
+        except InvalidToken as exc:
+            raise _refused(exc) from None
+        except NetworkError as exc:
+            raise ChannelDown(f"the Bot API cannot be reached: {exc.message}") from None
+        saved = await link.load_position()
+        offset = int(saved["last_offset"]) + 1 if saved and "last_offset" in saved else -1
+        if offset == -1:
+            log.warning("telegram: no saved offset; starting from the latest update only")
+            link.audit("telegram_offset_missing")
+        link.ready()
+        while True:
+            try:
+                updates = await bot.get_updates(
+                    offset=offset,
+                    timeout=self._config.poll_timeout_seconds,
+                    allowed_updates=["message", "callback_query"],
+                    read_timeout=self._config.poll_timeout_seconds + 10,
+                )
+            except RetryAfter as exc:
+                await asyncio.sleep(_seconds(exc.retry_after))
+                continue
+            except InvalidToken as exc:
+                raise AuthFailed(
+                    f"Telegram refused the bot token ({exc.message})", _RENEW
+                ) from None
+            except (NetworkError, TimedOut) as exc:
+                raise ChannelDown(f"getUpdates failed: {exc.message}") from None
+            if not updates:
+                continue
+            handled = []
+            for update in updates:
+                event_id = f"telegram:{update.update_id}"
+                if not await link.seen(event_id):
+                    await self._update(link, update, event_id)
+                handled.append(event_id)
+            offset = updates[-1].update_id + 1
+            await link.save_position({"last_offset": offset - 1}, handled)
+
+    async def _update(self, link: Link, update: TgUpdate, event_id: str) -> None:
+        try:
+            if update.callback_query is not None:
+                await self._pressed(link, update.callback_query)
+            elif update.message is not None:
+                await self._said(link, update.message, event_id)
+        except (ChannelError, TelegramError) as exc:
+            # the update is handled (its effect, if any, is journaled): a reply that
+            # could not be sent is not worth another delivery of it
+            log.error("telegram: update %s: the reply could not be sent: %s", event_id, exc)
+
+    def _owner(self, user_id: int | None) -> bool:
+        return user_id == self._config.owner_user_id
+
+    async def _said(self, link: Link, message: Message, event_id: str) -> None:
+        user = message.from_user.id if message.from_user else None
+        if not self._owner(user):
+            log.warning("telegram: ignored a message from user %s (not the owner)", user)
+            link.audit("telegram_ignored", user=user, why="not the owner")
+            return
+        if message.text is None:
+            await self._reply(message, "pfar reads text messages only")
+            return
+        replied = None
+        if message.reply_to_message is not None:
+            replied = await link.replied_to(str(message.reply_to_message.message_id))
+        key, task, kind = replied if replied else (None, None, None)
+        origin = Origin("telegram", event_id, key, task)
+        answer = await link.handle(message.text, origin)
+        if kind == "credential":
+            # the owner's message holds the secret: take it out of the chat
+            try:
+                await self._client().delete_message(message.chat_id, message.message_id)
+            except TelegramError as exc:
+                answer += f"\n(your message could not be deleted: {exc.message}; delete it)"
+        await self._reply(message, answer)
+
+    async def _pressed(self, link: Link, query: CallbackQuery) -> None:
+        bot = self._client()
+        if not self._owner(query.from_user.id):
+            log.warning("telegram: ignored a button press by user %s", query.from_user.id)
+            link.audit("telegram_ignored", user=query.from_user.id, why="button of another user")
+            await bot.answer_callback_query(query.id, text="Only pfar's owner can answer.")
+            return
+        chosen = Press.parse(query.data)
+        if chosen is None:
+            link.audit("telegram_ignored", why="unknown button data")
+            await bot.answer_callback_query(query.id, text="This button is not pfar's.")
+            return
+        said = await press(link.operator, chosen.question_id, chosen.option)
+        await bot.answer_callback_query(query.id, text=said[:190])
+        if query.message is not None:  # its buttons are spent: take them off
+            with contextlib.suppress(BadRequest):  # already without buttons
+                await bot.edit_message_reply_markup(
+                    query.message.chat.id, query.message.message_id, reply_markup=None
+                )
+
+    async def _reply(self, message: Message, text: str) -> None:
+        for piece in chunks(text):
+            await self._client().send_message(
+                message.chat_id,
+                escape_markdown(piece, version=2),
+                parse_mode="MarkdownV2",
+                reply_to_message_id=message.message_id,
+            )
+
+    # -- out -----------------------------------------------------------------------
+
+    async def send(self, message: Outbound) -> str | None:
+        bot = self._client()
+        for old in message.replaces:  # a re-sent question: the old buttons are dead
+            with contextlib.suppress(TelegramError, ValueError):  # too old, or bare already
+                await bot.edit_message_reply_markup(self._chat, int(old), reply_markup=None)
+        pieces = chunks(message.text)
+        sent_id = None
+        try:
+            for n, piece in enumerate(pieces):
+                markup = None
+                if n == len(pieces) - 1 and message.buttons and message.question_id:
+                    markup = InlineKeyboardMarkup(
+                        [
+                            [
+                                InlineKeyboardButton(
+                                    b.label,
+                                    callback_data=Press(message.question_id, b.option).data(),
+                                )
+                                for b in message.buttons
+                            ]
+                        ]
+                    )
+                sent = await bot.send_message(
+                    self._chat,
+                    escape_markdown(piece, version=2),
+                    parse_mode="MarkdownV2",
+                    reply_markup=markup,
+                )
+                sent_id = str(sent.message_id)
+        except RetryAfter as exc:
+            if sent_id is None:  # nothing of it went out: send it all later
+                raise RateLimited(
+                    "Telegram: too many requests", _seconds(exc.retry_after)
+                ) from None
+            raise  # part of it went out: not sent again
+        except InvalidToken as exc:
+            raise AuthFailed(f"Telegram refused the bot token ({exc.message})", _RENEW) from None
+        except Forbidden as exc:
+            raise Undeliverable(
+                f"Telegram: {exc.message} (has the owner blocked the bot?)"
+            ) from None
+        except BadRequest as exc:
+            raise Undeliverable(f"Telegram refused the message: {exc.message}") from None
+        except TimedOut:
+            raise  # it may have arrived
+        except NetworkError as exc:
+            if sent_id is None:
+                raise ChannelDown(f"Telegram cannot be reached: {exc.message}") from None
+            raise
+        return sent_id
+
+    async def close(self) -> None:
+        if self._bot is not None:
+            bot, self._bot = self._bot, None
+            with contextlib.suppress(TelegramError):
+                await bot.shutdown()
+
+
+def _refused(exc: TelegramError) -> AuthFailed:
+    # never exc.message: python-telegram-bot quotes the refused token in it
+    return AuthFailed("Telegram refused the bot token", _RENEW)
+
+
+def _seconds(value: Any) -> float:
+    return float(value.total_seconds()) if hasattr(value, "total_seconds") else float(value)
+
+
+def _factory(config: Config, secret: Any) -> TelegramChannel:
+    section = config.channels.telegram
+    assert section is not None  # only enabled channels are built
+    return TelegramChannel(section, secret(section.token_secret))
+
+
+FACTORIES["telegram"] = _factory
