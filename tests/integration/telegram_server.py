@@ -207,7 +207,7 @@ class BotApi:
         if method == "deleteMessage":
             self.deleted.append((int(params["chat_id"]), int(params["message_id"])))
             return True
-        if method == "close" or method == "logOut":
+        if method in {"close", "logOut"}:
             return True
         raise AssertionError(f"the loopback Bot API has no method {method}")
 
