@@ -215,6 +215,31 @@ class TelegramConfig(_Section):
     poll_timeout_seconds: int = Field(30, ge=0, le=50)
 
 
+class WebhookRoute(_Section):
+    """One path of the webhook listener: what arrives there becomes a task."""
+
+    path: str = Field(pattern=r"^/[A-Za-z0-9_./-]{1,200}$")
+    # the template its tasks run, or "loop" for a loop task in [channels] directory
+    template: str
+    # vault secrets holding the Standard Webhooks signing keys ("whsec_..."); more than
+    # one while a key is rotated
+    secrets: list[str] = Field(min_length=1)
+    # the task's text: the whole body, or a JSON pointer into it ("/issue/title")
+    text: str = "body"
+
+
+class WebhooksConfig(_Section):
+    """`[channels.webhooks]`: an HTTP listener for signed webhooks (docs/webhooks.md)."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(8787, ge=0, le=65535)
+    max_body_bytes: int = Field(1 << 20, gt=0, le=64 << 20)
+    # a webhook-timestamp further than this from now is refused (a replay)
+    tolerance_seconds: int = Field(300, gt=0, le=86_400)
+    routes: list[WebhookRoute] = []
+
+
 class ChannelsConfig(_Section):
     """The owner's chat channels (seed 000 §8): each one's own section enables it, e.g.
     `[channels.telegram]`. Started after recovery, in this order: telegram, webhooks,
@@ -227,6 +252,11 @@ class ChannelsConfig(_Section):
     # a channel that is not connected this long after it was started has failed its start
     ready_timeout_seconds: float = Field(30, gt=0, le=3600)
     telegram: TelegramConfig | None = None
+    webhooks: WebhooksConfig | None = None
+
+    def receivers(self) -> list[str]:
+        """The enabled channels the owner's messages go to (webhooks only take events in)."""
+        return [n for n in self.enabled() if n not in INBOUND_ONLY]
 
     def enabled(self) -> list[str]:
         """The names of the enabled channels, in the order they start."""
@@ -240,6 +270,7 @@ class ChannelsConfig(_Section):
 
 # the seed's start order (§8.3), after the CLI
 CHANNEL_ORDER = ("telegram", "webhooks", "slack", "whatsapp")
+INBOUND_ONLY = frozenset({"webhooks"})
 
 
 class Config(_Section):

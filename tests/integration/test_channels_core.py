@@ -33,6 +33,7 @@ class Chat:
     """An in-memory chat for one owner: what pfar sent, and a way to say things."""
 
     name: ClassVar[str] = "chat"
+    receives_messages: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self.sent: list[Outbound] = []

@@ -97,6 +97,8 @@ class Link:
 
 class Channel(Protocol):
     name: ClassVar[str]
+    # False for a channel that only takes events in (webhooks): no messages go to it
+    receives_messages: ClassVar[bool]
 
     async def run(self, link: Link) -> None:
         """Connect, call `link.ready()`, then take the owner's updates until cancelled.

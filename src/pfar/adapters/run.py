@@ -20,7 +20,7 @@ FACTORIES: dict[str, Callable[[Config, Callable[[str], str | None]], Channel]] =
 
 def build(config: Config, secret: Callable[[str], str | None], path: str) -> list[Channel]:
     """The enabled channels, in their start order; ConfigError names one pfar lacks."""
-    from . import telegram  # noqa: F401  (each channel module registers its factory)
+    from . import telegram, webhooks  # noqa: F401  (each channel module registers itself)
 
     channels = []
     for name in config.channels.enabled():

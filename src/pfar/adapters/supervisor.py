@@ -97,7 +97,8 @@ class Supervisor:
         async with asyncio.TaskGroup() as group:
             for channel in self._channels:  # the seed's order: the config lists them so
                 group.create_task(self._keep(channel), name=f"channel-{channel.name}")
-                group.create_task(self._send(channel), name=f"channel-{channel.name}-out")
+                if channel.receives_messages:
+                    group.create_task(self._send(channel), name=f"channel-{channel.name}-out")
 
     # -- the connection -------------------------------------------------------------
 

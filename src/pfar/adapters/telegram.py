@@ -90,6 +90,7 @@ def chunks(text: str) -> list[str]:
 
 class TelegramChannel:
     name: ClassVar[str] = "telegram"
+    receives_messages: ClassVar[bool] = True
 
     def __init__(self, config: TelegramConfig, token: str | None) -> None:
         self._config = config

@@ -211,9 +211,9 @@ class Kernel:
         crashed = previous is not None and not previous["clean"]
         names = self._channel_names
         if names is None:
-            names = config.channels.enabled()
+            names = config.channels.receivers()
         in_doubt = await self.journal.adapters.register_channels(names)
-        for name in names:
+        for name in [*names, *(n for n in config.channels.enabled() if n not in names)]:
             self.channel_states[name] = ChannelState(name, "starting")
         await self.journal.questions.supersede_old_prompts()
         await self.journal.events.start_boot(self.boot_id, os.getpid(), pfar_version())

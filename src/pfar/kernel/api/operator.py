@@ -58,6 +58,11 @@ class Operator(HomeReader):
         """Wait until no task is being advanced (tasks parked on the owner do not count)."""
         await self._kernel.wait_idle()
 
+    @property
+    def accepting(self) -> bool:
+        """The kernel takes new work (recovery is done, and it is not shutting down)."""
+        return self._kernel.accepting
+
     def request_shutdown(self) -> None:
         """Ask the process serving the kernel (`pfar run`) to shut down gracefully."""
         self._kernel.shutdown_requested.set()

@@ -1,0 +1,231 @@
+"""Webhooks: an HTTP listener whose routes turn signed events into tasks (seed 000 §8).
+
+Starlette on uvicorn (the web console will share the app). Each route names a
+template (or "loop") and the vault secrets holding its Standard Webhooks signing keys
+(several while one is rotated). A request is checked before anything is done with it:
+
+* a body over `max_body_bytes` is refused with 413 (read no further);
+* `webhook-id`, `webhook-timestamp` (within `tolerance_seconds` of now) and
+  `webhook-signature` are checked by the `standardwebhooks` package against each of
+  the route's keys: anything else is 401;
+* while the kernel does not take new work (starting, or shutting down) the answer is
+  503 with `Retry-After`, so the sender's own retries deliver the event later.
+
+The webhook id is the event id: the task is created exactly once, and a sender that
+retries an event it already delivered gets 200 with the same task. Every refusal is
+logged and audited with its reason, never with the body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import uvicorn
+from standardwebhooks import Webhook
+from standardwebhooks.webhooks import WebhookVerificationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from ..config import Config, WebhookRoute, WebhooksConfig
+from ..errors import PfarError
+from .channel import AuthFailed, Link, Outbound
+from .run import FACTORIES
+
+log = logging.getLogger("pfar.adapters.webhooks")
+
+RETRY_AFTER = "5"
+
+
+class TooLarge(Exception):
+    pass
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server without its signal handlers: SIGTERM is the kernel's to handle
+    (a graceful shutdown), not a listener's."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class WebhooksChannel:
+    name: ClassVar[str] = "webhooks"
+    receives_messages: ClassVar[bool] = False
+
+    def __init__(self, config: WebhooksConfig, secret: Any, directory: str) -> None:
+        self._config = config
+        self._secret = secret
+        self._directory = directory
+        self._link: Link | None = None
+        self._accepting: Any = None
+
+    def app(self, link: Link) -> Starlette:
+        routes = [
+            Route(r.path, self._endpoint(link, r), methods=["POST"]) for r in self._config.routes
+        ]
+        return Starlette(routes=routes)
+
+    async def run(self, link: Link) -> None:
+        keys = {r.path: self._keys(r) for r in self._config.routes}
+        del keys  # a missing key is refused now, not at the first event
+        server = _Server(
+            uvicorn.Config(
+                self.app(link),
+                host=self._config.host,
+                port=self._config.port,
+                log_level="warning",
+                lifespan="off",
+                access_log=False,
+            )
+        )
+        serving = asyncio.create_task(server.serve())
+        try:
+            while not server.started:
+                if serving.done():
+                    serving.result()
+                    raise OSError(
+                        f"the listener on {self._config.host}:{self._config.port} "
+                        "stopped before it started"
+                    )
+                await asyncio.sleep(0.02)
+            port = server.servers[0].sockets[0].getsockname()[1]
+            await link.save_position({"host": self._config.host, "port": port}, [])
+            log.info("webhooks listening on %s:%d", self._config.host, port)
+            link.ready()
+            await serving
+        finally:
+            server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(serving), 5)
+
+    def _keys(self, route: WebhookRoute) -> list[Webhook]:
+        found = []
+        for name in route.secrets:
+            value = self._secret(name)
+            if value is None:
+                raise AuthFailed(
+                    f"route {route.path}: no signing key in the vault (secret {name!r})",
+                    f"`pfar secret set {name}` with the sender's signing secret (whsec_...)",
+                )
+            found.append(Webhook(value))
+        return found
+
+    def _endpoint(self, link: Link, route: WebhookRoute) -> Any:
+        async def receive(request: Request) -> JSONResponse:
+            return await self._receive(link, route, request)
+
+        return receive
+
+    async def _receive(self, link: Link, route: WebhookRoute, request: Request) -> JSONResponse:
+        def refuse(status: int, why: str, **headers: str) -> JSONResponse:
+            log.warning("webhooks %s: refused (%d): %s", route.path, status, why)
+            link.audit("webhook_refused", route=route.path, status=status, why=why)
+            return JSONResponse({"error": why}, status_code=status, headers=headers or None)
+
+        declared = request.headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self._limit):
+            return refuse(413, f"the body is over {self._limit} bytes")
+        try:
+            body = await self._read(request)
+        except TooLarge:
+            return refuse(413, f"the body is over {self._limit} bytes")
+        if not link.operator.accepting:
+            return refuse(
+                503, "pfar is starting or stopping; retry", **{"Retry-After": RETRY_AFTER}
+            )
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        webhook_id = headers.get("webhook-id", "")
+        if not webhook_id or len(webhook_id) > 200:
+            return refuse(400, "no webhook-id header")
+        try:
+            keys = self._keys(route)
+        except AuthFailed as exc:
+            return refuse(500, str(exc))
+        if not any(_verified(key, body, headers) for key in keys):
+            return refuse(401, "the signature or timestamp does not verify")
+        try:
+            text = _text(route, body)
+        except ValueError as exc:
+            return refuse(422, str(exc))
+        event_id = f"webhook:{route.path}:{webhook_id}"
+        try:
+            if route.template == "loop":
+                task = await link.operator.start_loop(
+                    text, self._directory, event_id=event_id, adapter="webhooks"
+                )
+            else:
+                task = await link.operator.submit(
+                    route.template, text, event_id=event_id, adapter="webhooks"
+                )
+        except PfarError as exc:
+            return refuse(409 if "event" in type(exc).__name__.lower() else 422, str(exc))
+        return JSONResponse({"task_id": task.task_id, "state": task.state.value})
+
+    @property
+    def _limit(self) -> int:
+        return self._config.max_body_bytes
+
+    async def _read(self, request: Request) -> bytes:
+        body = bytearray()
+        async for piece in request.stream():
+            body += piece
+            if len(body) > self._limit:
+                raise TooLarge()
+        return bytes(body)
+
+    async def send(self, message: Outbound) -> str | None:
+        return None  # inbound only: no owner message is ever routed here
+
+    async def close(self) -> None:
+        pass
+
+
+def _verified(key: Webhook, body: bytes, headers: dict[str, str]) -> bool:
+    """The body is signed with `key`, at a time close to now. Anything the package cannot
+    read (a body that is not UTF-8, a header that is no number) is simply not verified."""
+    try:
+        key.verify(body, headers, json_parse=False)
+    except (WebhookVerificationError, ValueError, KeyError, TypeError):
+        return False
+    return True
+
+
+def _text(route: WebhookRoute, body: bytes) -> str:
+    """The task's text from the body: all of it, or the string a JSON pointer names."""
+    raw = body.decode("utf-8", errors="replace")
+    if route.text == "body":
+        if not raw.strip():
+            raise ValueError("the body is empty")
+        return raw
+    try:
+        found: Any = json.loads(raw)
+    except ValueError:
+        raise ValueError("the body is not JSON, and the route reads a JSON pointer") from None
+    for part in route.text.strip("/").split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(found, dict) and part in found:
+            found = found[part]
+        elif isinstance(found, list) and part.isdigit() and int(part) < len(found):
+            found = found[int(part)]
+        else:
+            raise ValueError(f"the body has nothing at {route.text}")
+    if not isinstance(found, str) or not found.strip():
+        raise ValueError(f"{route.text} is not text")
+    return found
+
+
+def _factory(config: Config, secret: Any) -> WebhooksChannel:
+    section = config.channels.webhooks
+    assert section is not None
+    return WebhooksChannel(section, secret, config.channels.directory)
+
+
+FACTORIES["webhooks"] = _factory
