@@ -22,7 +22,7 @@ STEPS = [
 
 # Debian packages that features use when present (their tests skip without them, and
 # fail under CI=true): command -> package
-SYSTEM_PACKAGES = {"rg": "ripgrep", "git": "git"}
+SYSTEM_PACKAGES = {"rg": "ripgrep", "git": "git", "bwrap": "bubblewrap"}
 
 
 def install_system_packages() -> None:

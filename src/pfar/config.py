@@ -273,6 +273,14 @@ CHANNEL_ORDER = ("telegram", "webhooks", "slack", "whatsapp")
 INBOUND_ONLY = frozenset({"webhooks"})
 
 
+class SandboxConfig(_Section):
+    """`[sandbox]` (R7): commands run in a bubblewrap sandbox (docs/sandbox.md)."""
+
+    enabled: bool = False
+    # the network inside a sandbox (off: only the loopback of its own namespace)
+    network: bool = False
+
+
 class Config(_Section):
     recovery: RecoveryConfig = RecoveryConfig()
     approvals: ApprovalsConfig = ApprovalsConfig()
@@ -282,6 +290,7 @@ class Config(_Section):
     sessions: SessionsConfig = SessionsConfig()
     loop: LoopConfig = LoopConfig()
     channels: ChannelsConfig = ChannelsConfig()
+    sandbox: SandboxConfig = SandboxConfig()
 
     @classmethod
     def load(cls, path: Path) -> Config:

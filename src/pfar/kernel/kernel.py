@@ -18,7 +18,7 @@ import hashlib
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import PackageNotFoundError, version
@@ -65,6 +65,7 @@ from ..runners.loop.permissions import Policy
 from ..runners.loop.tasks import LoopRequest
 from ..runners.registry import runner_for
 from ..runners.workflow.definition import load_definition
+from ..tools import sandbox
 from ..tools.processes import end_group_if_same
 from ..tools.registry import ToolRegistry
 from ..vault.home import Home, HomeLock
@@ -81,6 +82,8 @@ from .sessions import SessionSupervisor
 from .workflows import workflow_task
 
 log = logging.getLogger("pfar.kernel")
+
+SANDBOX_RECONCILE_SECONDS = 30.0
 
 # an event id is an adapter's message id: a uuid, a mail Message-ID; longer is not an id
 MAX_EVENT_ID = 256
@@ -127,6 +130,7 @@ class Kernel:
         self._model = model
         self._faults = fault_hook if fault_hook is not None else FaultHook.from_env()
         self.boot_id = str(uuid.uuid4())
+        self._sandbox_home = sandbox.home_tag(home.root)
         self._lock = HomeLock(home)
         self._running: dict[str, asyncio.Task[None]] = {}
         # who watches loop tasks' output live (`pfar attach`)
@@ -234,6 +238,8 @@ class Kernel:
             claim=True,
         )
         orphans = await self._end_orphans()
+        # R7: sandboxes of an earlier boot (no task runs yet): killed before any resumes
+        orphan_sandboxes = sandbox.reconcile(self._sandbox_home, self.is_running)
         sessions_recovered = await self._recover_sessions()
         report, to_resume = await recover_tasks(
             self.journal,
@@ -243,6 +249,7 @@ class Kernel:
             report_key=f"report:{self.boot_id}",
             question_timeout=config.approvals.approval_timeout_seconds,
             orphan_processes=orphans,
+            orphan_sandboxes=orphan_sandboxes,
             sessions_recovered=sessions_recovered,
             channel_doubts=in_doubt,
         )
@@ -255,6 +262,7 @@ class Kernel:
             asyncio.create_task(self.owner.run(), name="pfar-owner"),
             asyncio.create_task(self._expiry_loop(), name="pfar-expiry"),
             asyncio.create_task(self._cleanup_loop(), name="pfar-cleanup"),
+            asyncio.create_task(self._sandbox_loop(), name="pfar-sandboxes"),
         ]
         for bg in self._background:
             bg.add_done_callback(self._background_ended)
@@ -315,7 +323,25 @@ class Kernel:
             loop_policy=Policy.of(config.loop),
             advance=self.advance,
             loop_events=self.viewers.publish,
+            sandbox=self._sandboxer(config),
         )
+
+    def _sandboxer(self, config: Config) -> Callable[[str, Path], sandbox.Sandbox] | None:
+        if not config.sandbox.enabled:
+            return None
+        if not sandbox.available():
+            raise ConfigError(
+                str(self.home.config),
+                "sandbox.enabled",
+                "bubblewrap (bwrap) is not installed: install the Debian package "
+                "`bubblewrap`, or set it to false",
+            )
+        home, network = self._sandbox_home, config.sandbox.network
+
+        def make(task_id: str, workdir: Path) -> sandbox.Sandbox:
+            return sandbox.Sandbox(home, task_id, workdir, network)
+
+        return make
 
     def _notify_owner(self) -> None:
         self.owner.notify()
@@ -762,6 +788,15 @@ class Kernel:
         if removed:
             self.audit.log("journal_cleanup", removed=removed)
         return removed
+
+    async def _sandbox_loop(self) -> None:
+        """R7: every 30 s, a sandbox whose task is not running on this kernel is killed."""
+        while True:
+            await asyncio.sleep(SANDBOX_RECONCILE_SECONDS)
+            killed = sandbox.reconcile(self._sandbox_home, self.is_running)
+            if killed:
+                log.warning("killed %d orphaned sandbox(es)", killed)
+                self.audit.log("orphan_sandboxes_killed", count=killed)
 
     async def _cleanup_loop(self) -> None:
         while True:

@@ -96,6 +96,7 @@ async def recover_tasks(
     orphan_processes: int = 0,
     sessions_recovered: Sequence[str] = (),
     channel_doubts: int = 0,
+    orphan_sandboxes: int = 0,
 ) -> tuple[RecoveryReport, list[str]]:
     """Journal every decision and the owner's report in one commit; return the report
     and the task ids to resume.
@@ -109,6 +110,7 @@ async def recover_tasks(
     report = RecoveryReport(
         orphan_processes=orphan_processes,
         channel_doubts=channel_doubts,
+        orphan_containers=orphan_sandboxes,
         sessions_recovered=list(sessions_recovered),
         malformed={m.task_id: f"{m.field}: {m.problem}" for m in plan.malformed},
     )

@@ -158,7 +158,7 @@ class RecoveryReport:
             lines.append(f" - {n} orphaned process{'es' if n != 1 else ''} cleaned up")
         if self.orphan_containers:
             n = self.orphan_containers
-            lines.append(f" - {n} orphaned container{'s' if n != 1 else ''} cleaned up")
+            lines.append(f" - {n} orphaned sandbox{'es' if n != 1 else ''} killed")
         if self.channel_doubts:
             n = self.channel_doubts
             lines.append(

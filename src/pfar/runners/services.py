@@ -15,6 +15,7 @@ from ..llm.proxy import InferenceProxy
 from ..policy.redact import Redactor
 from ..tools.base import Resource
 from ..tools.registry import ToolRegistry
+from ..tools.sandbox import Sandbox
 from .templates import TemplateRegistry
 
 if TYPE_CHECKING:
@@ -42,3 +43,5 @@ class Services:
     # resource locks (seed 001, 4.3): holds what a loop call declares while it runs;
     # orchestration provides them, and without them no call waits on another
     hold: Callable[[tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None
+    # the sandbox a task's commands run in ([sandbox] enabled), by task and directory
+    sandbox: Callable[[str, Path], Sandbox] | None = None

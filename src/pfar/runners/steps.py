@@ -34,6 +34,7 @@ from ..policy.approvals import ApprovalRule, approval_needed
 from ..tools.admin import PromptCredential
 from ..tools.base import Credential, Resource, Tool, ToolContext, resources_of
 from ..tools.processes import identity
+from ..tools.sandbox import Sandbox
 from .asking import ask_owner, park_credential
 from .services import Services
 from .step_rules import Ask, StepRecovery, should_retry_step
@@ -144,6 +145,7 @@ async def run_step(
         _process_recorder(svc, task.task_id, i),
         credentials=tuple(rules.credentials(call.tool)),
         summarize=summarizer(svc, task.task_id, rules.step_seconds),
+        sandbox=_sandbox(svc, task.task_id, rules.workspace or svc.workspace(task.task_id)),
     )
 
     record = None if fresh else await svc.journal.tasks.step(task.task_id, i)
@@ -324,6 +326,10 @@ def _committed(task: TaskRecord, call: StepCall, state: TaskState, at: str) -> T
         execute_progress=progress,
         recovery_attempts=0,
     )
+
+
+def _sandbox(svc: Services, task_id: str, workdir: Path) -> Sandbox | None:
+    return None if svc.sandbox is None else svc.sandbox(task_id, workdir)
 
 
 @contextlib.asynccontextmanager

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
 from ..json_schema import validate_schema
+from .sandbox import Sandbox
 
 SECRET_REF = re.compile(r"\{\{\s*secret:([A-Za-z0-9_.\-]+)\s*\}\}")
 
@@ -60,6 +61,9 @@ class ToolContext:
     started_process: Callable[[int], Awaitable[None]] | None = None
     # what the template's author bound to this tool (see Credential)
     credentials: tuple[Credential, ...] = ()
+    # where a command runs confined ([sandbox] enabled): tools that start processes wrap
+    # their argv with it
+    sandbox: Sandbox | None = None
     # a small model's answer to a prompt about a text (content, prompt -> answer), for
     # tools that read long outside text (WebFetch); None: the tool returns the text itself
     summarize: Callable[[str, str], Awaitable[str]] | None = None

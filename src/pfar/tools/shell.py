@@ -71,8 +71,11 @@ class ShellRun:
                         "credential, so the plan cannot give it stdin too"
                     )
                 stdin = ctx.expand(cred.stdin)
+        argv = list(args["argv"])
+        if ctx.sandbox is not None:
+            argv, env = ctx.sandbox.wrap(argv), ctx.sandbox.env(env)
         proc = await asyncio.create_subprocess_exec(
-            *args["argv"],
+            *argv,
             cwd=ctx.workspace,
             env=env,
             stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,

@@ -114,14 +114,15 @@ class Bash:
         if not ctx.workspace.is_dir():
             raise ToolFailed(f"{self.name}: the working directory {ctx.workspace} is missing")
         env = {**os.environ, "PFAR_TASK_ID": ctx.task_id, "PFAR_STEP": str(ctx.step)}
+        argv = ["/bin/bash", "-c", str(args["command"])]
+        if ctx.sandbox is not None:
+            argv, env = ctx.sandbox.wrap(argv), ctx.sandbox.env(env)
         output = _Output()
         loop = asyncio.get_running_loop()
         try:
             transport, shell = await loop.subprocess_exec(
                 lambda: _Shell(output, loop),
-                "/bin/bash",
-                "-c",
-                str(args["command"]),
+                *argv,
                 cwd=ctx.workspace,
                 env=env,
                 stdin=subprocess.DEVNULL,
