@@ -85,8 +85,10 @@ def test_no_network_unless_allowed(tmp_path: Path) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
+    # the interpreter itself, not a venv's link to it: a venv under /tmp is hidden in there
+    python = os.path.realpath(sys.executable)
     probe = (
-        f'{sys.executable} -c "import urllib.request as u; '
+        f'{python} -c "import urllib.request as u; '
         f"print(u.urlopen('http://127.0.0.1:{port}', timeout=3).read().decode())\""
     )
     try:
