@@ -64,8 +64,6 @@ class WebhooksChannel:
         self._config = config
         self._secret = secret
         self._directory = directory
-        self._link: Link | None = None
-        self._accepting: Any = None
 
     def app(self, link: Link) -> Starlette:
         routes = [
@@ -74,8 +72,8 @@ class WebhooksChannel:
         return Starlette(routes=routes)
 
     async def run(self, link: Link) -> None:
-        keys = {r.path: self._keys(r) for r in self._config.routes}
-        del keys  # a missing key is refused now, not at the first event
+        for route in self._config.routes:
+            self._keys(route)  # a key missing from the vault is refused now, not at an event
         server = _Server(
             uvicorn.Config(
                 self.app(link),
