@@ -240,6 +240,25 @@ class WebhooksConfig(_Section):
     routes: list[WebhookRoute] = []
 
 
+class SlackConfig(_Section):
+    """`[channels.slack]`: a Slack app in Socket Mode, talking in the owner's DM (docs/slack.md)."""
+
+    enabled: bool = True
+    # vault secrets: the bot token ("xoxb-...") for the Web API, and the app-level token
+    # ("xapp-...", scope connections:write) that opens the Socket Mode connection
+    bot_token_secret: str = "slack_bot_token"
+    app_token_secret: str = "slack_app_token"
+    # the only user obeyed, in the only workspace: anything else is ignored and audited
+    owner_user_id: str = Field(pattern=r"^[UW][A-Z0-9]{2,30}$")
+    owner_team_id: str = Field(pattern=r"^[TE][A-Z0-9]{2,30}$")
+    api_url: str = "https://slack.com"
+    # after a connection was down longer than this, the owner's DM history is read for
+    # what was missed (Slack redelivers an unacknowledged event only a few times)
+    catch_up_after_seconds: float = Field(30, ge=0, le=86_400)
+    # the Socket Mode client's ping interval (a connection silent for 4 of them is stale)
+    ping_interval_seconds: float = Field(5, gt=0, le=300)
+
+
 class ChannelsConfig(_Section):
     """The owner's chat channels (seed 000 §8): each one's own section enables it, e.g.
     `[channels.telegram]`. Started after recovery, in this order: telegram, webhooks,
@@ -253,6 +272,7 @@ class ChannelsConfig(_Section):
     ready_timeout_seconds: float = Field(30, gt=0, le=3600)
     telegram: TelegramConfig | None = None
     webhooks: WebhooksConfig | None = None
+    slack: SlackConfig | None = None
 
     def receivers(self) -> list[str]:
         """The enabled channels the owner's messages go to (webhooks only take events in)."""

@@ -4,6 +4,8 @@ under one supervisor, woken when the owner has new messages."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 from collections.abc import Callable, Sequence
 
 from ..config import Config
@@ -20,10 +22,12 @@ FACTORIES: dict[str, Callable[[Config, Callable[[str], str | None]], Channel]] =
 
 def build(config: Config, secret: Callable[[str], str | None], path: str) -> list[Channel]:
     """The enabled channels, in their start order; ConfigError names one pfar lacks."""
-    from . import telegram, webhooks  # noqa: F401  (each channel module registers itself)
-
     channels = []
     for name in config.channels.enabled():
+        # each channel module registers itself; only the enabled ones are imported (a
+        # kernel without Slack does not pay for importing its client at every start)
+        with contextlib.suppress(ModuleNotFoundError):
+            importlib.import_module(f"{__package__}.{name}")
         factory = FACTORIES.get(name)
         if factory is None:
             raise ConfigError(path, f"channels.{name}", "this channel is not available here")

@@ -1,0 +1,454 @@
+"""Slack (seed 000 §8): a Slack app in Socket Mode, talking in the owner's DM.
+
+`slack_sdk` is the client: its `AsyncWebClient` for the Web API and its aiohttp
+`SocketModeClient` for the WebSocket (hello, envelopes, disconnect frames and
+reconnection, pings). What it does not do, pfar does:
+
+* **exactly once**: an envelope is acknowledged only after its effect is committed,
+  so Slack delivers an unacknowledged one again, and the same message (by its channel
+  and `ts`, which retries and history share) or button press finds its first effect
+  and makes no second one;
+* **in order**: envelopes are handled one at a time, in the order they arrived;
+* **catch-up**: after a start, or a connection that was down longer than
+  `catch_up_after_seconds`, `conversations.history` of the owner's DM since the last
+  message handled brings in what Slack gave up redelivering;
+* **only the owner**: a message or a button press counts only from `owner_user_id` in
+  `owner_team_id`; anything else is ignored, audited and logged with the reason;
+* **never twice**: the Web API client retries nothing by itself (a retried
+  `chat.postMessage` after a lost response could post twice); a 429 is waited out
+  by the supervisor with Slack's `Retry-After`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any, ClassVar
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.socket_mode.aiohttp import SocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
+from slack_sdk.web.async_client import AsyncWebClient
+
+from ..config import Config, SlackConfig
+from .channel import (
+    AuthFailed,
+    ChannelDown,
+    ChannelError,
+    Link,
+    Outbound,
+    RateLimited,
+    Undeliverable,
+)
+from .commands import Origin, press
+from .run import FACTORIES
+
+log = logging.getLogger("pfar.adapters.slack")
+
+SECTION_TEXT = 3000  # Block Kit's limit for a section's text
+_AUTH_ERRORS = frozenset(
+    {"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"}
+)
+_RENEW = (
+    "reinstall the app in its settings (OAuth & Permissions) or create a new app-level "
+    "token (Basic Information), then `pfar secret set slack_bot_token` / "
+    "`pfar secret set slack_app_token` and restart pfar"
+)
+
+
+def chunks(text: str, size: int = SECTION_TEXT) -> list[str]:
+    """`text` in pieces of at most `size` characters, split at line ends where it can."""
+    if len(text) <= size:
+        return [text]
+    out, rest = [], text
+    while len(rest) > size:
+        cut = rest.rfind("\n", 0, size)
+        cut = cut if cut > size // 2 else size
+        out.append(rest[:cut])
+        rest = rest[cut:].lstrip("\n")
+    return [*out, rest] if rest else out
+
+
+def escape(text: str) -> str:
+    """Text shown as it is in Slack's mrkdwn: its three control characters escaped."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def press_value(question_id: str, option: str) -> str:
+    return f"q:{question_id}:{option}"
+
+
+def parse_press(value: Any) -> tuple[str, str] | None:
+    parts = value.split(":") if isinstance(value, str) else []
+    if len(parts) != 3 or parts[0] != "q" or not parts[1] or not parts[2]:
+        return None
+    return parts[1], parts[2]
+
+
+class SlackChannel:
+    name: ClassVar[str] = "slack"
+    receives_messages: ClassVar[bool] = True
+
+    def __init__(self, config: SlackConfig, bot_token: str | None, app_token: str | None) -> None:
+        self._config = config
+        self._bot_token = bot_token
+        self._app_token = app_token
+        self._web: AsyncWebClient | None = None
+        self._dm: str | None = None  # the owner's DM with the app
+
+    def _client(self) -> AsyncWebClient:
+        for token, secret in (
+            (self._bot_token, self._config.bot_token_secret),
+            (self._app_token, self._config.app_token_secret),
+        ):
+            if token is None:
+                raise AuthFailed(
+                    f"no Slack token in the vault (secret {secret!r})",
+                    f"`pfar secret set {secret}` with the token from the app's settings",
+                )
+        if self._web is None:
+            # retry_handlers=[]: the SDK's default retries a request whose connection was
+            # lost, and a message post retried blind may be posted twice
+            self._web = AsyncWebClient(
+                self._bot_token,
+                base_url=f"{self._config.api_url.rstrip('/')}/api/",
+                retry_handlers=[],
+                timeout=30,
+            )
+        return self._web
+
+    # -- in ------------------------------------------------------------------------
+
+    async def run(self, link: Link) -> None:
+        web = self._client()
+        inbox: asyncio.Queue[SocketModeRequest | None] = asyncio.Queue()
+        # None in the inbox: a new connection said hello
+        async with _calls("starting"):
+            await web.auth_test()
+            opened = await web.conversations_open(users=self._config.owner_user_id)
+            self._dm = str(opened["channel"]["id"])
+            url = await web.apps_connections_open(app_token=self._app_token or "")
+        client = SocketModeClient(
+            self._app_token or "",
+            web_client=web,
+            ping_interval=self._config.ping_interval_seconds,
+            logger=logging.getLogger("pfar.adapters.slack.socket"),
+        )
+        client.wss_uri = str(url["url"])
+
+        async def hello(_client: Any, message: dict[str, Any], _raw: str | None) -> None:
+            if message.get("type") == "hello":
+                await inbox.put(None)
+
+        async def request(_client: Any, req: SocketModeRequest) -> None:
+            await inbox.put(req)
+
+        client.message_listeners.append(hello)
+        client.socket_mode_request_listeners.append(request)
+        down = _Downtime()
+        try:
+            await client.connect()  # type: ignore[no-untyped-call]
+            async with asyncio.TaskGroup() as group:
+                group.create_task(down.watch(client, self._config.ping_interval_seconds))
+                group.create_task(self._take(link, client, inbox, down))
+        finally:
+            await client.close()  # type: ignore[no-untyped-call]
+
+    async def _take(
+        self,
+        link: Link,
+        client: SocketModeClient,
+        inbox: asyncio.Queue[SocketModeRequest | None],
+        down: _Downtime,
+    ) -> None:
+        first = True
+        while True:
+            req = await inbox.get()
+            if req is None:  # (re)connected
+                gap = down.reconnected()
+                if first:
+                    link.ready()
+                if first or gap > self._config.catch_up_after_seconds:
+                    await self._catch_up(link, first)
+                first = False
+                continue
+            try:
+                await self._envelope(link, client, req)
+            except ChannelError as exc:
+                log.error("slack: envelope %s: %s", req.envelope_id, exc)
+
+    async def _envelope(self, link: Link, client: SocketModeClient, req: SocketModeRequest) -> None:
+        """One envelope: its effect committed, then acknowledged, then answered."""
+        payload = req.payload if isinstance(req.payload, dict) else {}
+        reply: tuple[str, str | None] | None = None  # (text, thread)
+        after = None
+        if req.type == "events_api":
+            event = payload.get("event")
+            if isinstance(event, dict) and event.get("type") == "message":
+                reply = await self._message(link, event, payload.get("team_id"))
+        elif req.type == "interactive" and payload.get("type") == "block_actions":
+            after = await self._pressed(link, payload)
+        with contextlib.suppress(ConnectionError, aiohttp.ClientError):
+            # not acknowledged: Slack sends it again, and it is found handled
+            await client.send_socket_mode_response(SocketModeResponse(req.envelope_id))
+        async with _calls("answering the owner"):
+            if reply is not None:
+                await self._post(reply[0], thread=reply[1])
+            if after is not None:
+                await after()
+
+    def _owner(self, user: Any, team: Any) -> bool:
+        return bool(user == self._config.owner_user_id and team == self._config.owner_team_id)
+
+    async def _message(
+        self, link: Link, event: dict[str, Any], team: Any, *, caught_up: bool = False
+    ) -> tuple[str, str | None] | None:
+        """A message in a channel the app is in: the reply to post, if it is the owner's."""
+        if event.get("subtype") or event.get("bot_id"):
+            return None  # edits, deletions, joins and bots (pfar itself) are not words
+        user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
+        if not isinstance(ts, str) or not isinstance(channel, str):
+            link.audit("slack_ignored", why="a message without ts or channel")
+            return None
+        team = event.get("team", team)
+        if not self._owner(user, team):
+            log.warning("slack: ignored a message from user %s of team %s", user, team)
+            link.audit("slack_ignored", user=str(user), team=str(team), why="not the owner")
+            return None
+        if channel != self._dm:
+            link.audit("slack_ignored", user=str(user), why="not in the owner's DM with pfar")
+            return None
+        event_id = f"slack:{channel}:{ts}"
+        if await link.seen(event_id):
+            return None
+        text = event.get("text")
+        thread = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
+        if not isinstance(text, str) or not text.strip():
+            await link.save_position(self._position(ts), [event_id])
+            return ("pfar reads text messages only", thread)
+        replied = await link.replied_to(thread) if thread else None
+        key, task, kind = replied if replied else (None, None, None)
+        answer = await link.handle(text, Origin("slack", event_id, key, task))
+        await link.save_position(self._position(ts), [event_id])
+        if kind == "credential":
+            # the owner's message holds the secret: take it out of the chat where Slack
+            # lets an app (a bot token may not delete another user's message)
+            try:
+                await self._client().chat_delete(channel=channel, ts=ts)
+            except SlackApiError as exc:
+                answer += (
+                    f"\n(your message could not be deleted: {_error(exc)}; delete it yourself)"
+                )
+        if caught_up:
+            answer = f"(caught up after a disconnection) {answer}"
+        return answer, thread or ts
+
+    async def _pressed(self, link: Link, payload: dict[str, Any]) -> Any:
+        """A button under a question: answered once; then what to show for it."""
+        user = _dict(payload, "user")
+        user_id = user.get("id")
+        team_id = _dict(payload, "team").get("id") or user.get("team_id")
+        actions = payload.get("actions")
+        first = actions[0] if isinstance(actions, list) and actions else None
+        chosen = parse_press(first.get("value")) if isinstance(first, dict) else None
+        web = self._client()
+        channel = _dict(payload, "channel").get("id")
+        message = _dict(payload, "message")
+        if not self._owner(user_id, team_id):
+            log.warning("slack: ignored a button press by user %s of team %s", user_id, team_id)
+            link.audit(
+                "slack_ignored", user=str(user_id), team=str(team_id), why="button of another user"
+            )
+
+            async def refuse() -> None:
+                if channel and isinstance(user_id, str):
+                    await web.chat_postEphemeral(
+                        channel=channel, user=user_id, text="Only pfar's owner can answer."
+                    )
+
+            return refuse
+        if chosen is None:
+            link.audit("slack_ignored", why="unknown button value")
+            return None
+        question_id, option = chosen
+        said = await press(link.operator, question_id, option)
+
+        async def show() -> None:
+            if channel and isinstance(message.get("ts"), str):
+                blocks = [b for b in message.get("blocks") or [] if b.get("type") != "actions"]
+                blocks.append(
+                    {"type": "context", "elements": [{"type": "mrkdwn", "text": escape(said)}]}
+                )
+                with contextlib.suppress(SlackApiError):  # too old to edit: the text says it
+                    ts, text = message["ts"], str(message.get("text"))
+                    await web.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
+            if said.startswith(("already", "error")) and channel:
+                await self._post(said, thread=message.get("ts"))
+
+        return show
+
+    async def _catch_up(self, link: Link, starting: bool) -> None:
+        """The owner's DM since the last message handled: what Slack did not redeliver."""
+        saved = await link.load_position() or {}
+        oldest = saved.get("last_ts")
+        if not isinstance(oldest, str) or self._dm is None:
+            return  # a new app: nothing before now is the owner's work for pfar
+        web = self._client()
+        found: list[dict[str, Any]] = []
+        cursor = None
+        async with _calls("reading the owner's DM"):
+            while True:
+                page = await web.conversations_history(
+                    channel=self._dm, oldest=oldest, inclusive=False, limit=200, cursor=cursor
+                )
+                found += [m for m in page.get("messages") or [] if isinstance(m, dict)]
+                cursor = (page.get("response_metadata") or {}).get("next_cursor")
+                if not page.get("has_more") or not cursor:
+                    break
+        found.sort(key=lambda m: float(m.get("ts", "0")))
+        taken = 0
+        for message in found:
+            event = {**message, "channel": self._dm}
+            reply = await self._message(link, event, self._config.owner_team_id, caught_up=True)
+            if reply is not None:
+                taken += 1
+                async with _calls("answering the owner"):
+                    await self._post(reply[0], thread=reply[1])
+        if taken:
+            log.warning("slack: caught up %d message(s) missed while disconnected", taken)
+            link.audit("slack_caught_up", messages=taken, starting=starting)
+
+    def _position(self, ts: str) -> dict[str, Any]:
+        return {"last_ts": ts, "channel": self._dm}
+
+    async def _post(
+        self, text: str, *, thread: str | None = None, buttons: list[dict[str, Any]] | None = None
+    ) -> str | None:
+        """Post `text` to the owner's DM (in pieces); the last piece's ts."""
+        web = self._client()
+        pieces = chunks(text)
+        last = None
+        for n, piece in enumerate(pieces):
+            blocks: list[dict[str, Any]] = [
+                {"type": "section", "text": {"type": "mrkdwn", "text": escape(piece) or " "}}
+            ]
+            if buttons and n == len(pieces) - 1:
+                blocks.append({"type": "actions", "elements": buttons})
+            sent = await web.chat_postMessage(
+                channel=self._dm or "", text=piece, blocks=blocks, thread_ts=thread
+            )
+            last = str(sent["ts"])
+        return last
+
+    # -- out -----------------------------------------------------------------------
+
+    async def send(self, message: Outbound) -> str | None:
+        if self._dm is None:
+            raise ChannelDown("Slack is not connected yet")
+        web = self._client()
+        for old in message.replaces:  # a re-sent question: the old buttons are dead
+            with contextlib.suppress(SlackApiError, aiohttp.ClientError):
+                await web.chat_update(
+                    channel=self._dm,
+                    ts=old,
+                    text="(this question was asked again below)",
+                    blocks=[],
+                )
+        buttons = [
+            {
+                "type": "button",
+                "text": {"type": "plain_text", "text": b.label[:75]},
+                "action_id": f"pfar-{n}",
+                "value": press_value(message.question_id, b.option),
+            }
+            for n, b in enumerate(message.buttons)
+            if message.question_id
+        ]
+        try:
+            return await self._post(message.text, buttons=buttons or None)
+        except SlackApiError as exc:
+            error = _error(exc)
+            if exc.response.status_code == 429 or error == "ratelimited":
+                raise RateLimited("Slack: rate limited", _retry_after(exc)) from None
+            if error in _AUTH_ERRORS:
+                raise AuthFailed(f"Slack refused the bot token ({error})", _RENEW) from None
+            raise Undeliverable(f"Slack refused the message: {error}") from None
+        except aiohttp.ClientConnectorError as exc:
+            raise ChannelDown(f"Slack cannot be reached: {exc.os_error}") from None
+
+    async def close(self) -> None:
+        if self._web is not None:
+            web, self._web = self._web, None
+            session = getattr(web, "session", None)
+            if session is not None:
+                with contextlib.suppress(Exception):
+                    await session.close()
+
+
+class _Downtime:
+    """How long the Socket Mode connection was down before its latest hello."""
+
+    def __init__(self) -> None:
+        self._since: float | None = None
+
+    async def watch(self, client: SocketModeClient, every: float) -> None:
+        while True:
+            connected = await client.is_connected()
+            if not connected and self._since is None:
+                self._since = time.monotonic()
+            await asyncio.sleep(min(1.0, every))
+
+    def reconnected(self) -> float:
+        since, self._since = self._since, None
+        return 0.0 if since is None else time.monotonic() - since
+
+
+@contextlib.asynccontextmanager
+async def _calls(doing: str) -> Any:
+    """Web API errors as channel errors: a refused token, a lost connection."""
+    try:
+        yield
+    except SlackApiError as exc:
+        error = _error(exc)
+        if error in _AUTH_ERRORS:
+            raise AuthFailed(f"Slack refused a token ({error})", _RENEW) from None
+        if exc.response.status_code == 429 or error == "ratelimited":
+            raise RateLimited(f"Slack: rate limited while {doing}", _retry_after(exc)) from None
+        raise ChannelError(f"Slack: {error} while {doing}") from None
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise ChannelDown(f"Slack cannot be reached while {doing}: {type(exc).__name__}") from None
+
+
+def _dict(payload: dict[str, Any], key: str) -> dict[str, Any]:
+    """`payload[key]` when it is an object, else an empty one (a payload is Slack's JSON:
+    its shape is checked, never trusted)."""
+    found = payload.get(key)
+    return found if isinstance(found, dict) else {}
+
+
+def _error(exc: SlackApiError) -> str:
+    data = exc.response.data if isinstance(exc.response.data, dict) else {}
+    return str(data.get("error") or f"HTTP {exc.response.status_code}")
+
+
+def _retry_after(exc: SlackApiError) -> float:
+    headers = {k.lower(): v for k, v in (exc.response.headers or {}).items()}
+    value = headers.get("retry-after", "1")
+    value = value[0] if isinstance(value, list) else value
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return 1.0
+
+
+def _factory(config: Config, secret: Any) -> SlackChannel:
+    section = config.channels.slack
+    assert section is not None  # only enabled channels are built
+    return SlackChannel(section, secret(section.bot_token_secret), secret(section.app_token_secret))
+
+
+FACTORIES["slack"] = _factory
