@@ -171,6 +171,51 @@ def test_forged_stale_oversized_and_malformed_requests_are_refused(tmp_path: Pat
     assert secret_marker not in audit
 
 
+def test_the_listener_answers_503_before_recovery_and_the_retry_is_taken_after(
+    tmp_path: Path,
+) -> None:
+    """As `pfar run` does: the listener opens before recovery; an event sent meanwhile is
+    refused for now (503, Retry-After), and its sender's retry creates the task."""
+    home = _home(tmp_path)
+    config = Config.load(home.config)
+    event = json.dumps({"issue": {"title": "sent during the restart"}})
+
+    async def scene() -> None:
+        kernel = Kernel(home, config)
+        chats = channels_run.build(config, lambda n: kernel.secrets.get(n), "config.toml")  # noqa: PLW0108  (the vault opens in start)
+        await channels_run.listen_early(chats)
+        (channel,) = chats
+        assert isinstance(channel, WebhooksChannel) and channel.port
+        url = f"http://127.0.0.1:{channel.port}"
+        async with httpx.AsyncClient(base_url=url) as http:
+            early = await http.post(
+                "/hooks/issues", content=event, headers=_signed(KEY, event, "msg_early")
+            )
+            assert early.status_code == 503 and early.headers["retry-after"] == "5"
+            await kernel.start()
+            task = channels_run.start(kernel, config, chats)
+            try:
+                for _ in range(500):
+                    if kernel.channel_states["webhooks"].state == "connected":
+                        break
+                    await asyncio.sleep(0.02)
+                retried = await http.post(
+                    "/hooks/issues", content=event, headers=_signed(KEY, event, "msg_early")
+                )
+                assert retried.status_code == 200, retried.text
+                assert (await kernel.journal.adapters.get("webhooks") or {}).get("port") == (
+                    channel.port
+                )  # the same listener, not a second one
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                await kernel.shutdown()
+        assert channel.port is None  # closed with the channel
+
+    asyncio.run(scene())
+
+
 def test_while_pfar_takes_no_work_the_answer_is_503_with_retry_after(tmp_path: Path) -> None:
     from starlette.testclient import TestClient
 

@@ -35,6 +35,16 @@ def build(config: Config, secret: Callable[[str], str | None], path: str) -> lis
     return channels
 
 
+async def listen_early(channels: Sequence[Channel]) -> None:
+    """Open the listeners of channels that take events over HTTP before recovery: they
+    answer "retry later" (503) until the kernel takes work, so nothing sent during a
+    restart is refused for good."""
+    for channel in channels:
+        early = getattr(channel, "listen_early", None)
+        if early is not None:
+            await early()
+
+
 class _Waker:
     """An owner sink that only wakes the channels' senders: their deliveries were
     queued in the commit that queued the message."""

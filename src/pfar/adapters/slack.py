@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import aiohttp
@@ -93,28 +94,29 @@ class SlackChannel:
     name: ClassVar[str] = "slack"
     receives_messages: ClassVar[bool] = True
 
-    def __init__(self, config: SlackConfig, bot_token: str | None, app_token: str | None) -> None:
+    def __init__(self, config: SlackConfig, secret: Callable[[str], str | None]) -> None:
         self._config = config
-        self._bot_token = bot_token
-        self._app_token = app_token
+        self._secret = secret  # read when the channel connects: the vault opens later
+        self._app_token = ""
         self._web: AsyncWebClient | None = None
         self._dm: str | None = None  # the owner's DM with the app
 
     def _client(self) -> AsyncWebClient:
-        for token, secret in (
-            (self._bot_token, self._config.bot_token_secret),
-            (self._app_token, self._config.app_token_secret),
-        ):
+        tokens = []
+        for name in (self._config.bot_token_secret, self._config.app_token_secret):
+            token = self._secret(name)
             if token is None:
                 raise AuthFailed(
-                    f"no Slack token in the vault (secret {secret!r})",
-                    f"`pfar secret set {secret}` with the token from the app's settings",
+                    f"no Slack token in the vault (secret {name!r})",
+                    f"`pfar secret set {name}` with the token from the app's settings",
                 )
+            tokens.append(token)
+        bot_token, self._app_token = tokens
         if self._web is None:
             # retry_handlers=[]: the SDK's default retries a request whose connection was
             # lost, and a message post retried blind may be posted twice
             self._web = AsyncWebClient(
-                self._bot_token,
+                bot_token,
                 base_url=f"{self._config.api_url.rstrip('/')}/api/",
                 retry_handlers=[],
                 timeout=30,
@@ -131,9 +133,9 @@ class SlackChannel:
             await web.auth_test()
             opened = await web.conversations_open(users=self._config.owner_user_id)
             self._dm = str(opened["channel"]["id"])
-            url = await web.apps_connections_open(app_token=self._app_token or "")
+            url = await web.apps_connections_open(app_token=self._app_token)
         client = SocketModeClient(
-            self._app_token or "",
+            self._app_token,
             web_client=web,
             ping_interval=self._config.ping_interval_seconds,
             logger=logging.getLogger("pfar.adapters.slack.socket"),
@@ -448,7 +450,7 @@ def _retry_after(exc: SlackApiError) -> float:
 def _factory(config: Config, secret: Any) -> SlackChannel:
     section = config.channels.slack
     assert section is not None  # only enabled channels are built
-    return SlackChannel(section, secret(section.bot_token_secret), secret(section.app_token_secret))
+    return SlackChannel(section, secret)
 
 
 FACTORIES["slack"] = _factory

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -92,20 +93,21 @@ class TelegramChannel:
     name: ClassVar[str] = "telegram"
     receives_messages: ClassVar[bool] = True
 
-    def __init__(self, config: TelegramConfig, token: str | None) -> None:
+    def __init__(self, config: TelegramConfig, secret: Callable[[str], str | None]) -> None:
         self._config = config
-        self._token = token
+        self._secret = secret  # read when the channel connects: the vault opens later
         self._chat = config.chat_id or config.owner_user_id
         self._bot: Bot | None = None
 
     def _client(self) -> Bot:
-        if self._token is None:
+        token = self._secret(self._config.token_secret)
+        if token is None:
             raise AuthFailed(
                 f"no bot token in the vault (secret {self._config.token_secret!r})",
                 f"`pfar secret set {self._config.token_secret}` with @BotFather's token",
             )
         if self._bot is None:
-            self._bot = Bot(self._token, base_url=f"{self._config.api_url.rstrip('/')}/bot")
+            self._bot = Bot(token, base_url=f"{self._config.api_url.rstrip('/')}/bot")
         return self._bot
 
     # -- in ------------------------------------------------------------------------
@@ -290,7 +292,7 @@ def _seconds(value: Any) -> float:
 def _factory(config: Config, secret: Any) -> TelegramChannel:
     section = config.channels.telegram
     assert section is not None  # only enabled channels are built
-    return TelegramChannel(section, secret(section.token_secret))
+    return TelegramChannel(section, secret)
 
 
 FACTORIES["telegram"] = _factory

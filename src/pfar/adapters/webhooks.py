@@ -8,8 +8,10 @@ template (or "loop") and the vault secrets holding its Standard Webhooks signing
 * `webhook-id`, `webhook-timestamp` (within `tolerance_seconds` of now) and
   `webhook-signature` are checked by the `standardwebhooks` package against each of
   the route's keys: anything else is 401;
-* while the kernel does not take new work (starting, or shutting down) the answer is
-  503 with `Retry-After`, so the sender's own retries deliver the event later.
+* while the kernel does not take new work the answer is 503 with `Retry-After`, so the
+  sender's own retries deliver the event later: `pfar run` opens the listener before
+  recovery (`listen_early`), and it answers 503 until recovery has finished and the
+  channel is running, and again while the kernel shuts down.
 
 The webhook id is the event id: the task is created exactly once, and a sender that
 retries an event it already delivered gets 200 with the same task. Every refusal is
@@ -64,28 +66,40 @@ class WebhooksChannel:
         self._config = config
         self._secret = secret
         self._directory = directory
+        # the channel's link once the supervisor runs it: until then (recovery) every
+        # event is answered 503, so that its sender delivers it again later
+        self._link: Link | None = None
+        self._server: _Server | None = None
+        self._serving: asyncio.Task[None] | None = None
 
-    def app(self, link: Link) -> Starlette:
+    def app(self, link: Link | None = None) -> Starlette:
+        """The listener's routes, with `link` (by default the running channel's)."""
         routes = [
-            Route(r.path, self._endpoint(link, r), methods=["POST"]) for r in self._config.routes
+            Route(r.path, self._endpoint(r, link), methods=["POST"]) for r in self._config.routes
         ]
         return Starlette(routes=routes)
 
-    async def run(self, link: Link) -> None:
-        for route in self._config.routes:
-            self._keys(route)  # a key missing from the vault is refused now, not at an event
-        server = _Server(
-            uvicorn.Config(
-                self.app(link),
-                host=self._config.host,
-                port=self._config.port,
-                log_level="warning",
-                lifespan="off",
-                access_log=False,
-            )
-        )
-        serving = asyncio.create_task(server.serve())
+    async def listen_early(self) -> None:
+        """Listen before the kernel has recovered (answering 503 until it has). A port
+        that cannot be had now is logged; the channel's own start tries it again."""
         try:
+            await self._listen()
+        except OSError as exc:
+            log.error("webhooks: cannot listen before recovery: %s", exc)
+
+    async def _listen(self) -> int:
+        if self._server is None or self._serving is None or self._serving.done():
+            server = _Server(
+                uvicorn.Config(
+                    self.app(),
+                    host=self._config.host,
+                    port=self._config.port,
+                    log_level="warning",
+                    lifespan="off",
+                    access_log=False,
+                )
+            )
+            serving = asyncio.create_task(server.serve())
             while not server.started:
                 if serving.done():
                     serving.result()
@@ -94,15 +108,38 @@ class WebhooksChannel:
                         "stopped before it started"
                     )
                 await asyncio.sleep(0.02)
-            port = server.servers[0].sockets[0].getsockname()[1]
+            self._server, self._serving = server, serving
+        return int(self.port or 0)
+
+    @property
+    def port(self) -> int | None:
+        """The port listened on, once listening (a configured port 0 picks a free one)."""
+        if self._server is None or not self._server.started:
+            return None
+        return int(self._server.servers[0].sockets[0].getsockname()[1])
+
+    async def run(self, link: Link) -> None:
+        for route in self._config.routes:
+            self._keys(route)  # a key missing from the vault is refused now, not at an event
+        try:
+            port = await self._listen()
+            self._link = link
             await link.save_position({"host": self._config.host, "port": port}, [])
             log.info("webhooks listening on %s:%d", self._config.host, port)
             link.ready()
-            await serving
+            assert self._serving is not None
+            await asyncio.shield(self._serving)
         finally:
+            self._link = None
+            await self._stop()
+
+    async def _stop(self) -> None:
+        server, serving = self._server, self._serving
+        self._server = self._serving = None
+        if server is not None and serving is not None:
             server.should_exit = True
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(serving), 5)
+                await asyncio.wait_for(serving, 5)
 
     def _keys(self, route: WebhookRoute) -> list[Webhook]:
         found = []
@@ -116,16 +153,19 @@ class WebhooksChannel:
             found.append(Webhook(value))
         return found
 
-    def _endpoint(self, link: Link, route: WebhookRoute) -> Any:
+    def _endpoint(self, route: WebhookRoute, link: Link | None) -> Any:
         async def receive(request: Request) -> JSONResponse:
-            return await self._receive(link, route, request)
+            return await self._receive(link or self._link, route, request)
 
         return receive
 
-    async def _receive(self, link: Link, route: WebhookRoute, request: Request) -> JSONResponse:
+    async def _receive(
+        self, link: Link | None, route: WebhookRoute, request: Request
+    ) -> JSONResponse:
         def refuse(status: int, why: str, **headers: str) -> JSONResponse:
             log.warning("webhooks %s: refused (%d): %s", route.path, status, why)
-            link.audit("webhook_refused", route=route.path, status=status, why=why)
+            if link is not None:
+                link.audit("webhook_refused", route=route.path, status=status, why=why)
             return JSONResponse({"error": why}, status_code=status, headers=headers or None)
 
         declared = request.headers.get("content-length")
@@ -135,7 +175,7 @@ class WebhooksChannel:
             body = await self._read(request)
         except TooLarge:
             return refuse(413, f"the body is over {self._limit} bytes")
-        if not link.operator.accepting:
+        if link is None or not link.operator.accepting:
             return refuse(
                 503, "pfar is starting or stopping; retry", **{"Retry-After": RETRY_AFTER}
             )
@@ -183,7 +223,7 @@ class WebhooksChannel:
         return None  # inbound only: no owner message is ever routed here
 
     async def close(self) -> None:
-        pass
+        await self._stop()
 
 
 def _verified(key: Webhook, body: bytes, headers: dict[str, str]) -> bool:

@@ -87,17 +87,32 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
                 f"boot {kernel.boot_id[:8]})"
             )
 
+        config = Config.load(home.config)
+        chats: list[Any] = []
+
+        async def before_start(kernel: Any) -> None:
+            # the vault opens during start: a channel reads its secrets when it runs
+            def secret(name: str) -> str | None:
+                return kernel.secrets.get(name)  # type: ignore[no-any-return]
+
+            chats.extend(channels_run.build(config, secret, str(home.config)))
+            await channels_run.listen_early(chats)
+
         def extra(kernel: Any) -> list[asyncio.Task[None]]:
             tasks = []
             if commands is not None:
                 tasks.append(asyncio.create_task(read_commands(Operator(kernel), commands)))
-            config = Config.load(home.config)
-            chats = channels_run.build(config, kernel.secrets.get, str(home.config))
             if chats:
                 tasks.append(channels_run.start(kernel, config, chats))
             return tasks
 
-        return await serve(home, sinks=[StdoutSink()], on_started=started, extra=extra)
+        return await serve(
+            home,
+            sinks=[StdoutSink()],
+            on_started=started,
+            extra=extra,
+            before_start=before_start,
+        )
 
     sys.exit(asyncio.run(main()))
 

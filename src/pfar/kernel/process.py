@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from ..config import Config
 from ..vault.home import Home
@@ -21,14 +21,18 @@ async def serve(
     sinks: list[Sink] | None = None,
     on_started: Callable[[Kernel], None] | None = None,
     extra: Callable[[Kernel], list[asyncio.Task[None]]] | None = None,
+    before_start: Callable[[Kernel], Awaitable[None]] | None = None,
 ) -> int:
-    """Run a kernel until SIGTERM/SIGINT (graceful) or a journal failure (fail-stop)."""
+    """Run a kernel until SIGTERM/SIGINT (graceful) or a journal failure (fail-stop).
+    `before_start` runs before recovery (a listener that answers "not yet" meanwhile)."""
     config = Config.load(home.config)
     kernel = Kernel(home, config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if before_start is not None:
+        await before_start(kernel)
     await kernel.start()
     # pfar's log lines go to stderr through one handler that redacts secrets, escapes
     # control characters and never raises
