@@ -12,14 +12,16 @@ import pytest
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
-from ..integration.telegram_server import OWNER, TOKEN, BotApi, unescape
-from ..support import make_home, wait_for
+from ..integration.telegram_server import OWNER, TOKEN, BotApi, Sent, unescape
+from ..support import KernelProcess, make_home, wait_for
 from .test_regressions import kernel, rows
 
 pytestmark = pytest.mark.crash
 
 
-def _home(tmp_path: Path, api: BotApi) -> Home:
+def _home(
+    tmp_path: Path, api: BotApi, *, tools: str = '["file.read"]', script: str | None = None
+) -> Home:
     work = tmp_path / "work"
     work.mkdir()
     config = f"""
@@ -32,14 +34,20 @@ owner_user_id = {OWNER}
 api_url = "{api.url}"
 poll_timeout_seconds = 1
 [loop]
-tools = ["file.read"]
+tools = {tools}
 """
-    script = '[[turns]]\ntext = "noted: $input"\n'
+    script = script or '[[turns]]\ntext = "noted: $input"\n'
     home = make_home(tmp_path / "home", config=config, script=script)
     store = SecretStore.open(home.secrets_db)
     store.set("telegram_bot_token", TOKEN)
     store.close()
     return home
+
+
+def _settled(home: Home) -> bool:
+    """No delivery waits or is on its way (each is sent, in doubt or failed)."""
+    found = {r["status"] for r in rows(home, "SELECT status FROM channel_outbox")}
+    return bool(found) and found <= {"sent", "in_doubt", "failed"}
 
 
 def _prompts(home: Home) -> list[str]:
@@ -81,5 +89,92 @@ def test_r6_telegram_resumes_from_its_last_offset_after_a_kill(tmp_path: Path, p
         ]  # each update once: none lost, none twice
         started = [unescape(s.text) for s in api.sent if s.reply_to is not None]
         assert len([t for t in started if "started" in t]) >= 3
+    finally:
+        api.close()
+
+
+@pytest.mark.parametrize("point", ["channel_sending", "channel_sent"])
+def test_a_message_to_the_owner_is_never_sent_twice(tmp_path: Path, point: str) -> None:
+    api = BotApi()
+    try:
+        home = _home(tmp_path, api)
+        # killed at its first delivery, which may come before it answers on its socket
+        assert KernelProcess(home, fault=point).killed_by_fault()
+        before = len(api.sent)
+        assert before == (1 if point == "channel_sent" else 0)
+        with kernel(home) as k:
+            wait_for(lambda: len(api.sent) > before, what="the second start's report")
+            k.request("wait_idle")
+            wait_for(lambda: _settled(home), what="every delivery settled")
+        outbox = rows(home, "SELECT message_key, status, remote_id FROM channel_outbox")
+        sent = sorted(r["remote_id"] for r in outbox if r["status"] == "sent")
+        assert sent == sorted(str(s.message_id) for s in api.sent), outbox  # each once
+        doubts = [r for r in outbox if r["status"] == "in_doubt"]
+        assert len(doubts) == (1 if point == "channel_sending" else 0), outbox
+    finally:
+        api.close()
+
+
+WRITE_SCRIPT = """
+[[turns]]
+turn = 1
+text = "Writing."
+tool_calls = [{ name = "file.write", input = { path = "a.txt", content = "one" } }]
+
+[[turns]]
+text = "Done: $last"
+"""
+
+
+def test_a_question_resent_after_a_restart_replaces_the_old_buttons_and_is_answered_once(
+    tmp_path: Path,
+) -> None:
+    """Killed before the answer and after it: the old prompt loses its buttons, the new
+    one is answered once, and after the second kill nothing is asked or written again."""
+    api = BotApi()
+    try:
+        home = _home(tmp_path, api, tools='["file.write"]', script=WRITE_SCRIPT)
+        target = tmp_path / "work" / "a.txt"
+
+        def prompts() -> list[Sent]:
+            return [s for s in api.sent if s.reply_markup]
+
+        with kernel(home) as k:
+            wait_for(lambda: api.sent, what="the start report")
+            api.say("write a.txt")
+            wait_for(lambda: len(prompts()) == 1, what="the permission prompt")
+            # its delivery committed as sent (with its message id): a kill before that
+            # leaves it in doubt, and the re-sent question cannot know which to replace
+            wait_for(
+                lambda: (
+                    {r["status"] for r in rows(home, "SELECT status FROM channel_outbox")}
+                    == {"sent"}
+                ),
+                what="the prompt's delivery committed",
+            )
+            k.kill()  # before the answer
+        old = prompts()[0]
+        with kernel(home) as k:
+            wait_for(lambda: len(prompts()) == 2, what="the question asked again")
+            new = prompts()[1]
+            assert new.message_id != old.message_id
+            wait_for(
+                lambda: any(str(e.get("message_id")) == str(old.message_id) for e in api.edited),
+                what="the old prompt's buttons taken off",
+            )
+            yes = new.reply_markup["inline_keyboard"][0][0]["callback_data"]  # type: ignore[index]
+            api.press(new, yes)
+            wait_for(target.exists, what="the write the answer allowed")
+            wait_for(lambda: api.answered, what="the press answered")
+            k.kill()  # after the answer
+        with kernel(home) as k:
+            k.request("wait_idle")
+            api.press(new, yes)  # the same button again, after both kills
+            # (the first press may come again too, if the kill beat its batch's offset)
+            wait_for(lambda: len(api.answered) >= 2, what="the second press answered")
+        assert api.answered[0]["text"] == "approve: done"
+        assert all(a["text"].startswith("already answered") for a in api.answered[1:])
+        assert len(prompts()) == 2  # never asked a third time
+        assert target.read_text() == "one"
     finally:
         api.close()

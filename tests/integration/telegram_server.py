@@ -65,11 +65,14 @@ class BotApi:
                 token, _, method = self.path.removeprefix("/bot").partition("/")
                 status, body = api.call(token, method, params)
                 out = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(out)))
+                    self.end_headers()
+                    self.wfile.write(out)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the kernel was killed during its long poll
 
             do_GET = do_POST
 
