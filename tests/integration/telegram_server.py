@@ -10,7 +10,9 @@ answers a method's next call with an error (a 429 with retry_after, a 401, ...).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -58,6 +60,10 @@ class BotApi:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
+            def setup(self) -> None:
+                super().setup()
+                api._connections.add(self.connection)
+
             def do_POST(self) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(n).decode()
@@ -76,13 +82,33 @@ class BotApi:
 
             do_GET = do_POST
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._handler = Handler
+        self._connections: set[socket.socket] = set()
+        self._serve(0)
+
+    def _serve(self, port: int) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler)
         self.httpd.daemon_threads = True
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def go_away(self) -> None:
+        """The server is gone: connections to its port are refused."""
+        self.port = self.httpd.server_address[1]
+        self.close()
+        for connection in list(self._connections):  # kept-alive ones too
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        self._connections.clear()
+
+    def come_back(self) -> None:
+        """... and back, on the same port."""
+        self._serve(self.port)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    port: int = 0
 
     def close(self) -> None:
         self.httpd.shutdown()

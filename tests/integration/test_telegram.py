@@ -249,3 +249,46 @@ def test_a_refused_token_degrades_the_channel_and_says_how_to_renew(tmp_path: Pa
         assert TOKEN not in log
 
     asyncio.run(_with(home, body))
+
+
+def test_the_server_going_away_degrades_the_channel_and_its_return_reconnects_it(
+    tmp_path: Path,
+) -> None:
+    api = BotApi()
+    home = telegram_home(tmp_path, api)
+    home.config.write_text(
+        home.config.read_text().replace("[recovery]\n", "[recovery]\nadapter_max_retries = 2\n")
+    )
+
+    async def body(kernel: Kernel, op: Operator) -> None:
+        await _until(lambda: api.sent, "the start report")
+        await _until(lambda: kernel.channel_states["telegram"].state == "connected", "connected")
+        api.go_away()
+        seen = set()
+
+        def degraded() -> bool:
+            seen.add(kernel.channel_states["telegram"].state)
+            return kernel.channel_states["telegram"].state == "degraded"
+
+        await _until(degraded, "the degraded state", 30)
+        assert "retrying" in seen  # retried on its backoff first
+        (view,) = await op.channels()
+        error = view.last_error or ""
+        assert view.failures > 2, view
+        assert "cannot be reached" in error or "getUpdates failed" in error, view
+        sent_before = len(api.sent)
+        api.come_back()
+        await _until(
+            lambda: kernel.channel_states["telegram"].state == "connected", "reconnected", 30
+        )
+        # the owner hears of the outage on the channel, once it works again
+        await _until(
+            lambda: any("Channel telegram is degraded" in t for t in _texts(api)[sent_before:]),
+            "the degraded notice",
+        )
+        api.say("/tasks")
+        await _until(lambda: any(s.reply_to for s in api.sent), "a reply after the return")
+        (view,) = await op.channels()
+        assert view.state == "connected" and view.failures == 0
+
+    asyncio.run(_with(home, body))

@@ -115,7 +115,10 @@ class TelegramChannel:
     async def run(self, link: Link) -> None:
         bot = self._client()
         try:
-            await bot.initialize()  # getMe: a refused token is known now, not later
+            # getMe, at every start (initialize() asks only once): connected means the
+            # Bot API answered, and a refused token is known now, not later
+            await bot.initialize()
+            await bot.get_me()
         except InvalidToken as exc:
             raise _refused(exc) from None
         except NetworkError as exc:
