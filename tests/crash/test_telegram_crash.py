@@ -66,6 +66,11 @@ def test_r6_telegram_resumes_from_its_last_offset_after_a_kill(tmp_path: Path, p
     try:
         home = _home(tmp_path, api)
         with kernel(home) as k:
+            # a new bot skips what waited before its first look: the owner writes after
+            wait_for(
+                lambda: any(m == "getUpdates" and int(p["offset"]) >= 0 for m, p in api.calls),
+                what="the channel polling",
+            )
             first = api.say("message one")
             wait_for(lambda: _offset(home) == first, what="the first batch's offset")
             k.kill()

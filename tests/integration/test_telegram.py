@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pfar.adapters import run as channels_run
 from pfar.config import Config
@@ -64,6 +69,11 @@ async def _with(home: Home, body: Callable[[Kernel, Operator], Awaitable[Any]]) 
     chats = channels_run.build(config, kernel.secrets.get, str(home.config))
     task = channels_run.start(kernel, config, chats)
     try:
+        # a new bot skips what waited before it was connected: the owner writes after
+        for _ in range(500):
+            if kernel.channel_states["telegram"].state in ("connected", "degraded"):
+                break
+            await asyncio.sleep(0.02)
         return await body(kernel, Operator(kernel))
     finally:
         task.cancel()
@@ -292,3 +302,62 @@ def test_the_server_going_away_degrades_the_channel_and_its_return_reconnects_it
         assert view.state == "connected" and view.failures == 0
 
     asyncio.run(_with(home, body))
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    presses=st.lists(
+        st.text(max_size=80) | st.binary(max_size=64).map(repr), min_size=5, max_size=5
+    ),
+    strangers=st.lists(st.text(min_size=1, max_size=300), min_size=3, max_size=3),
+)
+def test_any_button_data_or_strangers_words_create_nothing_and_never_end_the_channel(
+    tmp_path_factory: pytest.TempPathFactory, presses: list[str], strangers: list[str]
+) -> None:
+    api = BotApi()
+    home = telegram_home(tmp_path_factory.mktemp("telegram"), api)
+
+    async def body(kernel: Kernel, op: Operator) -> None:
+        await _until(lambda: api.sent, "the start report")
+        for data in presses:
+            api.press(api.sent[0], data)
+        for text in strangers:
+            api.say(text, user=31337)
+        api.say("/tasks")
+        await _until(lambda: any(s.reply_to for s in api.sent), "the owner's reply")
+        await _until(lambda: len(api.answered) == len(presses), "every press answered")
+        assert await op.tasks() == []
+        assert kernel.channel_states["telegram"].failures == 0
+
+    try:
+        asyncio.run(_with(home, body))
+    finally:
+        api.close()
+
+
+def test_a_new_bot_skips_what_waited_before_it_and_takes_everything_after(
+    tmp_path: Path,
+) -> None:
+    api = BotApi()
+    home = telegram_home(tmp_path, api)
+    api.say("written before pfar knew the bot")
+    api.say("this one too")
+
+    async def body(kernel: Kernel, op: Operator) -> None:
+        api.say("first after the start")
+        api.say("second after the start")
+        await _until(lambda: len([s for s in api.sent if s.reply_to]) == 2, "both replies")
+        prompts = []
+        for t in await op.tasks():
+            row = await kernel.journal.tasks.get(t.task_id)
+            assert row.trigger_event is not None
+            prompts.append(row.trigger_event["text"])
+        assert sorted(prompts) == ["first after the start", "second after the start"]
+
+    asyncio.run(_with(home, body))
+    (skipped,) = [
+        json.loads(line)
+        for line in home.audit_log.read_text().splitlines()
+        if "telegram_offset_missing" in line
+    ]
+    assert skipped["skipped"] == 1  # the latest of the two; `-1` confirmed the one before

@@ -4,8 +4,8 @@ python-telegram-bot's `Bot` is the Bot API client (requests, types, errors); the
 polling loop is pfar's own, because no library keeps the offset where a crash
 cannot lose it. After each batch of updates, the offset (`last_offset`) is saved with
 the ids of the updates handled, in one commit; polling resumes from `last_offset + 1`
-(R6). With no offset saved (a new bot), it starts from the latest update only (`-1`)
-and says so: what came before is not replayed.
+(R6). With no offset saved (a new bot), one look with `-1` confirms what waited
+before, and says so: that is not replayed; everything after it is.
 
 Each update is handled once: one that creates something (a task, a message to a loop
 task) commits its id with it, and one delivered again finds it and does nothing. Only
@@ -52,6 +52,7 @@ log = logging.getLogger("pfar.adapters.telegram")
 
 MAX_TEXT = 4096  # Telegram's limit for one message's text, after entity parsing
 _CHUNK = 3500  # a chunk of raw text: escaping for MarkdownV2 may grow it
+_ALLOWED = ["message", "callback_query"]
 _RENEW = (
     "create a new token with @BotFather (/token), then `pfar secret set telegram_bot_token` "
     "and restart pfar"
@@ -124,17 +125,17 @@ class TelegramChannel:
         except NetworkError as exc:
             raise ChannelDown(f"the Bot API cannot be reached: {exc.message}") from None
         saved = await link.load_position()
-        offset = int(saved["last_offset"]) + 1 if saved and "last_offset" in saved else -1
-        if offset == -1:
-            log.warning("telegram: no saved offset; starting from the latest update only")
-            link.audit("telegram_offset_missing")
+        if saved and "last_offset" in saved:
+            offset = int(saved["last_offset"]) + 1
+        else:
+            offset = await self._skip_backlog(bot, link)
         link.ready()
         while True:
             try:
                 updates = await bot.get_updates(
                     offset=offset,
                     timeout=self._config.poll_timeout_seconds,
-                    allowed_updates=["message", "callback_query"],
+                    allowed_updates=_ALLOWED,
                     read_timeout=self._config.poll_timeout_seconds + 10,
                 )
             except RetryAfter as exc:
@@ -156,6 +157,21 @@ class TelegramChannel:
                 handled.append(event_id)
             offset = updates[-1].update_id + 1
             await link.save_position({"last_offset": offset - 1}, handled)
+
+    async def _skip_backlog(self, bot: Bot, link: Link) -> int:
+        """A bot with no saved offset: what waited before pfar knew the bot is not
+        replayed. One look with `-1` (which confirms everything before the latest update,
+        and does not wait), then every update from the next one on."""
+        try:
+            latest = await bot.get_updates(offset=-1, timeout=0, allowed_updates=_ALLOWED)
+        except (NetworkError, TimedOut) as exc:
+            raise ChannelDown(f"getUpdates failed: {exc.message}") from None
+        log.warning("telegram: no saved offset; updates from before this start are skipped")
+        link.audit("telegram_offset_missing", skipped=len(latest))
+        if not latest:
+            return 0
+        await link.save_position({"last_offset": latest[-1].update_id}, [])
+        return latest[-1].update_id + 1
 
     async def _update(self, link: Link, update: TgUpdate, event_id: str) -> None:
         try:
