@@ -415,3 +415,23 @@ def test_malformed_envelopes_create_nothing_and_never_end_the_channel(
         asyncio.run(_with(home, body))
     finally:
         api.close()
+
+
+def test_a_rate_limited_answer_holds_back_no_acknowledgement(tmp_path: Path, api: SlackApi) -> None:
+    home = slack_home(tmp_path, api)
+
+    async def body(kernel: Kernel, op: Operator) -> None:
+        await _until(lambda: api.posted, "the start report")
+        api.fail_next(
+            "chat.postMessage", 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "3"}
+        )
+        first = api.say("tasks")
+        second = api.say("tasks")
+        await _until(lambda: len(api.acked) == 2, "both envelopes acknowledged")
+        # acknowledged while the answer to the first still waits out Slack's Retry-After
+        assert not any(p.thread_ts == first for p in api.posted)
+        await _until(
+            lambda: {p.thread_ts for p in api.posted} >= {first, second}, "both answers", 20
+        )
+
+    asyncio.run(_with(home, body))

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 import aiohttp
@@ -49,6 +50,9 @@ from .commands import Origin, press
 from .run import FACTORIES
 
 log = logging.getLogger("pfar.adapters.slack")
+
+# an answer to the owner, posted after its envelope was acknowledged
+_Answer = Callable[[], Awaitable[object]]
 
 SECTION_TEXT = 3000  # Block Kit's limit for a section's text
 _AUTH_ERRORS = frozenset(
@@ -156,7 +160,9 @@ class SlackChannel:
             await client.connect()  # type: ignore[no-untyped-call]
             async with asyncio.TaskGroup() as group:
                 group.create_task(down.watch(client, self._config.ping_interval_seconds))
-                group.create_task(self._take(link, client, inbox, down))
+                answers: asyncio.Queue[_Answer] = asyncio.Queue()
+                group.create_task(self._take(link, client, inbox, down, answers))
+                group.create_task(self._answer(answers))
         finally:
             await client.close()  # type: ignore[no-untyped-call]
 
@@ -166,6 +172,7 @@ class SlackChannel:
         client: SocketModeClient,
         inbox: asyncio.Queue[SocketModeRequest | None],
         down: _Downtime,
+        answers: asyncio.Queue[_Answer],
     ) -> None:
         first = True
         while True:
@@ -175,33 +182,57 @@ class SlackChannel:
                 if first:
                     link.ready()
                 if first or gap > self._config.catch_up_after_seconds:
-                    await self._catch_up(link, first)
+                    await self._catch_up(link, first, answers)
                 first = False
                 continue
             try:
-                await self._envelope(link, client, req)
+                after = await self._envelope(link, client, req)
             except ChannelError as exc:
                 log.error("slack: envelope %s: %s", req.envelope_id, exc)
+            else:
+                if after is not None:
+                    answers.put_nowait(after)
 
-    async def _envelope(self, link: Link, client: SocketModeClient, req: SocketModeRequest) -> None:
-        """One envelope: its effect committed, then acknowledged, then answered."""
+    async def _envelope(
+        self, link: Link, client: SocketModeClient, req: SocketModeRequest
+    ) -> _Answer | None:
+        """One envelope: its effect committed, then acknowledged; what to answer after."""
         payload = req.payload if isinstance(req.payload, dict) else {}
-        reply: tuple[str, str | None] | None = None  # (text, thread)
         after = None
         if req.type == "events_api":
             event = payload.get("event")
             if isinstance(event, dict) and event.get("type") == "message":
                 reply = await self._message(link, event, payload.get("team_id"))
+                if reply is not None:
+                    text, thread = reply
+
+                    async def answer() -> None:
+                        await self._post(text, thread=thread)
+
+                    after = answer
         elif req.type == "interactive" and payload.get("type") == "block_actions":
             after = await self._pressed(link, payload)
         with contextlib.suppress(ConnectionError, aiohttp.ClientError):
             # not acknowledged: Slack sends it again, and it is found handled
             await client.send_socket_mode_response(SocketModeResponse(req.envelope_id))
-        async with _calls("answering the owner"):
-            if reply is not None:
-                await self._post(reply[0], thread=reply[1])
-            if after is not None:
-                await after()
+        return after
+
+    async def _answer(self, answers: asyncio.Queue[_Answer]) -> None:
+        """The owner's answers, in order, apart from the envelopes: a slow or rate-limited
+        post never holds back the next envelope's acknowledgement (Slack wants it within
+        3 s)."""
+        while True:
+            answer = await answers.get()
+            try:
+                async with _calls("answering the owner"):
+                    await answer()
+            except RateLimited as exc:
+                await asyncio.sleep(exc.retry_after)
+                with contextlib.suppress(ChannelError):
+                    async with _calls("answering the owner"):
+                        await answer()
+            except ChannelError as exc:
+                log.error("slack: an answer to the owner could not be posted: %s", exc)
 
     def _owner(self, user: Any, team: Any) -> bool:
         return bool(user == self._config.owner_user_id and team == self._config.owner_team_id)
@@ -293,7 +324,12 @@ class SlackChannel:
 
         return show
 
-    async def _catch_up(self, link: Link, starting: bool) -> None:
+    async def _catch_up(
+        self,
+        link: Link,
+        starting: bool,
+        answers: asyncio.Queue[_Answer],
+    ) -> None:
         """The owner's DM since the last message handled: what Slack did not redeliver."""
         saved = await link.load_position() or {}
         oldest = saved.get("last_ts")
@@ -318,8 +354,7 @@ class SlackChannel:
             reply = await self._message(link, event, self._config.owner_team_id, caught_up=True)
             if reply is not None:
                 taken += 1
-                async with _calls("answering the owner"):
-                    await self._post(reply[0], thread=reply[1])
+                answers.put_nowait(functools.partial(self._post, reply[0], thread=reply[1]))
         if taken:
             log.warning("slack: caught up %d message(s) missed while disconnected", taken)
             link.audit("slack_caught_up", messages=taken, starting=starting)
