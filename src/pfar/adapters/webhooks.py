@@ -20,14 +20,10 @@ logged and audited with its reason, never with the body.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
-import uvicorn
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 from starlette.applications import Starlette
@@ -38,24 +34,12 @@ from starlette.routing import Route
 from ..config import Config, WebhookRoute, WebhooksConfig
 from ..errors import PfarError
 from .channel import AuthFailed, Link, Outbound
+from .listener import Listener, TooLarge, read_body
 from .run import FACTORIES
 
 log = logging.getLogger("pfar.adapters.webhooks")
 
 RETRY_AFTER = "5"
-
-
-class TooLarge(Exception):
-    pass
-
-
-class _Server(uvicorn.Server):
-    """uvicorn's server without its signal handlers: SIGTERM is the kernel's to handle
-    (a graceful shutdown), not a listener's."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 class WebhooksChannel:
@@ -69,8 +53,7 @@ class WebhooksChannel:
         # the channel's link once the supervisor runs it: until then (recovery) every
         # event is answered 503, so that its sender delivers it again later
         self._link: Link | None = None
-        self._server: _Server | None = None
-        self._serving: asyncio.Task[None] | None = None
+        self._listener = Listener(self.app(), config.host, config.port)
 
     def app(self, link: Link | None = None) -> Starlette:
         """The listener's routes, with `link` (by default the running channel's)."""
@@ -83,63 +66,27 @@ class WebhooksChannel:
         """Listen before the kernel has recovered (answering 503 until it has). A port
         that cannot be had now is logged; the channel's own start tries it again."""
         try:
-            await self._listen()
+            await self._listener.start()
         except OSError as exc:
             log.error("webhooks: cannot listen before recovery: %s", exc)
 
-    async def _listen(self) -> int:
-        if self._server is None or self._serving is None or self._serving.done():
-            server = _Server(
-                uvicorn.Config(
-                    self.app(),
-                    host=self._config.host,
-                    port=self._config.port,
-                    log_level="warning",
-                    lifespan="off",
-                    access_log=False,
-                )
-            )
-            serving = asyncio.create_task(server.serve())
-            while not server.started:
-                if serving.done():
-                    serving.result()
-                    raise OSError(
-                        f"the listener on {self._config.host}:{self._config.port} "
-                        "stopped before it started"
-                    )
-                await asyncio.sleep(0.02)
-            self._server, self._serving = server, serving
-        return int(self.port or 0)
-
     @property
     def port(self) -> int | None:
-        """The port listened on, once listening (a configured port 0 picks a free one)."""
-        if self._server is None or not self._server.started:
-            return None
-        return int(self._server.servers[0].sockets[0].getsockname()[1])
+        return self._listener.port
 
     async def run(self, link: Link) -> None:
         for route in self._config.routes:
             self._keys(route)  # a key missing from the vault is refused now, not at an event
         try:
-            port = await self._listen()
+            port = await self._listener.start()
             self._link = link
             await link.save_position({"host": self._config.host, "port": port}, [])
             log.info("webhooks listening on %s:%d", self._config.host, port)
             link.ready()
-            assert self._serving is not None
-            await asyncio.shield(self._serving)
+            await self._listener.wait()
         finally:
             self._link = None
-            await self._stop()
-
-    async def _stop(self) -> None:
-        server, serving = self._server, self._serving
-        self._server = self._serving = None
-        if server is not None and serving is not None:
-            server.should_exit = True
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(serving, 5)
+            await self._listener.stop()
 
     def _keys(self, route: WebhookRoute) -> list[Webhook]:
         found = []
@@ -168,13 +115,10 @@ class WebhooksChannel:
                 link.audit("webhook_refused", route=route.path, status=status, why=why)
             return JSONResponse({"error": why}, status_code=status, headers=headers or None)
 
-        declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self._limit):
-            return refuse(413, f"the body is over {self._limit} bytes")
         try:
-            body = await self._read(request)
+            body = await read_body(request, self._config.max_body_bytes)
         except TooLarge:
-            return refuse(413, f"the body is over {self._limit} bytes")
+            return refuse(413, f"the body is over {self._config.max_body_bytes} bytes")
         if link is None or not link.operator.accepting:
             return refuse(
                 503, "pfar is starting or stopping; retry", **{"Retry-After": RETRY_AFTER}
@@ -207,23 +151,11 @@ class WebhooksChannel:
             return refuse(409 if "event" in type(exc).__name__.lower() else 422, str(exc))
         return JSONResponse({"task_id": task.task_id, "state": task.state.value})
 
-    @property
-    def _limit(self) -> int:
-        return self._config.max_body_bytes
-
-    async def _read(self, request: Request) -> bytes:
-        body = bytearray()
-        async for piece in request.stream():
-            body += piece
-            if len(body) > self._limit:
-                raise TooLarge()
-        return bytes(body)
-
     async def send(self, message: Outbound) -> str | None:
         return None  # inbound only: no owner message is ever routed here
 
     async def close(self) -> None:
-        await self._stop()
+        await self._listener.stop()
 
 
 def _verified(key: Webhook, body: bytes, headers: dict[str, str]) -> bool:
