@@ -259,6 +259,28 @@ class SlackConfig(_Section):
     ping_interval_seconds: float = Field(5, gt=0, le=300)
 
 
+class WhatsAppConfig(_Section):
+    """`[channels.whatsapp]`: the WhatsApp Business Cloud API, in the owner's chat with
+    the business number (docs/whatsapp.md)."""
+
+    enabled: bool = True
+    # the only number obeyed (international format, digits only: "4915112345678")
+    owner_number: str = Field(pattern=r"^[1-9][0-9]{6,15}$")
+    # the business number's id in the Graph API (not the number itself)
+    phone_number_id: str = Field(pattern=r"^[0-9]{1,30}$")
+    # vault secrets: the Graph API access token, the app secret that signs Meta's
+    # webhooks (X-Hub-Signature-256), and the verify token of the subscription handshake
+    token_secret: str = "whatsapp_token"
+    app_secret_secret: str = "whatsapp_app_secret"
+    verify_token_secret: str = "whatsapp_verify_token"
+    api_url: str = "https://graph.facebook.com/v21.0"
+    # where Meta's webhooks arrive (behind a TLS-terminating proxy on the internet)
+    host: str = "127.0.0.1"
+    port: int = Field(8788, ge=0, le=65535)
+    path: str = Field("/whatsapp", pattern=r"^/[A-Za-z0-9_./-]{0,200}$")
+    max_body_bytes: int = Field(1 << 20, gt=0, le=64 << 20)
+
+
 class ChannelsConfig(_Section):
     """The owner's chat channels (seed 000 §8): each one's own section enables it, e.g.
     `[channels.telegram]`. Started after recovery, in this order: telegram, webhooks,
@@ -273,6 +295,7 @@ class ChannelsConfig(_Section):
     telegram: TelegramConfig | None = None
     webhooks: WebhooksConfig | None = None
     slack: SlackConfig | None = None
+    whatsapp: WhatsAppConfig | None = None
 
     def receivers(self) -> list[str]:
         """The enabled channels the owner's messages go to (webhooks only take events in)."""

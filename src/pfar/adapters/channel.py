@@ -109,3 +109,17 @@ class Channel(Protocol):
 
     async def close(self) -> None:
         """Let go of connections and sessions (the channel is stopping)."""
+
+
+def split_text(text: str, size: int) -> list[str]:
+    """`text` in pieces of at most `size` characters, split at line ends where it can
+    (each channel has its own limit for one message)."""
+    if len(text) <= size:
+        return [text]
+    out, rest = [], text
+    while len(rest) > size:
+        cut = rest.rfind("\n", 0, size)
+        cut = cut if cut > size // 2 else size
+        out.append(rest[:cut])
+        rest = rest[cut:].lstrip("\n")
+    return [*out, rest] if rest else out

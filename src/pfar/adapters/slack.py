@@ -45,6 +45,7 @@ from .channel import (
     Outbound,
     RateLimited,
     Undeliverable,
+    split_text,
 )
 from .commands import Origin, press
 from .run import FACTORIES
@@ -65,17 +66,9 @@ _RENEW = (
 )
 
 
-def chunks(text: str, size: int = SECTION_TEXT) -> list[str]:
-    """`text` in pieces of at most `size` characters, split at line ends where it can."""
-    if len(text) <= size:
-        return [text]
-    out, rest = [], text
-    while len(rest) > size:
-        cut = rest.rfind("\n", 0, size)
-        cut = cut if cut > size // 2 else size
-        out.append(rest[:cut])
-        rest = rest[cut:].lstrip("\n")
-    return [*out, rest] if rest else out
+def chunks(text: str) -> list[str]:
+    """`text` in pieces a section takes."""
+    return split_text(text, SECTION_TEXT)
 
 
 def escape(text: str) -> str:

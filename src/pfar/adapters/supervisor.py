@@ -255,7 +255,9 @@ class Supervisor:
             later = rfc3339(datetime.now(UTC) + timedelta(seconds=exc.retry_after))
             await adapters.later(channel.name, key, str(exc), later)
             log.warning("channel %s: rate limited for %g s", channel.name, exc.retry_after)
-        except ChannelDown as exc:
+        except (ChannelDown, AuthFailed) as exc:
+            # not sent: it waits for the connection (a refused token ends the channel's
+            # run too, which degrades it and tells the owner how to renew it)
             await adapters.later(channel.name, key, str(exc), now_rfc3339())
             self._connected[channel.name].clear()
         except Undeliverable as exc:

@@ -44,6 +44,7 @@ from .channel import (
     Outbound,
     RateLimited,
     Undeliverable,
+    split_text,
 )
 from .commands import Origin, press
 from .run import FACTORIES
@@ -79,15 +80,7 @@ class Press:
 
 def chunks(text: str) -> list[str]:
     """`text` in pieces Telegram takes, split at line ends where it can."""
-    if len(text) <= _CHUNK:
-        return [text]
-    out, rest = [], text
-    while len(rest) > _CHUNK:
-        cut = rest.rfind("\n", 0, _CHUNK)
-        cut = cut if cut > _CHUNK // 2 else _CHUNK
-        out.append(rest[:cut])
-        rest = rest[cut:].lstrip("\n")
-    return [*out, rest] if rest else out
+    return split_text(text, _CHUNK)
 
 
 class TelegramChannel:

@@ -1,0 +1,443 @@
+"""WhatsApp (seed 000 §8): the WhatsApp Business Cloud API, in the owner's chat with the
+business number.
+
+Meta delivers the owner's messages as webhooks to pfar's listener (Starlette on
+uvicorn, see listener.py) and pfar writes through the Graph API (plain HTTPS with
+httpx: the Cloud API is a small JSON API, and the Python clients for it add a web
+framework of their own). What pfar does:
+
+* **only Meta**: a notification counts only with a valid `X-Hub-Signature-256` (an
+  HMAC-SHA256 of the raw body under the app secret); the subscription handshake
+  (`hub.verify_token`) is answered only with the configured verify token;
+* **exactly once**: a message's id (`wamid...`) is its event id, committed with what
+  it did; Meta delivers a notification again until it gets a 200, and the message
+  found handled does nothing the second time;
+* **only the owner**: a message counts only from `owner_number`; anything else is
+  ignored, audited and logged with the reason;
+* **answers as buttons**: up to three answers are reply buttons, more (a permission
+  prompt has four) an interactive list; a reply or a pick answers once;
+* **a refused token** (401, Graph error 190: expired or revoked) ends the channel's
+  run: it is degraded, and the owner is told on another channel how to renew it.
+
+WhatsApp lets no one delete or edit a message through the API: a credential reply
+stays in the owner's chat (pfar says so), and a question re-sent after a restart
+leaves the old one's buttons, which then answer "already answered".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from ..config import Config, WhatsAppConfig
+from .channel import (
+    AuthFailed,
+    ChannelDown,
+    ChannelError,
+    Link,
+    Outbound,
+    RateLimited,
+    Undeliverable,
+    split_text,
+)
+from .commands import Origin, press
+from .listener import Listener, TooLarge, read_body
+from .run import FACTORIES
+
+log = logging.getLogger("pfar.adapters.whatsapp")
+
+TEXT_LIMIT = 4096  # one text message's body
+INTERACTIVE_BODY = 1024  # an interactive message's body
+MAX_BUTTONS = 3  # reply buttons in one message; more answers make a list
+RETRY_AFTER = "5"
+_AUTH_CODES = frozenset({190})  # the access token expired or was revoked
+# rate limits: the app's, the account's, the pair's, and the spam rate
+_RATE_CODES = frozenset({4, 80007, 130429, 131048, 131056})
+_OUTSIDE_WINDOW = 131047  # more than 24 hours since the owner last wrote
+_RENEW = (
+    "create a new access token (a System User's token does not expire) in Meta's Business "
+    "settings, then `pfar secret set whatsapp_token` and restart pfar"
+)
+
+
+def signature(app_secret: str, body: bytes) -> str:
+    """Meta's `X-Hub-Signature-256` of `body`."""
+    return "sha256=" + hmac.new(app_secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def verified(app_secret: str, body: bytes, header: str | None) -> bool:
+    return header is not None and hmac.compare_digest(signature(app_secret, body), header)
+
+
+def press_id(question_id: str, option: str) -> str:
+    return f"q:{question_id}:{option}"
+
+
+def parse_press(value: Any) -> tuple[str, str] | None:
+    parts = value.split(":") if isinstance(value, str) else []
+    if len(parts) != 3 or parts[0] != "q" or not parts[1] or not parts[2]:
+        return None
+    return parts[1], parts[2]
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    text: str
+    to: str  # the owner's message it answers (shown quoted)
+
+
+class WhatsAppChannel:
+    name: ClassVar[str] = "whatsapp"
+    receives_messages: ClassVar[bool] = True
+
+    def __init__(self, config: WhatsAppConfig, secret: Callable[[str], str | None]) -> None:
+        self._config = config
+        self._secret = secret  # read when used: the vault opens during the kernel's start
+        # the running channel's link: until it is set (recovery), notifications get 503
+        self._link: Link | None = None
+        self._listener = Listener(self.app(), config.host, config.port)
+        self._http: httpx.AsyncClient | None = None
+        self._replies: asyncio.Queue[_Reply] = asyncio.Queue()
+        self._refused: asyncio.Event = asyncio.Event()
+        self._refusal: AuthFailed | None = None
+        self._one_at_a_time = asyncio.Lock()
+
+    # -- secrets and the Graph API ---------------------------------------------------
+
+    def _read(self, name: str) -> str:
+        value = self._secret(name)
+        if value is None:
+            raise AuthFailed(
+                f"no {name} in the vault",
+                f"`pfar secret set {name}` (docs/whatsapp.md says where to find it)",
+            )
+        return value
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(30, connect=10))
+        return self._http
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._read(self._config.token_secret)}"}
+
+    async def _graph(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """One Graph API call; its JSON. Errors as channel errors (never with the token)."""
+        url = f"{self._config.api_url.rstrip('/')}/{path}"
+        try:
+            response = await self._client().request(method, url, json=body, headers=self._headers())
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise ChannelDown(f"the Graph API cannot be reached: {type(exc).__name__}") from None
+        if response.status_code < 300:
+            return response.json()
+        try:
+            error = response.json().get("error") or {}
+        except ValueError:
+            error = {}
+        code = error.get("code") if isinstance(error, dict) else None
+        why = str(error.get("message") if isinstance(error, dict) else "") or "no reason given"
+        if response.status_code == 429 or code in _RATE_CODES:
+            retry = response.headers.get("retry-after", "60")
+            raise RateLimited(f"WhatsApp: rate limited ({code})", _seconds(retry))
+        if response.status_code == 401 or code in _AUTH_CODES:
+            refused = AuthFailed(f"WhatsApp refused the access token (code {code})", _RENEW)
+            self._refusal = refused
+            self._refused.set()  # the channel's run ends with it: degraded, owner told
+            raise refused
+        if code == _OUTSIDE_WINDOW:
+            raise Undeliverable(
+                "WhatsApp takes messages to the owner only within 24 hours of the owner's "
+                "last message: write anything to the business number to open the window"
+            )
+        if response.status_code >= 500:
+            # the Graph API's own failure: it may or may not have taken the message
+            raise ChannelError(f"the Graph API failed ({response.status_code}): {why}")
+        raise Undeliverable(f"WhatsApp refused the message (code {code}): {why}")
+
+    # -- in ------------------------------------------------------------------------
+
+    def app(self) -> Starlette:
+        path = self._config.path
+        return Starlette(routes=[Route(path, self._receive, methods=["GET", "POST"])])
+
+    @property
+    def port(self) -> int | None:
+        return self._listener.port
+
+    async def listen_early(self) -> None:
+        """Listen before the kernel has recovered (answering 503 until it has)."""
+        try:
+            await self._listener.start()
+        except OSError as exc:
+            log.error("whatsapp: cannot listen before recovery: %s", exc)
+
+    async def run(self, link: Link) -> None:
+        for name in (
+            self._config.token_secret,
+            self._config.app_secret_secret,
+            self._config.verify_token_secret,
+        ):
+            self._read(name)  # a secret missing from the vault is refused now
+        self._refused.clear()
+        # the token works, and names the business number: a refused one is known now
+        await self._graph("GET", self._config.phone_number_id)
+        try:
+            port = await self._listener.start()
+            self._link = link
+            log.info("whatsapp listening on %s:%d%s", self._config.host, port, self._config.path)
+            link.ready()
+            waits = {
+                asyncio.create_task(self._listener.wait()),
+                asyncio.create_task(self._refused.wait()),
+                asyncio.create_task(self._answer()),
+            }
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
+                await asyncio.gather(*waits, return_exceptions=True)
+            if self._refusal is not None and self._refused.is_set():
+                raise self._refusal
+        finally:
+            self._link = None
+            await self._listener.stop()
+
+    async def _receive(self, request: Request) -> Response:
+        link = self._link
+
+        def refuse(status: int, why: str, **headers: str) -> JSONResponse:
+            log.warning("whatsapp: refused (%d): %s", status, why)
+            if link is not None:
+                link.audit("whatsapp_refused", status=status, why=why)
+            return JSONResponse({"error": why}, status_code=status, headers=headers or None)
+
+        if request.method == "GET":
+            return self._handshake(request, refuse)
+        try:
+            body = await read_body(request, self._config.max_body_bytes)
+        except TooLarge:
+            return refuse(413, f"the body is over {self._config.max_body_bytes} bytes")
+        if link is None or not link.operator.accepting:
+            return refuse(
+                503, "pfar is starting or stopping; retry", **{"Retry-After": RETRY_AFTER}
+            )
+        try:
+            app_secret = self._read(self._config.app_secret_secret)
+        except AuthFailed as exc:
+            return refuse(500, str(exc))
+        if not verified(app_secret, body, request.headers.get("x-hub-signature-256")):
+            return refuse(401, "the X-Hub-Signature-256 signature does not verify")
+        try:
+            notification = json.loads(body)
+        except ValueError:
+            return refuse(400, "the body is not JSON")
+        messages = list(_messages(notification))
+        async with self._one_at_a_time:  # in the order Meta sent them, each once
+            for message in messages:
+                try:
+                    await self._message(link, message)
+                except ChannelError as exc:
+                    log.error("whatsapp: a message could not be handled: %s", exc)
+        return JSONResponse({"ok": True})
+
+    def _handshake(self, request: Request, refuse: Callable[..., JSONResponse]) -> Response:
+        """Meta's subscription check: the challenge echoed for the right verify token."""
+        query = request.query_params
+        try:
+            expected = self._read(self._config.verify_token_secret)
+        except AuthFailed as exc:
+            return refuse(500, str(exc))
+        given = query.get("hub.verify_token") or ""
+        if query.get("hub.mode") != "subscribe" or not hmac.compare_digest(
+            given.encode(), expected.encode()
+        ):
+            return refuse(403, "the subscription's verify token does not match")
+        return PlainTextResponse(query.get("hub.challenge") or "")
+
+    async def _message(self, link: Link, message: dict[str, Any]) -> None:
+        wamid, sender, kind = message.get("id"), message.get("from"), message.get("type")
+        if not isinstance(wamid, str) or not wamid or len(wamid) > 200:
+            link.audit("whatsapp_ignored", why="a message without an id")
+            return
+        if sender != self._config.owner_number:
+            log.warning("whatsapp: ignored a message from %s (not the owner)", sender)
+            link.audit("whatsapp_ignored", number=str(sender), why="not the owner")
+            return
+        event_id = f"whatsapp:{wamid}"
+        if await link.seen(event_id):
+            return
+        if kind == "text":
+            answer = await self._said(link, message, event_id)
+        elif kind == "interactive":
+            picked = _dict(message, "interactive")
+            reply = _dict(picked, "button_reply") or _dict(picked, "list_reply")
+            chosen = parse_press(reply.get("id"))
+            if chosen is None:
+                link.audit("whatsapp_ignored", why="unknown button")
+                answer = "This button is not pfar's."
+            else:
+                answer = await press(link.operator, *chosen)
+        else:
+            answer = "pfar reads text messages only"
+        position = {"last_message_id": wamid, "timestamp": str(message.get("timestamp"))}
+        await link.save_position(position, [event_id])
+        self._replies.put_nowait(_Reply(answer, wamid))
+
+    async def _said(self, link: Link, message: dict[str, Any], event_id: str) -> str:
+        text = _dict(message, "text").get("body")
+        if not isinstance(text, str) or not text.strip():
+            return "pfar reads text messages only"
+        context = _dict(message, "context").get("id")
+        replied = await link.replied_to(context) if isinstance(context, str) else None
+        key, task, kind = replied if replied else (None, None, None)
+        answer = await link.handle(text, Origin("whatsapp", event_id, key, task))
+        if kind == "credential":
+            answer += (
+                "\n(WhatsApp lets no one delete your message through its API: delete it "
+                "from the chat yourself)"
+            )
+        return answer
+
+    async def _answer(self) -> None:
+        """Replies to the owner, in order, after Meta got its 200 (Meta wants one soon)."""
+        while True:
+            reply = await self._replies.get()
+            try:
+                for piece in split_text(reply.text, TEXT_LIMIT):
+                    await self._post(_text(self._config.owner_number, piece, reply.to))
+            except RateLimited as exc:
+                await asyncio.sleep(exc.retry_after)
+                self._replies.put_nowait(reply)
+            except AuthFailed:
+                return  # the run ends with it
+            except (ChannelError, httpx.HTTPError) as exc:
+                log.error("whatsapp: a reply to the owner could not be sent: %s", exc)
+
+    # -- out -----------------------------------------------------------------------
+
+    async def _post(self, payload: dict[str, Any]) -> str | None:
+        sent = await self._graph("POST", f"{self._config.phone_number_id}/messages", payload)
+        ids = [m.get("id") for m in sent.get("messages") or [] if isinstance(m, dict)]
+        return str(ids[0]) if ids and ids[0] else None
+
+    async def send(self, message: Outbound) -> str | None:
+        owner = self._config.owner_number
+        pieces = split_text(message.text, TEXT_LIMIT)
+        payloads = [_text(owner, piece) for piece in pieces]
+        if message.buttons and message.question_id:
+            # the last piece becomes the question's body when it fits there
+            body = pieces[-1] if len(pieces[-1]) <= INTERACTIVE_BODY else "Your answer:"
+            if body is pieces[-1]:
+                payloads.pop()
+            payloads.append(_interactive(owner, body, message))
+        last = None
+        for n, payload in enumerate(payloads):
+            try:
+                last = await self._post(payload)
+            except (RateLimited, ChannelDown, AuthFailed):
+                if n == 0:
+                    raise  # nothing of it went out: sent whole, later
+                raise ChannelError("part of the message went out before an error") from None
+        return last
+
+    async def close(self) -> None:
+        await self._listener.stop()
+        if self._http is not None:
+            http, self._http = self._http, None
+            with contextlib.suppress(Exception):
+                await http.aclose()
+
+
+def _messages(notification: Any) -> list[dict[str, Any]]:
+    """The messages of a Cloud API notification (statuses and anything else left out);
+    its shape is checked, never trusted."""
+    found = []
+    entries = notification.get("entry") if isinstance(notification, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        changes = entry.get("changes") if isinstance(entry, dict) else None
+        for change in changes if isinstance(changes, list) else []:
+            value = _dict(change, "value") if isinstance(change, dict) else {}
+            messages = value.get("messages")
+            found += (
+                [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+            )
+    return found
+
+
+def _dict(payload: dict[str, Any], key: str) -> dict[str, Any]:
+    found = payload.get(key)
+    return found if isinstance(found, dict) else {}
+
+
+def _text(to: str, body: str, reply_to: str | None = None) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "messaging_product": "whatsapp",
+        "recipient_type": "individual",
+        "to": to,
+        "type": "text",
+        "text": {"body": body, "preview_url": False},
+    }
+    if reply_to:
+        payload["context"] = {"message_id": reply_to}
+    return payload
+
+
+def _interactive(to: str, body: str, message: Outbound) -> dict[str, Any]:
+    """A question's answers: reply buttons (titles up to 20 characters), or a list (up to
+    10 rows, titles up to 24) when there are more than three."""
+    question = message.question_id or ""
+    if len(message.buttons) <= MAX_BUTTONS:
+        action: dict[str, Any] = {
+            "buttons": [
+                {
+                    "type": "reply",
+                    "reply": {"id": press_id(question, b.option), "title": b.label[:20]},
+                }
+                for b in message.buttons
+            ]
+        }
+        kind = "button"
+    else:
+        rows = [
+            {"id": press_id(question, b.option), "title": b.label[:24]}
+            for b in message.buttons[:10]
+        ]
+        action = {"button": "Answer", "sections": [{"title": "Answers", "rows": rows}]}
+        kind = "list"
+    return {
+        "messaging_product": "whatsapp",
+        "recipient_type": "individual",
+        "to": to,
+        "type": "interactive",
+        "interactive": {"type": kind, "body": {"text": body}, "action": action},
+    }
+
+
+def _seconds(value: str) -> float:
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return 60.0
+
+
+def _factory(config: Config, secret: Any) -> WhatsAppChannel:
+    section = config.channels.whatsapp
+    assert section is not None  # only enabled channels are built
+    return WhatsAppChannel(section, secret)
+
+
+FACTORIES["whatsapp"] = _factory
