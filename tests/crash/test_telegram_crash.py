@@ -183,3 +183,81 @@ def test_a_question_resent_after_a_restart_replaces_the_old_buttons_and_is_answe
         assert target.read_text() == "one"
     finally:
         api.close()
+
+
+def _owner_words(home: Home) -> list[str]:
+    found = rows(home, "SELECT kind, body_json FROM loop_turns ORDER BY task_id, seq")
+    return [json.loads(r["body_json"]).get("text", "") for r in found if r["kind"] == "user"]
+
+
+def _polling(api: BotApi) -> None:
+    wait_for(
+        lambda: any(m == "getUpdates" and int(p["offset"]) >= 0 for m, p in api.calls),
+        what="the channel polling",
+    )
+
+
+def test_a_reply_to_a_loop_task_is_one_turn_across_a_kill_after_it(tmp_path: Path) -> None:
+    api = BotApi()
+    try:
+        home = _home(tmp_path, api)
+        with kernel(home) as k:
+            _polling(api)
+            api.say("hello")
+            answer: Sent = wait_for(
+                lambda: next((s for s in api.sent if "noted: hello" in unescape(s.text)), None),
+                what="the task's answer",
+            )
+            wait_for(lambda: _settled(home), what="the answer's delivery committed")
+            k.kill()
+        calls = len(api.calls)
+        with kernel(home, fault="user_input") as k:
+            wait_for(lambda: len(api.calls) > calls, what="the channel polling again")
+            api.say("and more", reply_to=answer.message_id)
+            assert k.killed_by_fault(), k.output()
+        with kernel(home) as k:
+            wait_for(
+                lambda: len([s for s in api.sent if "noted: " in unescape(s.text)]) == 2,
+                what="the answer to the reply",
+            )
+            k.request("wait_idle")
+        assert _owner_words(home) == ["hello", "and more"]  # the reply once
+        assert len(_prompts(home)) == 1  # and no new task from it
+    finally:
+        api.close()
+
+
+def test_a_button_press_is_spent_once_across_a_kill_after_its_answer(tmp_path: Path) -> None:
+    api = BotApi()
+    try:
+        home = _home(tmp_path, api, tools='["file.write"]', script=WRITE_SCRIPT)
+        target = tmp_path / "work" / "a.txt"
+        with kernel(home) as k:
+            _polling(api)
+            api.say("write a.txt")
+            prompt: Sent = wait_for(
+                lambda: next((s for s in api.sent if s.reply_markup), None), what="the prompt"
+            )
+            wait_for(lambda: _settled(home), what="the prompt's delivery committed")
+            k.kill()  # before the answer
+        yes = prompt.reply_markup["inline_keyboard"][0][0]["callback_data"]  # type: ignore[index]
+        with kernel(home, fault="approval_decided") as k:
+            fresh: Sent = wait_for(
+                lambda: next((s for s in api.sent[1:] if s.reply_markup and s != prompt), None),
+                what="the question asked again",
+            )
+            fresh_yes = fresh.reply_markup["inline_keyboard"][0][0]["callback_data"]  # type: ignore[index]
+            api.press(fresh, fresh_yes)
+            assert k.killed_by_fault(), k.output()  # after the answer
+        with kernel(home) as k:
+            wait_for(target.exists, what="the write the answer allowed")
+            k.request("wait_idle")
+            api.press(prompt, yes)  # the first prompt's button, after both kills
+            wait_for(
+                lambda: any(a["text"].startswith("already answered") for a in api.answered),
+                what="the old button's answer",
+            )
+        assert target.read_text() == "one"
+        assert len([s for s in api.sent if s.reply_markup]) == 2  # never asked a third time
+    finally:
+        api.close()

@@ -111,3 +111,31 @@ def test_a_message_is_handled_once_whichever_commit_the_kill_came_after(
         assert any("noted: message one" in t for t in answers), answers
     finally:
         api.close()
+
+
+def _settled(home: Home) -> bool:
+    """No delivery waits or is on its way (each is sent, in doubt or failed)."""
+    found = {r["status"] for r in rows(home, "SELECT status FROM channel_outbox")}
+    return bool(found) and found <= {"sent", "in_doubt", "failed"}
+
+
+@pytest.mark.parametrize("point", ["channel_sending", "channel_sent"])
+def test_a_message_to_the_owner_is_never_sent_twice(tmp_path: Path, point: str) -> None:
+    api = GraphApi()
+    try:
+        home = _home(tmp_path, api, _free_port())
+        # killed at its first delivery, which may come before it answers on its socket
+        assert KernelProcess(home, fault=point).killed_by_fault()
+        before = len(api.sent)
+        assert before == (1 if point == "channel_sent" else 0)
+        with kernel(home) as k:
+            wait_for(lambda: len(api.sent) > before, what="the second start's report")
+            k.request("wait_idle")
+            wait_for(lambda: _settled(home), what="every delivery settled")
+        outbox = rows(home, "SELECT message_key, status, remote_id FROM channel_outbox")
+        sent = sorted(r["remote_id"] for r in outbox if r["status"] == "sent")
+        assert sent == sorted(s.id for s in api.sent), outbox  # each delivery once
+        doubts = [r for r in outbox if r["status"] == "in_doubt"]
+        assert len(doubts) == (1 if point == "channel_sending" else 0), outbox
+    finally:
+        api.close()
