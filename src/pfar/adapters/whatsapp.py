@@ -121,7 +121,7 @@ class WhatsAppChannel:
         value = self._secret(name)
         if value is None:
             raise AuthFailed(
-                f"no {name} in the vault",
+                f"no WhatsApp secret in the vault (secret {name!r})",
                 f"`pfar secret set {name}` (docs/whatsapp.md says where to find it)",
             )
         return value
