@@ -347,8 +347,11 @@ class Kernel:
         self.owner.notify()
 
     def _load_model(self, config: Config) -> InferenceProxy:
+        names = [f.name for f in dataclasses.fields(CallRecord)]
+
         def on_call(call: CallRecord) -> None:
-            self.journal.tasks.record_llm_call(dataclasses.asdict(call))
+            # flat fields: asdict's deep copy costs more than the row's insert
+            self.journal.tasks.record_llm_call({n: getattr(call, n) for n in names})
 
         if self._model is not None:
             return scripted_proxy(self._model, config, on_call=on_call)

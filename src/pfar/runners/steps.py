@@ -136,16 +136,17 @@ async def run_step(
     tool = svc.tools.get(call.tool)
     semantics = tool.semantics(call.args)
     idem = _idempotency(tool, call.args, rules)
+    workdir = rules.workspace or svc.workspace(task.task_id)
     ctx = ToolContext(
         task.task_id,
         i,
         f"{task.task_id}:{i}",
-        rules.workspace or svc.workspace(task.task_id),
+        workdir,
         svc.secret,
         _process_recorder(svc, task.task_id, i),
         credentials=tuple(rules.credentials(call.tool)),
         summarize=summarizer(svc, task.task_id, rules.step_seconds),
-        sandbox=_sandbox(svc, task.task_id, rules.workspace or svc.workspace(task.task_id)),
+        sandbox=_sandbox(svc, task.task_id, workdir),
     )
 
     record = None if fresh else await svc.journal.tasks.step(task.task_id, i)
@@ -246,10 +247,13 @@ async def _run(
 ) -> StepOutcome:
     """Journal a write's intent, run the tool under its timeout, journal what it did."""
     started = now_rfc3339()
-    record = _record(task, call, semantics, idem, StepStatus.started, None, tool.result_label)
-    record = replace(record, started_at=started)
     if semantics is Semantics.Write:
-        await svc.journal.tasks.step_started(record)
+        label = tool.result_label
+        await svc.journal.tasks.step_started(
+            _record(
+                task, call, semantics, idem, StepStatus.started, None, label, started_at=started
+            )
+        )
     seconds = rules.step_seconds
     try:
         async with asyncio.timeout(seconds):
@@ -264,12 +268,26 @@ async def _run(
     except Exception as exc:  # a tool's bug fails its step, never the kernel
         error = svc.redactor.text(f"{call.where}: {call.tool} raised {exc!r}")
     else:
-        done = replace(record, status=StepStatus.completed, result=svc.redactor.value(result))
+        done = _record(
+            task,
+            call,
+            semantics,
+            idem,
+            StepStatus.completed,
+            svc.redactor.value(result),
+            tool.result_label,
+            started_at=started,
+        )
         return await _finish(task, call, svc, done)
-    failed = replace(
-        record,
-        status=StepStatus.failed,
-        label="Extracted",
+    failed = _record(
+        task,
+        call,
+        semantics,
+        idem,
+        StepStatus.failed,
+        None,
+        "Extracted",
+        started_at=started,
         completed_at=now_rfc3339(),
         error=error,
     )
@@ -280,7 +298,7 @@ async def _finish(task: TaskRecord, call: StepCall, svc: Services, rec: StepReco
     """Journal a step's outcome (completed, replayed, or skipped by the owner) with the
     task's progress; return the task as that commit left it."""
     at = now_rfc3339()
-    rec = replace(rec, started_at=rec.started_at or at, completed_at=at)
+    rec = replace(rec, started_at=rec.started_at or at, completed_at=at)  # one copy a step
     # Synthesizing after the last step; Paused instead when the owner asked for a pause
     state = await svc.journal.tasks.step_finished(rec, next_step=call.next_step, last=call.last)
     return Done(_committed(task, call, state, at))
@@ -294,6 +312,10 @@ def _record(
     status: StepStatus,
     result: Any,
     label: str,
+    *,
+    started_at: str = "",
+    completed_at: str | None = None,
+    error: str | None = None,
 ) -> StepRecord:
     return StepRecord(
         task.task_id,
@@ -305,9 +327,9 @@ def _record(
         call.args,
         result,
         label,
-        "",
-        None,
-        None,
+        started_at,
+        completed_at,
+        error,
     )
 
 
