@@ -6,7 +6,6 @@ in the next recovery report instead of being sent blind."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from pfar.vault.secrets import SecretStore
 
 from ..integration.slack_server import APP_TOKEN, BOT_TOKEN, OWNER, TEAM, SlackApi
 from ..support import KernelProcess, make_home, wait_for
+from .channel_support import prompts, settled
 from .test_regressions import kernel, rows
 
 pytestmark = pytest.mark.crash
@@ -46,17 +46,6 @@ tools = ["file.read"]
     return home
 
 
-def _settled(home: Home) -> bool:
-    """No delivery waits or is on its way (each is sent, in doubt or failed)."""
-    found = {r["status"] for r in rows(home, "SELECT status FROM channel_outbox")}
-    return bool(found) and found <= {"sent", "in_doubt", "failed"}
-
-
-def _prompts(home: Home) -> list[str]:
-    found = rows(home, "SELECT trigger_event FROM task_journal ORDER BY created_at")
-    return [json.loads(r["trigger_event"])["text"] for r in found]
-
-
 def _connected(api: SlackApi, hellos: int) -> None:
     wait_for(lambda: api.hellos >= hellos, what=f"connection {hellos}")
 
@@ -71,7 +60,7 @@ def test_an_owner_message_is_handled_once_whichever_commit_the_kill_came_after(
         with kernel(home) as k:
             _connected(api, 1)
             api.say("message one")
-            wait_for(lambda: _prompts(home) == ["message one"], what="the first task")
+            wait_for(lambda: prompts(home) == ["message one"], what="the first task")
             wait_for(lambda: not api.unacked, what="the first ack")
             k.kill()
         with kernel(home, fault=point) as k:
@@ -84,10 +73,10 @@ def test_an_owner_message_is_handled_once_whichever_commit_the_kill_came_after(
         with kernel(home) as k:
             _connected(api, 3)
             api.redeliver()  # Slack retries what was never acknowledged
-            wait_for(lambda: len(_prompts(home)) == 4, what="four tasks")
+            wait_for(lambda: len(prompts(home)) == 4, what="four tasks")
             wait_for(lambda: not api.unacked, what="every envelope acknowledged")
             k.request("wait_idle")
-        assert sorted(_prompts(home)) == [
+        assert sorted(prompts(home)) == [
             "message four",
             "message one",
             "message three",
@@ -109,7 +98,7 @@ def test_a_message_to_the_owner_is_never_posted_twice(tmp_path: Path, point: str
         with kernel(home) as k:
             wait_for(lambda: len(api.posted) > len(first), what="the second start's report")
             k.request("wait_idle")
-            wait_for(lambda: _settled(home), what="every delivery settled")
+            wait_for(lambda: settled(home), what="every delivery settled")
         outbox = rows(home, "SELECT message_key, status, remote_id FROM channel_outbox")
         sent = [r for r in outbox if r["status"] == "sent"]
         # every post is one delivery's, each delivery posted once: nothing posted twice

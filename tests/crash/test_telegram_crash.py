@@ -14,6 +14,7 @@ from pfar.vault.secrets import SecretStore
 
 from ..integration.telegram_server import OWNER, TOKEN, BotApi, Sent, unescape
 from ..support import KernelProcess, make_home, wait_for
+from .channel_support import prompts, settled
 from .test_regressions import kernel, rows
 
 pytestmark = pytest.mark.crash
@@ -44,17 +45,6 @@ tools = {tools}
     return home
 
 
-def _settled(home: Home) -> bool:
-    """No delivery waits or is on its way (each is sent, in doubt or failed)."""
-    found = {r["status"] for r in rows(home, "SELECT status FROM channel_outbox")}
-    return bool(found) and found <= {"sent", "in_doubt", "failed"}
-
-
-def _prompts(home: Home) -> list[str]:
-    found = rows(home, "SELECT trigger_event FROM task_journal ORDER BY created_at")
-    return [json.loads(r["trigger_event"])["text"] for r in found]
-
-
 def _offset(home: Home) -> int | None:
     found = rows(home, "SELECT state_json FROM adapter_state WHERE adapter = 'telegram'")
     return json.loads(found[0]["state_json"])["last_offset"] if found else None
@@ -81,12 +71,12 @@ def test_r6_telegram_resumes_from_its_last_offset_after_a_kill(tmp_path: Path, p
             assert k.killed_by_fault(), k.output()
         with kernel(home) as k:
             wait_for(lambda: _offset(home) == ids[-1], what="the last offset")
-            wait_for(lambda: len(_prompts(home)) == 4, what="four tasks")
+            wait_for(lambda: len(prompts(home)) == 4, what="four tasks")
             k.request("wait_idle")
         polls = [p for m, p in api.calls[calls_before:] if m == "getUpdates"]
         # every start polled from the offset it had saved: never -1 (a gap) again
         assert all(int(p["offset"]) > first for p in polls), polls
-        assert _prompts(home) == [
+        assert prompts(home) == [
             "message one",
             "message two",
             "message three",
@@ -110,7 +100,7 @@ def test_a_message_to_the_owner_is_never_sent_twice(tmp_path: Path, point: str) 
         with kernel(home) as k:
             wait_for(lambda: len(api.sent) > before, what="the second start's report")
             k.request("wait_idle")
-            wait_for(lambda: _settled(home), what="every delivery settled")
+            wait_for(lambda: settled(home), what="every delivery settled")
         outbox = rows(home, "SELECT message_key, status, remote_id FROM channel_outbox")
         sent = sorted(r["remote_id"] for r in outbox if r["status"] == "sent")
         assert sent == sorted(str(s.message_id) for s in api.sent), outbox  # each once
@@ -208,7 +198,7 @@ def test_a_reply_to_a_loop_task_is_one_turn_across_a_kill_after_it(tmp_path: Pat
                 lambda: next((s for s in api.sent if "noted: hello" in unescape(s.text)), None),
                 what="the task's answer",
             )
-            wait_for(lambda: _settled(home), what="the answer's delivery committed")
+            wait_for(lambda: settled(home), what="the answer's delivery committed")
             k.kill()
         calls = len(api.calls)
         with kernel(home, fault="user_input") as k:
@@ -222,7 +212,7 @@ def test_a_reply_to_a_loop_task_is_one_turn_across_a_kill_after_it(tmp_path: Pat
             )
             k.request("wait_idle")
         assert _owner_words(home) == ["hello", "and more"]  # the reply once
-        assert len(_prompts(home)) == 1  # and no new task from it
+        assert len(prompts(home)) == 1  # and no new task from it
     finally:
         api.close()
 
@@ -238,7 +228,7 @@ def test_a_button_press_is_spent_once_across_a_kill_after_its_answer(tmp_path: P
             prompt: Sent = wait_for(
                 lambda: next((s for s in api.sent if s.reply_markup), None), what="the prompt"
             )
-            wait_for(lambda: _settled(home), what="the prompt's delivery committed")
+            wait_for(lambda: settled(home), what="the prompt's delivery committed")
             k.kill()  # before the answer
         yes = prompt.reply_markup["inline_keyboard"][0][0]["callback_data"]  # type: ignore[index]
         with kernel(home, fault="approval_decided") as k:

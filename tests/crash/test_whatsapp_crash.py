@@ -4,7 +4,6 @@ delivers the notification again after the restart, and the message is handled on
 
 from __future__ import annotations
 
-import json
 import socket
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from ..integration.whatsapp_server import (
     Meta,
 )
 from ..support import KernelProcess, make_home, wait_for
+from .channel_support import prompts, settled
 from .test_regressions import kernel, rows
 
 pytestmark = pytest.mark.crash
@@ -61,11 +61,6 @@ tools = ["file.read"]
     return home
 
 
-def _prompts(home: Home) -> list[str]:
-    found = rows(home, "SELECT trigger_event FROM task_journal ORDER BY created_at")
-    return [json.loads(r["trigger_event"])["text"] for r in found]
-
-
 def _deliver(meta: Meta, *messages: dict[str, object]) -> int | None:
     """Meta's delivery: its status, or None when the kernel died before answering."""
     try:
@@ -99,24 +94,18 @@ def test_a_message_is_handled_once_whichever_commit_the_kill_came_after(
         assert status is None  # the kill came before Meta's 200: Meta will retry
         with kernel(home) as k:
             _taken(meta, one, two)  # Meta's retry of the same notification
-            wait_for(lambda: len(_prompts(home)) == 2, what="two tasks")
+            wait_for(lambda: len(prompts(home)) == 2, what="two tasks")
             k.request("wait_idle")
             wait_for(
                 lambda: len([t for t in api.texts() if "noted: message" in t]) == 2,
                 what="both tasks' answers",
             )
-        assert _prompts(home) == ["message one", "message two"]  # each once
+        assert prompts(home) == ["message one", "message two"]  # each once
         answers = [t for t in api.texts() if "noted: message" in t]
         assert len(answers) == 2, answers  # each task's answer sent once
         assert any("noted: message one" in t for t in answers), answers
     finally:
         api.close()
-
-
-def _settled(home: Home) -> bool:
-    """No delivery waits or is on its way (each is sent, in doubt or failed)."""
-    found = {r["status"] for r in rows(home, "SELECT status FROM channel_outbox")}
-    return bool(found) and found <= {"sent", "in_doubt", "failed"}
 
 
 @pytest.mark.parametrize("point", ["channel_sending", "channel_sent"])
@@ -131,7 +120,7 @@ def test_a_message_to_the_owner_is_never_sent_twice(tmp_path: Path, point: str) 
         with kernel(home) as k:
             wait_for(lambda: len(api.sent) > before, what="the second start's report")
             k.request("wait_idle")
-            wait_for(lambda: _settled(home), what="every delivery settled")
+            wait_for(lambda: settled(home), what="every delivery settled")
         outbox = rows(home, "SELECT message_key, status, remote_id FROM channel_outbox")
         sent = sorted(r["remote_id"] for r in outbox if r["status"] == "sent")
         assert sent == sorted(s.id for s in api.sent), outbox  # each delivery once

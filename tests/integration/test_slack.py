@@ -8,7 +8,6 @@ reconnected and what was missed is caught up from the DM's history."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,17 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pfar.adapters import run as channels_run
-from pfar.adapters.slack import chunks, escape, parse_press, press_value
-from pfar.config import Config
+from pfar.adapters.channel import Press
+from pfar.adapters.slack import chunks, escape
 from pfar.journal import TaskState
 from pfar.kernel import Kernel
 from pfar.kernel.api import Operator
-from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, reply
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
 from ..support import make_home
+from .channel_support import kernel_with_channels, until
 from .slack_server import APP_TOKEN, BOT_TOKEN, DM, OWNER, TEAM, Posted, SlackApi
 
 
@@ -67,39 +65,9 @@ catch_up_after_seconds = 0.5
     return home
 
 
-def _model(request: ChatRequest) -> ChatResponse:
-    first = request.messages[0].text
-    if first.startswith("key") and not any(m.role == "assistant" for m in request.messages):
-        call = ToolCall("k", "admin.prompt_credential", {"service": "demo"})
-        return reply(request, "", [call])
-    if first.startswith("write") and not any(m.role == "assistant" for m in request.messages):
-        call = ToolCall("w", "Write", {"file_path": "x.txt", "content": "x"})
-        return reply(request, "", [call])
-    return reply(request, f"You said: {request.messages[-1].text or 'done'}")
-
-
 async def _with(home: Home, body: Callable[[Kernel, Operator], Awaitable[Any]]) -> Any:
-    config = Config.load(home.config)
-    kernel = Kernel(home, config, model=ScriptedChatModel(_model))
-    await kernel.start()
-    chats = channels_run.build(config, kernel.secrets.get, str(home.config))
-    task = channels_run.start(kernel, config, chats)
-    try:
+    async with kernel_with_channels(home) as (kernel, _):
         return await body(kernel, Operator(kernel))
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await kernel.shutdown()
-
-
-async def _until(predicate: Callable[[], Any], what: str, seconds: float = 15) -> Any:
-    for _ in range(int(seconds / 0.02)):
-        found = predicate()
-        if found:
-            return found
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _posted(api: SlackApi, needle: str) -> Callable[[], Posted | None]:
@@ -121,20 +89,20 @@ def test_a_dm_starts_a_task_and_a_thread_reply_continues_it(tmp_path: Path, api:
     home = slack_home(tmp_path, api)
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(lambda: api.posted, "the start report")
+        await until(lambda: api.posted, "the start report")
         said = api.say("hello there")
-        started = await _until(
+        started = await until(
             lambda: next((p for p in api.posted if p.thread_ts == said), None), "the reply"
         )
         assert started.text.startswith("task ") and "started" in started.text
-        answer = await _until(_posted(api, "You said: hello there"), "the task's answer")
+        answer = await until(_posted(api, "You said: hello there"), "the task's answer")
         assert answer.channel == DM
         api.say("and more", thread=answer.ts)
-        await _until(_posted(api, "You said: and more"), "the next answer")
+        await until(_posted(api, "You said: and more"), "the next answer")
         (task,) = await op.tasks()
         assert task.state is TaskState.WaitingForUser
         # every envelope acknowledged, none left for Slack to retry
-        await _until(lambda: not api.unacked and len(api.acked) == 2, "the acks")
+        await until(lambda: not api.unacked and len(api.acked) == 2, "the acks")
         (view,) = await op.channels()
         assert view.state == "connected" and view.position is not None
         assert view.position["last_ts"] == api.history[-2]["ts"] or view.position["last_ts"]
@@ -146,9 +114,9 @@ def test_a_redelivered_envelope_makes_no_second_task(tmp_path: Path, api: SlackA
     home = slack_home(tmp_path, api)
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(lambda: api.posted, "the start report")
+        await until(lambda: api.posted, "the start report")
         said = api.say("only once")
-        await _until(lambda: api.acked, "the ack")
+        await until(lambda: api.acked, "the ack")
         envelope = api.acked[0]
         # Slack's retry of the same envelope (as if the ack had been lost)
         api._push(
@@ -170,8 +138,8 @@ def test_a_redelivered_envelope_makes_no_second_task(tmp_path: Path, api: SlackA
                 },
             }
         )
-        await _until(lambda: len(api.acked) == 2, "the retry's ack")
-        await _until(_posted(api, "You said: only once"), "the answer")
+        await until(lambda: len(api.acked) == 2, "the retry's ack")
+        await until(_posted(api, "You said: only once"), "the answer")
         assert len(await op.tasks()) == 1
         assert len([p for p in api.posted if p.thread_ts == said]) == 1
 
@@ -184,30 +152,30 @@ def test_buttons_answer_once_and_another_users_press_is_ignored(
     home = slack_home(tmp_path, api)
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(lambda: api.posted, "the start report")
+        await until(lambda: api.posted, "the start report")
         api.say("write the file")
-        question: Posted = await _until(
+        question: Posted = await until(
             lambda: next((p for p in api.posted if p.buttons()), None), "the permission prompt"
         )
         buttons = question.buttons()
         assert [b["text"]["text"] for b in buttons] == ["Yes", "No", "Always allow", "Never allow"]
         yes = buttons[0]["value"]
         api.press(question, yes, user="U0STRANGER")
-        await _until(lambda: api.ephemeral, "the refusal")
+        await until(lambda: api.ephemeral, "the refusal")
         assert "Only pfar's owner" in api.ephemeral[0]["text"]
         api.press(question, yes, user=OWNER, team="T0OTHERTEAM")  # the owner's id, elsewhere
-        await _until(lambda: len(api.ephemeral) == 2, "the second refusal")
+        await until(lambda: len(api.ephemeral) == 2, "the second refusal")
         assert (await op.questions()).approvals  # still asked
         api.press(question, yes)
-        await _until((tmp_path / "x.txt").exists, "the write")
-        update = await _until(
+        await until((tmp_path / "x.txt").exists, "the write")
+        update = await until(
             lambda: next((u for u in api.updated if u["ts"] == question.ts), None),
             "the answered prompt",
         )
         assert all(b["type"] != "actions" for b in update["blocks"])
         assert "approve: done" in str(update["blocks"])
         api.press(question, yes)  # pressed again
-        await _until(_posted(api, "already answered"), "the second answer")
+        await until(_posted(api, "already answered"), "the second answer")
 
     asyncio.run(_with(home, body))
     audit = home.audit_log.read_text()
@@ -218,17 +186,17 @@ def test_messages_from_others_and_elsewhere_create_nothing(tmp_path: Path, api: 
     home = slack_home(tmp_path, api)
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(lambda: api.posted, "the start report")
+        await until(lambda: api.posted, "the start report")
         api.say("start something", user="U0STRANGER")
         api.say("start something", team="T0OTHERTEAM")
         api.say("start something", channel="C0PUBLIC")
         last = api.say("tasks")
-        await _until(
+        await until(
             lambda: next((p for p in api.posted if p.thread_ts == last), None), "the owner's reply"
         )
         assert await op.tasks() == []
         assert [p.thread_ts for p in api.posted if p.thread_ts] == [last]
-        await _until(lambda: len(api.acked) == 4, "every envelope acknowledged")
+        await until(lambda: len(api.acked) == 4, "every envelope acknowledged")
 
     asyncio.run(_with(home, body))
     audit = home.audit_log.read_text()
@@ -244,16 +212,16 @@ def test_a_credential_reply_is_stored_and_never_shown(tmp_path: Path, api: Slack
     secret = "s3cr3t-value-which-must-never-show"
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(lambda: api.posted, "the start report")
+        await until(lambda: api.posted, "the start report")
         api.say("key please")
-        prompt_message: Posted = await _until(_posted(api, "credential"), "the credential prompt")
+        prompt_message: Posted = await until(_posted(api, "credential"), "the credential prompt")
         (prompt,) = (await op.questions()).credentials
         said = api.say(secret, thread=prompt_message.ts)
-        await _until(lambda: api.deleted, "the deletion of the owner's message")
+        await until(lambda: api.deleted, "the deletion of the owner's message")
         assert api.deleted[0]["ts"] == said
         name = prompt.vault_ref.removeprefix("vault:")
-        await _until(lambda: kernel.secrets.get(name) == secret, "the secret in the vault")
-        await _until(_posted(api, "credential stored"), "the reply")
+        await until(lambda: kernel.secrets.get(name) == secret, "the secret in the vault")
+        await until(_posted(api, "credential stored"), "the reply")
         assert all(secret not in p.text and secret not in str(p.blocks) for p in api.posted)
 
     asyncio.run(_with(home, body))
@@ -268,7 +236,7 @@ def test_a_429_is_waited_out_and_the_message_posted_once(tmp_path: Path, api: Sl
     )
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(lambda: api.posted, "the start report after the 429")
+        await until(lambda: api.posted, "the start report after the 429")
         await asyncio.sleep(0.3)
         posts = [c for c in api.calls if c[0] == "chat.postMessage"]
         assert len(posts) == 2  # the refused one, then the one that went through
@@ -283,13 +251,13 @@ def test_a_dropped_connection_is_reconnected_and_missed_messages_caught_up(
     home = slack_home(tmp_path, api)
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(lambda: api.posted, "the start report")
+        await until(lambda: api.posted, "the start report")
         await _connected(op)
         api.say("before")
-        await _until(_posted(api, "You said: before"), "the first answer")
+        await until(_posted(api, "You said: before"), "the first answer")
         # a disconnect frame: the client opens a new connection at once
         api.disconnect_frame()
-        await _until(lambda: api.hellos >= 2, "the reconnection after a disconnect frame")
+        await until(lambda: api.hellos >= 2, "the reconnection after a disconnect frame")
         # a network failure longer than catch_up_after_seconds, during which the owner
         # writes and Slack gives up on delivering it
         api.refuse_sockets = True
@@ -297,7 +265,7 @@ def test_a_dropped_connection_is_reconnected_and_missed_messages_caught_up(
         await asyncio.sleep(1.5)
         missed = api.say("while you were away", deliver=False)
         api.refuse_sockets = False
-        await _until(_posted(api, "You said: while you were away"), "the caught-up message", 30)
+        await until(_posted(api, "You said: while you were away"), "the caught-up message", 30)
         reply_to_missed = next(p for p in api.posted if p.thread_ts == missed)
         assert "caught up" in reply_to_missed.text
         assert any(c[0] == "conversations.history" for c in api.calls)
@@ -349,9 +317,9 @@ def test_missing_tokens_degrade_the_channel_with_how_to_set_them(
 
 def test_text_helpers() -> None:
     assert escape("a <b> & c") == "a &lt;b&gt; &amp; c"
-    assert parse_press(press_value("abc", "approve")) == ("abc", "approve")
+    assert Press.parse(Press("abc", "approve").data()) == Press("abc", "approve")
     for bad in (None, "", "q::x", "x:a:b", "q:a:b:c", 3):
-        assert parse_press(bad) is None
+        assert Press.parse(bad) is None
     long = "\n".join(f"line {n}" for n in range(2000))
     pieces = chunks(long)
     assert all(len(p) <= 3000 for p in pieces) and "\n".join(pieces) == long
@@ -400,11 +368,11 @@ def test_malformed_envelopes_create_nothing_and_never_end_the_channel(
     home = slack_home(tmp_path_factory.mktemp("slack"), api)
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(lambda: api.posted, "the start report")
+        await until(lambda: api.posted, "the start report")
         for n, envelope in enumerate(envelopes):
             api._push({**envelope, "envelope_id": f"junk-{n}"})
         last = api.say("tasks")
-        await _until(
+        await until(
             lambda: next((p for p in api.posted if p.thread_ts == last), None), "the owner's reply"
         )
         assert await op.tasks() == []
@@ -421,16 +389,16 @@ def test_a_rate_limited_answer_holds_back_no_acknowledgement(tmp_path: Path, api
     home = slack_home(tmp_path, api)
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(lambda: api.posted, "the start report")
+        await until(lambda: api.posted, "the start report")
         api.fail_next(
             "chat.postMessage", 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "3"}
         )
         first = api.say("tasks")
         second = api.say("tasks")
-        await _until(lambda: len(api.acked) == 2, "both envelopes acknowledged")
+        await until(lambda: len(api.acked) == 2, "both envelopes acknowledged")
         # acknowledged while the answer to the first still waits out Slack's Retry-After
         assert not any(p.thread_ts == first for p in api.posted)
-        await _until(
+        await until(
             lambda: {p.thread_ts for p in api.posted} >= {first, second}, "both answers", 20
         )
 

@@ -7,7 +7,6 @@ offset across a SIGKILL (R6) is in tests/crash/test_telegram_crash.py."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -17,16 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pfar.adapters import run as channels_run
-from pfar.config import Config
 from pfar.journal import TaskState
 from pfar.kernel import Kernel
 from pfar.kernel.api import Operator
-from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, reply
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
 from ..support import make_home
+from .channel_support import kernel_with_channels, until
 from .telegram_server import OWNER, TOKEN, BotApi, Sent, unescape
 
 
@@ -51,44 +48,10 @@ poll_timeout_seconds = 1
     return home
 
 
-def _model(request: ChatRequest) -> ChatResponse:
-    first = request.messages[0].text
-    if first.startswith("key") and not any(m.role == "assistant" for m in request.messages):
-        call = ToolCall("k", "admin.prompt_credential", {"service": "demo"})
-        return reply(request, "", [call])
-    if first.startswith("write") and not any(m.role == "assistant" for m in request.messages):
-        call = ToolCall("w", "Write", {"file_path": "x.txt", "content": "x"})
-        return reply(request, "", [call])
-    return reply(request, f"You said: {request.messages[-1].text or 'done'}")
-
-
 async def _with(home: Home, body: Callable[[Kernel, Operator], Awaitable[Any]]) -> Any:
-    config = Config.load(home.config)
-    kernel = Kernel(home, config, model=ScriptedChatModel(_model))
-    await kernel.start()
-    chats = channels_run.build(config, kernel.secrets.get, str(home.config))
-    task = channels_run.start(kernel, config, chats)
-    try:
-        # a new bot skips what waited before it was connected: the owner writes after
-        for _ in range(500):
-            if kernel.channel_states["telegram"].state in ("connected", "degraded"):
-                break
-            await asyncio.sleep(0.02)
+    # a new bot skips what waited before it was connected: the owner writes after
+    async with kernel_with_channels(home) as (kernel, _):
         return await body(kernel, Operator(kernel))
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await kernel.shutdown()
-
-
-async def _until(predicate: Callable[[], Any], what: str, seconds: float = 15) -> Any:
-    for _ in range(int(seconds / 0.02)):
-        found = predicate()
-        if found:
-            return found
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _texts(api: BotApi) -> list[str]:
@@ -102,16 +65,16 @@ def test_a_message_starts_a_task_and_a_reply_to_its_answer_continues_it(
     home = telegram_home(tmp_path, api)
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(
+        await until(
             lambda: any("Recovery report" in t or "System restarted" in t for t in _texts(api)),
             "the start report",
         )
         asked = api.say("hello there")
-        said = await _until(
+        said = await until(
             lambda: [s for s in api.sent if s.reply_to is not None], "the reply to the owner"
         )
         assert unescape(said[0].text).startswith("task ") and "started" in unescape(said[0].text)
-        answer: Sent = await _until(
+        answer: Sent = await until(
             lambda: next(
                 (s for s in api.sent if "You said: hello there" in unescape(s.text)), None
             ),
@@ -119,7 +82,7 @@ def test_a_message_starts_a_task_and_a_reply_to_its_answer_continues_it(
         )
         assert answer.parse_mode == "MarkdownV2"
         api.say("and more", reply_to=answer.message_id)
-        await _until(lambda: any("You said: and more" in t for t in _texts(api)), "the next")
+        await until(lambda: any("You said: and more" in t for t in _texts(api)), "the next")
         (task,) = await op.tasks()
         assert task.state is TaskState.WaitingForUser
         assert asked > 0
@@ -136,7 +99,7 @@ def test_buttons_answer_once_and_another_users_press_is_ignored(tmp_path: Path) 
 
     async def body(kernel: Kernel, op: Operator) -> None:
         api.say("write the file")
-        question: Sent = await _until(
+        question: Sent = await until(
             lambda: next((s for s in api.sent if s.reply_markup), None), "the permission prompt"
         )
         keyboard = question.reply_markup
@@ -146,15 +109,15 @@ def test_buttons_answer_once_and_another_users_press_is_ignored(tmp_path: Path) 
         yes = buttons[0]["callback_data"]
         assert len(yes.encode()) <= 64
         api.press(question, yes, user=999)  # not the owner
-        await _until(lambda: api.answered, "the refusal")
+        await until(lambda: api.answered, "the refusal")
         assert "Only pfar's owner" in api.answered[0]["text"]
         assert (await op.questions()).approvals  # still asked
         api.press(question, yes)
-        await _until(lambda: len(api.answered) == 2, "the answer")
+        await until(lambda: len(api.answered) == 2, "the answer")
         assert api.answered[1]["text"] == "approve: done"
-        await _until((tmp_path / "x.txt").exists, "the write")
+        await until((tmp_path / "x.txt").exists, "the write")
         api.press(question, yes)  # pressed again
-        await _until(lambda: len(api.answered) == 3, "the second answer")
+        await until(lambda: len(api.answered) == 3, "the second answer")
         assert api.answered[2]["text"].startswith("already answered")
         assert any(str(e.get("message_id")) == str(question.message_id) for e in api.edited)
 
@@ -170,7 +133,7 @@ def test_messages_from_others_are_ignored_and_create_nothing(tmp_path: Path) -> 
     async def body(kernel: Kernel, op: Operator) -> None:
         api.say("start something", user=31337)
         last = api.say("/tasks")
-        await _until(lambda: any(s.reply_to for s in api.sent), "the owner's reply")
+        await until(lambda: any(s.reply_to for s in api.sent), "the owner's reply")
         assert await op.tasks() == []
         assert all(s.reply_to != last - 1 for s in api.sent)
 
@@ -188,17 +151,17 @@ def test_a_credential_reply_is_stored_and_deleted_from_the_chat(tmp_path: Path) 
 
     async def body(kernel: Kernel, op: Operator) -> None:
         api.say("key please")
-        sent: Sent = await _until(
+        sent: Sent = await until(
             lambda: next((s for s in api.sent if "credential" in unescape(s.text).lower()), None),
             "the credential prompt",
         )
         (prompt,) = (await op.questions()).credentials
         api.say(secret, reply_to=sent.message_id)
-        await _until(lambda: api.deleted, "the deletion of the owner's message")
+        await until(lambda: api.deleted, "the deletion of the owner's message")
         assert api.deleted[0][0] == 4242
         name = prompt.vault_ref.removeprefix("vault:")
-        await _until(lambda: kernel.secrets.get(name) == secret, "the secret in the vault")
-        await _until(lambda: any("credential stored" in t for t in _texts(api)), "the reply")
+        await until(lambda: kernel.secrets.get(name) == secret, "the secret in the vault")
+        await until(lambda: any("credential stored" in t for t in _texts(api)), "the reply")
         assert all(secret not in s.text for s in api.sent)
 
     asyncio.run(_with(home, body))
@@ -212,7 +175,7 @@ def test_a_429_is_waited_out_and_the_message_sent_once(tmp_path: Path) -> None:
     home = telegram_home(tmp_path, api)
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(lambda: api.sent, "the report after the 429")
+        await until(lambda: api.sent, "the report after the 429")
         await asyncio.sleep(0.5)
         reports = [t for t in _texts(api) if t.startswith("System restarted")]
         assert len(reports) == 1
@@ -231,7 +194,7 @@ def test_text_is_escaped_for_markdown_v2_and_long_text_split(tmp_path: Path) -> 
 
     async def body(kernel: Kernel, op: Operator) -> None:
         api.say(f"echo {tricky}")
-        found: Sent = await _until(
+        found: Sent = await until(
             lambda: next((s for s in api.sent if "You said" in unescape(s.text)), None), "it"
         )
         assert tricky in unescape(found.text)
@@ -249,7 +212,7 @@ def test_a_refused_token_degrades_the_channel_and_says_how_to_renew(tmp_path: Pa
     home = telegram_home(tmp_path, api)
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(
+        await until(
             lambda: kernel.channel_states["telegram"].state == "degraded", "the degraded state"
         )
         (view,) = await op.channels()
@@ -271,8 +234,8 @@ def test_the_server_going_away_degrades_the_channel_and_its_return_reconnects_it
     )
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(lambda: api.sent, "the start report")
-        await _until(lambda: kernel.channel_states["telegram"].state == "connected", "connected")
+        await until(lambda: api.sent, "the start report")
+        await until(lambda: kernel.channel_states["telegram"].state == "connected", "connected")
         api.go_away()
         seen = set()
 
@@ -280,7 +243,7 @@ def test_the_server_going_away_degrades_the_channel_and_its_return_reconnects_it
             seen.add(kernel.channel_states["telegram"].state)
             return kernel.channel_states["telegram"].state == "degraded"
 
-        await _until(degraded, "the degraded state", 30)
+        await until(degraded, "the degraded state", 30)
         assert "retrying" in seen  # retried on its backoff first
         (view,) = await op.channels()
         error = view.last_error or ""
@@ -288,16 +251,16 @@ def test_the_server_going_away_degrades_the_channel_and_its_return_reconnects_it
         assert "cannot be reached" in error or "getUpdates failed" in error, view
         sent_before = len(api.sent)
         api.come_back()
-        await _until(
+        await until(
             lambda: kernel.channel_states["telegram"].state == "connected", "reconnected", 30
         )
         # the owner hears of the outage on the channel, once it works again
-        await _until(
+        await until(
             lambda: any("Channel telegram is degraded" in t for t in _texts(api)[sent_before:]),
             "the degraded notice",
         )
         api.say("/tasks")
-        await _until(lambda: any(s.reply_to for s in api.sent), "a reply after the return")
+        await until(lambda: any(s.reply_to for s in api.sent), "a reply after the return")
         (view,) = await op.channels()
         assert view.state == "connected" and view.failures == 0
 
@@ -318,14 +281,14 @@ def test_any_button_data_or_strangers_words_create_nothing_and_never_end_the_cha
     home = telegram_home(tmp_path_factory.mktemp("telegram"), api)
 
     async def body(kernel: Kernel, op: Operator) -> None:
-        await _until(lambda: api.sent, "the start report")
+        await until(lambda: api.sent, "the start report")
         for data in presses:
             api.press(api.sent[0], data)
         for text in strangers:
             api.say(text, user=31337)
         api.say("/tasks")
-        await _until(lambda: any(s.reply_to for s in api.sent), "the owner's reply")
-        await _until(lambda: len(api.answered) == len(presses), "every press answered")
+        await until(lambda: any(s.reply_to for s in api.sent), "the owner's reply")
+        await until(lambda: len(api.answered) == len(presses), "every press answered")
         assert await op.tasks() == []
         assert kernel.channel_states["telegram"].failures == 0
 
@@ -346,7 +309,7 @@ def test_a_new_bot_skips_what_waited_before_it_and_takes_everything_after(
     async def body(kernel: Kernel, op: Operator) -> None:
         api.say("first after the start")
         api.say("second after the start")
-        await _until(lambda: len([s for s in api.sent if s.reply_to]) == 2, "both replies")
+        await until(lambda: len([s for s in api.sent if s.reply_to]) == 2, "both replies")
         prompts = []
         for t in await op.tasks():
             row = await kernel.journal.tasks.get(t.task_id)

@@ -21,17 +21,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pfar.adapters import run as channels_run
-from pfar.adapters.whatsapp import WhatsAppChannel, parse_press, press_id, signature
-from pfar.config import Config
+from pfar.adapters.channel import Press
+from pfar.adapters.whatsapp import WhatsAppChannel, signature
 from pfar.journal import TaskState
 from pfar.kernel import Kernel
 from pfar.kernel.api import Operator
-from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, reply
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
 from ..support import make_home
+from .channel_support import kernel_with_channels, until
 from .whatsapp_server import (
     APP_SECRET,
     OWNER,
@@ -79,47 +78,17 @@ max_body_bytes = 4096
     return home
 
 
-def _model(request: ChatRequest) -> ChatResponse:
-    first = request.messages[0].text
-    if first.startswith("key") and not any(m.role == "assistant" for m in request.messages):
-        call = ToolCall("k", "admin.prompt_credential", {"service": "demo"})
-        return reply(request, "", [call])
-    if first.startswith("write") and not any(m.role == "assistant" for m in request.messages):
-        call = ToolCall("w", "Write", {"file_path": "x.txt", "content": "x"})
-        return reply(request, "", [call])
-    return reply(request, f"You said: {request.messages[-1].text or 'done'}")
-
-
 async def _with(home: Home, body: Callable[[Kernel, Operator, Meta], Awaitable[Any]]) -> Any:
-    config = Config.load(home.config)
-    kernel = Kernel(home, config, model=ScriptedChatModel(_model))
-    chats = channels_run.build(config, lambda n: kernel.secrets.get(n), str(home.config))  # noqa: PLW0108  (the vault opens in start)
-    await channels_run.listen_early(chats)
-    (channel,) = chats
-    assert isinstance(channel, WhatsAppChannel) and channel.port
-    meta = Meta(f"http://127.0.0.1:{channel.port}/whatsapp")
-    await kernel.start()
-    task = channels_run.start(kernel, config, chats)
-    try:
-        for _ in range(500):
-            if kernel.channel_states["whatsapp"].state in ("connected", "degraded"):
-                break
-            await asyncio.sleep(0.02)
+    ports: list[int] = []
+
+    def listening(chats: list[Any]) -> None:
+        (channel,) = chats
+        assert isinstance(channel, WhatsAppChannel) and channel.port
+        ports.append(channel.port)
+
+    async with kernel_with_channels(home, early=listening) as (kernel, _):
+        meta = Meta(f"http://127.0.0.1:{ports[0]}/whatsapp")
         return await body(kernel, Operator(kernel), meta)
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await kernel.shutdown()
-
-
-async def _until(predicate: Callable[[], Any], what: str, seconds: float = 15) -> Any:
-    for _ in range(int(seconds / 0.02)):
-        found = predicate()
-        if found:
-            return found
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _find(api: GraphApi, needle: str) -> Callable[[], Sent | None]:
@@ -138,17 +107,17 @@ def test_a_message_starts_a_task_and_a_reply_to_its_answer_continues_it(
     home = whatsapp_home(tmp_path, api)
 
     async def body(kernel: Kernel, op: Operator, meta: Meta) -> None:
-        await _until(lambda: api.sent, "the start report")
+        await until(lambda: api.sent, "the start report")
         hello = meta.message("hello there")
         answer = await meta.deliver(hello)
         assert answer.status_code == 200, answer.text
-        said = await _until(lambda: _replies_to(api, hello["id"]), "the reply")
+        said = await until(lambda: _replies_to(api, hello["id"]), "the reply")
         assert said[0].text.startswith("task ") and "started" in said[0].text
         assert said[0].payload["to"] == OWNER
-        result = await _until(_find(api, "You said: hello there"), "the task's answer")
+        result = await until(_find(api, "You said: hello there"), "the task's answer")
         more = meta.message("and more", context=result.id)
         await meta.deliver(more)
-        await _until(_find(api, "You said: and more"), "the next answer")
+        await until(_find(api, "You said: and more"), "the next answer")
         (task,) = await op.tasks()
         assert task.state is TaskState.WaitingForUser
         (view,) = await op.channels()
@@ -162,11 +131,11 @@ def test_a_notification_delivered_again_makes_no_second_task(tmp_path: Path, api
     home = whatsapp_home(tmp_path, api)
 
     async def body(kernel: Kernel, op: Operator, meta: Meta) -> None:
-        await _until(lambda: api.sent, "the start report")
+        await until(lambda: api.sent, "the start report")
         message = meta.message("only once")
         assert (await meta.deliver(message)).status_code == 200
         assert (await meta.deliver(message)).status_code == 200  # Meta's retry
-        await _until(_find(api, "You said: only once"), "the answer")
+        await until(_find(api, "You said: only once"), "the answer")
         assert len(await op.tasks()) == 1
         assert len(_replies_to(api, message["id"])) == 1
 
@@ -230,7 +199,7 @@ def test_messages_from_other_numbers_are_ignored_and_create_nothing(
         await meta.deliver(stranger)
         tasks_asked = meta.message("tasks")
         await meta.deliver(tasks_asked)
-        await _until(lambda: _replies_to(api, tasks_asked["id"]), "the owner's reply")
+        await until(lambda: _replies_to(api, tasks_asked["id"]), "the owner's reply")
         assert await op.tasks() == []
         assert not _replies_to(api, stranger["id"])
 
@@ -244,7 +213,7 @@ def test_a_permission_prompt_is_a_list_answered_once(tmp_path: Path, api: GraphA
 
     async def body(kernel: Kernel, op: Operator, meta: Meta) -> None:
         await meta.deliver(meta.message("write the file"))
-        prompt: Sent = await _until(
+        prompt: Sent = await until(
             lambda: next((s for s in api.sent if s.answers()), None), "the permission prompt"
         )
         assert prompt.payload["interactive"]["type"] == "list"
@@ -256,11 +225,11 @@ def test_a_permission_prompt_is_a_list_answered_once(tmp_path: Path, api: GraphA
         assert (await op.questions()).approvals  # still asked
         first = meta.message(reply_id=yes, list_reply=True)
         await meta.deliver(first)
-        await _until((tmp_path / "x.txt").exists, "the write")
+        await until((tmp_path / "x.txt").exists, "the write")
         assert _replies_to(api, first["id"])[0].text == "approve: done"
         again = meta.message(reply_id=yes, list_reply=True)
         await meta.deliver(again)
-        said = await _until(lambda: _replies_to(api, again["id"]), "the second answer")
+        said = await until(lambda: _replies_to(api, again["id"]), "the second answer")
         assert said[0].text.startswith("already answered")
 
     asyncio.run(_with(home, body))
@@ -276,13 +245,13 @@ def test_a_credential_reply_is_stored_and_never_shown(tmp_path: Path, api: Graph
 
     async def body(kernel: Kernel, op: Operator, meta: Meta) -> None:
         await meta.deliver(meta.message("key please"))
-        prompt: Sent = await _until(_find(api, "redential"), "the credential prompt")
+        prompt: Sent = await until(_find(api, "redential"), "the credential prompt")
         (question,) = (await op.questions()).credentials
         answer = meta.message(secret, context=prompt.id)
         await meta.deliver(answer)
         name = question.vault_ref.removeprefix("vault:")
-        await _until(lambda: kernel.secrets.get(name) == secret, "the secret in the vault")
-        said = await _until(lambda: _replies_to(api, answer["id"]), "the reply")
+        await until(lambda: kernel.secrets.get(name) == secret, "the secret in the vault")
+        said = await until(lambda: _replies_to(api, answer["id"]), "the reply")
         assert "credential stored" in said[0].text and "delete it" in said[0].text
         assert all(secret not in json.dumps(s.payload) for s in api.sent)
 
@@ -301,7 +270,7 @@ def test_a_429_is_waited_out_and_the_message_sent_once(tmp_path: Path, api: Grap
     )
 
     async def body(kernel: Kernel, op: Operator, meta: Meta) -> None:
-        await _until(lambda: api.sent, "the start report after the 429")
+        await until(lambda: api.sent, "the start report after the 429")
         await asyncio.sleep(0.3)
         posts = [c for c in api.calls if c == ("POST", f"{PHONE_ID}/messages")]
         assert len(posts) == 2 and len(api.sent) == 1
@@ -316,7 +285,7 @@ def test_an_expired_token_degrades_the_channel_and_names_no_token(
     home = whatsapp_home(tmp_path, api)
 
     async def body(kernel: Kernel, op: Operator, meta: Meta) -> None:
-        await _until(
+        await until(
             lambda: kernel.channel_states["whatsapp"].state == "degraded", "the degraded state"
         )
         (view,) = await op.channels()
@@ -342,9 +311,9 @@ def test_signature_known_answer_and_press_ids() -> None:
     assert (
         signature(secret, body) == "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
     )
-    assert parse_press(press_id("abc", "approve")) == ("abc", "approve")
+    assert Press.parse(Press("abc", "approve").data()) == Press("abc", "approve")
     for bad in (None, "", "q::x", "x:a:b", "q:a:b:c", 3):
-        assert parse_press(bad) is None
+        assert Press.parse(bad) is None
 
 
 _json = st.recursive(
@@ -387,7 +356,7 @@ def test_any_signed_body_creates_nothing_and_never_ends_the_listener(
             assert answer.status_code in (200, 400, 413), answer.text
         asked = meta.message("tasks")
         await meta.deliver(asked)
-        await _until(lambda: _replies_to(api, asked["id"]), "the owner's reply")
+        await until(lambda: _replies_to(api, asked["id"]), "the owner's reply")
         assert await op.tasks() == []
         assert kernel.channel_states["whatsapp"].failures == 0
 

@@ -52,6 +52,33 @@ class AuthFailed(ChannelError):
 
 
 @dataclass(frozen=True, slots=True)
+class Press:
+    """What a button under a question sends back: the question and the option, as one
+    short string (Telegram allows 64 bytes of callback data)."""
+
+    question_id: str
+    option: str
+
+    def data(self) -> str:
+        return f"q:{self.question_id}:{self.option}"
+
+    @classmethod
+    def parse(cls, data: object) -> Press | None:
+        """The press in `data`, or None for anything that is not one of pfar's."""
+        parts = data.split(":") if isinstance(data, str) else []
+        if len(parts) != 3 or parts[0] != "q" or not parts[1] or not parts[2]:
+            return None
+        return cls(parts[1], parts[2])
+
+
+def field_dict(payload: dict[str, Any], key: str) -> dict[str, Any]:
+    """`payload[key]` when it is an object, else an empty one: a service's JSON has its
+    shape checked, never trusted."""
+    found = payload.get(key)
+    return found if isinstance(found, dict) else {}
+
+
+@dataclass(frozen=True, slots=True)
 class Button:
     """An answer offered under a question: `label` shown, `option` sent back."""
 

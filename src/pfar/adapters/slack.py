@@ -43,8 +43,10 @@ from .channel import (
     ChannelError,
     Link,
     Outbound,
+    Press,
     RateLimited,
     Undeliverable,
+    field_dict,
     split_text,
 )
 from .commands import Origin, press
@@ -74,17 +76,6 @@ def chunks(text: str) -> list[str]:
 def escape(text: str) -> str:
     """Text shown as it is in Slack's mrkdwn: its three control characters escaped."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def press_value(question_id: str, option: str) -> str:
-    return f"q:{question_id}:{option}"
-
-
-def parse_press(value: Any) -> tuple[str, str] | None:
-    parts = value.split(":") if isinstance(value, str) else []
-    if len(parts) != 3 or parts[0] != "q" or not parts[1] or not parts[2]:
-        return None
-    return parts[1], parts[2]
 
 
 class SlackChannel:
@@ -275,15 +266,15 @@ class SlackChannel:
 
     async def _pressed(self, link: Link, payload: dict[str, Any]) -> Any:
         """A button under a question: answered once; then what to show for it."""
-        user = _dict(payload, "user")
+        user = field_dict(payload, "user")
         user_id = user.get("id")
-        team_id = _dict(payload, "team").get("id") or user.get("team_id")
+        team_id = field_dict(payload, "team").get("id") or user.get("team_id")
         actions = payload.get("actions")
         first = actions[0] if isinstance(actions, list) and actions else None
-        chosen = parse_press(first.get("value")) if isinstance(first, dict) else None
+        chosen = Press.parse(first.get("value")) if isinstance(first, dict) else None
         web = self._client()
-        channel = _dict(payload, "channel").get("id")
-        message = _dict(payload, "message")
+        channel = field_dict(payload, "channel").get("id")
+        message = field_dict(payload, "message")
         if not self._owner(user_id, team_id):
             log.warning("slack: ignored a button press by user %s of team %s", user_id, team_id)
             link.audit(
@@ -300,8 +291,7 @@ class SlackChannel:
         if chosen is None:
             link.audit("slack_ignored", why="unknown button value")
             return None
-        question_id, option = chosen
-        said = await press(link.operator, question_id, option)
+        said = await press(link.operator, chosen.question_id, chosen.option)
 
         async def show() -> None:
             if channel and isinstance(message.get("ts"), str):
@@ -393,7 +383,7 @@ class SlackChannel:
                 "type": "button",
                 "text": {"type": "plain_text", "text": b.label[:75]},
                 "action_id": f"pfar-{n}",
-                "value": press_value(message.question_id, b.option),
+                "value": Press(message.question_id, b.option).data(),
             }
             for n, b in enumerate(message.buttons)
             if message.question_id
@@ -451,13 +441,6 @@ async def _calls(doing: str) -> Any:
         raise ChannelError(f"Slack: {error} while {doing}") from None
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise ChannelDown(f"Slack cannot be reached while {doing}: {type(exc).__name__}") from None
-
-
-def _dict(payload: dict[str, Any], key: str) -> dict[str, Any]:
-    """`payload[key]` when it is an object, else an empty one (a payload is Slack's JSON:
-    its shape is checked, never trusted)."""
-    found = payload.get(key)
-    return found if isinstance(found, dict) else {}
 
 
 def _error(exc: SlackApiError) -> str:

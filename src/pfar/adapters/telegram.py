@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
@@ -42,6 +41,7 @@ from .channel import (
     ChannelError,
     Link,
     Outbound,
+    Press,
     RateLimited,
     Undeliverable,
     split_text,
@@ -58,24 +58,6 @@ _RENEW = (
     "create a new token with @BotFather (/token), then `pfar secret set telegram_bot_token` "
     "and restart pfar"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Press:
-    """A button's callback data: the question and the option (under Telegram's 64 bytes)."""
-
-    question_id: str
-    option: str
-
-    def data(self) -> str:
-        return f"q:{self.question_id}:{self.option}"
-
-    @classmethod
-    def parse(cls, data: str | None) -> Press | None:
-        parts = (data or "").split(":")
-        if len(parts) != 3 or parts[0] != "q" or not parts[1] or not parts[2]:
-            return None
-        return cls(parts[1], parts[2])
 
 
 def chunks(text: str) -> list[str]:

@@ -49,8 +49,10 @@ from .channel import (
     ChannelError,
     Link,
     Outbound,
+    Press,
     RateLimited,
     Undeliverable,
+    field_dict,
     split_text,
 )
 from .commands import Origin, press
@@ -80,17 +82,6 @@ def signature(app_secret: str, body: bytes) -> str:
 
 def verified(app_secret: str, body: bytes, header: str | None) -> bool:
     return header is not None and hmac.compare_digest(signature(app_secret, body), header)
-
-
-def press_id(question_id: str, option: str) -> str:
-    return f"q:{question_id}:{option}"
-
-
-def parse_press(value: Any) -> tuple[str, str] | None:
-    parts = value.split(":") if isinstance(value, str) else []
-    if len(parts) != 3 or parts[0] != "q" or not parts[1] or not parts[2]:
-        return None
-    return parts[1], parts[2]
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,14 +274,14 @@ class WhatsAppChannel:
         if kind == "text":
             answer = await self._said(link, message, event_id)
         elif kind == "interactive":
-            picked = _dict(message, "interactive")
-            reply = _dict(picked, "button_reply") or _dict(picked, "list_reply")
-            chosen = parse_press(reply.get("id"))
+            picked = field_dict(message, "interactive")
+            reply = field_dict(picked, "button_reply") or field_dict(picked, "list_reply")
+            chosen = Press.parse(reply.get("id"))
             if chosen is None:
                 link.audit("whatsapp_ignored", why="unknown button")
                 answer = "This button is not pfar's."
             else:
-                answer = await press(link.operator, *chosen)
+                answer = await press(link.operator, chosen.question_id, chosen.option)
         else:
             answer = "pfar reads text messages only"
         position = {"last_message_id": wamid, "timestamp": str(message.get("timestamp"))}
@@ -298,10 +289,10 @@ class WhatsAppChannel:
         self._replies.put_nowait(_Reply(answer, wamid))
 
     async def _said(self, link: Link, message: dict[str, Any], event_id: str) -> str:
-        text = _dict(message, "text").get("body")
+        text = field_dict(message, "text").get("body")
         if not isinstance(text, str) or not text.strip():
             return "pfar reads text messages only"
-        context = _dict(message, "context").get("id")
+        context = field_dict(message, "context").get("id")
         replied = await link.replied_to(context) if isinstance(context, str) else None
         key, task, kind = replied if replied else (None, None, None)
         answer = await link.handle(text, Origin("whatsapp", event_id, key, task))
@@ -370,17 +361,12 @@ def _messages(notification: Any) -> list[dict[str, Any]]:
     for entry in entries if isinstance(entries, list) else []:
         changes = entry.get("changes") if isinstance(entry, dict) else None
         for change in changes if isinstance(changes, list) else []:
-            value = _dict(change, "value") if isinstance(change, dict) else {}
+            value = field_dict(change, "value") if isinstance(change, dict) else {}
             messages = value.get("messages")
             found += (
                 [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
             )
     return found
-
-
-def _dict(payload: dict[str, Any], key: str) -> dict[str, Any]:
-    found = payload.get(key)
-    return found if isinstance(found, dict) else {}
 
 
 def _text(to: str, body: str, reply_to: str | None = None) -> dict[str, Any]:
@@ -405,7 +391,7 @@ def _interactive(to: str, body: str, message: Outbound) -> dict[str, Any]:
             "buttons": [
                 {
                     "type": "reply",
-                    "reply": {"id": press_id(question, b.option), "title": b.label[:20]},
+                    "reply": {"id": Press(question, b.option).data(), "title": b.label[:20]},
                 }
                 for b in message.buttons
             ]
@@ -413,7 +399,7 @@ def _interactive(to: str, body: str, message: Outbound) -> dict[str, Any]:
         kind = "button"
     else:
         rows = [
-            {"id": press_id(question, b.option), "title": b.label[:24]}
+            {"id": Press(question, b.option).data(), "title": b.label[:24]}
             for b in message.buttons[:10]
         ]
         action = {"button": "Answer", "sections": [{"title": "Answers", "rows": rows}]}
