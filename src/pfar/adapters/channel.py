@@ -150,3 +150,11 @@ def split_text(text: str, size: int) -> list[str]:
         out.append(rest[:cut])
         rest = rest[cut:].lstrip("\n")
     return [*out, rest] if rest else out
+
+
+def retry_after(value: object, default: float) -> float:
+    """A `Retry-After` header's seconds (`default` when it is missing or no number)."""
+    try:
+        return max(0.0, float(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return default

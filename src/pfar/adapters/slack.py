@@ -47,6 +47,7 @@ from .channel import (
     RateLimited,
     Undeliverable,
     field_dict,
+    retry_after,
     split_text,
 )
 from .commands import Origin, press
@@ -450,12 +451,8 @@ def _error(exc: SlackApiError) -> str:
 
 def _retry_after(exc: SlackApiError) -> float:
     headers = {k.lower(): v for k, v in (exc.response.headers or {}).items()}
-    value = headers.get("retry-after", "1")
-    value = value[0] if isinstance(value, list) else value
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return 1.0
+    value = headers.get("retry-after")
+    return retry_after(value[0] if isinstance(value, list) else value, 1.0)
 
 
 def _factory(config: Config, secret: Any) -> SlackChannel:

@@ -53,6 +53,7 @@ from .channel import (
     RateLimited,
     Undeliverable,
     field_dict,
+    retry_after,
     split_text,
 )
 from .commands import Origin, press
@@ -141,8 +142,8 @@ class WhatsAppChannel:
         code = error.get("code") if isinstance(error, dict) else None
         why = str(error.get("message") if isinstance(error, dict) else "") or "no reason given"
         if response.status_code == 429 or code in _RATE_CODES:
-            retry = response.headers.get("retry-after", "60")
-            raise RateLimited(f"WhatsApp: rate limited ({code})", _seconds(retry))
+            retry = retry_after(response.headers.get("retry-after"), 60.0)
+            raise RateLimited(f"WhatsApp: rate limited ({code})", retry)
         if response.status_code == 401 or code in _AUTH_CODES:
             refused = AuthFailed(f"WhatsApp refused the access token (code {code})", _RENEW)
             self._refusal = refused
@@ -411,13 +412,6 @@ def _interactive(to: str, body: str, message: Outbound) -> dict[str, Any]:
         "type": "interactive",
         "interactive": {"type": kind, "body": {"text": body}, "action": action},
     }
-
-
-def _seconds(value: str) -> float:
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return 60.0
 
 
 def _factory(config: Config, secret: Any) -> WhatsAppChannel:
