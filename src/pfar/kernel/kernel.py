@@ -78,6 +78,7 @@ from .api.records import ChannelState
 from .audit import AuditLog
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel, OwnerLogSink, Sink
+from .scheduler import Scheduler
 from .sessions import SessionSupervisor
 from .workflows import workflow_task
 
@@ -241,6 +242,9 @@ class Kernel:
         # R7: sandboxes of an earlier boot (no task runs yet): killed before any resumes
         orphan_sandboxes = sandbox.reconcile(self._sandbox_home, self.is_running)
         sessions_recovered = await self._recover_sessions()
+        # cron slots missed while down: fired after recovery, said in its report
+        self.scheduler = Scheduler(self)
+        schedule_plans = await self.scheduler.plans()
         report, to_resume = await recover_tasks(
             self.journal,
             plan,
@@ -252,6 +256,7 @@ class Kernel:
             orphan_sandboxes=orphan_sandboxes,
             sessions_recovered=sessions_recovered,
             channel_doubts=in_doubt,
+            schedules=self.scheduler.describe(schedule_plans),
         )
         self.report = report
         self.audit.log("recovery", crashed=crashed, **report.to_json())
@@ -263,6 +268,7 @@ class Kernel:
             asyncio.create_task(self._expiry_loop(), name="pfar-expiry"),
             asyncio.create_task(self._cleanup_loop(), name="pfar-cleanup"),
             asyncio.create_task(self._sandbox_loop(), name="pfar-sandboxes"),
+            asyncio.create_task(self.scheduler.run(schedule_plans), name="pfar-schedules"),
         ]
         for bg in self._background:
             bg.add_done_callback(self._background_ended)

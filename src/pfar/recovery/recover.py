@@ -97,6 +97,7 @@ async def recover_tasks(
     sessions_recovered: Sequence[str] = (),
     channel_doubts: int = 0,
     orphan_sandboxes: int = 0,
+    schedules: Sequence[str] = (),
 ) -> tuple[RecoveryReport, list[str]]:
     """Journal every decision and the owner's report in one commit; return the report
     and the task ids to resume.
@@ -112,6 +113,7 @@ async def recover_tasks(
         channel_doubts=channel_doubts,
         orphan_containers=orphan_sandboxes,
         sessions_recovered=list(sessions_recovered),
+        schedules=list(schedules),
         malformed={m.task_id: f"{m.field}: {m.problem}" for m in plan.malformed},
     )
     prompts: list[OwnerMessage] = []

@@ -36,6 +36,8 @@ class RecoveryReport:
     # so they are not sent again
     channel_doubts: int = 0
     sessions_recovered: list[str] = field(default_factory=list)  # ACTIVE -> PAUSED (seed 004)
+    # cron templates with slots missed while pfar was down: what was caught up or skipped
+    schedules: list[str] = field(default_factory=list)
     # task id -> how the report describes it
     descriptions: dict[str, str] = field(default_factory=dict)
     reprompt_kinds: dict[str, str] = field(default_factory=dict)  # "approval" | "credential"
@@ -59,6 +61,7 @@ class RecoveryReport:
             or self.orphan_processes
             or self.channel_doubts
             or self.sessions_recovered
+            or self.schedules
         )
 
     def to_json(self) -> dict[str, object]:
@@ -79,6 +82,7 @@ class RecoveryReport:
             "orphan_processes": self.orphan_processes,
             "channel_doubts": self.channel_doubts,
             "sessions_recovered": self.sessions_recovered,
+            "schedules": self.schedules,
             "descriptions": self.descriptions,
         }
 
@@ -159,6 +163,7 @@ class RecoveryReport:
         if self.orphan_containers:
             n = self.orphan_containers
             lines.append(f" - {n} orphaned sandbox{'es' if n != 1 else ''} killed")
+        lines += [f" - schedule {line}" for line in self.schedules]
         if self.channel_doubts:
             n = self.channel_doubts
             lines.append(

@@ -14,6 +14,7 @@ import tomllib
 from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     AfterValidator,
@@ -30,6 +31,7 @@ from ..errors import ConfigError
 from ..policy.approvals import ApprovalRule
 from ..tools.base import SECRET_REF, Credential
 from ..vault.perms import check_private
+from . import schedules
 from .paths import outside_problem
 
 
@@ -76,6 +78,27 @@ class IdempotencySection(_Section):
     # hosts (host or host:port) whose servers honour Idempotency-Key on POST and PATCH:
     # an interrupted write to them is retried with the same key instead of asking
     trusted_key_hosts: list[str] = []
+
+
+class ScheduleSection(_Section):
+    """`[schedule]`: how a template with `trigger = "cron:EXPR"` runs on its own."""
+
+    # the schedule's time zone (an IANA name): "0 8 * * *" is 08:00 there, DST included
+    timezone: str = "UTC"
+    # missed slots after downtime: "none", "latest" (one task for the newest), or "all"
+    # (a task for each within [recovery] max_task_age_seconds)
+    catch_up: Literal["none", "latest", "all"] = "latest"
+    # the text each scheduled task is given
+    input: str = Field("", max_length=100_000)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{value!r} is not a time zone name (e.g. 'Europe/Berlin')") from None
+        return value
 
 
 class TimeoutSection(_Section):
@@ -131,6 +154,7 @@ TEMPLATE_ID = r"[A-Za-z0-9_.\-]+"
 class Template(_Section):
     id: str = Field(pattern=f"^{TEMPLATE_ID}$")
     description: str = ""
+    # "cli" (the default: started by the owner), or "cron:EXPR" (its [schedule])
     trigger: str = "cli"
     allowed_tools: list[ToolName]
     data_ceiling: Literal["public", "internal", "sensitive", "secret"] = "internal"
@@ -141,6 +165,7 @@ class Template(_Section):
     timeouts: TimeoutSection = TimeoutSection()
     idempotency: IdempotencySection = IdempotencySection()
     credentials: list[CredentialSection] = []
+    schedule: ScheduleSection = ScheduleSection()
     # filled by the loader: sha256 of the file, to notice a change under a running task
     content_hash: str = ""
 
@@ -151,6 +176,22 @@ class Template(_Section):
         if stem is not None and value != stem:
             raise ValueError(f"must match the file name ({stem!r})")
         return value
+
+    @field_validator("trigger")
+    @classmethod
+    def _cron_parses(cls, value: str) -> str:
+        expr = schedules.expression(value)
+        if expr is not None and not schedules.valid(expr):
+            raise ValueError(
+                f"{expr!r} is not a cron expression (five fields: minute hour day month "
+                "weekday, e.g. 'cron:0 8 * * 1-5')"
+            )
+        return value
+
+    @property
+    def cron(self) -> str | None:
+        """The cron expression of a scheduled template, else None."""
+        return schedules.expression(self.trigger)
 
     @field_validator("content_hash")
     @classmethod
