@@ -295,6 +295,42 @@ class StoreContract:
         run(store.tasks.transition(t.task_id, p.Planning(), point=None, messages=msgs))
         assert run(store.events.pending()) == msgs
 
+    # -- the event bus ----------------------------------------------------------------
+
+    def test_moves_are_bus_events_in_commit_order(self, store: Store) -> None:
+        t = self.created(store)  # Extracting
+        for to in (p.Planning(), p.Executing(), p.Paused(then=p.Executing()), p.Executing()):
+            run(store.tasks.transition(t.task_id, to, point=None))
+        run(store.tasks.transition(t.task_id, p.Synthesizing(), point=None))
+        run(store.tasks.transition(t.task_id, p.Completed(), point=None))
+        events = run(store.events.bus(0))
+        mine = [e for e in events if e.task_id == t.task_id]
+        # runner moves between working states are no events; arrivals and resumptions are
+        assert [e.kind for e in mine] == [
+            "TaskCreated",
+            "TaskStarted",
+            "TaskPaused",
+            "TaskResumed",
+            "TaskCompleted",
+        ]
+        assert [e.seq for e in events] == sorted(e.seq for e in events)
+        assert mine[-1].body["state"] == "Completed" and mine[-1].body["from"] == "Synthesizing"
+        assert run(store.events.bus(mine[2].seq, limit=2)) == mine[3:5]
+
+    def test_a_refused_move_is_no_event(self, store: Store) -> None:
+        t = self.created(store, p.Completed())
+        before = run(store.events.bus(0))
+        with pytest.raises(IllegalTransition):
+            run(store.tasks.transition(t.task_id, p.Failed(), point=None))
+        assert run(store.events.bus(0)) == before
+
+    def test_a_subscribers_offset_is_kept_and_never_goes_back(self, store: Store) -> None:
+        assert run(store.events.bus_offset("watcher")) is None
+        run(store.events.bus_ack("watcher", 7))
+        run(store.events.bus_ack("watcher", 3))  # a late, older acknowledgement
+        assert run(store.events.bus_offset("watcher")) == 7
+        assert run(store.events.bus_offset("other")) is None
+
     @pytest.mark.parametrize(
         ("src", "payload"), RICH_PAYLOADS, ids=lambda v: getattr(v, "kind", str(v))
     )

@@ -28,6 +28,7 @@ from ..vault.home import Home
 from ..vault.secrets import check_secret_size
 from . import client
 from .channels_cmd import channels
+from .events_cmd import events
 from .holds_cmd import cancel, pause, resume
 from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .output import emit, err, home_of, out, read, table
@@ -368,6 +369,7 @@ task.add_command(context_cmd)
 task.add_command(retry_cmd)
 cli.add_command(loop)
 cli.add_command(channels)
+cli.add_command(events)
 cli.add_command(attach)
 cli.add_command(send)
 cli.add_command(cancel)

@@ -6,8 +6,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from . import events_sql
+from . import bus_sql, events_sql
 from .backing import Backing
+from .bus_sql import BusEvent
 from .records import OwnerMessage, now_rfc3339
 
 
@@ -55,3 +56,15 @@ class SQLiteEventStore:
 
     async def last_boot(self) -> dict[str, Any] | None:
         return events_sql.last_boot(self._db.reader)
+
+    async def bus(self, after: int, limit: int = 100) -> list[BusEvent]:
+        return bus_sql.since(self._db.reader, after, limit)
+
+    async def bus_offset(self, subscriber: str) -> int | None:
+        return bus_sql.offset(self._db.reader, subscriber)
+
+    async def bus_ack(self, subscriber: str, seq: int) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            bus_sql.ack_txn(conn, subscriber, seq, now_rfc3339())
+
+        await self._db.write(op, "bus_ack")

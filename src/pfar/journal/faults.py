@@ -38,6 +38,7 @@ POINTS = (
     "loop_anomaly",
     "subtask_spawned",
     "subtask_ended",
+    "bus_ack",
     "cancel_intended",
     "adapter_position",
     "channel_sending",

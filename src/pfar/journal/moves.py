@@ -11,7 +11,7 @@ import sqlite3
 from dataclasses import replace
 
 from ..errors import IllegalTransition, MalformedTaskRow, UnknownTask
-from . import approvals_sql, payloads, tasks_sql
+from . import approvals_sql, bus_sql, payloads, tasks_sql
 from .payloads import Payload, state_of
 from .records import ApprovalRecord, TaskUpdate, now_rfc3339
 from .states import TERMINAL, TaskState, check_transition
@@ -47,10 +47,11 @@ def transition_txn(
         to = replace(to, pause_requested=requested and dst is state)
         if requested and dst is not state and state is not TaskState.Paused:
             to = payloads.Paused(then=to)
-    tasks_sql.transition_txn(
-        conn, task_id, to, dst.phase or phase, update, now_rfc3339(), reset_attempts
-    )
-    return state_of(to)
+    at = now_rfc3339()
+    tasks_sql.transition_txn(conn, task_id, to, dst.phase or phase, update, at, reset_attempts)
+    after = state_of(to)
+    bus_sql.moved_txn(conn, task_id, state, after, at)  # the bus hears of it in this commit
+    return after
 
 
 def _row_for_move(

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import IllegalTransition, UnknownTask
 from ..vault.sqlite import DamagedDatabase, check_table, recovery_advice
-from . import approvals_sql, events_sql, holds, payloads, steps_sql, tasks_sql
+from . import approvals_sql, bus_sql, events_sql, holds, payloads, steps_sql, tasks_sql
 from .backing import Backing
 from .ids import resolve_id
 from .moves import NO_UPDATE, executing_txn, park_approval_txn, transition_txn
@@ -387,6 +387,7 @@ class SQLiteTaskStore:
                 "DELETE FROM owner_outbox WHERE status != 'pending' AND created_at < ?",
                 (failed_before,),
             )
+            bus_sql.prune_before_txn(conn, min(completed_before, failed_before))
             return n
 
         return await self._db.write(op, None)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import MalformedTaskRow
-from . import payloads
+from . import bus_sql, payloads
 from .payloads import Payload
 from .records import TaskKind, TaskRecord, TaskUpdate, UnreadableTask, dumps, loads
 from .states import TERMINAL, TaskState
@@ -90,6 +90,8 @@ def insert_txn(conn: sqlite3.Connection, task: TaskRecord) -> None:
             task.kind.value,
         ),
     )
+    # the bus hears of it in the same commit (bus_sql.py)
+    bus_sql.created_txn(conn, task.task_id, task.kind.value, task.state, task.created_at)
 
 
 def get(conn: sqlite3.Connection, task_id: str) -> TaskRecord | None:

@@ -16,18 +16,29 @@ for the socket); a refusal is a `PfarError` whose message says what to do.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from ...answers import Answer
 from ...errors import BadRequest
 from ...journal import TaskKind
+from ...journal.bus_sql import BusEvent
 from ...journal.sessions import SessionRecord
 from ...runners.loop.tasks import LoopRequest
 from ..holds import HoldResult
 from .attach import Shown, stream
 from .reader import HomeReader
-from .records import Answered, ChannelView, Pong, SecretStored, Sent, Submitted, TaskRef
+from .records import (
+    Answered,
+    ChannelView,
+    EventOffset,
+    Pong,
+    SecretStored,
+    Sent,
+    Submitted,
+    TaskRef,
+)
 
 # the messages `send` acts on instead of sending ("//text" sends "/text")
 SLASH = ("/pause", "/cancel", "/resume", "/done", "/retry", "/context")
@@ -182,6 +193,33 @@ class Operator(HomeReader):
             self._kernel.journal, self._kernel.viewers, task.task_id, from_start=from_start
         )
 
+    # -- the event bus ------------------------------------------------------------------
+
+    async def events(
+        self, after: int | None = None, *, subscriber: str | None = None, limit: int = 100
+    ) -> list[BusEvent]:
+        """Task events in commit order after `after` (by default after `subscriber`'s
+        offset, or from the first one kept)."""
+        if subscriber is not None:
+            _check_subscriber(subscriber)
+        if not 1 <= limit <= 1000:
+            raise BadRequest("limit", "must be between 1 and 1000")
+        events = self._kernel.journal.events
+        if after is None:
+            after = (await events.bus_offset(subscriber) if subscriber else None) or 0
+        return await events.bus(after, limit)
+
+    async def ack_events(self, subscriber: str, seq: int) -> EventOffset:
+        """`subscriber` has handled every event up to `seq`: it goes on after it, also
+        after a restart of its own or of the kernel."""
+        _check_subscriber(subscriber)
+        if seq < 0:
+            raise BadRequest("seq", "must be 0 or more")
+        await self._kernel.journal.events.bus_ack(subscriber, seq)
+        return EventOffset(
+            subscriber, await self._kernel.journal.events.bus_offset(subscriber) or 0
+        )
+
     # -- chat channels ----------------------------------------------------------------
 
     async def channels(self) -> list[ChannelView]:
@@ -230,3 +268,11 @@ class Operator(HomeReader):
     async def terminate_session(self, session_id: str) -> SessionRecord:
         """End the session for good."""
         return await self._kernel.sessions.terminate(session_id)
+
+
+_SUBSCRIBER = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+
+
+def _check_subscriber(name: str) -> None:
+    if not _SUBSCRIBER.fullmatch(name):
+        raise BadRequest("subscriber", f"{name!r}: 1 to 64 letters, digits, '.', '_' or '-'")

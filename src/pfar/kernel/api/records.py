@@ -274,3 +274,14 @@ class ChannelView:
             "position": self.position,
             "deliveries": self.deliveries,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class EventOffset:
+    """A bus subscriber's offset: it has handled every event up to `seq`."""
+
+    subscriber: str
+    seq: int
+
+    def to_json(self) -> JSON:
+        return {"subscriber": self.subscriber, "seq": self.seq}

@@ -152,6 +152,19 @@ class SendArgs:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class EventsArgs:
+    after: int | None = None
+    subscriber: str | None = None
+    limit: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class AckArgs:
+    subscriber: str
+    seq: int
+
+
 # -- the table -------------------------------------------------------------------------
 
 PING = Command("ping", NoArgs, lambda o, _: o.ping(), while_shutting_down=True)
@@ -179,6 +192,13 @@ LOOP = Command(
 )
 SEND = Command("send", SendArgs, lambda o, a: o.send(a.task_id, a.text))
 CHANNELS = Command("channels", NoArgs, lambda o, _: o.channels(), while_shutting_down=True)
+EVENTS = Command(
+    "events",
+    EventsArgs,
+    lambda o, a: o.events(a.after, subscriber=a.subscriber, limit=a.limit),
+    while_shutting_down=True,
+)
+EVENTS_ACK = Command("events_ack", AckArgs, lambda o, a: o.ack_events(a.subscriber, a.seq))
 TASKS = Command("tasks", TasksArgs, lambda o, a: o.tasks(a.states, a.limit))
 TASK_SHOW = Command("task_show", TaskArgs, lambda o, a: o.timeline(a.task_id))
 TASK_CANCEL = Command("task_cancel", TaskArgs, lambda o, a: o.cancel(a.task_id))
@@ -221,6 +241,8 @@ COMMANDS: Final[Mapping[str, Command[Any]]] = {
         LOOP,
         SEND,
         CHANNELS,
+        EVENTS,
+        EVENTS_ACK,
         TASKS,
         TASK_SHOW,
         TASK_CANCEL,

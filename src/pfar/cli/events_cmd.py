@@ -1,0 +1,65 @@
+"""`pfar events`: the event bus's task events, in commit order, once or as they come."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import click
+
+from ..kernel.api.requests import EVENTS, EVENTS_ACK, AckArgs, EventsArgs
+from . import client
+from .output import home_of, out
+
+PAGE = 200
+
+
+@click.command()
+@click.option("--after", type=int, default=None, help="Start after this event number.")
+@click.option(
+    "--as",
+    "subscriber",
+    default=None,
+    help="A subscriber's name: start after its offset, and move the offset past each "
+    "event shown, so a restart goes on where it stopped.",
+)
+@click.option("--follow", "-f", is_flag=True, help="Keep printing events as they come.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object a line.")
+@click.pass_context
+def events(
+    ctx: click.Context, after: int | None, subscriber: str | None, follow: bool, as_json: bool
+) -> None:
+    """Task events (TaskCreated, TaskStarted, UserInputNeeded, TaskBlocked, TaskPaused,
+    TaskResumed, TaskCompleted, TaskFailed, TaskCancelled, TaskAbandoned), numbered in
+    the order their commits happened."""
+    home = home_of(ctx)
+    while True:
+        page: list[dict[str, Any]] = client.send(
+            home, EVENTS, EventsArgs(after=after, subscriber=subscriber, limit=PAGE)
+        )
+        for event in page:
+            click.echo(json.dumps(event, sort_keys=True) if as_json else _line(event))
+        if page:
+            after = int(page[-1]["seq"])
+            if subscriber is not None:
+                # shown, then acknowledged: a subscriber killed in between sees the
+                # events of that page again (same numbers), never fewer
+                client.send(home, EVENTS_ACK, AckArgs(subscriber, after))
+        if len(page) == PAGE:
+            continue
+        if not follow:
+            if not page and after is None:
+                out.print("no events yet", style="dim")
+            return
+        time.sleep(0.3)
+
+
+def _line(event: dict[str, Any]) -> str:
+    extra = {k: v for k, v in event.items() if k not in ("seq", "kind", "task_id", "at", "state")}
+    detail = " ".join(f"{k}={v}" for k, v in sorted(extra.items()))
+    task = (event.get("task_id") or "")[:8]
+    return (
+        f"{event['seq']:>6}  {event['at'][:19].replace('T', ' ')}  {event['kind']:<16} "
+        f"{task:8}  {event.get('state', '')} {detail}".rstrip()
+    )

@@ -1,0 +1,115 @@
+"""The event bus's SQL (`bus_events`, `bus_offsets`): typed task events, appended in the
+transaction of the move they describe, read in order from a subscriber's offset."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from .records import dumps, loads
+from .states import TaskState
+
+# the event a task's arrival in a state is (seed 001's names; Paused, Resumed and
+# Abandoned are pfar's own)
+ARRIVAL: dict[TaskState, str] = {
+    TaskState.AwaitingApproval: "UserInputNeeded",
+    TaskState.AwaitingCredential: "UserInputNeeded",
+    TaskState.WaitingForUser: "UserInputNeeded",
+    TaskState.Blocked: "TaskBlocked",
+    TaskState.Paused: "TaskPaused",
+    TaskState.Completed: "TaskCompleted",
+    TaskState.Failed: "TaskFailed",
+    TaskState.Cancelled: "TaskCancelled",
+    TaskState.Abandoned: "TaskAbandoned",
+}
+KINDS = frozenset({"TaskCreated", "TaskStarted", "TaskResumed", *ARRIVAL.values()})
+
+
+@dataclass(frozen=True, slots=True)
+class BusEvent:
+    seq: int
+    kind: str
+    task_id: str | None
+    body: dict[str, Any]
+    at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "kind": self.kind,
+            "task_id": self.task_id,
+            **self.body,
+            "at": self.at,
+        }
+
+
+def moved_txn(
+    conn: sqlite3.Connection, task_id: str, before: TaskState, after: TaskState, at: str
+) -> None:
+    """The event of a task's move from `before` to `after`, if the move is one."""
+    if after is before:
+        return
+    kind = ARRIVAL.get(after)
+    if kind is None and after.working and (before.parked or before.held):
+        kind = "TaskResumed"
+    if kind is None:
+        return  # a runner's move between its own working states: no event
+    body: dict[str, Any] = {"state": after.value, "from": before.value}
+    if kind == "UserInputNeeded":
+        body["waits_for"] = {
+            TaskState.AwaitingApproval: "approval",
+            TaskState.AwaitingCredential: "credential",
+        }.get(after, "message")
+    append_txn(conn, kind, task_id, body, at)
+
+
+def created_txn(
+    conn: sqlite3.Connection, task_id: str, kind: str, state: TaskState, at: str
+) -> None:
+    """A task's creation: created and, with no queue in front of it yet, started."""
+    body = {"task_kind": kind, "state": state.value}
+    append_txn(conn, "TaskCreated", task_id, body, at)
+    append_txn(conn, "TaskStarted", task_id, body, at)
+
+
+def append_txn(
+    conn: sqlite3.Connection, kind: str, task_id: str | None, body: dict[str, Any], at: str
+) -> None:
+    conn.execute(
+        "INSERT INTO bus_events(kind, task_id, body_json, at) VALUES (?, ?, ?, ?)",
+        (kind, task_id, dumps(body), at),
+    )
+
+
+def since(conn: sqlite3.Connection, after: int, limit: int) -> list[BusEvent]:
+    rows = conn.execute(
+        "SELECT seq, kind, task_id, body_json, at FROM bus_events WHERE seq > ? "
+        "ORDER BY seq LIMIT ?",
+        (after, limit),
+    ).fetchall()
+    return [BusEvent(r[0], r[1], r[2], dict(loads(r[3]) or {}), r[4]) for r in rows]
+
+
+def last_seq(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT max(seq) FROM bus_events").fetchone()
+    return int(row[0] or 0)
+
+
+def offset(conn: sqlite3.Connection, subscriber: str) -> int | None:
+    row = conn.execute("SELECT seq FROM bus_offsets WHERE subscriber = ?", (subscriber,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def ack_txn(conn: sqlite3.Connection, subscriber: str, seq: int, at: str) -> None:
+    """The subscriber handled every event up to `seq` (an offset never goes back)."""
+    conn.execute(
+        "INSERT INTO bus_offsets(subscriber, seq, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT(subscriber) DO UPDATE SET seq = max(seq, excluded.seq), "
+        "updated_at = excluded.updated_at",
+        (subscriber, seq, at),
+    )
+
+
+def prune_before_txn(conn: sqlite3.Connection, cutoff: str) -> None:
+    conn.execute("DELETE FROM bus_events WHERE at < ?", (cutoff,))
