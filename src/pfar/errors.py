@@ -132,6 +132,23 @@ class UnknownTask(JournalError):
         self.task_id = task_id
 
 
+class UnknownLearning(PfarError):
+    def __init__(self, learning_id: str) -> None:
+        super().__init__(
+            f"no learning with id {learning_id!r} (or more than one starts so); "
+            "`pfar learnings` lists them"
+        )
+        self.learning_id = learning_id
+
+
+class KnowledgeUnavailable(PfarError):
+    def __init__(self) -> None:
+        super().__init__(
+            "the knowledge store (vault/memory.db) could not be opened at start; the kernel's "
+            "log says why"
+        )
+
+
 class UnknownApproval(JournalError):
     def __init__(self, approval_id: str) -> None:
         super().__init__(f"no approval with id {approval_id!r}; `pfar approvals` lists them")

@@ -30,6 +30,7 @@ from . import client
 from .channels_cmd import channels
 from .events_cmd import events
 from .holds_cmd import cancel, pause, resume
+from .learnings_cmd import learnings
 from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .output import emit, err, home_of, out, read, table
 from .sessions_cmd import secret, session
@@ -370,6 +371,7 @@ task.add_command(retry_cmd)
 cli.add_command(loop)
 cli.add_command(channels)
 cli.add_command(events)
+cli.add_command(learnings)
 cli.add_command(attach)
 cli.add_command(send)
 cli.add_command(cancel)

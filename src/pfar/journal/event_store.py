@@ -68,3 +68,11 @@ class SQLiteEventStore:
             bus_sql.ack_txn(conn, subscriber, seq, now_rfc3339())
 
         await self._db.write(op, "bus_ack")
+
+    async def publish(self, kind: str, task_id: str | None, body: dict[str, Any]) -> None:
+        """An event that is no task's move (a learning kept): its own commit."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            bus_sql.append_txn(conn, kind, task_id, body, now_rfc3339())
+
+        await self._db.write(op, None)

@@ -43,6 +43,9 @@ class LoopSettings:
     parent_step: int | None = None
     depth: int = 0
     title: str = ""
+    # learnings of earlier tasks relevant to its prompt (the knowledge store), fixed at
+    # its creation so that a resumed task sees the same ones
+    learnings: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import logging
 import os
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from ..journal.faults import FaultHook
 from ..journal.journal import prompt_status_text
 from ..journal.payloads import AwaitingApproval, Extracting, pause_requested
 from ..journal.records import now_rfc3339, rfc3339
+from ..journal.turns import AssistantTurn, SummaryTurn
 from ..llm.proxy import CallRecord, ChatModel, InferenceProxy
 from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
@@ -68,10 +70,10 @@ from ..runners.workflow.definition import load_definition
 from ..tools import sandbox
 from ..tools.processes import end_group_if_same
 from ..tools.registry import ToolRegistry
+from ..vault import knowledge
 from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from ..vault.sqlite import open_vault_db
 from . import holds
 from .api.attach import Viewers
 from .api.records import ChannelState
@@ -175,7 +177,7 @@ class Kernel:
                 self.home.secrets_db, synchronous=config.vault.synchronous
             )
             opened.append(self.secrets)
-            open_vault_db(self.home.memory_db, "memory").close()
+            self.knowledge = _open_knowledge(self.home.memory_db)
             self.sessions = SessionSupervisor(
                 self.journal.sessions, self.home.root / "sessions", config.sessions
             )
@@ -474,6 +476,7 @@ class Kernel:
             await self._settle_pause(task_id)
             if task.kind is TaskKind.loop:
                 await self._wake_parent(task_id)
+                await self._learn(task_id)
         except asyncio.CancelledError:
             raise
         except PfarError as exc:
@@ -485,6 +488,49 @@ class Kernel:
             self._running.pop(task_id, None)
             if not self._running:
                 self._idle.set()
+
+    # -- the knowledge store (seed 001, 2.3 and 6.3) ------------------------------
+
+    def _learnings_for(self, prompt: str) -> tuple[str, ...]:
+        if self.knowledge is None:
+            return ()
+        try:
+            return tuple(x.line() for x in self.knowledge.relevant(prompt))
+        except Exception as exc:  # a help, never a dependency
+            log.warning("knowledge store: no learnings for a new task: %s", exc)
+            return ()
+
+    async def _learn(self, task_id: str) -> None:
+        """A completed loop task's learnings (keyword mode), kept for later tasks."""
+        if self.knowledge is None:
+            return
+        task = await self.journal.tasks.get(task_id)
+        if task.state is not TaskState.Completed:
+            return
+        texts = [
+            t.turn.text
+            for t in await self.journal.loops.turns(task_id)
+            if isinstance(t.turn, AssistantTurn | SummaryTurn) and t.turn.text
+        ]
+        kept = []
+        try:
+            for content, tags in knowledge.extract(texts):
+                found = self.knowledge.add(content, task_id, tags, now_rfc3339())
+                if found is not None:
+                    kept.append(found)
+        except Exception as exc:
+            log.warning("knowledge store: task %s's learnings not kept: %s", task_id[:8], exc)
+        for learning in kept:
+            await self.journal.events.publish(
+                "LearningExtracted",
+                task_id,
+                {"learning_id": learning.learning_id, "tags": list(learning.tags)},
+            )
+
+    def _close_knowledge(self) -> None:
+        if self.knowledge is not None:
+            self.knowledge.close()
+            self.knowledge = None
 
     async def _settle_pause(self, task_id: str) -> None:
         """A runner that stopped short of a boundary (an error it logged) leaves a pause
@@ -606,6 +652,9 @@ class Kernel:
             payload={"directory": request.directory, "tier": request.tier},
         )
         task, settings = loops.loop_task(request, prompt, event)
+        # the learnings it is given are fixed now, with the task: a resumed task sees
+        # the same ones (seed 001, 2.3)
+        settings = dataclasses.replace(settings, learnings=self._learnings_for(prompt))
         stored, created = await self.journal.loops.create(task, settings, prompt, event)
         if not created:
             self._same_event(stored, event)
@@ -843,6 +892,7 @@ class Kernel:
         self.audit.close()
         self.journal.close(checkpoint=True)
         self.secrets.close()
+        self._close_knowledge()
         self._lock.release()
         self._stopped.set()
         return left
@@ -855,6 +905,7 @@ class Kernel:
         await asyncio.gather(*self._running.values(), *self._background, return_exceptions=True)
         self.journal.close(checkpoint=False)
         self.secrets.close()
+        self._close_knowledge()
         self.sessions.manager.close()
         self._lock.release()
 
@@ -940,3 +991,13 @@ async def open_kernel(home: Home | str, **kwargs: Any) -> AsyncIterator[Kernel]:
         yield kernel
     finally:
         await kernel.shutdown()
+
+
+def _open_knowledge(path: Path) -> knowledge.KnowledgeStore | None:
+    """memory.db's learnings; None (logged) when it cannot be opened: tasks run on
+    without learnings, since the store is a help, never a dependency."""
+    try:
+        return knowledge.KnowledgeStore.open(path)
+    except (PfarError, sqlite3.Error, OSError) as exc:
+        log.warning("knowledge store unavailable (%s): tasks get no learnings", exc)
+        return None

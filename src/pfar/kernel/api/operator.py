@@ -21,11 +21,12 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from ...answers import Answer
-from ...errors import BadRequest
+from ...errors import BadRequest, KnowledgeUnavailable, UnknownLearning
 from ...journal import TaskKind
 from ...journal.bus_sql import BusEvent
 from ...journal.sessions import SessionRecord
 from ...runners.loop.tasks import LoopRequest
+from ...vault.knowledge import KnowledgeStore, Learning
 from ..holds import HoldResult
 from .attach import Shown, stream
 from .reader import HomeReader
@@ -219,6 +220,26 @@ class Operator(HomeReader):
         return EventOffset(
             subscriber, await self._kernel.journal.events.bus_offset(subscriber) or 0
         )
+
+    # -- the knowledge store -------------------------------------------------------------
+
+    async def learnings(self, search: str | None = None, limit: int = 50) -> list[Learning]:
+        """What tasks learned: the newest, or the ones most relevant to `search`."""
+        if not 1 <= limit <= 1000:
+            raise BadRequest("limit", "must be between 1 and 1000")
+        return self._knowledge().search(search, limit)
+
+    async def forget_learning(self, learning_id: str) -> Learning:
+        """Drop a learning (by its id or a unique prefix): no later task is given it."""
+        found = self._knowledge().forget(learning_id)
+        if found is None:
+            raise UnknownLearning(learning_id)
+        return found
+
+    def _knowledge(self) -> KnowledgeStore:
+        if self._kernel.knowledge is None:
+            raise KnowledgeUnavailable()
+        return self._kernel.knowledge
 
     # -- chat channels ----------------------------------------------------------------
 

@@ -160,6 +160,17 @@ class EventsArgs:
 
 
 @dataclass(frozen=True, slots=True)
+class LearningsArgs:
+    search: str | None = None
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class LearningArgs:
+    learning_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class AckArgs:
     subscriber: str
     seq: int
@@ -199,6 +210,10 @@ EVENTS = Command(
     while_shutting_down=True,
 )
 EVENTS_ACK = Command("events_ack", AckArgs, lambda o, a: o.ack_events(a.subscriber, a.seq))
+LEARNINGS = Command("learnings", LearningsArgs, lambda o, a: o.learnings(a.search, a.limit))
+LEARNING_FORGET = Command(
+    "learning_forget", LearningArgs, lambda o, a: o.forget_learning(a.learning_id)
+)
 TASKS = Command("tasks", TasksArgs, lambda o, a: o.tasks(a.states, a.limit))
 TASK_SHOW = Command("task_show", TaskArgs, lambda o, a: o.timeline(a.task_id))
 TASK_CANCEL = Command("task_cancel", TaskArgs, lambda o, a: o.cancel(a.task_id))
@@ -243,6 +258,8 @@ COMMANDS: Final[Mapping[str, Command[Any]]] = {
         CHANNELS,
         EVENTS,
         EVENTS_ACK,
+        LEARNINGS,
+        LEARNING_FORGET,
         TASKS,
         TASK_SHOW,
         TASK_CANCEL,

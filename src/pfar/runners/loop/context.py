@@ -108,6 +108,9 @@ def system_prompt(settings: LoopSettings, task_id: str, env: Environment, model:
             f"- A subtask of {settings.parent_task_id} (depth {settings.depth}): your final "
             "reply is its result"
         )
+    if settings.learnings:
+        lines += ["", "Relevant learnings from previous tasks:"]
+        lines += [f"- {learning}" for learning in settings.learnings]
     return "\n".join(lines)
 
 
