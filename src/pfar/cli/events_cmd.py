@@ -34,12 +34,14 @@ def events(
     TaskResumed, TaskCompleted, TaskFailed, TaskCancelled, TaskAbandoned), numbered in
     the order their commits happened."""
     home = home_of(ctx)
+    shown = 0
     while True:
         page: list[dict[str, Any]] = client.send(
             home, EVENTS, EventsArgs(after=after, subscriber=subscriber, limit=PAGE)
         )
         for event in page:
             click.echo(json.dumps(event, sort_keys=True) if as_json else _line(event))
+        shown += len(page)
         if page:
             after = int(page[-1]["seq"])
             if subscriber is not None:
@@ -49,8 +51,9 @@ def events(
         if len(page) == PAGE:
             continue
         if not follow:
-            if not page and after is None:
-                out.print("no events yet", style="dim")
+            if not page and not shown:
+                fresh = after is None and subscriber is None
+                out.print("no events yet" if fresh else "no new events", style="dim")
             return
         time.sleep(0.3)
 
