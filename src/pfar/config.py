@@ -53,6 +53,14 @@ class VaultConfig(_Section):
     synchronous: Literal["FULL", "NORMAL"] = "FULL"
 
 
+class SchedulerConfig(_Section):
+    """`[scheduler]`: how many tasks run at once (docs/config.md)."""
+
+    # tasks whose runner runs at the same time; more wait, highest template priority
+    # first (then the oldest); 0: no limit. Tasks parked on the owner count for nothing
+    max_concurrent: int = Field(0, ge=0, le=10_000)
+
+
 class JournalConfig(_Section):
     cleanup_interval_hours: float = Field(24, gt=0, le=24 * 365)
 
@@ -334,6 +342,7 @@ class Config(_Section):
     loop: LoopConfig = LoopConfig()
     channels: ChannelsConfig = ChannelsConfig()
     sandbox: SandboxConfig = SandboxConfig()
+    scheduler: SchedulerConfig = SchedulerConfig()
 
     @classmethod
     def load(cls, path: Path) -> Config:

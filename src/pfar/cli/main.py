@@ -33,6 +33,7 @@ from .holds_cmd import cancel, pause, resume
 from .learnings_cmd import learnings
 from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .output import emit, err, home_of, out, read, table
+from .queue_cmd import queue
 from .sessions_cmd import secret, session
 from .workflows_cmd import workflow
 
@@ -372,6 +373,7 @@ cli.add_command(loop)
 cli.add_command(channels)
 cli.add_command(events)
 cli.add_command(learnings)
+cli.add_command(queue)
 cli.add_command(attach)
 cli.add_command(send)
 cli.add_command(cancel)

@@ -75,6 +75,7 @@ from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
 from . import holds
+from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
 from .audit import AuditLog
@@ -246,6 +247,7 @@ class Kernel:
         sessions_recovered = await self._recover_sessions()
         # cron slots missed while down: fired after recovery, said in its report
         self.scheduler = Scheduler(self)
+        self.admission = Admission(config.scheduler.max_concurrent)
         schedule_plans = await self.scheduler.plans()
         report, to_resume = await recover_tasks(
             self.journal,
@@ -467,12 +469,18 @@ class Kernel:
 
     async def _drive(self, task_id: str) -> None:
         try:
-            while True:
-                self._again.discard(task_id)
-                task = await self.journal.tasks.get(task_id)
-                await runner_for(task).advance(task_id, self.services)
-                if task_id not in self._again:
-                    break
+            task = await self.journal.tasks.get(task_id)
+            async with self.admission.slot(task_id, self._priority(task)) as waited:
+                if waited:
+                    await self.journal.events.publish(
+                        "TaskScheduled", task_id, {"waited_since_start": True}
+                    )
+                while True:
+                    self._again.discard(task_id)
+                    task = await self.journal.tasks.get(task_id)
+                    await runner_for(task).advance(task_id, self.services)
+                    if task_id not in self._again:
+                        break
             await self._settle_pause(task_id)
             if task.kind is TaskKind.loop:
                 await self._wake_parent(task_id)
@@ -488,6 +496,10 @@ class Kernel:
             self._running.pop(task_id, None)
             if not self._running:
                 self._idle.set()
+
+    def _priority(self, task: TaskRecord) -> int:
+        tpl = self.templates.get(task.template_id) if task.kind is TaskKind.pipeline else None
+        return tpl.priority if tpl is not None else 0
 
     # -- the knowledge store (seed 001, 2.3 and 6.3) ------------------------------
 

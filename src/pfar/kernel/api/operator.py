@@ -27,6 +27,7 @@ from ...journal.bus_sql import BusEvent
 from ...journal.sessions import SessionRecord
 from ...runners.loop.tasks import LoopRequest
 from ...vault.knowledge import KnowledgeStore, Learning
+from ..admission import Waiting
 from ..holds import HoldResult
 from .attach import Shown, stream
 from .reader import HomeReader
@@ -220,6 +221,12 @@ class Operator(HomeReader):
         return EventOffset(
             subscriber, await self._kernel.journal.events.bus_offset(subscriber) or 0
         )
+
+    # -- the queue -----------------------------------------------------------------------
+
+    async def queue(self) -> list[Waiting]:
+        """Tasks waiting for a slot (`[scheduler] max_concurrent`), the next first."""
+        return self._kernel.admission.waiting()
 
     # -- the knowledge store -------------------------------------------------------------
 

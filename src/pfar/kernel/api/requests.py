@@ -210,6 +210,7 @@ EVENTS = Command(
     while_shutting_down=True,
 )
 EVENTS_ACK = Command("events_ack", AckArgs, lambda o, a: o.ack_events(a.subscriber, a.seq))
+QUEUE = Command("queue", NoArgs, lambda o, _: o.queue(), while_shutting_down=True)
 LEARNINGS = Command("learnings", LearningsArgs, lambda o, a: o.learnings(a.search, a.limit))
 LEARNING_FORGET = Command(
     "learning_forget", LearningArgs, lambda o, a: o.forget_learning(a.learning_id)
@@ -258,6 +259,7 @@ COMMANDS: Final[Mapping[str, Command[Any]]] = {
         CHANNELS,
         EVENTS,
         EVENTS_ACK,
+        QUEUE,
         LEARNINGS,
         LEARNING_FORGET,
         TASKS,

@@ -1,0 +1,36 @@
+"""`pfar queue`: the tasks waiting for a slot, the next first, and why they wait."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from ..kernel.api.requests import QUEUE, NoArgs
+from . import client
+from .output import emit, home_of, out
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def queue(ctx: click.Context, as_json: bool) -> None:
+    """Tasks waiting to run ([scheduler] max_concurrent), highest priority first."""
+    found = client.send(home_of(ctx), QUEUE, NoArgs())
+    if as_json:
+        emit(found, True)
+        return
+    if not found:
+        out.print("nothing waits: every task that can run is running")
+        return
+    table = Table(title_justify="left")
+    for column in ("#", "task", "priority", "waiting since", "why"):
+        table.add_column(column)
+    for w in found:
+        table.add_row(
+            str(w["position"]),
+            w["task_id"][:8],
+            str(w["priority"]),
+            w["since"][:19].replace("T", " "),
+            w["reason"],
+        )
+    out.print(table)

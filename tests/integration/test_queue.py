@@ -1,0 +1,69 @@
+"""`[scheduler] max_concurrent` through a real kernel: no more tasks run at once than it
+allows, the others wait in `pfar queue`'s order (priority, then arrival) and each runs
+when a slot frees; a task parked on the owner holds no slot."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from pfar.config import Config
+from pfar.journal import TaskState
+from pfar.kernel import Kernel
+from pfar.kernel.api import Operator
+from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, reply
+
+from ..support import make_home
+
+
+def test_at_most_max_concurrent_run_and_the_rest_wait_in_order(tmp_path: Path) -> None:
+    home = make_home(
+        tmp_path / "home",
+        config='[scheduler]\nmax_concurrent = 2\n[loop]\ntools = ["Read"]\n',
+    )
+    gate = asyncio.Event()
+    in_flight = 0
+    most = 0
+    answered: list[str] = []
+
+    async def model(request: ChatRequest) -> ChatResponse:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        try:
+            await gate.wait()
+        finally:
+            in_flight -= 1
+        answered.append(request.messages[0].text)
+        return reply(request, "done")
+
+    async def scene() -> None:
+        kernel = Kernel(home, Config.load(home.config), model=ScriptedChatModel(model))
+        await kernel.start()
+        op = Operator(kernel)
+        try:
+            ids = []
+            for n in range(6):
+                started = await op.start_loop(f"job {n}", str(tmp_path), once=True)
+                ids.append(started.task_id)
+            for _ in range(200):
+                if len(await op.queue()) == 4:
+                    break
+                await asyncio.sleep(0.01)
+            waiting = await op.queue()
+            assert [w.task_id for w in waiting] == ids[2:]
+            assert [w.position for w in waiting] == [1, 2, 3, 4]
+            assert "2 of 2 running" in waiting[0].reason
+            gate.set()
+            await kernel.wait_idle()
+            for task_id in ids:
+                assert (await op.task(task_id)).state is TaskState.Completed
+            assert await op.queue() == []
+            kinds = [e.kind for e in await op.events(limit=1000)]
+            assert kinds.count("TaskScheduled") == 4  # the ones that waited
+        finally:
+            await kernel.shutdown()
+
+    asyncio.run(scene())
+    assert most == 2
+    assert answered[2:] == ["job 2", "job 3", "job 4", "job 5"]  # the waiters, in order
