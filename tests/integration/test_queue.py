@@ -67,3 +67,37 @@ def test_at_most_max_concurrent_run_and_the_rest_wait_in_order(tmp_path: Path) -
     asyncio.run(scene())
     assert most == 2
     assert answered[2:] == ["job 2", "job 3", "job 4", "job 5"]  # the waiters, in order
+
+
+def test_a_loop_tasks_priority_orders_the_queue(tmp_path: Path) -> None:
+    home = make_home(
+        tmp_path / "home", config='[scheduler]\nmax_concurrent = 1\n[loop]\ntools = ["Read"]\n'
+    )
+    gate = asyncio.Event()
+
+    async def model(request: ChatRequest) -> ChatResponse:
+        await gate.wait()
+        return reply(request, "done")
+
+    async def scene() -> None:
+        kernel = Kernel(home, Config.load(home.config), model=ScriptedChatModel(model))
+        await kernel.start()
+        op = Operator(kernel)
+        try:
+            await op.start_loop("first", str(tmp_path), once=True)
+            low = await op.start_loop("low", str(tmp_path), once=True, priority=-5)
+            high = await op.start_loop("high", str(tmp_path), once=True, priority=50)
+            mid = await op.start_loop("mid", str(tmp_path), once=True)
+            for _ in range(200):
+                if len(await op.queue()) == 3:
+                    break
+                await asyncio.sleep(0.01)
+            waiting = await op.queue()
+            assert [w.task_id for w in waiting] == [high.task_id, mid.task_id, low.task_id]
+            assert [w.priority for w in waiting] == [50, 0, -5]
+            gate.set()
+            await kernel.wait_idle()
+        finally:
+            await kernel.shutdown()
+
+    asyncio.run(scene())

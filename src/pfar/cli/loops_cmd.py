@@ -36,6 +36,13 @@ from .output import emit, err, home_of, out, read
     is_flag=True,
     help="Work in the task's own git worktree and branch (pfar/ID) of DIR's repository.",
 )
+@click.option(
+    "--priority",
+    type=click.IntRange(-100, 100),
+    default=0,
+    show_default=True,
+    help="When tasks wait for a slot ([scheduler] max_concurrent), higher goes first.",
+)
 @click.option("--event-id", help="Idempotency: the same event id twice starts one task.")
 @click.option("--wait", is_flag=True, help="Wait until no task is running, then show the reply.")
 @click.option("--json", "as_json", is_flag=True)
@@ -48,6 +55,7 @@ def loop(
     once: bool,
     title: str,
     worktree: bool,
+    priority: int,
     event_id: str | None,
     wait: bool,
     as_json: bool,
@@ -56,7 +64,7 @@ def loop(
     tools, asking you before anything risky, until it ends its turn and waits for
     `pfar send`. Every turn and tool call survives a crash."""
     home = home_of(ctx)
-    args = LoopArgs(prompt, directory, tier, once, title, event_id, "cli", worktree)
+    args = LoopArgs(prompt, directory, tier, once, title, event_id, "cli", worktree, priority)
     result = client.send(home, LOOP, args)
     if result.get("redacted"):
         err.print(

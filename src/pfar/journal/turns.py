@@ -46,6 +46,8 @@ class LoopSettings:
     # learnings of earlier tasks relevant to its prompt (the knowledge store), fixed at
     # its creation so that a resumed task sees the same ones
     learnings: tuple[str, ...] = ()
+    # when tasks wait for a slot ([scheduler] max_concurrent), higher goes first
+    priority: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

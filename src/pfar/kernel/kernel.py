@@ -470,7 +470,8 @@ class Kernel:
     async def _drive(self, task_id: str) -> None:
         try:
             task = await self.journal.tasks.get(task_id)
-            async with self.admission.slot(task_id, self._priority(task)) as waited:
+            priority = await self._priority(task) if self.admission.max_concurrent else 0
+            async with self.admission.slot(task_id, priority) as waited:
                 if waited:
                     await self.journal.events.publish(
                         "TaskScheduled", task_id, {"waited_since_start": True}
@@ -497,7 +498,11 @@ class Kernel:
             if not self._running:
                 self._idle.set()
 
-    def _priority(self, task: TaskRecord) -> int:
+    async def _priority(self, task: TaskRecord) -> int:
+        """Its template's priority, or a loop task's own (`pfar loop --priority`)."""
+        if task.kind is TaskKind.loop:
+            settings = await self.journal.loops.settings(task.task_id)
+            return settings.priority if settings is not None else 0
         tpl = self.templates.get(task.template_id) if task.kind is TaskKind.pipeline else None
         return tpl.priority if tpl is not None else 0
 

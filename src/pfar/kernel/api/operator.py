@@ -133,13 +133,14 @@ class Operator(HomeReader):
         once: bool = False,
         title: str = "",
         worktree: bool = False,
+        priority: int = 0,
         event_id: str | None = None,
         adapter: str = "api",
     ) -> Submitted:
         """Start an agentic loop task: the model works on `prompt` in `directory` with its
         tools until it ends its turn; then it waits for `send` (or ends, with `once`).
         `worktree`: it works in its own git worktree of the directory's repository."""
-        request = LoopRequest(prompt, directory, tier, once, title, worktree)
+        request = LoopRequest(prompt, directory, tier, once, title, worktree, priority)
         task = await self._kernel.start_loop(request, event_id=event_id, adapter=adapter)
         redacted = tuple(self._kernel.redactor.found(prompt))
         return Submitted(task.task_id, task.template_id, task.state, redacted)

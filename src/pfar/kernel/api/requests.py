@@ -144,6 +144,7 @@ class LoopArgs:
     event_id: str | None = None
     adapter: str = "cli"
     worktree: bool = False
+    priority: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +198,7 @@ LOOP = Command(
         once=a.once,
         title=a.title,
         worktree=a.worktree,
+        priority=a.priority,
         event_id=a.event_id,
         adapter=a.adapter,
     ),

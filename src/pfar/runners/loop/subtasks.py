@@ -81,7 +81,10 @@ async def spawn(task: TaskRecord, settings: LoopSettings, call: LoopCall, svc: S
         text=prompt,
         payload={"parent_task_id": task.task_id, "step": call.step},
     )
-    request = LoopRequest(prompt, settings.working_dir, settings.tier, True, description)
+    # a subtask waits for a slot as its parent did
+    request = LoopRequest(
+        prompt, settings.working_dir, settings.tier, True, description, priority=settings.priority
+    )
     child, child_settings = loop_task(request, prompt, event)
     child_settings = dataclasses.replace(
         child_settings,

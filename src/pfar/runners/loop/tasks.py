@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,8 @@ class LoopRequest:
     once: bool = False
     title: str = ""
     worktree: bool = False  # work in a git worktree of the directory's repository
+    # when tasks wait for a slot ([scheduler] max_concurrent), higher goes first
+    priority: int = 0
 
 
 def checked(request: LoopRequest) -> LoopRequest:
@@ -39,10 +42,10 @@ def checked(request: LoopRequest) -> LoopRequest:
     directory = Path(os.path.abspath(os.path.expanduser(request.directory)))
     if not directory.is_dir():
         raise BadRequest("directory", f"{directory} is not a directory")
+    if not -100 <= request.priority <= 100:
+        raise BadRequest("priority", f"{request.priority} is not between -100 and 100")
     title = request.title.strip() or " ".join(request.prompt.split())[:60]
-    return LoopRequest(
-        request.prompt, str(directory), request.tier, request.once, title, request.worktree
-    )
+    return dataclasses.replace(request, directory=str(directory), title=title)
 
 
 def loop_task(
@@ -66,5 +69,6 @@ def loop_task(
         once=request.once,
         title=request.title,
         use_worktree=request.worktree,
+        priority=request.priority,
     )
     return task, settings
