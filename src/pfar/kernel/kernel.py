@@ -474,7 +474,7 @@ class Kernel:
             async with self.admission.slot(task_id, priority) as waited:
                 if waited:
                     await self.journal.events.publish(
-                        "TaskScheduled", task_id, {"waited_since_start": True}
+                        "TaskScheduled", task_id, {"priority": priority}
                     )
                 while True:
                     self._again.discard(task_id)

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from ..errors import PfarError, VaultError
+from ..errors import EventIdReused, PfarError, VaultError
 from ..journal.records import parse_rfc3339, rfc3339
 from ..runners import schedules
 from ..runners.schedules import Due
@@ -96,8 +96,13 @@ class Scheduler:
                 await self._kernel.submit(
                     tpl.id, text, event_id=due.event_id(slot), adapter="schedule"
                 )
-            except PfarError as exc:  # e.g. the same slot created with another input
+            except EventIdReused as exc:  # the slot's task exists (made with another input)
+                log.warning("schedule %s: slot %s: %s", tpl.id, slot, exc)
+            except PfarError as exc:
+                # not started (the kernel is stopping, the template broke): the position
+                # stays, and the next round (or start) tries the slot again
                 log.error("schedule %s: the slot %s did not start a task: %s", tpl.id, slot, exc)
+                return
         await self._kernel.journal.adapters.ingested(
             position_name(tpl.id), {"last_slot": rfc3339(due.last)}, []
         )
