@@ -59,6 +59,9 @@ class SchedulerConfig(_Section):
     # tasks whose runner runs at the same time; more wait, highest template priority
     # first (then the oldest); 0: no limit. Tasks parked on the owner count for nothing
     max_concurrent: int = Field(0, ge=0, le=10_000)
+    # a loop tool call waits this long for the files, repositories and hosts it declares
+    # (held by another task's call); then its result is "Resource locked by another task"
+    lock_timeout_seconds: float = Field(60, gt=0, le=3600)
 
 
 class JournalConfig(_Section):

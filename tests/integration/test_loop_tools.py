@@ -172,11 +172,13 @@ def test_each_call_holds_the_resources_it_declares_through_the_lock_seam(
     work = tmp_path / "work"
     work.mkdir()
     held: list[tuple[Resource, ...]] = []
+    managers: list[Any] = []  # the kernel's own lock manager, once it is started
 
     @contextlib.asynccontextmanager
-    async def hold(resources: tuple[Resource, ...]) -> AsyncIterator[None]:
+    async def hold(holder: str, resources: tuple[Resource, ...]) -> AsyncIterator[None]:
         held.append(resources)
-        yield
+        async with managers[0].hold(holder, resources):
+            yield
 
     def model(request: ChatRequest) -> ChatResponse:
         if not any(m.role == "assistant" for m in request.messages):
@@ -198,6 +200,7 @@ def test_each_call_holds_the_resources_it_declares_through_the_lock_seam(
             'always_allow = ["Read", "Write", "Glob"]\n',
         )
         async with open_kernel(home, model=ScriptedChatModel(model)) as kernel:
+            managers.append(kernel.locks)
             kernel.services.hold = hold
             op = Operator(kernel)
             await op.start_loop("write and read", str(work))

@@ -27,7 +27,7 @@ def queue(ctx: click.Context, as_json: bool) -> None:
         table.add_column(column)
     for w in found:
         table.add_row(
-            str(w["position"]),
+            str(w["position"]) if w["position"] else "lock",
             w["task_id"][:8],
             str(w["priority"]),
             w["since"][:19].replace("T", " "),

@@ -79,6 +79,7 @@ from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
 from .audit import AuditLog
+from .locks import LockManager
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel, OwnerLogSink, Sink
 from .scheduler import Scheduler
@@ -318,6 +319,7 @@ class Kernel:
         )
         self.template_errors = self.templates.load()
         self.model = self._load_model(config)
+        self.locks = LockManager(config.scheduler.lock_timeout_seconds)
         self.services = Services(
             journal=self.journal,
             tools=self.tools,
@@ -334,6 +336,7 @@ class Kernel:
             advance=self.advance,
             loop_events=self.viewers.publish,
             sandbox=self._sandboxer(config),
+            hold=self.locks.hold,
         )
 
     def _sandboxer(self, config: Config) -> Callable[[str, Path], sandbox.Sandbox] | None:

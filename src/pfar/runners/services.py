@@ -42,6 +42,6 @@ class Services:
     advance: Callable[[str], None] | None = None
     # resource locks (seed 001, 4.3): holds what a loop call declares while it runs;
     # orchestration provides them, and without them no call waits on another
-    hold: Callable[[tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None
+    hold: Callable[[str, tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None
     # the sandbox a task's commands run in ([sandbox] enabled), by task and directory
     sandbox: Callable[[str, Path], Sandbox] | None = None

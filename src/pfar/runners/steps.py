@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from ..errors import ToolError, ToolTimeout, VaultError
+from ..errors import ResourceLocked, ToolError, ToolTimeout, VaultError
 from ..journal import Semantics, StepRecord, StepStatus, TaskRecord, TaskState
 from ..journal.payloads import Executing, Paused, Payload, Synthesizing
 from ..journal.records import Idempotency, args_digest, now_rfc3339
@@ -74,7 +74,7 @@ class StepRules:
     workspace: Path | None = None
     # holds the resources a call declares while it runs (orchestration's locks); none
     # are taken without it
-    hold: Callable[[tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None
+    hold: Callable[[str, tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +231,24 @@ async def run_step(
     # the resource-lock seam (seed 001, 4.3): a runner that locks holds what the call
     # touches, in sorted order, from its start's journal entry to its result's
     hold = rules.hold or _no_locks
-    async with hold(resources_of(tool, call.args, ctx.workspace)):
-        return await _run(task, call, rules, svc, tool, ctx, semantics, idem)
+    try:
+        async with hold(f"{task.task_id}:{i}", resources_of(tool, call.args, ctx.workspace)):
+            return await _run(task, call, rules, svc, tool, ctx, semantics, idem)
+    except ResourceLocked as exc:  # its locks were not to be had: the call's result says so
+        error = f"{call.where}: {exc}"
+        failed = _record(
+            task,
+            call,
+            semantics,
+            idem,
+            StepStatus.failed,
+            None,
+            "Extracted",
+            started_at=now_rfc3339(),
+            completed_at=now_rfc3339(),
+            error=error,
+        )
+        return ToolErrored(failed, error)
 
 
 async def _run(
@@ -355,7 +371,7 @@ def _sandbox(svc: Services, task_id: str, workdir: Path) -> Sandbox | None:
 
 
 @contextlib.asynccontextmanager
-async def _no_locks(resources: tuple[Resource, ...]) -> AsyncIterator[None]:
+async def _no_locks(holder: str, resources: tuple[Resource, ...]) -> AsyncIterator[None]:
     yield
 
 

@@ -29,6 +29,7 @@ from ...runners.loop.tasks import LoopRequest
 from ...vault.knowledge import KnowledgeStore, Learning
 from ..admission import Waiting
 from ..holds import HoldResult
+from ..locks import LockWait
 from .attach import Shown, stream
 from .reader import HomeReader
 from .records import (
@@ -225,9 +226,10 @@ class Operator(HomeReader):
 
     # -- the queue -----------------------------------------------------------------------
 
-    async def queue(self) -> list[Waiting]:
-        """Tasks waiting for a slot (`[scheduler] max_concurrent`), the next first."""
-        return self._kernel.admission.waiting()
+    async def queue(self) -> list[Waiting | LockWait]:
+        """Tasks waiting for a slot (`[scheduler] max_concurrent`), the next first, then
+        tool calls waiting for a resource lock another task holds."""
+        return [*self._kernel.admission.waiting(), *self._kernel.locks.waiting()]
 
     # -- the knowledge store -------------------------------------------------------------
 

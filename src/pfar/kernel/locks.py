@@ -1,0 +1,118 @@
+"""Resource locks (seed 001, 4.3) inside one kernel: what a loop task's tool call declares
+(a file shared to read, exclusive to change; a repository; a host) is held while the
+call runs, through the step executor's seam (`Services.hold`).
+
+Locks are taken in sorted order, so two calls never wait on each other in a cycle. A
+call that cannot have its locks within `[scheduler] lock_timeout_seconds` gets
+"Resource locked by another task" as its result (the model sees it and can try again
+later); while it waits, `pfar queue` shows the resource and who holds it. A kernel
+holds its locks in memory: a killed kernel holds none after its restart, so a lock
+never outlives its holder. Leases that several kernels share come with the
+PostgreSQL store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from ..errors import ResourceLocked
+from ..journal.records import now_rfc3339
+from ..tools.base import Resource
+
+
+@dataclass
+class _Lock:
+    holders: dict[str, str] = field(default_factory=dict)  # holder -> mode
+    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    waiting: int = 0  # calls waiting on it: it is dropped only when held and awaited by none
+
+    def free_for(self, holder: str, mode: str) -> bool:
+        others = {h: m for h, m in self.holders.items() if h != holder}
+        if not others:
+            return True
+        return mode == "shared" and all(m == "shared" for m in others.values())
+
+
+@dataclass(frozen=True, slots=True)
+class LockWait:
+    """A call waiting for a lock, as `pfar queue` shows it."""
+
+    task_id: str
+    resource: str
+    holders: tuple[str, ...]
+    since: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "task_id": self.task_id,
+            "priority": 0,
+            "since": self.since,
+            "position": 0,
+            "reason": f"lock: {self.resource} held by "
+            + ", ".join(f"task {h.split(':')[0][:8]}" for h in self.holders),
+        }
+
+
+class LockManager:
+    def __init__(self, timeout: float = 60.0) -> None:
+        self.timeout = timeout
+        self._locks: dict[tuple[str, str], _Lock] = {}
+        self._waiting: dict[str, LockWait] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, holder: str, resources: tuple[Resource, ...]) -> AsyncIterator[None]:
+        """Hold `resources` (sorted: no cycle) for the body; ResourceLocked after the
+        timeout, holding nothing."""
+        taken: list[Resource] = []
+        try:
+            for resource in sorted(set(resources)):
+                await self._acquire(holder, resource)
+                taken.append(resource)
+            yield
+        finally:
+            for resource in reversed(taken):
+                await self._release(holder, resource)
+
+    async def _acquire(self, holder: str, resource: Resource) -> None:
+        lock = self._locks.setdefault((resource.kind, resource.name), _Lock())
+        async with lock.changed:
+            if not lock.free_for(holder, resource.mode):
+                self._waiting[holder] = LockWait(
+                    holder.split(":", maxsplit=1)[0],
+                    f"{resource.kind} {resource.name}",
+                    tuple(h for h in lock.holders if h != holder),
+                    now_rfc3339(),
+                )
+                lock.waiting += 1
+                try:
+                    async with asyncio.timeout(self.timeout):
+                        await lock.changed.wait_for(lambda: lock.free_for(holder, resource.mode))
+                except TimeoutError:
+                    raise ResourceLocked(
+                        f"{resource.kind} {resource.name}",
+                        [h for h in lock.holders if h != holder],
+                        self.timeout,
+                    ) from None
+                finally:
+                    lock.waiting -= 1
+                    self._waiting.pop(holder, None)
+            lock.holders[holder] = (
+                "exclusive" if lock.holders.get(holder) == "exclusive" else resource.mode
+            )
+
+    async def _release(self, holder: str, resource: Resource) -> None:
+        key = (resource.kind, resource.name)
+        lock = self._locks.get(key)
+        if lock is None:
+            return
+        async with lock.changed:
+            lock.holders.pop(holder, None)
+            lock.changed.notify_all()
+            if not lock.holders and not lock.waiting:
+                self._locks.pop(key, None)  # costs grow with what is held, not with history
+
+    def waiting(self) -> list[LockWait]:
+        return list(self._waiting.values())
