@@ -59,9 +59,19 @@ def test_a_lock_not_to_be_had_in_time_names_its_holder() -> None:
         locks = LockManager(timeout=0.05)
         write = Resource("file", "/w/a", "exclusive")
         async with locks.hold("7f3c2a9e-holder:3", (write,)):
-            with pytest.raises(ResourceLocked) as raised:
+
+            async def wait() -> None:
                 async with locks.hold("other:1", (Resource("file", "/w/a", "shared"),)):
                     pass
+
+            waiter = asyncio.create_task(wait())
+            await asyncio.sleep(0.01)
+            (shown,) = locks.waiting()  # what `pfar queue` lists meanwhile
+            assert shown.task_id == "other"
+            assert shown.reason == "lock: file /w/a held by task 7f3c2a9e"
+            with pytest.raises(ResourceLocked) as raised:
+                await waiter
+            assert locks.waiting() == []
             assert "Resource locked by another task" in str(raised.value)
             assert "file /w/a is held by task 7f3c2a9e" in str(raised.value)
             async with locks.hold("other:2", (Resource("file", "/w/b", "exclusive"),)):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from ..errors import ResourceLocked
 from ..journal.records import now_rfc3339
 from ..tools.base import Resource
+from .admission import Waiting
 
 
 @dataclass
@@ -36,31 +37,11 @@ class _Lock:
         return mode == "shared" and all(m == "shared" for m in others.values())
 
 
-@dataclass(frozen=True, slots=True)
-class LockWait:
-    """A call waiting for a lock, as `pfar queue` shows it."""
-
-    task_id: str
-    resource: str
-    holders: tuple[str, ...]
-    since: str
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "task_id": self.task_id,
-            "priority": 0,
-            "since": self.since,
-            "position": 0,
-            "reason": f"lock: {self.resource} held by "
-            + ", ".join(f"task {h.split(':')[0][:8]}" for h in self.holders),
-        }
-
-
 class LockManager:
     def __init__(self, timeout: float = 60.0) -> None:
         self.timeout = timeout
         self._locks: dict[tuple[str, str], _Lock] = {}
-        self._waiting: dict[str, LockWait] = {}
+        self._waiting: dict[str, Waiting] = {}
 
     @contextlib.asynccontextmanager
     async def hold(self, holder: str, resources: tuple[Resource, ...]) -> AsyncIterator[None]:
@@ -80,11 +61,13 @@ class LockManager:
         lock = self._locks.setdefault((resource.kind, resource.name), _Lock())
         async with lock.changed:
             if not lock.free_for(holder, resource.mode):
-                self._waiting[holder] = LockWait(
+                held_by = ", ".join(f"task {h.split(':')[0][:8]}" for h in lock.holders)
+                self._waiting[holder] = Waiting(
                     holder.split(":", maxsplit=1)[0],
-                    f"{resource.kind} {resource.name}",
-                    tuple(h for h in lock.holders if h != holder),
+                    0,
                     now_rfc3339(),
+                    0,  # not in the slot queue: waiting for a lock
+                    f"lock: {resource.kind} {resource.name} held by {held_by}",
                 )
                 lock.waiting += 1
                 try:
@@ -114,5 +97,5 @@ class LockManager:
             if not lock.holders and not lock.waiting:
                 self._locks.pop(key, None)  # costs grow with what is held, not with history
 
-    def waiting(self) -> list[LockWait]:
+    def waiting(self) -> list[Waiting]:
         return list(self._waiting.values())

@@ -29,7 +29,6 @@ from ...runners.loop.tasks import LoopRequest
 from ...vault.knowledge import KnowledgeStore, Learning
 from ..admission import Waiting
 from ..holds import HoldResult
-from ..locks import LockWait
 from .attach import Shown, stream
 from .reader import HomeReader
 from .records import (
@@ -226,7 +225,7 @@ class Operator(HomeReader):
 
     # -- the queue -----------------------------------------------------------------------
 
-    async def queue(self) -> list[Waiting | LockWait]:
+    async def queue(self) -> list[Waiting]:
         """Tasks waiting for a slot (`[scheduler] max_concurrent`), the next first, then
         tool calls waiting for a resource lock another task holds."""
         return [*self._kernel.admission.waiting(), *self._kernel.locks.waiting()]
