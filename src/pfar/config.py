@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError, ConfigErrors
+from .hook_points import TOOL_POINTS, parse_point
 from .vault.perms import check_private
 
 M = TypeVar("M", bound=BaseModel)
@@ -335,6 +336,27 @@ class SandboxConfig(_Section):
     network: bool = False
 
 
+class HookConfig(_Section):
+    """One `[[hooks]]` entry: a handler at a hook point (docs/hooks.md)."""
+
+    point: str
+    command: str | None = None  # a shell command: the event on stdin, a decision on stdout
+    python: str | None = None  # module:function
+    timeout_seconds: float = Field(10, gt=0, le=600)
+    tools: list[str] = []  # at a tool's points: only for these tools (empty: every tool)
+
+    @model_validator(mode="after")
+    def _one_handler(self) -> HookConfig:
+        point = parse_point(self.point)  # ValueError naming the points
+        if (self.command is None) == (self.python is None):
+            raise ValueError("give exactly one of command or python")
+        if self.command is not None and not self.command.strip():
+            raise ValueError("command is empty")
+        if self.tools and point not in TOOL_POINTS:
+            raise ValueError(f"tools is only for a tool's hook points, and {point} is none")
+        return self
+
+
 class Config(_Section):
     recovery: RecoveryConfig = RecoveryConfig()
     approvals: ApprovalsConfig = ApprovalsConfig()
@@ -346,6 +368,7 @@ class Config(_Section):
     channels: ChannelsConfig = ChannelsConfig()
     sandbox: SandboxConfig = SandboxConfig()
     scheduler: SchedulerConfig = SchedulerConfig()
+    hooks: list[HookConfig] = []
 
     @classmethod
     def load(cls, path: Path) -> Config:

@@ -63,6 +63,10 @@ class SQLiteEventStore:
     async def bus_offset(self, subscriber: str) -> int | None:
         return bus_sql.offset(self._db.reader, subscriber)
 
+    async def bus_last(self) -> int:
+        """The newest event's number (0 when none): where a new subscriber may start."""
+        return bus_sql.last_seq(self._db.reader)
+
     async def bus_ack(self, subscriber: str, seq: int) -> None:
         def op(conn: sqlite3.Connection) -> None:
             bus_sql.ack_txn(conn, subscriber, seq, now_rfc3339())

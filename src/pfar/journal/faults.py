@@ -39,6 +39,7 @@ POINTS = (
     "subtask_spawned",
     "subtask_ended",
     "bus_ack",
+    "hook_verdict",
     "cancel_intended",
     "adapter_position",
     "channel_sending",

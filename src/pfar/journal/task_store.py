@@ -8,7 +8,16 @@ from typing import Any
 
 from ..errors import IllegalTransition, UnknownTask
 from ..vault.sqlite import DamagedDatabase, check_table, recovery_advice
-from . import approvals_sql, bus_sql, events_sql, holds, payloads, steps_sql, tasks_sql
+from . import (
+    approvals_sql,
+    bus_sql,
+    events_sql,
+    holds,
+    hooks_sql,
+    payloads,
+    steps_sql,
+    tasks_sql,
+)
 from .backing import Backing
 from .ids import resolve_id
 from .moves import NO_UPDATE, executing_txn, park_approval_txn, transition_txn
@@ -178,6 +187,30 @@ class SQLiteTaskStore:
             tasks_sql.spend_answers_txn(conn, rec.task_id)
 
         await self._db.write(op, "step_started")
+
+    async def hook_verdict(self, task_id: str, key: str) -> dict[str, Any] | None:
+        return hooks_sql.get(self._db.reader, task_id, key)
+
+    async def record_hook_verdict(
+        self,
+        task_id: str,
+        key: str,
+        verdict: dict[str, Any],
+        messages: Sequence[OwnerMessage] = (),
+    ) -> dict[str, Any]:
+        """Keep what a hook point's handlers decided about `key` of the task (with what
+        the owner is told of it): the verdict kept, which is the first one kept for
+        `key` when two firings raced."""
+
+        def op(conn: sqlite3.Connection) -> dict[str, Any]:
+            at = now_rfc3339()
+            if not hooks_sql.put_txn(conn, task_id, key, verdict, at):
+                return hooks_sql.get(conn, task_id, key) or verdict
+            for msg in messages:
+                events_sql.enqueue_message_txn(conn, msg, at)
+            return verdict
+
+        return await self._db.write(op, "hook_verdict")
 
     async def step_process(self, task_id: str, step: int, process: dict[str, Any]) -> None:
         """Record the process a running step started, so a restart can end it."""

@@ -39,6 +39,8 @@ from ..errors import (
     TaskStateRefused,
     VaultMissing,
 )
+from ..hooks import NO_HOOKS, HookPoint, Hooks
+from ..hooks.loading import load_handlers
 from ..journal import (
     ApprovalRecord,
     InboundEvent,
@@ -63,7 +65,7 @@ from ..runners.loop import runner as loop_runner
 from ..runners.loop import tasks as loops
 from ..runners.loop import worktrees
 from ..runners.loop.context import ContextStats
-from ..runners.loop.permissions import Policy
+from ..runners.loop.permissions import PERMISSION, Policy
 from ..runners.loop.tasks import LoopRequest
 from ..runners.registry import runner_for
 from ..runners.workflow.definition import load_definition
@@ -74,7 +76,7 @@ from ..vault import knowledge
 from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import holds
+from . import holds, hook_feed
 from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
@@ -144,6 +146,8 @@ class Kernel:
         self._accepting = False
         self._background: list[asyncio.Task[None]] = []
         self._idle = asyncio.Event()
+        self.hooks = NO_HOOKS
+        self._bus_moved = asyncio.Event()  # wakes the lifecycle hooks' feed early
         self._idle.set()
         self._stopped = asyncio.Event()
         # set by the operator API: the process serving this kernel shuts it down gracefully
@@ -274,6 +278,9 @@ class Kernel:
             asyncio.create_task(self._cleanup_loop(), name="pfar-cleanup"),
             asyncio.create_task(self._sandbox_loop(), name="pfar-sandboxes"),
             asyncio.create_task(self.scheduler.run(schedule_plans), name="pfar-schedules"),
+            asyncio.create_task(
+                hook_feed.run(self.journal, self.hooks, self._bus_moved), name="pfar-hooks"
+            ),
         ]
         for bg in self._background:
             bg.add_done_callback(self._background_ended)
@@ -319,7 +326,18 @@ class Kernel:
         )
         self.template_errors = self.templates.load()
         self.model = self._load_model(config)
-        self.locks = LockManager(config.scheduler.lock_timeout_seconds)
+        self.hooks = Hooks(
+            load_handlers(config.hooks, self.home.config, self.home.hooks_dir, self.home.root)
+        )
+        locking = (
+            HookPoint.ResourceLockWait,
+            HookPoint.ResourceLockAcquired,
+            HookPoint.ResourceLockReleased,
+        )
+        self.locks = LockManager(
+            config.scheduler.lock_timeout_seconds,
+            self.hooks.observe if any(self.hooks.wants(p) for p in locking) else None,
+        )
         self.services = Services(
             journal=self.journal,
             tools=self.tools,
@@ -337,6 +355,7 @@ class Kernel:
             loop_events=self.viewers.publish,
             sandbox=self._sandboxer(config),
             hold=self.locks.hold,
+            hooks=self.hooks,
         )
 
     def _sandboxer(self, config: Config) -> Callable[[str, Path], sandbox.Sandbox] | None:
@@ -498,6 +517,7 @@ class Kernel:
                 log.error("task %s: %s", task_id, exc)
         finally:
             self._running.pop(task_id, None)
+            self._bus_moved.set()
             if not self._running:
                 self._idle.set()
 
@@ -511,14 +531,27 @@ class Kernel:
 
     # -- the knowledge store (seed 001, 2.3 and 6.3) ------------------------------
 
-    def _learnings_for(self, prompt: str) -> tuple[str, ...]:
+    async def _learnings_for(self, prompt: str) -> tuple[str, ...]:
+        """The top learnings for a new task (seed 001, 2.3), as the KnowledgeQuery hook
+        words the query and the KnowledgeInjected hook filters, reorders or adds to them."""
         if self.knowledge is None:
             return ()
+        query = prompt
+        if self.hooks.wants(HookPoint.KnowledgeQuery):
+            asked = await self.hooks.fire(HookPoint.KnowledgeQuery, {"query": prompt})
+            query = str(asked.changes.get("query", prompt))
         try:
-            return tuple(x.line() for x in self.knowledge.relevant(prompt))
+            found = [x.line() for x in self.knowledge.relevant(query)]
         except Exception as exc:  # a help, never a dependency
             log.warning("knowledge store: no learnings for a new task: %s", exc)
             return ()
+        if self.hooks.wants(HookPoint.KnowledgeInjected):
+            shown = await self.hooks.fire(
+                HookPoint.KnowledgeInjected, {"query": query, "learnings": found}
+            )
+            given = shown.changes.get("learnings", found)
+            found = [str(x) for x in given][: knowledge.TOP * 2]
+        return tuple(found)
 
     async def _learn(self, task_id: str) -> None:
         """A completed loop task's learnings (keyword mode), kept for later tasks."""
@@ -535,6 +568,16 @@ class Kernel:
         kept = []
         try:
             for content, tags in knowledge.extract(texts):
+                if self.hooks.wants(HookPoint.LearningExtracted):
+                    # a handler may enrich, retag or drop it before it is kept
+                    said = await self.hooks.fire(
+                        HookPoint.LearningExtracted,
+                        {"task_id": task_id, "content": content, "tags": list(tags)},
+                    )
+                    if said.blocked:
+                        continue
+                    content = str(said.changes.get("content", content))
+                    tags = tuple(str(t) for t in said.changes.get("tags", tags))
                 found = self.knowledge.add(content, task_id, tags, now_rfc3339())
                 if found is not None:
                     kept.append(found)
@@ -674,7 +717,7 @@ class Kernel:
         task, settings = loops.loop_task(request, prompt, event)
         # the learnings it is given are fixed now, with the task: a resumed task sees
         # the same ones (seed 001, 2.3)
-        settings = dataclasses.replace(settings, learnings=self._learnings_for(prompt))
+        settings = dataclasses.replace(settings, learnings=await self._learnings_for(prompt))
         stored, created = await self.journal.loops.create(task, settings, prompt, event)
         if not created:
             self._same_event(stored, event)
@@ -703,6 +746,15 @@ class Kernel:
         if not done and not text.strip():
             raise BadRequest("text", "is empty")
         event = None if event_id is None else (check_event_id(event_id), adapter)
+        if not done and self.hooks.wants(HookPoint.PostUserInput):
+            # the message kept is the one the handlers left (a refused one is not kept)
+            said = await self.hooks.fire(
+                HookPoint.PostUserInput,
+                {"task_id": task_id, "kind": "message", "text": self.redactor.text(text)},
+            )
+            if said.blocked:
+                raise BadRequest("text", f"was refused: {said.blocked}")
+            text = str(said.changes.get("text", text))
         await self.journal.loops.send(task_id, self.redactor.text(text), done=done, event=event)
         self.audit.log("user_input", task_id=task_id, done=done)
         self.advance(task_id)
@@ -791,9 +843,27 @@ class Kernel:
                 decision=option.kind,
                 task_id=decided.task_id,
             )
+            await self._answered_hooks(decided, option.kind)
             self.advance(decided.task_id)
             self.owner.notify()
         return decided, changed
+
+    async def _answered_hooks(self, decided: ApprovalRecord, choice: str) -> None:
+        """PostUserInput with the owner's decision; PermissionGranted or PermissionDenied
+        when it answered a permission question (seed 001, 4.2)."""
+        about = {
+            "task_id": decided.task_id,
+            "kind": "answer",
+            "question": decided.action_type,
+            "step": decided.step,
+            "tool": decided.tool,
+            "decision": choice,
+        }
+        await self.hooks.observe(HookPoint.PostUserInput, about)
+        if decided.action_type == PERMISSION:
+            granted = choice in ("approve", "always")
+            point = HookPoint.PermissionGranted if granted else HookPoint.PermissionDenied
+            await self.hooks.observe(point, {**about, "by": "owner"})
 
     async def provide_credential(self, prompt_id: str, secret: str) -> TaskRecord:
         if not self._accepting:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ResourceLocked
+from ..hooks import HookPoint
 from ..journal.records import now_rfc3339
 from ..tools.base import Resource
 from .admission import Waiting
@@ -37,9 +39,14 @@ class _Lock:
         return mode == "shared" and all(m == "shared" for m in others.values())
 
 
+# the ResourceLock* hooks (seed 001, 4.3): fired outside any lock's own guard
+Observer = Callable[[HookPoint, dict[str, Any]], Awaitable[None]]
+
+
 class LockManager:
-    def __init__(self, timeout: float = 60.0) -> None:
+    def __init__(self, timeout: float = 60.0, observe: Observer | None = None) -> None:
         self.timeout = timeout
+        self.observe = observe
         self._locks: dict[tuple[str, str], _Lock] = {}
         self._waiting: dict[str, Waiting] = {}
 
@@ -56,9 +63,27 @@ class LockManager:
         finally:
             for resource in reversed(taken):
                 await self._release(holder, resource)
+                if self.observe is not None:
+                    await self.observe(HookPoint.ResourceLockReleased, _about(holder, resource))
 
     async def _acquire(self, holder: str, resource: Resource) -> None:
         lock = self._locks.setdefault((resource.kind, resource.name), _Lock())
+        if self.observe is not None:
+            async with lock.changed:
+                busy = not lock.free_for(holder, resource.mode)
+                lock.waiting += 1  # kept in the table while the hook runs
+            try:
+                if busy:
+                    held = sorted(h.split(":")[0] for h in lock.holders)
+                    about = {**_about(holder, resource), "held_by": held}
+                    await self.observe(HookPoint.ResourceLockWait, about)
+            finally:
+                lock.waiting -= 1
+        await self._take(lock, holder, resource)
+        if self.observe is not None:
+            await self.observe(HookPoint.ResourceLockAcquired, _about(holder, resource))
+
+    async def _take(self, lock: _Lock, holder: str, resource: Resource) -> None:
         async with lock.changed:
             if not lock.free_for(holder, resource.mode):
                 held_by = ", ".join(f"task {h.split(':')[0][:8]}" for h in lock.holders)
@@ -99,3 +124,12 @@ class LockManager:
 
     def waiting(self) -> list[Waiting]:
         return list(self._waiting.values())
+
+
+def _about(holder: str, resource: Resource) -> dict[str, Any]:
+    task_id, _, step = holder.partition(":")
+    return {
+        "task_id": task_id,
+        "step": int(step) if step.isdigit() else None,
+        "resource": {"kind": resource.kind, "name": resource.name, "mode": resource.mode},
+    }

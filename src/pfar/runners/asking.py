@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from ..answers import Answer, Approve, Continue, Deny, Fail, Retry, Skip
 from ..errors import AnswerDoesNotFit, TaskStateRefused
+from ..hooks import HookPoint
 from ..journal import (
     ApprovalRecord,
     ApprovalStatus,
@@ -53,6 +54,20 @@ async def ask_owner(
     template_seen: str | None = None,
 ) -> None:
     """Park the task on a question to the owner (an approval record); no coroutine waits."""
+    if svc.hooks.wants(HookPoint.PreUserPrompt, tool):
+        # the question kept is the one asked: a changed description is not asked again
+        before = await svc.hooks.fire(
+            HookPoint.PreUserPrompt,
+            {
+                "task_id": task.task_id,
+                "kind": action_type,
+                "step": step,
+                "tool": tool,
+                "options": options,
+                "description": description,
+            },
+        )
+        description = before.changes.get("description", description)
     text_preview = digest = None
     if preview is not None:
         # the whole action, never a prefix: what is cut for a chat message says so there

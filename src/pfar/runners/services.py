@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import LoopConfig
+from ..hooks import NO_HOOKS, Hooks
 from ..journal import Journal
 from ..llm.events import ChatEvent
 from ..llm.proxy import InferenceProxy
@@ -43,5 +44,7 @@ class Services:
     # resource locks (seed 001, 4.3): holds what a loop call declares while it runs;
     # orchestration provides them, and without them no call waits on another
     hold: Callable[[str, tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None
+    # the owner's hook handlers (docs/hooks.md), fired where a task decides something
+    hooks: Hooks = NO_HOOKS
     # the sandbox a task's commands run in ([sandbox] enabled), by task and directory
     sandbox: Callable[[str, Path], Sandbox] | None = None

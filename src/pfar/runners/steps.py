@@ -27,6 +27,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..errors import ResourceLocked, ToolError, ToolTimeout, VaultError
+from ..hooks import HookPoint, Verdict
 from ..journal import Semantics, StepRecord, StepStatus, TaskRecord, TaskState
 from ..journal.payloads import Executing, Paused, Payload, Synthesizing
 from ..journal.records import Idempotency, args_digest, now_rfc3339
@@ -35,6 +36,7 @@ from ..tools.admin import PromptCredential
 from ..tools.base import Credential, Resource, Tool, ToolContext, resources_of
 from ..tools.processes import identity
 from ..tools.sandbox import Sandbox
+from . import hooking
 from .asking import ask_owner, park_credential
 from .services import Services
 from .step_rules import Ask, StepRecovery, should_retry_step
@@ -134,6 +136,21 @@ async def run_step(
         )
         return Parked()
     tool = svc.tools.get(call.tool)
+    # PreToolUse (seed 001, 4.4), before anything is asked or journaled about the call:
+    # the owner is asked about, and the step runs, what the hooks left of it; the
+    # verdict is kept, so a resumed step has the same arguments
+    pre = await hooking.decide(
+        svc,
+        task.task_id,
+        call.title,
+        HookPoint.PreToolUse,
+        f"step:{i}",
+        {"tool": call.tool, "input": call.args, "where": call.where},
+    )
+    if pre.blocked:
+        return _blocked(task, call, tool.semantics(call.args), pre.blocked)
+    if "input" in pre.changes:
+        call = replace(call, args=pre.changes["input"])
     semantics = tool.semantics(call.args)
     idem = _idempotency(tool, call.args, rules)
     workdir = rules.workspace or svc.workspace(task.task_id)
@@ -185,6 +202,12 @@ async def run_step(
             else rules.ask(call.tool, call.args, semantics)
         )
         if question is not None:
+            hooked = await _permission(task, call, question.description, svc)
+            if hooked.blocked:
+                return _blocked(task, call, semantics, hooked.blocked)
+            if hooked.allowed:
+                question = None
+        if question is not None:
             await ask_owner(
                 task,
                 svc,
@@ -205,6 +228,12 @@ async def run_step(
             else []
         )
         need = approval_needed(rules.approval, call.tool, semantics, labels)
+        if need is not None:
+            hooked = await _permission(task, call, need.reason, svc)
+            if hooked.blocked:
+                return _blocked(task, call, semantics, hooked.blocked)
+            if hooked.allowed:
+                need = None
         if need is not None:
             await ask_owner(
                 task,
@@ -284,6 +313,19 @@ async def _run(
     except Exception as exc:  # a tool's bug fails its step, never the kernel
         error = svc.redactor.text(f"{call.where}: {call.tool} raised {exc!r}")
     else:
+        if svc.hooks.wants(HookPoint.PostToolUse, call.tool):
+            # a transformed result is what the step's row keeps: replayed, not re-asked
+            after = await svc.hooks.fire(
+                HookPoint.PostToolUse,
+                {
+                    "task_id": task.task_id,
+                    "tool": call.tool,
+                    "input": call.args,
+                    "result": svc.redactor.value(result),
+                    "started_at": started,
+                },
+            )
+            result = after.changes.get("result", result)
         done = _record(
             task,
             call,
@@ -364,6 +406,44 @@ def _committed(task: TaskRecord, call: StepCall, state: TaskState, at: str) -> T
         execute_progress=progress,
         recovery_attempts=0,
     )
+
+
+async def _permission(task: TaskRecord, call: StepCall, why: str, svc: Services) -> Verdict:
+    """PermissionRequest (seed 001, 4.2): a handler may grant the call (no question), or
+    deny it; a failed handler denies it (a security point fails closed)."""
+    verdict = await hooking.decide(
+        svc,
+        task.task_id,
+        call.title,
+        HookPoint.PermissionRequest,
+        f"step:{call.step}",
+        {"tool": call.tool, "input": call.args, "where": call.where, "question": why},
+    )
+    about = {"task_id": task.task_id, "tool": call.tool, "input": call.args, "by": "hook"}
+    if verdict.blocked:
+        await hooking.observe(svc, HookPoint.PermissionDenied, {**about, "reason": verdict.blocked})
+    elif verdict.allowed:
+        await hooking.observe(svc, HookPoint.PermissionGranted, about)
+    return verdict
+
+
+def _blocked(task: TaskRecord, call: StepCall, semantics: Semantics, why: str) -> ToolErrored:
+    """A call a hook stopped: it did not run, and its result says why."""
+    at = now_rfc3339()
+    error = f"{call.where}: did not run: {why}"
+    failed = _record(
+        task,
+        call,
+        semantics,
+        Idempotency.none,
+        StepStatus.failed,
+        None,
+        "Extracted",
+        started_at=at,
+        completed_at=at,
+        error=error,
+    )
+    return ToolErrored(failed, error)
 
 
 def _sandbox(svc: Services, task_id: str, workdir: Path) -> Sandbox | None:

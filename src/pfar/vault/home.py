@@ -46,6 +46,11 @@ class Home:
         return self.root / "templates"
 
     @property
+    def hooks_dir(self) -> Path:
+        """Shell hook handlers: `hooks/<HookPoint>/<executable>` (docs/hooks.md)."""
+        return self.root / "hooks"
+
+    @property
     def scripts_dir(self) -> Path:
         """The scripted model's response files (`llm.script` is relative to the home)."""
         return self.root / "scripts"

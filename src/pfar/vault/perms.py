@@ -47,6 +47,7 @@ def check_home(home: Home) -> None:
         home.memory_db,
         home.templates_dir,
         home.scripts_dir,
+        home.hooks_dir,
     ):
         check_private(path)
 

@@ -87,7 +87,13 @@ async def git_state(directory: Path) -> str:
     )
 
 
-def system_prompt(settings: LoopSettings, task_id: str, env: Environment, model: str) -> str:
+def system_prompt(
+    settings: LoopSettings,
+    task_id: str,
+    env: Environment,
+    model: str,
+    added: Sequence[str] = (),
+) -> str:
     lines = [
         "You are pfar's agent, working on your owner's task with the tools you are given.",
         "Work in small, checked steps: read before you change, run what you changed.",
@@ -111,6 +117,9 @@ def system_prompt(settings: LoopSettings, task_id: str, env: Environment, model:
     if settings.learnings:
         lines += ["", "Relevant learnings from previous tasks:"]
         lines += [f"- {learning}" for learning in settings.learnings]
+    if added:  # PreContextAssembly hooks' context, kept with the turn
+        lines += ["", "From the owner's hooks:"]
+        lines += list(added)
     return "\n".join(lines)
 
 

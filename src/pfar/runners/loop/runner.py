@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import PfarError, ProviderError, ToolFailed, VaultError
+from ...hooks import HookPoint
 from ...journal import OwnerMessage, StepRecord, StepStatus, TaskRecord, TaskState, TaskUpdate
 from ...journal.payloads import Completed, Executing, Paused, Synthesizing, WaitingForUser
 from ...journal.records import Idempotency, Semantics, now_rfc3339, parse_rfc3339
@@ -50,6 +51,7 @@ from ...journal.turns import (
 from ...llm.events import EventSink
 from ...llm.messages import ChatRequest, ChatResponse, Message, StopReason, ToolSchema
 from ...policy.approvals import ApprovalRule
+from .. import hooking
 from ..asking import ask_owner
 from ..services import Services
 from ..step_rules import Ask
@@ -117,14 +119,54 @@ async def _model_phase(
         return False
     model = svc.model.model_for(_tier(task, settings, convo, svc))
     tools = _schemas(svc, settings)
-    system = context.system_prompt(settings, task.task_id, env, model)
+    title = settings.title or task.task_id[:8]
+    key = _turn_key(convo)
+    about = {"turn": key, "title": title, "working_dir": settings.working_dir}
+    pre = await hooking.decide(
+        svc,
+        task.task_id,
+        title,
+        HookPoint.PreContextAssembly,
+        key,
+        {**about, "tier": settings.tier},
+    )
+    if pre.blocked:
+        raise PfarError(f"stopped before its model call: {pre.blocked}")
+    system = context.system_prompt(settings, task.task_id, env, model, added=pre.context)
     msgs = await _fit(task, settings, convo, system, tools, svc)
+    post = await hooking.decide(
+        svc,
+        task.task_id,
+        title,
+        HookPoint.PostContextAssembly,
+        key,
+        {
+            **about,
+            "system": system,
+            "messages": len(msgs),
+            "estimated_tokens": context.size(system, msgs, 0),
+        },
+    )
+    if post.blocked:
+        raise PfarError(f"stopped before its model call: {post.blocked}")
+    system = post.changes.get("system", system)
+    max_tokens = min(svc.model.max_tokens, svc.loop.reserve_tokens)
+    call = await hooking.decide(
+        svc,
+        task.task_id,
+        title,
+        HookPoint.PreLLMCall,
+        key,
+        {**about, "model": model, "max_tokens": max_tokens, "tools": [t.name for t in tools]},
+    )
+    if call.blocked:
+        raise PfarError(f"stopped before its model call: {call.blocked}")
     request = ChatRequest(
-        model=model,
+        model=call.changes.get("model", model),
         system=system,
         messages=msgs,
         tools=tools,
-        max_tokens=min(svc.model.max_tokens, svc.loop.reserve_tokens),
+        max_tokens=call.changes.get("max_tokens", max_tokens),
         attempt_timeout=svc.loop.tool_seconds,
     )
     if svc.model.remote:  # request_sent: a crash before the answer makes the call again
@@ -144,7 +186,55 @@ async def _model_phase(
             response.usage.input_tokens + response.usage.output_tokens,
             svc.loop.max_tokens_per_iteration,
         )
+    if svc.hooks.wants(HookPoint.PostLLMCall):
+        # what it changes is what the answer's turn keeps: replayed from the journal
+        after = await svc.hooks.fire(
+            HookPoint.PostLLMCall,
+            {
+                **about,
+                "task_id": task.task_id,
+                "model": response.model,
+                "text": response.text,
+                "stop_reason": response.stop_reason.value,
+                "tool_calls": [
+                    {"id": c.id, "name": c.name, "input": c.input} for c in response.tool_calls
+                ],
+                "usage": {
+                    "input_tokens": response.usage.input_tokens,
+                    "output_tokens": response.usage.output_tokens,
+                },
+            },
+        )
+        if "text" in after.changes:
+            response = dataclasses.replace(response, text=after.changes["text"])
     return await _answered(task, settings, convo, response, svc)
+
+
+def _turn_key(convo: Sequence[StoredTurn]) -> str:
+    """The model's turn a hook decides about: the last turn that is no summary (a summary
+    made for this same turn does not make it another)."""
+    for t in reversed(convo):
+        if not isinstance(t.turn, SummaryTurn):
+            return f"turn:{t.seq}"
+    return "turn:0"
+
+
+async def _iteration(task: TaskRecord, convo: Sequence[StoredTurn], svc: Services) -> None:
+    """LoopIteration (seed 001, 3.4 and 4.6): the task's numbers, for drift watchers."""
+    if not svc.hooks.wants(HookPoint.LoopIteration):
+        return
+    answers = [t.turn for t in convo if isinstance(t.turn, AssistantTurn)]
+    await svc.hooks.observe(
+        HookPoint.LoopIteration,
+        {
+            "task_id": task.task_id,
+            "iteration": len(answers),
+            "tokens_used": sum(a.input_tokens + a.output_tokens for a in answers),
+            "tools_executed": sum(
+                len(t.turn.results) for t in convo if isinstance(t.turn, ResultsTurn)
+            ),
+        },
+    )
 
 
 async def _answered(
@@ -195,6 +285,8 @@ async def _answered(
     convo.extend(stored)
     if messages:
         svc.notify_owner()
+    if not calls:
+        await _iteration(task, convo, svc)
     return True
 
 
@@ -506,6 +598,7 @@ async def _tool_phase(
         point="tool_results",
     )
     convo.extend(stored)
+    await _iteration(task, convo, svc)
     return True
 
 
@@ -520,15 +613,27 @@ async def _run_call(
     """One call through the layers and the step executor: the task as it is after the
     call's outcome was journaled, or None when it parked on the owner."""
     where = f"tool call {call.step + 1}"
+    title = settings.title or task.task_id[:8]
+    step_key = f"step:{call.step}"
     if call.name == subtasks.TASK and subtasks.TASK in svc.loop.tools:
-        refusal = subtasks.refusal(call, settings, svc) or policy.refusal(
-            call.name, call.input, workdir
+        refusal = subtasks.refusal(call, settings, svc) or await _policy(
+            task, title, call, policy, workdir, svc
         )
+        if refusal is None:
+            spawned = await hooking.decide(
+                svc,
+                task.task_id,
+                title,
+                HookPoint.SubtaskSpawned,
+                step_key,
+                {"parent_task_id": task.task_id, "depth": settings.depth + 1, "input": call.input},
+            )
+            refusal = spawned.blocked
         if refusal is not None:
             return await _record_refusal(task, call, refusal, svc)
         await subtasks.spawn(task, settings, call, svc)
         return None  # blocked on its subtask: woken when that ends
-    refusal = _refusal(call, policy, workdir, svc)
+    refusal = _unusable(call, svc) or await _policy(task, title, call, policy, workdir, svc)
     if refusal is None and await _never(call, policy, svc):
         refusal = (
             f'The owner never allows {call.name} on this (a standing "never allow" '
@@ -538,6 +643,21 @@ async def _run_call(
         return await _record_refusal(task, call, refusal, svc)
     semantics = svc.tools.get(call.name).semantics(call.input)
     unusual = await anomalies.check(task, settings, call, semantics, svc)
+    if unusual:
+        flagged = await hooking.decide(
+            svc,
+            task.task_id,
+            title,
+            HookPoint.AnomalyDetected,
+            step_key,
+            {
+                "tool": call.name,
+                "input": call.input,
+                "anomalies": [{"kind": a.kind, "detail": a.detail} for a in unusual],
+            },
+        )
+        if flagged.blocked:
+            return await _record_refusal(task, call, flagged.blocked, svc)
     ask_anyway = unusual if svc.loop.anomaly.action == "ask" else ()
     rules = StepRules(
         _NO_APPROVALS,
@@ -546,7 +666,6 @@ async def _run_call(
         workspace=workdir,
         hold=svc.hold,
     )
-    title = settings.title or task.task_id[:8]
     step = StepCall(call.step, call.name, call.input, title, where, call.step + 1, last=False)
     match await run_step(task, step, rules, svc, fresh=False):
         case Done(task=done):
@@ -577,9 +696,9 @@ def _asker(
     return ask
 
 
-def _refusal(call: LoopCall, policy: Policy, workdir: Path, svc: Services) -> str | None:
-    """Why a call cannot run at all: an unknown tool, arguments its schema refuses, or
-    the policy (layer 1). Each is the call's result; the model may try again."""
+def _unusable(call: LoopCall, svc: Services) -> str | None:
+    """Why a call cannot run at all: an unknown tool, or arguments its schema refuses.
+    Each is the call's result; the model may try again."""
     if call.name not in svc.loop.tools or call.name not in svc.tools:
         offered = ", ".join(n for n in svc.loop.tools if n in svc.tools or n == subtasks.TASK)
         return f"Unknown tool: {call.name} (the tools are: {offered})"
@@ -587,7 +706,35 @@ def _refusal(call: LoopCall, policy: Policy, workdir: Path, svc: Services) -> st
         svc.tools.get(call.name).validate(call.input)
     except ToolFailed as exc:
         return f"Invalid parameters: {exc}"
-    return policy.refusal(call.name, call.input, workdir)
+    return None
+
+
+async def _policy(
+    task: TaskRecord, title: str, call: LoopCall, policy: Policy, workdir: Path, svc: Services
+) -> str | None:
+    """Layer 1 (seed 001, 4.1): the policy's refusal, as the SecurityPolicyCheck hook
+    leaves it (a handler may add a check, or overrule the policy); a refusal is a
+    SecurityViolation."""
+    refusal = policy.refusal(call.name, call.input, workdir)
+    checked = await hooking.decide(
+        svc,
+        task.task_id,
+        title,
+        HookPoint.SecurityPolicyCheck,
+        f"step:{call.step}",
+        {"tool": call.name, "input": call.input, "policy_refusal": refusal},
+    )
+    if checked.blocked:
+        refusal = checked.blocked
+    elif checked.allowed:
+        refusal = None
+    if refusal is not None:
+        await hooking.observe(
+            svc,
+            HookPoint.SecurityViolation,
+            {"task_id": task.task_id, "tool": call.name, "input": call.input, "reason": refusal},
+        )
+    return refusal
 
 
 async def _never(call: LoopCall, policy: Policy, svc: Services) -> bool:
@@ -624,7 +771,14 @@ async def _result(task: TaskRecord, call: LoopCall, svc: Services) -> LoopResult
     if rec is None:  # cannot happen: every resolved call has its row
         raise PfarError(f"task {task.task_id}: tool call {call.step + 1} has no record")
     if rec.status is StepStatus.completed:
-        return LoopResult(call_id=call.id, step=call.step, content=_text(rec.result))
+        text = _text(rec.result)
+        if svc.hooks.wants(HookPoint.PreToolUse, call.name):
+            kept = await svc.journal.tasks.hook_verdict(
+                task.task_id, f"{HookPoint.PreToolUse}:step:{call.step}"
+            )
+            if kept and kept.get("context"):
+                text += "\n\n" + "\n".join(kept["context"])
+        return LoopResult(call_id=call.id, step=call.step, content=text)
     if rec.status is StepStatus.failed:
         return LoopResult(
             call_id=call.id, step=call.step, content=rec.error or "failed", is_error=True

@@ -1,0 +1,28 @@
+"""The SQL of `hook_verdicts`: hook decisions kept with the task they changed."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from .records import dumps, loads
+
+
+def get(conn: sqlite3.Connection, task_id: str, key: str) -> dict[str, Any] | None:
+    row = conn.execute(
+        "SELECT verdict_json FROM hook_verdicts WHERE task_id = ? AND key = ?", (task_id, key)
+    ).fetchone()
+    return None if row is None else dict(loads(row[0]) or {})
+
+
+def put_txn(
+    conn: sqlite3.Connection, task_id: str, key: str, verdict: dict[str, Any], at: str
+) -> bool:
+    """Keep the first verdict for `key` (a second firing never replaces it): whether this
+    one was kept."""
+    cur = conn.execute(
+        "INSERT INTO hook_verdicts(task_id, key, verdict_json, at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(task_id, key) DO NOTHING",
+        (task_id, key, dumps(verdict), at),
+    )
+    return cur.rowcount == 1

@@ -1,0 +1,53 @@
+"""The task lifecycle hooks (TaskCreated … TaskCancelled), fed from the event bus.
+
+A task's lifecycle events are committed with the move they describe (journal/bus_sql.py);
+this feed is one more subscriber (`hooks`) that fires each event's hook point and then
+keeps its offset. So a lifecycle hook fires after the move is durable, in commit
+order, and, across a crash, at least once: an event whose handlers ran but whose
+offset was not yet kept fires again after the restart. These points only observe, so
+a second firing changes nothing a task does.
+
+A home that never had lifecycle hooks starts the feed at the bus's end: installing a
+hook does not replay the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ..hook_points import LIFECYCLE, HookPoint
+from ..hooks import Hooks
+from ..journal import Journal
+
+log = logging.getLogger("pfar.hooks")
+
+SUBSCRIBER = "hooks"
+POLL_SECONDS = 0.2
+PAGE = 100
+
+
+async def run(journal: Journal, hooks: Hooks, wake: asyncio.Event) -> None:
+    """Fire lifecycle hooks for the kernel's life (returns at once without any)."""
+    points = {p for p in LIFECYCLE if hooks.wants(p)}
+    if not points:
+        await asyncio.Event().wait()  # a duty for the kernel's life: nothing to do
+    after = await journal.events.bus_offset(SUBSCRIBER)
+    if after is None:
+        after = await journal.events.bus_last()
+        await journal.events.bus_ack(SUBSCRIBER, after)
+    while True:
+        events = await journal.events.bus(after, PAGE)
+        for event in events:
+            if event.kind in points:
+                await hooks.observe(HookPoint(event.kind), event.to_json())
+            after = event.seq
+        if events:
+            await journal.events.bus_ack(SUBSCRIBER, after)
+            continue
+        wake.clear()
+        try:
+            async with asyncio.timeout(POLL_SECONDS):
+                await wake.wait()
+        except TimeoutError:
+            pass
