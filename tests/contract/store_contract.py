@@ -331,6 +331,27 @@ class StoreContract:
         assert run(store.events.bus_offset("watcher")) == 7
         assert run(store.events.bus_offset("other")) is None
 
+    def test_the_bus_end_is_where_a_new_subscriber_starts(self, store: Store) -> None:
+        assert run(store.events.bus_last()) == max(
+            (e.seq for e in run(store.events.bus(0))), default=0
+        )
+        t = self.created(store)
+        last = run(store.events.bus_last())
+        assert last == run(store.events.bus(0))[-1].seq
+        assert [e.task_id for e in run(store.events.bus(last - 2))] == [t.task_id, t.task_id]
+
+    def test_a_hook_verdict_is_kept_once_with_its_task(self, store: Store) -> None:
+        t = self.created(store)
+        assert run(store.tasks.hook_verdict(t.task_id, "PreToolUse:step:0")) is None
+        first = {"blocked": None, "changes": {"input": {"command": "ls"}}}
+        kept = run(store.tasks.record_hook_verdict(t.task_id, "PreToolUse:step:0", first))
+        assert kept == first
+        # a second firing about the same step never replaces the first verdict
+        second = {"blocked": "no", "changes": {}}
+        assert run(store.tasks.record_hook_verdict(t.task_id, "PreToolUse:step:0", second)) == first
+        assert run(store.tasks.hook_verdict(t.task_id, "PreToolUse:step:0")) == first
+        assert run(store.tasks.hook_verdict(t.task_id, "PreToolUse:step:1")) is None
+
     @pytest.mark.parametrize(
         ("src", "payload"), RICH_PAYLOADS, ids=lambda v: getattr(v, "kind", str(v))
     )

@@ -66,9 +66,12 @@ class ShellHandler:
     timeout: float
     tools: frozenset[str] = frozenset()
     cwd: Path | None = None
+    label: str = ""  # how logs and the owner's messages name it (default: the command)
 
     @property
     def name(self) -> str:
+        if self.label:
+            return self.label
         return self.command if len(self.command) <= 60 else self.command[:59] + "…"
 
     async def decide(self, event: dict[str, Any]) -> Decision:
@@ -78,8 +81,8 @@ class ShellHandler:
             "PFAR_HOOK": str(self.point),
             "PFAR_TASK_ID": event.get("task_id") or "",
         }
-        try:
-            proc = await asyncio.create_subprocess_exec(
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
                 "/bin/sh",
                 "-c",
                 self.command,
@@ -90,8 +93,17 @@ class ShellHandler:
                 cwd=self.cwd,
                 env=env,
             )
+        )
+        try:
+            proc = await asyncio.shield(spawn)
         except OSError as exc:
             raise HandlerFailed(f"could not be started: {exc}") from None
+        except asyncio.CancelledError:
+            # cancelled while it was being started (the kernel stopping): let the start
+            # finish, then end its whole group (a shell's children would hold its pipes)
+            with contextlib.suppress(Exception):
+                _kill_group((await spawn).pid)
+            raise
         try:
             async with asyncio.timeout(self.timeout):
                 out, err = await proc.communicate(data)

@@ -64,7 +64,10 @@ def _directory(hooks_dir: Path, cwd: Path) -> list[Handler]:
             check_private(file)  # a handler another user could edit is refused
             if not os.access(file, os.X_OK):
                 raise ConfigError(str(file), "", "is not executable (chmod u+x it)")
-            found.append(ShellHandler(point, _quoted(file), DEFAULT_TIMEOUT, frozenset(), cwd))
+            label = f"hooks/{sub.name}/{file.name}"
+            found.append(
+                ShellHandler(point, _quoted(file), DEFAULT_TIMEOUT, frozenset(), cwd, label)
+            )
     return found
 
 
