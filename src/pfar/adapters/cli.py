@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import stat
 import sys
 from typing import TextIO
 
@@ -62,6 +64,14 @@ async def _reply(operator: Operator, text: str, n: int) -> str:
 
 async def stdin_reader() -> asyncio.StreamReader | None:
     if sys.stdin is None or sys.stdin.closed or not sys.stdin.readable():
+        return None
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError):
+        return None
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or sys.stdin.isatty()):
+        # /dev/null (a background job, a service) or a file: nothing to watch (the event
+        # loop cannot poll them, and would say so in a traceback)
         return None
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()

@@ -439,7 +439,7 @@ def _blocked(task: TaskRecord, call: StepCall, semantics: Semantics, why: str) -
         StepStatus.failed,
         None,
         "Extracted",
-        started_at=at,
+        started_at="",  # it never started
         completed_at=at,
         error=error,
     )

@@ -22,7 +22,7 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
             if t.kind is TaskKind.loop
             else f"step {s.step + 1}/{len(plan_steps)} {s.tool}" + (f" ({what})" if what else "")
         )
-        if s.semantics is Semantics.Write:
+        if s.semantics is Semantics.Write and s.started_at:  # a blocked call never started
             events.append((s.started_at, f"{label}: started"))
         if s.completed_at:
             end = s.status.value + (f": {s.error}" if s.error else "")
