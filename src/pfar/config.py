@@ -63,6 +63,9 @@ class SchedulerConfig(_Section):
     # a loop tool call waits this long for the files, repositories and hosts it declares
     # (held by another task's call); then its result is "Resource locked by another task"
     lock_timeout_seconds: float = Field(60, gt=0, le=3600)
+    # a held lock's lease: renewed by its kernel every third of it; a lock whose holder
+    # stopped renewing it (a frozen kernel elsewhere) is taken after it expires
+    lock_lease_seconds: float = Field(60, ge=5, le=86_400)
 
 
 class JournalConfig(_Section):

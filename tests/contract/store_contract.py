@@ -54,6 +54,7 @@ from pfar.journal import (
 )
 from pfar.journal import payloads as p
 from pfar.journal.holds import CANCELLED_ERROR, PauseOutcome, ResumeOutcome
+from pfar.journal.locks_sql import LockClaim, LockOwner
 from pfar.journal.records import now_rfc3339, rfc3339
 from pfar.journal.store import Store
 
@@ -339,6 +340,75 @@ class StoreContract:
         last = run(store.events.bus_last())
         assert last == run(store.events.bus(0))[-1].seq
         assert [e.task_id for e in run(store.events.bus(last - 2))] == [t.task_id, t.task_id]
+
+    # -- resource locks (locks_sql.py) ----------------------------------------------
+
+    def _owner(self, boot: str = "boot-1", pid: int = 101, host: str = "here") -> LockOwner:
+        return LockOwner(boot, host, pid, 5000 + pid)
+
+    def test_locks_are_taken_all_or_none(self, store: Store) -> None:
+        me, other = self._owner(), self._owner("boot-2", 202)
+        alive = lambda pid, started: True  # noqa: E731
+        a = LockClaim("file", "/w/a", "exclusive")
+        b = LockClaim("file", "/w/b", "shared")
+        assert run(store.locks.acquire([b], "t2:0", "t2", other, 60, alive)) == (None, 0)
+        # a shared lock held elsewhere does not stop a shared claim, only an exclusive one
+        assert run(store.locks.acquire([b], "t1:0", "t1", me, 60, alive)) == (None, 0)
+        _release(store, "t1:0")
+        found, _ = run(
+            store.locks.acquire(
+                [a, LockClaim("file", "/w/b", "exclusive")], "t1:1", "t1", me, 60, alive
+            )
+        )
+        assert found is not None and found.holder == "t2:0" and found.pid == 202
+        # none of the claims was taken: /w/a is still free for another holder
+        assert [h.name for h in run(store.locks.held())] == ["/w/b"]
+        _release(store, "t2:0")
+        assert run(store.locks.held()) == []
+
+    def test_a_lock_whose_holder_is_gone_or_whose_lease_expired_is_taken(
+        self, store: Store
+    ) -> None:
+        me = self._owner()
+        claim = [LockClaim("repo", "/w", "exclusive")]
+        run(
+            store.locks.acquire(
+                claim, "t2:0", "t2", self._owner("boot-2", 202), 60, lambda p, s: True
+            )
+        )
+        # the holder's process is gone (same host): stale, taken over
+        assert run(store.locks.acquire(claim, "t1:0", "t1", me, 60, lambda p, s: p != 202)) == (
+            None,
+            1,
+        )
+        # a holder on another host cannot be looked at: its lease decides
+        far = self._owner("boot-3", 303, host="elsewhere")
+        _release(store, "t1:0")
+        run(store.locks.acquire(claim, "t3:0", "t3", far, 0, lambda p, s: False))
+        # (its lease of 0 s ended as it was taken)
+        assert run(store.locks.acquire(claim, "t1:1", "t1", me, 60, lambda p, s: False)) == (
+            None,
+            1,
+        )
+        # a live holder elsewhere with a lease that runs is waited on
+        _release(store, "t1:1")
+        run(
+            store.locks.acquire(
+                claim, "t4:0", "t4", self._owner("boot-4", 404, "far"), 3600, lambda p, s: False
+            )
+        )
+        found, _ = run(store.locks.acquire(claim, "t5:0", "t5", me, 60, lambda p, s: False))
+        assert found is not None and found.holder == "t4:0" and found.host == "far"
+
+    def test_stale_locks_and_old_waits_are_cleared_at_a_start(self, store: Store) -> None:
+        claim = [LockClaim("host", "example.com", "exclusive")]
+        old = self._owner("boot-0", 99)
+        run(store.locks.acquire(claim, "t9:0", "t9", old, 3600, lambda p, s: True))
+        store.locks.waiting("t8:0", "t8", "boot-0", "lock: host example.com held by task t9")
+        run(store.locks.renew("boot-0", 3600))  # a commit: the deferred wait rides on it
+        assert run(store.locks.waits()) == {"t8": "lock: host example.com held by task t9"}
+        assert run(store.locks.clear_stale(self._owner(), lambda p, s: p != 99)) == 1
+        assert run(store.locks.held()) == [] and run(store.locks.waits()) == {}
 
     def test_a_hook_verdict_is_kept_once_with_its_task(self, store: Store) -> None:
         t = self.created(store)
@@ -1032,3 +1102,9 @@ def _moving_columns(t: TaskRecord) -> dict[str, Any]:
 
 
 __all__ = ["RICH_PAYLOADS", "StoreContract"]
+
+
+def _release(store: Store, holder: str) -> None:
+    """Let `holder`'s locks go (a release rides on the next commit: one is made)."""
+    store.locks.release(holder)
+    run(store.locks.renew("no-such-boot", 1))

@@ -176,6 +176,8 @@ def tasks(ctx: click.Context, states: tuple[str, ...], limit: int, as_json: bool
     for row in rows:
         if row["steps"] is not None:
             row["current_step"] = f"{row['current_step']}/{row['steps']}"
+        if row["waiting_for"] and not as_json:  # blocked on another task's lock
+            row["state"] = f"{row['state']}, blocked on {row['waiting_for']}"
     emit(rows, as_json, table(rows, cols, f"{len(rows)} task(s)"))
 
 

@@ -40,6 +40,8 @@ POINTS = (
     "subtask_ended",
     "bus_ack",
     "hook_verdict",
+    "lock_acquired",
+    "lock_released",
     "cancel_intended",
     "adapter_position",
     "channel_sending",

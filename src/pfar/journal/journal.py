@@ -19,6 +19,7 @@ from .adapter_store import SQLiteAdapterStore
 from .backing import Backing
 from .event_store import SQLiteEventStore
 from .faults import FaultHook
+from .lock_store import SQLiteLockStore
 from .loop_store import SQLiteLoopStore
 from .question_store import SQLiteQuestionStore, prompt_status_text
 from .records import StepStatus
@@ -50,6 +51,7 @@ class Journal:
         self.events = SQLiteEventStore(self._db)
         self.adapters = SQLiteAdapterStore(self._db)
         self.loops = SQLiteLoopStore(self._db)
+        self.locks = SQLiteLockStore(self._db)
         self._sessions: SessionManager | None = None
 
     # -- opening and closing -------------------------------------------------

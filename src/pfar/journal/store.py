@@ -30,6 +30,7 @@ from ..answers import Answer
 from . import holds, payloads
 from .bus_sql import BusEvent
 from .channels_sql import Delivery
+from .locks_sql import Alive, HeldLock, LockClaim, LockOwner
 from .payloads import Payload
 from .records import (
     ApprovalRecord,
@@ -280,8 +281,34 @@ class LoopStore(Protocol):
     async def forget_rule(self, tool: str, pattern: str) -> bool: ...
 
 
+class LockStore(Protocol):
+    """Resource locks held by tool calls (locks_sql.py), each with its holder process and
+    a lease: shared by every kernel on one journal."""
+
+    async def acquire(
+        self,
+        claims: Sequence[LockClaim],
+        holder: str,
+        task_id: str,
+        owner: LockOwner,
+        lease_seconds: float,
+        alive: Alive,
+    ) -> tuple[HeldLock | None, int]: ...
+    def release(self, holder: str) -> None:
+        """Rides on the next commit (a lock left by a crash has a holder that is gone)."""
+        ...
+
+    async def renew(self, boot_id: str, lease_seconds: float) -> int: ...
+    async def clear_stale(self, owner: LockOwner, alive: Alive) -> int: ...
+    async def held(self) -> list[HeldLock]: ...
+    # calls waiting for a lock, as listings show them (display only; ride on commits)
+    def waiting(self, holder: str, task_id: str, boot_id: str, reason: str) -> None: ...
+    def waited(self, holder: str) -> None: ...
+    async def waits(self) -> dict[str, str]: ...
+
+
 class Store(Protocol):
-    """One journal: its six families, and closing it."""
+    """One journal: its seven families, and closing it."""
 
     @property
     def tasks(self) -> TaskStore: ...
@@ -295,5 +322,7 @@ class Store(Protocol):
     def sessions(self) -> SessionStore: ...
     @property
     def loops(self) -> LoopStore: ...
+    @property
+    def locks(self) -> LockStore: ...
 
     def close(self, *, checkpoint: bool = True) -> None: ...

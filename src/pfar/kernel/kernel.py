@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import logging
 import os
+import socket
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -53,6 +54,7 @@ from ..journal import (
 )
 from ..journal.faults import FaultHook
 from ..journal.journal import prompt_status_text
+from ..journal.locks_sql import LockOwner
 from ..journal.payloads import AwaitingApproval, Extracting, pause_requested
 from ..journal.records import now_rfc3339, rfc3339
 from ..journal.turns import AssistantTurn, SummaryTurn
@@ -70,7 +72,7 @@ from ..runners.loop.tasks import LoopRequest
 from ..runners.registry import runner_for
 from ..runners.workflow.definition import load_definition
 from ..tools import sandbox
-from ..tools.processes import end_group_if_same
+from ..tools.processes import end_group_if_same, start_time
 from ..tools.registry import ToolRegistry
 from ..vault import knowledge
 from ..vault.home import Home, HomeLock
@@ -81,7 +83,7 @@ from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
 from .audit import AuditLog
-from .locks import LockManager
+from .locks import LockManager, LockTable
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel, OwnerLogSink, Sink
 from .scheduler import Scheduler
@@ -230,6 +232,10 @@ class Kernel:
             self.channel_states[name] = ChannelState(name, "starting")
         await self.journal.questions.supersede_old_prompts()
         await self.journal.events.start_boot(self.boot_id, os.getpid(), pfar_version())
+        # locks of kernels that died here (their holder process is gone) are let go now
+        stale = await self.journal.locks.clear_stale(self.lock_owner, _alive)
+        if stale:
+            self.audit.log("stale_locks_released", count=stale)
         await self._expire()
         await self._cleanup()
         for err in self.template_errors:
@@ -281,6 +287,7 @@ class Kernel:
             asyncio.create_task(
                 hook_feed.run(self.journal, self.hooks, self._bus_moved), name="pfar-hooks"
             ),
+            asyncio.create_task(self._lease_loop(config), name="pfar-leases"),
         ]
         for bg in self._background:
             bg.add_done_callback(self._background_ended)
@@ -337,6 +344,12 @@ class Kernel:
         self.locks = LockManager(
             config.scheduler.lock_timeout_seconds,
             self.hooks.observe if any(self.hooks.wants(p) for p in locking) else None,
+            LockTable(
+                self.journal.locks,
+                self.lock_owner,
+                config.scheduler.lock_lease_seconds,
+                _alive,
+            ),
         )
         self.services = Services(
             journal=self.journal,
@@ -946,6 +959,18 @@ class Kernel:
                 log.warning("killed %d orphaned sandbox(es)", killed)
                 self.audit.log("orphan_sandboxes_killed", count=killed)
 
+    async def _lease_loop(self, config: Config) -> None:
+        """Renew this kernel's lock leases every third of their length."""
+        lease = config.scheduler.lock_lease_seconds
+        while True:
+            await asyncio.sleep(lease / 3)
+            await self.journal.locks.renew(self.boot_id, lease)
+
+    @property
+    def lock_owner(self) -> LockOwner:
+        pid = os.getpid()
+        return LockOwner(self.boot_id, socket.gethostname(), pid, start_time(pid) or 0)
+
     async def _cleanup_loop(self) -> None:
         while True:
             await asyncio.sleep(self.config.journal.cleanup_interval_hours * 3600)
@@ -1091,3 +1116,8 @@ def _open_knowledge(path: Path) -> knowledge.KnowledgeStore | None:
     except (PfarError, sqlite3.Error, OSError) as exc:
         log.warning("knowledge store unavailable (%s): tasks get no learnings", exc)
         return None
+
+
+def _alive(pid: int, started: int) -> bool:
+    """Whether the process `pid` that started at `started` still runs (here)."""
+    return started != 0 and start_time(pid) == started

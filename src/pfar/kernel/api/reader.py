@@ -8,6 +8,7 @@ WAL lets a reader look while the kernel writes). A running kernel's `Operator` i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -101,7 +102,12 @@ class HomeReader:
         if not 1 <= limit <= MAX_LIMIT:
             raise BadRequest("limit", f"must be 1 to {MAX_LIMIT}, not {limit}")
         wanted = [TaskState(s).value for s in states] if states else None
-        return [TaskSummary.of(t) for t in await self.journal.tasks.listing(wanted, limit)]
+        listed = [TaskSummary.of(t) for t in await self.journal.tasks.listing(wanted, limit)]
+        waits = await self.journal.locks.waits()
+        return [
+            dataclasses.replace(t, waiting_for=waits[t.task_id]) if t.task_id in waits else t
+            for t in listed
+        ]
 
     async def task(self, task_id: str) -> TaskSummary:
         tasks = self.journal.tasks

@@ -37,6 +37,8 @@ class TaskSummary:
     created_at: str
     updated_at: str
     error: str | None
+    # what a working task's tool call waits for (a resource lock another task holds)
+    waiting_for: str | None = None
 
     @classmethod
     def of(cls, t: TaskRecord | UnreadableTask) -> TaskSummary:
@@ -84,6 +86,7 @@ class TaskSummary:
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "error": self.error,
+            "waiting_for": self.waiting_for,
         }
 
 
