@@ -207,6 +207,9 @@ class LoopConfig(_Section):
     escalate_after_failures: int = Field(3, ge=0, le=1000)
     # an iteration above this many tokens is logged as a warning
     max_tokens_per_iteration: int = Field(50_000, gt=0, le=10_000_000)
+    # learnings kept at a task's end: "keyword" (its marked sentences as said) or
+    # "hybrid" (those candidates refined by the cheap tier; kept as said if it fails)
+    learnings: Literal["keyword", "hybrid"] = "keyword"
     # subtasks (the Task tool) nest at most this deep
     max_depth: int = Field(3, ge=0, le=20)
     # worktrees of finished tasks: kept for a look after a failure, or removed

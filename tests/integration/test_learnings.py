@@ -9,6 +9,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from pfar.config import Config
 from pfar.journal import TaskState
 from pfar.kernel import Kernel
@@ -97,6 +99,64 @@ def test_an_unopenable_store_leaves_tasks_running_without_learnings(tmp_path: Pa
     model = Model()
     asyncio.run(_run(home, model, "Find why config loading fails"))
     home.memory_db.write_bytes(b"")  # emptied: the store refuses it, named in the log
+    model = Model()
+    asyncio.run(_run(home, model, "Fix the config loading bug"))
+    assert "Relevant learnings" not in model.systems["Fix the config loading bug"]
+
+
+class Refiner(Model):
+    """Answers tasks as Model does; answers the hybrid mode's question with `refined`."""
+
+    def __init__(self, refined: str) -> None:
+        super().__init__()
+        self.refined = refined
+        self.asked: list[ChatRequest] = []
+
+    def __call__(self, request: ChatRequest) -> ChatResponse:
+        if "notebook of learnings" in request.system:
+            self.asked.append(request)
+            return reply(request, self.refined)
+        return super().__call__(request)
+
+
+def _hybrid(tmp_path: Path) -> Home:
+    return make_home(
+        tmp_path / "home",
+        config='[loop]\ntools = ["Read"]\nlearnings = "hybrid"\n',
+        script='[[turns]]\ntext = "ok"\n',
+    )
+
+
+def test_hybrid_mode_keeps_what_the_cheap_tier_rewords(tmp_path: Path) -> None:
+    home = _hybrid(tmp_path)
+    reworded = "config.rs line 42: the config parser expects an array of tables, not an object."
+    model = Refiner(json.dumps([reworded]))
+    asyncio.run(_run(home, model, "Find why config loading fails"))
+    (asked,) = model.asked
+    assert LESSON in asked.messages[0].text  # the candidate it was shown
+    assert "Find why config loading fails" in asked.messages[0].text
+    model = Model()
+    asyncio.run(_run(home, model, "Fix the config parser"))
+    later = model.systems["Fix the config parser"]
+    assert reworded in later and LESSON not in later
+
+
+@pytest.mark.parametrize(
+    "answer", ["I think they are all good.", '{"keep": 1}', json.dumps(["too short"])]
+)
+def test_hybrid_mode_keeps_the_candidates_when_the_refinement_fails(
+    tmp_path: Path, answer: str
+) -> None:
+    home = _hybrid(tmp_path)
+    asyncio.run(_run(home, Refiner(answer), "Find why config loading fails"))
+    model = Model()
+    asyncio.run(_run(home, model, "Fix the config loading bug"))
+    assert LESSON in model.systems["Fix the config loading bug"]
+
+
+def test_hybrid_mode_may_keep_nothing(tmp_path: Path) -> None:
+    home = _hybrid(tmp_path)
+    asyncio.run(_run(home, Refiner("[]"), "Find why config loading fails"))
     model = Model()
     asyncio.run(_run(home, model, "Fix the config loading bug"))
     assert "Relevant learnings" not in model.systems["Fix the config loading bug"]

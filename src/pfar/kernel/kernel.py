@@ -57,7 +57,6 @@ from ..journal.journal import prompt_status_text
 from ..journal.locks_sql import LockOwner
 from ..journal.payloads import AwaitingApproval, Extracting, pause_requested
 from ..journal.records import now_rfc3339, rfc3339
-from ..journal.turns import AssistantTurn, SummaryTurn
 from ..llm.proxy import CallRecord, ChatModel, InferenceProxy
 from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
@@ -83,6 +82,7 @@ from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
 from .audit import AuditLog
+from .learning import Learner
 from .locks import LockManager, LockTable
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel, OwnerLogSink, Sink
@@ -351,6 +351,14 @@ class Kernel:
                 _alive,
             ),
         )
+        self.learner = Learner(
+            lambda: self.knowledge,
+            self.hooks,
+            self.journal,
+            self.model,
+            config.loop.learnings,
+            config.loop.tool_seconds,
+        )
         self.services = Services(
             journal=self.journal,
             tools=self.tools,
@@ -520,7 +528,7 @@ class Kernel:
             await self._settle_pause(task_id)
             if task.kind is TaskKind.loop:
                 await self._wake_parent(task_id)
-                await self._learn(task_id)
+                await self.learner.learn(task_id)
         except asyncio.CancelledError:
             raise
         except PfarError as exc:
@@ -543,65 +551,6 @@ class Kernel:
         return tpl.priority if tpl is not None else 0
 
     # -- the knowledge store (seed 001, 2.3 and 6.3) ------------------------------
-
-    async def _learnings_for(self, prompt: str) -> tuple[str, ...]:
-        """The top learnings for a new task (seed 001, 2.3), as the KnowledgeQuery hook
-        words the query and the KnowledgeInjected hook filters, reorders or adds to them."""
-        if self.knowledge is None:
-            return ()
-        query = prompt
-        if self.hooks.wants(HookPoint.KnowledgeQuery):
-            asked = await self.hooks.fire(HookPoint.KnowledgeQuery, {"query": prompt})
-            query = str(asked.changes.get("query", prompt))
-        try:
-            found = [x.line() for x in self.knowledge.relevant(query)]
-        except Exception as exc:  # a help, never a dependency
-            log.warning("knowledge store: no learnings for a new task: %s", exc)
-            return ()
-        if self.hooks.wants(HookPoint.KnowledgeInjected):
-            shown = await self.hooks.fire(
-                HookPoint.KnowledgeInjected, {"query": query, "learnings": found}
-            )
-            given = shown.changes.get("learnings", found)
-            found = [str(x) for x in given][: knowledge.TOP * 2]
-        return tuple(found)
-
-    async def _learn(self, task_id: str) -> None:
-        """A completed loop task's learnings (keyword mode), kept for later tasks."""
-        if self.knowledge is None:
-            return
-        task = await self.journal.tasks.get(task_id)
-        if task.state is not TaskState.Completed:
-            return
-        texts = [
-            t.turn.text
-            for t in await self.journal.loops.turns(task_id)
-            if isinstance(t.turn, AssistantTurn | SummaryTurn) and t.turn.text
-        ]
-        kept = []
-        try:
-            for content, tags in knowledge.extract(texts):
-                if self.hooks.wants(HookPoint.LearningExtracted):
-                    # a handler may enrich, retag or drop it before it is kept
-                    said = await self.hooks.fire(
-                        HookPoint.LearningExtracted,
-                        {"task_id": task_id, "content": content, "tags": list(tags)},
-                    )
-                    if said.blocked:
-                        continue
-                    content = str(said.changes.get("content", content))
-                    tags = tuple(str(t) for t in said.changes.get("tags", tags))
-                found = self.knowledge.add(content, task_id, tags, now_rfc3339())
-                if found is not None:
-                    kept.append(found)
-        except Exception as exc:
-            log.warning("knowledge store: task %s's learnings not kept: %s", task_id[:8], exc)
-        for learning in kept:
-            await self.journal.events.publish(
-                "LearningExtracted",
-                task_id,
-                {"learning_id": learning.learning_id, "tags": list(learning.tags)},
-            )
 
     def _close_knowledge(self) -> None:
         if self.knowledge is not None:
@@ -730,7 +679,7 @@ class Kernel:
         task, settings = loops.loop_task(request, prompt, event)
         # the learnings it is given are fixed now, with the task: a resumed task sees
         # the same ones (seed 001, 2.3)
-        settings = dataclasses.replace(settings, learnings=await self._learnings_for(prompt))
+        settings = dataclasses.replace(settings, learnings=await self.learner.learnings_for(prompt))
         stored, created = await self.journal.loops.create(task, settings, prompt, event)
         if not created:
             self._same_event(stored, event)

@@ -135,6 +135,46 @@ def extract(texts: list[str]) -> list[tuple[str, tuple[str, ...]]]:
     return found
 
 
+REFINE_SYSTEM = (
+    "You keep a coding agent's notebook of learnings: facts about a codebase or a "
+    "system that would save a later task time. You are given candidate sentences taken "
+    "from one finished task. Keep only real learnings; rewrite each as one short, "
+    "self-contained sentence (name the file, command or system it is about). Drop "
+    "progress reports and anything only true of this one task. Answer with a JSON array "
+    "of strings and nothing else; [] when none is worth keeping."
+)
+
+
+def refine_request(task_prompt: str, candidates: list[str]) -> str:
+    """The cheap tier's question in hybrid mode: which candidates to keep, reworded."""
+    lines = "\n".join(f"- {c}" for c in candidates)
+    return f"The task was: {task_prompt[:1000]}\n\nCandidate learnings:\n{lines}"
+
+
+def refined(answer: str, candidates: list[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """The model's answer as learnings: a JSON array of sentences, at most as many as
+    there were candidates, each of a learning's length. ValueError otherwise (the
+    keyword candidates are then kept as they were)."""
+    text = answer.strip()
+    if text.startswith("```"):  # a fenced answer: the array inside it
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError:
+        raise ValueError(f"not a JSON array: {answer[:80]!r}") from None
+    if not isinstance(found, list) or not all(isinstance(x, str) for x in found):
+        raise ValueError("not a JSON array of strings")
+    if len(found) > len(candidates):
+        raise ValueError(f"{len(found)} learnings from {len(candidates)} candidates")
+    out = []
+    for sentence in found:
+        sentence = " ".join(sentence.split())
+        if not 20 <= len(sentence) <= MAX_CHARS:
+            raise ValueError(f"a learning of {len(sentence)} characters (20 to {MAX_CHARS})")
+        out.append((sentence, tags_of(sentence)))
+    return out
+
+
 def tags_of(text: str) -> tuple[str, ...]:
     words = [w.lower().strip(".-") for w in _WORD.findall(text)]
     kept = sorted({w for w in words if w not in _STOP and len(w) >= 4}, key=lambda w: -len(w))
