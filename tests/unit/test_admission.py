@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pfar.kernel.admission import Admission
+from pfar.llm.proxy import RateLimiter
 
 
 @settings(max_examples=30, deadline=None)
@@ -75,5 +76,35 @@ def test_a_cancelled_waiter_leaves_no_hole_and_zero_means_no_limit() -> None:
         free = Admission(0)
         async with free.slot("x") as waited_x, free.slot("y") as waited_y:
             assert not waited_x and not waited_y and free.running == 2
+
+    asyncio.run(scene())
+
+
+def test_no_task_starts_while_model_calls_wait_for_the_rate_limit() -> None:
+    """Seed 001, 1.2: a free slot is not enough; the inference proxy's limiter must have
+    headroom (no model call waiting for the provider's budget)."""
+
+    async def scene() -> None:
+        limiter = RateLimiter(1, 10**9, clock=lambda: 0.0)  # one request a minute
+        await limiter.acquire(10)  # this minute's request is spent
+        starved = asyncio.create_task(limiter.acquire(10))  # a running task's call waits
+        await asyncio.sleep(0)
+        assert limiter.pressure() is not None
+        admission = Admission(4, limiter.pressure)
+        started = asyncio.Event()
+
+        async def task() -> None:
+            async with admission.slot("t1"):
+                started.set()
+
+        job = asyncio.create_task(task())
+        await asyncio.sleep(0.05)
+        assert not started.is_set()
+        (waiting,) = admission.waiting()
+        assert waiting.reason.startswith("rate limit: 1 model call(s) wait")
+        starved.cancel()  # the call gave up: the limiter has headroom again
+        await asyncio.wait_for(started.wait(), timeout=5)
+        await job
+        assert admission.running == 0 and admission.waiting() == []
 
     asyncio.run(scene())

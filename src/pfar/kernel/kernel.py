@@ -258,7 +258,7 @@ class Kernel:
         sessions_recovered = await self._recover_sessions()
         # cron slots missed while down: fired after recovery, said in its report
         self.scheduler = Scheduler(self)
-        self.admission = Admission(config.scheduler.max_concurrent)
+        self.admission = Admission(config.scheduler.max_concurrent, self.model.headroom)
         schedule_plans = await self.scheduler.plans()
         report, to_resume = await recover_tasks(
             self.journal,

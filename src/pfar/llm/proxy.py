@@ -131,6 +131,16 @@ class RateLimiter:
                 heapq.heapify(self._waiting)
             raise
 
+    def pressure(self) -> str | None:
+        """Why a new task should not start now (seed 001, 1.2: no rate headroom), or
+        None: model calls already wait for this minute's budget."""
+        if not self._waiting:
+            return None
+        return (
+            f"rate limit: {len(self._waiting)} model call(s) wait for the provider's budget "
+            f"({self._rpm:,} requests, {self._tpm:,} tokens a minute)"
+        )
+
     def record_usage(self, extra_tokens: int) -> None:
         """Count tokens learnt only after the call (the answer's size)."""
         if extra_tokens > 0:  # tokens, not a request: it does not count against the rpm
@@ -206,6 +216,10 @@ class InferenceProxy:
         # the models answer from the far side: a runner journals each request before it
         # goes out (False for a scripted model, which answers in-process)
         self.remote = remote
+
+    def headroom(self) -> str | None:
+        """None when a new task may start; else why not (the rate limit is spent)."""
+        return self._limiter.pressure()
 
     def model_for(self, tier: str) -> str:
         """The model of a tier ("cheap", "worker", "planner"); the configured model when unset."""
