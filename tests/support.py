@@ -261,4 +261,6 @@ def payload_for(state: TaskState, current_step: int = 0) -> Payload:
         return payloads.Cancelling(cancelled_from=TaskState.Executing, step=current_step)
     if state is TaskState.Blocked:
         return payloads.Blocked(step=current_step, child_task_id="child-1")
+    if state is TaskState.Queued:
+        return payloads.Queued(then=payloads.Executing(current_step=current_step), priority=5)
     return payloads.EMPTY[state]

@@ -54,10 +54,24 @@ def test_at_most_max_concurrent_run_and_the_rest_wait_in_order(tmp_path: Path) -
             assert [w.task_id for w in waiting] == ids[2:]
             assert [w.position for w in waiting] == [1, 2, 3, 4]
             assert "2 of 2 running" in waiting[0].reason
+            # journaled as Queued while they wait: listings and a restart see it
+            for task_id in ids[2:]:
+                assert (await op.task(task_id)).state is TaskState.Queued
+            assert {t.state for t in await op.tasks()} == {TaskState.Executing, TaskState.Queued}
             gate.set()
             await kernel.wait_idle()
             for task_id in ids:
                 assert (await op.task(task_id)).state is TaskState.Completed
+            kinds = {
+                task_id: [
+                    e.kind for e in await kernel.journal.events.bus(0, 1000) if e.task_id == task_id
+                ]
+                for task_id in ids
+            }
+            for task_id in ids[:2]:
+                assert "TaskQueued" not in kinds[task_id]  # a free slot: never queued
+            for task_id in ids[2:]:
+                assert kinds[task_id][2:4] == ["TaskQueued", "TaskScheduled"]
             assert await op.queue() == []
             kinds = [e.kind for e in await op.events(limit=1000)]
             assert kinds.count("TaskScheduled") == 4  # the ones that waited

@@ -49,6 +49,7 @@ EXPECTED = {
     TaskState.Cancelling: RecoveryAction.FinishCancel,
     TaskState.WaitingForUser: RecoveryAction.AwaitInput,
     TaskState.Blocked: RecoveryAction.AwaitSubtask,
+    TaskState.Queued: RecoveryAction.Requeue,
 }
 
 ages_us = st.integers(min_value=-5_000_000, max_value=30 * 24 * 3600 * 1_000_000)
@@ -134,10 +135,11 @@ def test_decide(task: TaskRecord, max_age: timedelta, attempts: int, crashed: bo
     d = decide(task, NOW, max_age, attempts, crashed)
     assert d.task_id == task.task_id
     age = NOW - datetime.fromisoformat(task.updated_at.replace("Z", "+00:00"))
-    if task.state.parked or task.state.held:
+    if task.state.parked or task.state.held or task.state is TaskState.Queued:
         # parked tasks wait on the owner under their own deadline, and what the owner holds
         # (paused, being cancelled) is the owner's: never aged out, never abandoned for
-        # crash loops (they run no code on recovery)
+        # crash loops (they run no code on recovery); a queued task waited for pfar's own
+        # slot, which makes it no older
         assert d.action is determine_recovery_action(task)
         assert d.action is not RecoveryAction.Abandon
     elif age > max_age:
@@ -156,7 +158,9 @@ def test_decide(task: TaskRecord, max_age: timedelta, attempts: int, crashed: bo
 
 
 @given(
-    st.sampled_from([s for s in TaskState if not s.parked and not s.held]),
+    st.sampled_from(
+        [s for s in TaskState if not s.parked and not s.held and s is not TaskState.Queued]
+    ),
     st.integers(min_value=1, max_value=10**9),
     st.integers(min_value=1, max_value=3600),
 )

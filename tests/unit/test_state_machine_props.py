@@ -22,6 +22,7 @@ from pfar.journal.payloads import (
     Paused,
     Payload,
     Planning,
+    Queued,
     Working,
     pause_requested,
     paused_from,
@@ -121,8 +122,9 @@ def test_cancelled_is_terminal_and_absorbing() -> None:
 
 
 def test_only_working_states_can_be_paused() -> None:
-    """Never a task parked on the owner (it holds nothing), never an ended or cancelling one."""
-    assert {s for s in TaskState if S.Paused in LEGAL[s]} == WORKING
+    """Never a task parked on the owner (it holds nothing), never an ended or cancelling one;
+    a working one, or one queued for a slot (which holds nothing either, and no answer)."""
+    assert {s for s in TaskState if S.Paused in LEGAL[s]} == WORKING | {S.Queued}
     assert {s for s in TaskState if s.working} == WORKING
     assert not (WORKING & {s for s in TaskState if s.parked or s.held or s.terminal})
 
@@ -160,11 +162,11 @@ def test_any_sequence_from_extracting_follows_legal(attempts: list[TaskState], t
     came_from: TaskState | None = None  # where a Paused task was paused from
     for dst in attempts:
         if dst in LEGAL[current] and (
-            current is not S.Paused or not dst.working or dst is came_from
+            current not in (S.Paused, S.Queued) or not dst.working or dst is came_from
         ):
             assert is_legal(current, dst, came_from)
             check_transition(tid, current, dst, came_from)  # does not raise
-            came_from = current if dst is S.Paused else None
+            came_from = _came_from(current, dst, came_from)
             current = dst
         else:
             assert not is_legal(current, dst, came_from)
@@ -199,12 +201,20 @@ def _journal() -> Iterator[Journal]:
             j.close()
 
 
+def _came_from(model: TaskState, dst: TaskState, came_from: TaskState | None) -> TaskState | None:
+    """Where a task that moves from `model` to `dst` goes back to once let go (paused or
+    queued from a working state; paused while queued: where it was queued from)."""
+    if dst is S.Paused and model is S.Queued:
+        return came_from
+    return model if dst in (S.Paused, S.Queued) else None
+
+
 def _payload(dst: TaskState, current: TaskState = S.Extracting, step: int = 0) -> Payload:
     """What a move into `dst` from `current` carries (a pause holds the state it is in)."""
-    if dst is S.Paused:
+    if dst in (S.Paused, S.Queued):
         then = payload_for(current if current.working else S.Executing, step)
         assert isinstance(then, Working)
-        return Paused(then=then)
+        return Paused(then=then) if dst is S.Paused else Queued(then=then, priority=step)
     return payload_for(dst, step)
 
 
@@ -259,9 +269,11 @@ def test_journal_stores_what_the_model_says(
             before = await j.tasks.get(tid)
             assert before.state is model
             to = _payload(dst, model, n)
+            if dst is S.Paused and isinstance(before.payload, Queued):
+                to = Paused(then=before.payload.then)  # it goes back where it was queued
             if is_legal(model, dst, came_from):
                 await j.tasks.transition(tid, to, point=None, update=TaskUpdate(error=f"e{n}"))
-                came_from = model if dst is S.Paused else None
+                came_from = _came_from(model, dst, came_from)
                 model = dst
                 after = await j.tasks.get(tid)
                 assert after.state is dst
@@ -303,10 +315,16 @@ def test_concurrent_transitions_apply_in_order_and_refusals_undo_only_themselves
     moves: list[Payload] = []
     model = TaskState.Extracting
     came_from: TaskState | None = None
+    queued: Queued | None = None
     for dst in attempts:
-        moves.append(_payload(dst, model))
+        to = _payload(dst, model)
+        if dst is S.Paused and model is S.Queued and queued is not None:
+            to = Paused(then=queued.then)  # it goes back where it was queued
+        moves.append(to)
         if is_legal(model, dst, came_from):
-            came_from, model = (model if dst is S.Paused else None), dst
+            if isinstance(to, Queued):
+                queued = to
+            came_from, model = _came_from(model, dst, came_from), dst
 
     async def go() -> list[BaseException | TaskState]:
         await j.tasks.create(_task(tid))
@@ -326,7 +344,7 @@ def test_concurrent_transitions_apply_in_order_and_refusals_undo_only_themselves
     for n, (dst, result) in enumerate(zip(attempts, results, strict=True)):
         if is_legal(model, dst, came_from):
             assert result is dst, (n, dst, result)  # the state it is in now
-            came_from = model if dst is S.Paused else None
+            came_from = _came_from(model, dst, came_from)
             model = dst
             last_ok = n
         else:
@@ -368,7 +386,12 @@ class _Model:
         if not is_legal(self.state, dst, self.came_from):
             return False
         if dst is S.Paused:
+            if self.state is not S.Queued:  # paused while queued: back where it was queued
+                self.came_from = self.state
+        elif dst is S.Queued:
             self.came_from = self.state
+            if self.requested:  # being queued is a boundary: the pause lands there
+                dst = S.Paused
         elif self.requested and dst is not self.state and dst.working:
             # a runner's move while a pause request stands: that boundary is where it stops
             self.came_from, dst = dst, S.Paused
@@ -404,6 +427,8 @@ def test_holds_follow_the_model(shared_journal: Journal, ops: list[object]) -> N
             before = await j.tasks.get(tid)
             if isinstance(op, TaskState):
                 to = _payload(op, m.state)
+                if op is S.Paused and isinstance(before.payload, Queued):
+                    to = Paused(then=before.payload.then)
                 if m.move(op):
                     await j.tasks.transition(tid, to, point=None)
                 else:
@@ -419,7 +444,10 @@ def test_holds_follow_the_model(shared_journal: Journal, ops: list[object]) -> N
                     assert await j.tasks.get(tid) == before
                     continue
                 state, outcome = await j.tasks.request_pause(tid, running=lambda r=running: r)
-                if m.state is S.Paused or (running and m.requested):
+                if m.state is S.Queued:  # it holds nothing while it waits: paused at once
+                    assert outcome is PauseOutcome.paused
+                    m.move(S.Paused)
+                elif m.state is S.Paused or (running and m.requested):
                     assert outcome is PauseOutcome.already
                 elif running:
                     assert outcome is PauseOutcome.requested
@@ -464,7 +492,7 @@ def test_holds_follow_the_model(shared_journal: Journal, ops: list[object]) -> N
             row = await j.tasks.get(tid)
             assert row.state is m.state
             assert paused_from(row.payload) == (
-                m.came_from if m.state is S.Paused and m.came_from else None
+                m.came_from if m.state in (S.Paused, S.Queued) and m.came_from else None
             )
             assert pause_requested(row.payload) == m.requested
 

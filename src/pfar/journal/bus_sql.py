@@ -17,13 +17,14 @@ ARRIVAL: dict[TaskState, str] = {
     TaskState.AwaitingCredential: "UserInputNeeded",
     TaskState.WaitingForUser: "UserInputNeeded",
     TaskState.Blocked: "TaskBlocked",
+    TaskState.Queued: "TaskQueued",
     TaskState.Paused: "TaskPaused",
     TaskState.Completed: "TaskCompleted",
     TaskState.Failed: "TaskFailed",
     TaskState.Cancelled: "TaskCancelled",
     TaskState.Abandoned: "TaskAbandoned",
 }
-KINDS = frozenset({"TaskCreated", "TaskStarted", "TaskResumed", *ARRIVAL.values()})
+KINDS = frozenset({"TaskCreated", "TaskStarted", "TaskResumed", "TaskScheduled", *ARRIVAL.values()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,9 @@ def moved_txn(
     if after is before:
         return
     kind = ARRIVAL.get(after)
-    if kind is None and after.working and (before.parked or before.held):
+    if kind is None and after.working and before is TaskState.Queued:
+        kind = "TaskScheduled"  # the scheduler let it start (seed 001, 1.2)
+    elif kind is None and after.working and (before.parked or before.held):
         kind = "TaskResumed"
     if kind is None:
         return  # a runner's move between its own working states: no event

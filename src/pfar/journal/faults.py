@@ -41,6 +41,8 @@ POINTS = (
     "bus_ack",
     "hook_verdict",
     "lock_acquired",
+    "task_queued",
+    "task_scheduled",
     "lock_released",
     "cancel_intended",
     "adapter_position",

@@ -85,6 +85,9 @@ def pause_txn(
         raise _ended(task_id, state, "paused")
     if state is TaskState.Cancelling:
         raise TaskStateRefused(task_id, state.value, "paused", "it is being cancelled")
+    if isinstance(payload, payloads.Queued):  # it holds nothing while it waits: now
+        paused = payloads.Paused(then=payload.then)
+        return transition(conn, task_id, paused, _NOTHING, False), PauseOutcome.paused
     if not isinstance(payload, payloads.Working):
         raise TaskStateRefused(
             task_id,

@@ -37,7 +37,12 @@ def transition_txn(
     dst = state_of(to)
     state, phase, current = _row_for_move(conn, task_id, dst)
     check_transition(task_id, state, dst, payloads.paused_from(current) if current else None)
-    if isinstance(to, payloads.Paused) and state_of(to.then) is not state:
+    queued_then = current.then if isinstance(current, payloads.Queued) else None
+    if (
+        isinstance(to, payloads.Paused)
+        and state_of(to.then) is not state
+        and to.then != queued_then
+    ):
         # a task pauses holding the state it is in, so that it goes back only there
         raise IllegalTransition(task_id, state.value, f"Paused (back to {to.then.kind})")
     requested = payloads.pause_requested(to) or (
@@ -47,6 +52,9 @@ def transition_txn(
         to = replace(to, pause_requested=requested and dst is state)
         if requested and dst is not state and state is not TaskState.Paused:
             to = payloads.Paused(then=to)
+    elif isinstance(to, payloads.Queued) and requested:
+        # being queued is a boundary too: the owner's pause lands here
+        to = payloads.Paused(then=replace(to.then, pause_requested=False))
     at = now_rfc3339()
     tasks_sql.transition_txn(conn, task_id, to, dst.phase or phase, update, at, reset_attempts)
     after = state_of(to)

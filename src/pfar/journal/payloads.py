@@ -179,6 +179,17 @@ class Blocked:
     child_task_id: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Queued:
+    """Waiting for a slot (`[scheduler] max_concurrent`) or for rate headroom, holding
+    no coroutine's work; admitted, it goes back to exactly `then`."""
+
+    __pydantic_config__ = _STRICT
+    kind: Literal["Queued"] = "Queued"
+    then: WorkingPayload
+    priority: int = 0
+
+
 # -- held by the owner, and ended ---------------------------------------------------
 
 
@@ -234,6 +245,7 @@ Payload = (
     | AwaitingCredential
     | WaitingForUser
     | Blocked
+    | Queued
     | Paused
     | Cancelling
     | Completed
@@ -271,7 +283,7 @@ def step_of(payload: Payload) -> int | None:
             return step
         case WaitingForUser(next_step=step) | Blocked(step=step):
             return step
-        case Paused(then=then):
+        case Paused(then=then) | Queued(then=then):
             return step_of(then)
         case _:
             return None
@@ -282,8 +294,8 @@ def pause_requested(payload: Payload) -> bool:
 
 
 def paused_from(payload: Payload) -> TaskState | None:
-    """Where a Paused task goes back to (None for any other state)."""
-    return state_of(payload.then) if isinstance(payload, Paused) else None
+    """Where a Paused (or Queued) task goes back to (None for any other state)."""
+    return state_of(payload.then) if isinstance(payload, Paused | Queued) else None
 
 
 def plain(payload: Any) -> dict[str, Any]:

@@ -23,6 +23,9 @@ class TaskState(StrEnum):
     # its Task call started (later: a resource lock). It holds no coroutine; what it
     # waits on wakes it
     Blocked = "Blocked"
+    # waiting for a slot ([scheduler] max_concurrent) or for rate headroom; it goes back
+    # to exactly the working state it was queued in
+    Queued = "Queued"
     # stopped by the owner between two steps; its payload holds the one it goes back to
     Paused = "Paused"
     # the owner's cancel is committed: its processes are being ended; only Cancelled follows
@@ -80,6 +83,7 @@ _PHASE = {
     TaskState.AwaitingCredential: "execute",
     TaskState.WaitingForUser: "execute",
     TaskState.Blocked: "execute",
+    TaskState.Queued: "",  # keeps the phase it was queued in
     TaskState.Synthesizing: "synthesize",
     TaskState.Completed: "egress",
     # held and cancelled tasks keep the phase they were stopped in (see Journal.transition)
@@ -102,8 +106,12 @@ _PAUSE = {_S.Paused}
 # or is re-entered by recovery (Extracting / Planning re-run their phase).
 LEGAL: dict[TaskState, frozenset[TaskState]] = {
     # a thinking phase may park on the owner (e.g. a cloud_routing approval) and return
-    _S.Extracting: frozenset({_S.Extracting, _S.Planning, _S.AwaitingApproval, *_ENDINGS, *_PAUSE}),
-    _S.Planning: frozenset({_S.Planning, _S.Executing, _S.AwaitingApproval, *_ENDINGS, *_PAUSE}),
+    _S.Extracting: frozenset(
+        {_S.Extracting, _S.Planning, _S.AwaitingApproval, *_ENDINGS, *_PAUSE, _S.Queued}
+    ),
+    _S.Planning: frozenset(
+        {_S.Planning, _S.Executing, _S.AwaitingApproval, *_ENDINGS, *_PAUSE, _S.Queued}
+    ),
     _S.Executing: frozenset(
         {
             _S.Executing,
@@ -112,6 +120,7 @@ LEGAL: dict[TaskState, frozenset[TaskState]] = {
             _S.WaitingForUser,
             _S.Blocked,
             _S.Synthesizing,
+            _S.Queued,
             *_ENDINGS,
             *_PAUSE,
         }
@@ -125,8 +134,11 @@ LEGAL: dict[TaskState, frozenset[TaskState]] = {
     # the subtask ended: its answer is the call's result, and the loop goes on
     _S.Blocked: frozenset({_S.Executing, *_ENDINGS}),
     _S.Synthesizing: frozenset(
-        {_S.Synthesizing, _S.Completed, _S.AwaitingApproval, *_ENDINGS, *_PAUSE}
+        {_S.Synthesizing, _S.Completed, _S.AwaitingApproval, _S.Queued, *_ENDINGS, *_PAUSE}
     ),
+    # admitted: back only to the state it was queued in (check_transition); or paused
+    # (it holds nothing while it waits), or ended
+    _S.Queued: frozenset({*WORKING, _S.Paused, *_ENDINGS}),
     # back only to the state it was paused from (check_transition), or cancelled
     _S.Paused: frozenset({*WORKING, _S.Cancelling}),
     _S.Cancelling: frozenset({_S.Cancelled}),
@@ -138,11 +150,11 @@ LEGAL: dict[TaskState, frozenset[TaskState]] = {
 
 
 def is_legal(src: TaskState, dst: TaskState, paused_from: TaskState | None = None) -> bool:
-    """The table's answer; leaving Paused for a working state also needs `paused_from`
-    (the state the task was paused in) to be that state."""
+    """The table's answer; leaving Paused (or Queued) for a working state also needs
+    `paused_from` (the state the task was paused or queued in) to be that state."""
     if dst not in LEGAL[src]:
         return False
-    if src is TaskState.Paused and dst.working:
+    if src in (TaskState.Paused, TaskState.Queued) and dst.working:
         return dst is paused_from
     return True
 

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import heapq
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ..journal.records import now_rfc3339
@@ -64,8 +64,14 @@ class Admission:
         self._recheck: asyncio.TimerHandle | None = None
 
     @contextlib.asynccontextmanager
-    async def slot(self, task_id: str, priority: int = 0) -> AsyncIterator[bool]:
-        """Hold a slot for the body; yields whether the task had to wait for it."""
+    async def slot(
+        self,
+        task_id: str,
+        priority: int = 0,
+        queued: Callable[[], Awaitable[None]] | None = None,
+    ) -> AsyncIterator[bool]:
+        """Hold a slot for the body; yields whether the task had to wait for it.
+        `queued` is awaited once when it must wait (the kernel journals it Queued)."""
         waited = False
         if self.max_concurrent and (
             self.running >= self.max_concurrent or self._queue or self.headroom() is not None
@@ -75,6 +81,8 @@ class Admission:
             heapq.heappush(self._queue, waiter)
             try:
                 self._admit()  # a free slot held back only by the rate limit: look again
+                if queued is not None and not waiter.admitted.is_set():
+                    await queued()
                 await waiter.admitted.wait()
             except BaseException:
                 if waiter.admitted.is_set():

@@ -55,7 +55,7 @@ from ..journal import (
 from ..journal.faults import FaultHook
 from ..journal.journal import prompt_status_text
 from ..journal.locks_sql import LockOwner
-from ..journal.payloads import AwaitingApproval, Extracting, pause_requested
+from ..journal.payloads import AwaitingApproval, Extracting, Queued, Working, pause_requested
 from ..journal.records import now_rfc3339, rfc3339
 from ..llm.proxy import CallRecord, ChatModel, InferenceProxy
 from ..policy.redact import RedactingFilter, Redactor
@@ -514,10 +514,20 @@ class Kernel:
         try:
             task = await self.journal.tasks.get(task_id)
             priority = await self._priority(task) if self.admission.max_concurrent else 0
-            async with self.admission.slot(task_id, priority) as waited:
-                if waited:
-                    await self.journal.events.publish(
-                        "TaskScheduled", task_id, {"priority": priority}
+
+            async def queued() -> None:
+                """Journaled Queued while it waits (seed 001, 1.1): a listing shows it, and
+                a restart queues it again instead of starting it ahead of its turn."""
+                now = await self.journal.tasks.get(task_id)
+                if now.state.working and isinstance(now.payload, Working):
+                    to = Queued(then=now.payload, priority=priority)
+                    await self.journal.tasks.transition(task_id, to, point="task_queued")
+
+            async with self.admission.slot(task_id, priority, queued):
+                now = await self.journal.tasks.get(task_id)
+                if isinstance(now.payload, Queued):  # admitted: TaskScheduled on the bus
+                    await self.journal.tasks.transition(
+                        task_id, now.payload.then, point="task_scheduled"
                     )
                 while True:
                     self._again.discard(task_id)

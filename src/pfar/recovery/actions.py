@@ -37,6 +37,9 @@ class RecoveryAction(StrEnum):
     # a loop task blocked on its subtask: it keeps waiting, and is woken at once if the
     # subtask ended before the restart (the wake-up may have died with the kernel)
     AwaitSubtask = "AwaitSubtask"
+    # a task waiting for a slot or for rate headroom: it waits again, in its turn (a
+    # queue's wait is pfar's own: it never makes a task too old)
+    Requeue = "Requeue"
 
 
 def determine_recovery_action(task: TaskRecord) -> RecoveryAction:
@@ -61,6 +64,8 @@ def determine_recovery_action(task: TaskRecord) -> RecoveryAction:
         return RecoveryAction.AwaitInput
     if state is TaskState.Blocked:
         return RecoveryAction.AwaitSubtask
+    if state is TaskState.Queued:
+        return RecoveryAction.Requeue
     if state is TaskState.Paused:
         return RecoveryAction.LeavePaused
     if state is TaskState.Cancelling:
@@ -178,6 +183,8 @@ def deaths_in_flight(task: TaskRecord, crashed: bool) -> int:
     """
     if not crashed or task.state.parked or task.state.terminal:
         return 0
+    if task.state is TaskState.Queued:  # nothing of it ran: it waited for a slot
+        return 0
     return task.recovery_attempts + 1
 
 
@@ -206,6 +213,8 @@ def decide(
         return Decision(task.task_id, determine_recovery_action(task))
     if pause_requested(task.payload):
         return Decision(task.task_id, RecoveryAction.Pause, PauseRequested())
+    if task.state is TaskState.Queued:
+        return Decision(task.task_id, RecoveryAction.Requeue)
     # A workflow's steps may run for hours: its trace, not its age, says what to do.
     if not task.state.parked and runner_for(task).ages_out:
         age = now - _parse(task.last_activity)

@@ -132,6 +132,9 @@ async def recover_tasks(
             report.paused.append(d.task_id)
         elif d.action is RecoveryAction.AwaitInput:
             report.waiting.append(d.task_id)
+        elif d.action is RecoveryAction.Requeue:
+            report.queued.append(d.task_id)
+            to_resume.append(d.task_id)  # back in the queue, in its turn
         elif d.action is RecoveryAction.AwaitSubtask:
             report.blocked.append(d.task_id)
             to_resume.append(d.task_id)  # its runner looks at the subtask and waits on

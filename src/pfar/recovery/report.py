@@ -28,6 +28,8 @@ class RecoveryReport:
     waiting: list[str] = field(default_factory=list)
     # loop tasks waiting on a subtask (their Task call): they go on when it ends
     blocked: list[str] = field(default_factory=list)
+    # tasks that waited for a slot or rate headroom: they wait again, in their turn
+    queued: list[str] = field(default_factory=list)
     # task id -> what is wrong with its row (field: problem): left exactly as it is
     malformed: dict[str, str] = field(default_factory=dict)
     orphan_containers: int = 0
@@ -56,6 +58,7 @@ class RecoveryReport:
             or self.paused
             or self.waiting
             or self.blocked
+            or self.queued
             or self.malformed
             or self.orphan_containers
             or self.orphan_processes
@@ -77,6 +80,7 @@ class RecoveryReport:
             "paused": self.paused,
             "waiting": self.waiting,
             "blocked": self.blocked,
+            "queued": self.queued,
             "malformed": self.malformed,
             "orphan_containers": self.orphan_containers,
             "orphan_processes": self.orphan_processes,
@@ -149,6 +153,7 @@ class RecoveryReport:
         line(self.paused, "task", "tasks", "left paused")
         line(self.waiting, "task", "tasks", "still waiting for your message (pfar send)")
         line(self.blocked, "task", "tasks", "waiting on a subtask; they go on when it ends")
+        line(self.queued, "task", "tasks", "queued again for a slot; they start in turn")
         for task_id, problem in self.malformed.items():
             lines.append(
                 f" - task {task_id[:8]} left as it is: its journal row is malformed ({problem}); "

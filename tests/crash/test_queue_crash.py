@@ -1,0 +1,80 @@
+"""Queued tasks across a SIGKILL: a task waiting for the only slot is journaled Queued;
+the kernel is killed (at the commit that queues it, or while it waits); the next
+kernel queues it again (never ahead of its turn, never too old for having waited),
+says so in its recovery report, and runs it once the slot is free."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pfar.vault.home import Home
+
+from ..support import make_home, wait_for
+from .test_regressions import age_task, kernel, rows
+
+pytestmark = pytest.mark.crash
+
+
+def _home(tmp_path: Path) -> tuple[Home, Path]:
+    work = tmp_path / "work"
+    work.mkdir()
+    # the first task holds the only slot with a long command; the second waits for it
+    script = textwrap.dedent(
+        """
+        [[turns]]
+        turn = 1
+        match = "^first"
+        text = "Running it."
+        tool_calls = [{ name = "Bash", input = { command = "sleep 60" } }]
+
+        [[turns]]
+        text = "Done."
+        """
+    )
+    config = '[loop]\ntools = ["Bash"]\nalways_allow = ["Bash"]\n[scheduler]\nmax_concurrent = 1\n'
+    return make_home(tmp_path / "home", script=script, config=config), work
+
+
+def _states(home: Home) -> dict[str, str]:
+    found = rows(home, "SELECT event_id, state FROM task_journal")
+    return {r["event_id"]: r["state"] for r in found}
+
+
+@pytest.mark.parametrize("fault", [None, "task_queued"])
+def test_a_queued_task_is_queued_again_after_a_kill(tmp_path: Path, fault: str | None) -> None:
+    home, work = _home(tmp_path)
+    with kernel(home, fault=fault) as k:
+        k.request("loop", prompt="first", directory=str(work), event_id="q-first")
+        wait_for(lambda: rows(home, "SELECT 1 FROM task_steps"), timeout=30, what="Bash")
+        k.request("loop", prompt="second", directory=str(work), once=True, event_id="q-second")
+        if fault is None:
+            wait_for(lambda: _states(home).get("q-second") == "Queued", timeout=30)
+            k.kill()
+        else:
+            assert k.killed_by_fault()
+    assert _states(home)["q-second"] == "Queued"
+    # it waited for the slot far longer than [recovery] max_task_age_seconds (600): a
+    # queue's wait is pfar's own, and never makes a task too old to go on
+    (second,) = rows(home, "SELECT task_id FROM task_journal WHERE event_id = 'q-second'")
+    age_task(home, second["task_id"], minutes=30)
+
+    with kernel(home) as k:
+        # the first task's command was cut off: it waits for the owner (holding no slot),
+        # and the second runs in its turn
+        wait_for(lambda: _states(home).get("q-second") == "Completed", timeout=60)
+        assert _states(home)["q-first"] == "AwaitingApproval"
+        report = (home.owner_log).read_text()
+        assert "queued again for a slot" in report
+        kinds = [
+            r["kind"]
+            for r in rows(
+                home,
+                "SELECT kind FROM bus_events WHERE task_id = "
+                "(SELECT task_id FROM task_journal WHERE event_id = 'q-second') ORDER BY seq",
+            )
+        ]
+        assert kinds[:3] == ["TaskCreated", "TaskStarted", "TaskQueued"]
+        assert "TaskScheduled" in kinds and kinds[-1] == "TaskCompleted"
