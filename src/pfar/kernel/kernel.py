@@ -923,7 +923,8 @@ class Kernel:
         lease = config.scheduler.lock_lease_seconds
         while True:
             await asyncio.sleep(lease / 3)
-            await self.journal.locks.renew(self.boot_id, lease)
+            if self.locks.holding():  # an idle kernel writes nothing
+                await self.journal.locks.renew(self.boot_id, lease)
 
     @property
     def lock_owner(self) -> LockOwner:

@@ -210,6 +210,10 @@ class LockManager:
     def waiting(self) -> list[Waiting]:
         return list(self._waiting.values())
 
+    def holding(self) -> bool:
+        """Whether any call holds (or waits for) a lock: leases need renewing only then."""
+        return bool(self._locks)
+
 
 def _about(holder: str, resource: Resource) -> dict[str, Any]:
     task_id, _, step = holder.partition(":")

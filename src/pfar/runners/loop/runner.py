@@ -194,10 +194,11 @@ async def _model_phase(
                 **about,
                 "task_id": task.task_id,
                 "model": response.model,
-                "text": response.text,
+                "text": svc.redactor.text(response.text),  # a hook sees what the journal keeps
                 "stop_reason": response.stop_reason.value,
                 "tool_calls": [
-                    {"id": c.id, "name": c.name, "input": c.input} for c in response.tool_calls
+                    {"id": c.id, "name": c.name, "input": svc.redactor.value(c.input)}
+                    for c in response.tool_calls
                 ],
                 "usage": {
                     "input_tokens": response.usage.input_tokens,
