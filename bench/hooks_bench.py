@@ -6,8 +6,10 @@ PostToolUse, and with one shell handler there (`cat > /dev/null`: a process per
 call). The figure is the handler's cost per step, beside the raw SQLite floor (one
 fsync'd commit) as a ratio.
 
-Locks: the kernel's lock table alone (`LockManager.hold`): acquire and release of one
-file's lock, uncontended, and 64 holders taking overlapping pairs of 8 files at once.
+Locks: `LockManager.hold` acquire and release, uncontended and with 64 holders taking
+overlapping pairs of 8 files at once: in memory alone, and journaled as the kernel does
+it (each acquisition one commit to `resource_locks`, group-committed; each release
+riding on the next commit).
 
 Run: `python -m bench.hooks_bench [--quick]`.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -29,13 +32,16 @@ except ModuleNotFoundError:  # run as a script: python bench/hooks_bench.py
     from bench.floor import sqlite_floor
 
 from pfar.config import Config
+from pfar.journal import Journal
+from pfar.journal.locks_sql import LockOwner
 from pfar.kernel import Kernel
-from pfar.kernel.locks import LockManager
+from pfar.kernel.locks import LockManager, LockTable
 from pfar.kernel.setup_home import init_home
 from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, reply
 from pfar.llm.messages import ToolCall
 from pfar.runners.loop.tasks import LoopRequest
 from pfar.tools.base import Resource
+from pfar.tools.processes import start_time
 from pfar.vault.home import Home
 
 HANDLERS = {
@@ -89,8 +95,16 @@ async def _steps(calls: int, hooks: str, base: str | None) -> float:
     return seconds
 
 
-async def _locks_alone(n: int) -> float:
-    manager = LockManager(60)
+def _table(d: Path) -> tuple[Journal, LockTable]:
+    home = Home(d / "home")
+    init_home(home, examples=False)
+    journal = Journal.open(home.sessions_db)
+    owner = LockOwner("bench", "here", os.getpid(), start_time(os.getpid()) or 0)
+    return journal, LockTable(journal.locks, owner, 60, lambda pid, started: True)
+
+
+async def _locks_alone(n: int, table: LockTable | None = None) -> float:
+    manager = LockManager(60, table=table)
     file = (Resource("file", "/w/a.txt", "exclusive"),)
     t0 = time.perf_counter()
     for i in range(n):
@@ -99,8 +113,10 @@ async def _locks_alone(n: int) -> float:
     return n / (time.perf_counter() - t0)
 
 
-async def _locks_contended(n: int, holders: int = 64, files: int = 8) -> float:
-    manager = LockManager(60)
+async def _locks_contended(
+    n: int, holders: int = 64, files: int = 8, table: LockTable | None = None
+) -> float:
+    manager = LockManager(60, table=table)
     names = [f"/w/{i}.txt" for i in range(files)]
 
     async def holder(h: int) -> None:
@@ -144,8 +160,24 @@ def main(argv: list[str] | None = None) -> int:
     n = 20_000 if args.quick else 100_000
     alone = asyncio.run(_locks_alone(n))
     contended = asyncio.run(_locks_contended(n))
-    print(f"locks, one holder: {alone:,.0f} acquire+release/s")
-    print(f"locks, 64 holders on 8 files (pairs): {contended:,.0f} acquire+release/s")
+    print(f"locks in memory, one holder: {alone:,.0f} acquire+release/s")
+    print(f"locks in memory, 64 holders on 8 files (pairs): {contended:,.0f} acquire+release/s")
+    journaled_n = 500 if args.quick else 2000
+    with fresh_dir(args.dir) as d:
+        journal, table = _table(d)
+        try:
+            one = asyncio.run(_locks_alone(journaled_n, table))
+            many = asyncio.run(_locks_contended(journaled_n * 4, table=table))
+        finally:
+            journal.close()
+    print(
+        f"locks journaled, one holder: {one:,.0f} acquire+release/s "
+        f"({one / floor.steps_per_s:.2f} × floor commits/s)"
+    )
+    print(
+        f"locks journaled, 64 holders on 8 files (pairs): {many:,.0f} acquire+release/s "
+        f"({many / floor.steps_per_s:.2f} × floor commits/s)"
+    )
     return 0
 
 
