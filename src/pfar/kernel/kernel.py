@@ -523,8 +523,9 @@ class Kernel:
                     to = Queued(then=now.payload, priority=priority)
                     await self.journal.tasks.transition(task_id, to, point="task_queued")
 
-            async with self.admission.slot(task_id, priority, queued):
-                now = await self.journal.tasks.get(task_id)
+            async with self.admission.slot(task_id, priority, queued) as waited:
+                # queued while it waited, or before a restart: admitted now
+                now = await self.journal.tasks.get(task_id) if waited else task
                 if isinstance(now.payload, Queued):  # admitted: TaskScheduled on the bus
                     await self.journal.tasks.transition(
                         task_id, now.payload.then, point="task_scheduled"
