@@ -60,11 +60,25 @@ class Script:
     """Answers each task (by its prompt) from a list of turns; a turn is a text or a
     list of (tool, input) calls. Keeps every request."""
 
-    def __init__(self, turns: dict[str, list[Any]]) -> None:
+    def __init__(
+        self, turns: dict[str, list[Any]], gates: dict[str, asyncio.Event] | None = None
+    ) -> None:
         self.turns = turns
         self.requests: list[ChatRequest] = []
+        self.gates = gates or {}  # a prompt's answers wait for its gate
 
-    def __call__(self, request: ChatRequest) -> ChatResponse:
+    def __call__(self, request: ChatRequest) -> Any:
+        prompt = request.messages[0].text
+        gate = next((g for k, g in self.gates.items() if prompt.startswith(k)), None)
+        if gate is not None:
+            return self._after(gate, request)
+        return self._answer(request)
+
+    async def _after(self, gate: asyncio.Event, request: ChatRequest) -> ChatResponse:
+        await gate.wait()
+        return self._answer(request)
+
+    def _answer(self, request: ChatRequest) -> ChatResponse:
         self.requests.append(request)
         prompt = request.messages[0].text
         key = next((k for k in self.turns if prompt.startswith(k)), None)
@@ -146,7 +160,10 @@ def test_every_hook_point_of_the_seed_fires(tmp_path: Path) -> None:
             "Check": ["b.txt holds beta."],
             "Second": ["Second done."],
             "Third": ["Waiting."],
-        }
+            "Fifth": ["Fifth done."],
+            "Sixth": ["Sixth done."],
+        },
+        gates={"Fifth": (fifth_may_answer := asyncio.Event())},
     )
 
     async def scenario(op: Operator, kernel: Kernel) -> None:
@@ -173,6 +190,18 @@ def test_every_hook_point_of_the_seed_fires(tmp_path: Path) -> None:
         gone.mkdir()
         fourth = (await op.start_loop("Fourth thing", str(gone), once=True)).task_id
         await _until(op, fourth, TaskState.Completed, TaskState.Failed)
+        # the fifth holds the only slot until the sixth is queued behind it: the sixth is
+        # then scheduled when the fifth ends
+        fifth = (await op.start_loop("Fifth thing", str(work), once=True)).task_id
+        sixth = (await op.start_loop("Sixth thing", str(work), once=True)).task_id
+        for _ in range(500):
+            if (await op.task(sixth)).state is TaskState.Queued:
+                break
+            await asyncio.sleep(0.01)
+        assert (await op.task(sixth)).state is TaskState.Queued
+        fifth_may_answer.set()
+        await _until(op, fifth, TaskState.Completed)
+        await _until(op, sixth, TaskState.Completed)
         for _ in range(100):  # lifecycle hooks follow the bus
             if {"TaskCancelled", "TaskScheduled"} <= hook_handlers.points():
                 break
