@@ -101,6 +101,24 @@ def test_a_new_schedule_starts_after_now(tmp_path: Path) -> None:
     assert "last_slot" in json.loads(state)
 
 
+def test_pfar_queue_shows_each_schedules_next_slot(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", templates={"tick": tick(cron="0 7 * * *")}, script=SCRIPT)
+
+    async def look() -> list[Any]:
+        kernel = Kernel(home, Config.load(home.config))
+        await kernel.start()
+        try:
+            return await Operator(kernel).queue()
+        finally:
+            await kernel.shutdown()
+
+    (waiting,) = asyncio.run(look())
+    assert waiting.task_id == "" and waiting.position == 0
+    assert waiting.reason.startswith("schedule: tick next runs at ")
+    assert waiting.reason.endswith(" 07:00 Europe/Berlin")
+    assert parse_rfc3339(waiting.since) > datetime.now(UTC)
+
+
 def test_missed_slots_are_caught_up_once_and_reported(tmp_path: Path) -> None:
     home = make_home(tmp_path / "home", templates={"tick": tick("latest")}, script=SCRIPT)
     seed_position(home, "tick", minutes_ago(10))

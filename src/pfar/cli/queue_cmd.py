@@ -26,9 +26,10 @@ def queue(ctx: click.Context, as_json: bool) -> None:
     for column in ("#", "task", "priority", "waiting since", "why"):
         table.add_column(column)
     for w in found:
+        kind = "cron" if w["reason"].startswith("schedule:") else "lock"
         table.add_row(
-            str(w["position"]) if w["position"] else "lock",
-            w["task_id"][:8],
+            str(w["position"]) if w["position"] else kind,
+            w["task_id"][:8] or "-",
             str(w["priority"]),
             w["since"][:19].replace("T", " "),
             w["reason"],

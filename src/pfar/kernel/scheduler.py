@@ -23,6 +23,7 @@ from ..journal.records import parse_rfc3339, rfc3339
 from ..runners import schedules
 from ..runners.schedules import Due
 from ..runners.templates import Template
+from .admission import Waiting
 
 if TYPE_CHECKING:
     from .kernel import Kernel
@@ -128,6 +129,17 @@ class Scheduler:
         saved = await self._kernel.journal.adapters.get(position_name(template_id)) or {}
         last = saved.get("last_slot")
         return parse_rfc3339(last) if isinstance(last, str) else None
+
+    def upcoming(self) -> list[Waiting]:
+        """`pfar queue`'s lines for schedules: each scheduled template's next slot (no
+        task exists for it yet), soonest first."""
+        now = self._clock()
+        found = []
+        for tpl in self._scheduled():
+            slot = schedules.next_slot(tpl.cron or "", tpl.schedule.timezone, now)
+            reason = f"schedule: {tpl.id} next runs at {_local(slot, tpl)}"
+            found.append(Waiting("", tpl.priority, rfc3339(slot), 0, reason))
+        return sorted(found, key=lambda w: w.since)
 
     def _until_next(self) -> float:
         now = self._clock()

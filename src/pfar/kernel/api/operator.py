@@ -226,9 +226,15 @@ class Operator(HomeReader):
     # -- the queue -----------------------------------------------------------------------
 
     async def queue(self) -> list[Waiting]:
-        """Tasks waiting for a slot (`[scheduler] max_concurrent`), the next first, then
-        tool calls waiting for a resource lock another task holds."""
-        return [*self._kernel.admission.waiting(), *self._kernel.locks.waiting()]
+        """What waits, and why: tasks waiting for a slot (`[scheduler] max_concurrent`) or
+        rate headroom, the next first; tool calls waiting for a resource lock another
+        task holds; and each cron template's next slot."""
+        kernel = self._kernel
+        return [
+            *kernel.admission.waiting(),
+            *kernel.locks.waiting(),
+            *kernel.scheduler.upcoming(),
+        ]
 
     # -- the knowledge store -------------------------------------------------------------
 
