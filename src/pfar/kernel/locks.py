@@ -102,19 +102,22 @@ class LockManager:
                     await self.observe(HookPoint.ResourceLockReleased, _about(holder, resource))
 
     async def _acquire(self, holder: str, resource: Resource) -> None:
-        lock = self._locks.setdefault((resource.kind, resource.name), _Lock())
-        if self.observe is not None:
-            async with lock.changed:
-                busy = not lock.free_for(holder, resource.mode)
-                lock.waiting += 1  # kept in the table while the hook runs
-            try:
-                if busy:
-                    held = sorted(h.split(":")[0] for h in lock.holders)
-                    about = {**_about(holder, resource), "held_by": held}
-                    await self.observe(HookPoint.ResourceLockWait, about)
-            finally:
-                lock.waiting -= 1
-        await self._take(lock, holder, resource)
+        key = (resource.kind, resource.name)
+        lock = self._locks.setdefault(key, _Lock())
+        # counted from the table look-up to the take: a release meanwhile (while this call
+        # waits for the guard, or for a hook) never drops this lock from the table, so
+        # no second lock object for the same resource can be made
+        lock.waiting += 1
+        try:
+            if self.observe is not None and not lock.free_for(holder, resource.mode):
+                held = sorted(h.split(":")[0] for h in lock.holders)
+                about = {**_about(holder, resource), "held_by": held}
+                await self.observe(HookPoint.ResourceLockWait, about)
+            await self._take(lock, holder, resource)
+        finally:
+            lock.waiting -= 1
+            if not lock.holders and not lock.waiting and self._locks.get(key) is lock:
+                del self._locks[key]  # given up (timed out), and no one else wants it
         if self.observe is not None:
             await self.observe(HookPoint.ResourceLockAcquired, _about(holder, resource))
 
