@@ -35,6 +35,7 @@ from ..errors import (
     BadRequest,
     ConfigError,
     EventIdReused,
+    IllegalTransition,
     PfarError,
     ShuttingDown,
     TaskStateRefused,
@@ -521,7 +522,9 @@ class Kernel:
                 now = await self.journal.tasks.get(task_id)
                 if now.state.working and isinstance(now.payload, Working):
                     to = Queued(then=now.payload, priority=priority)
-                    await self.journal.tasks.transition(task_id, to, point="task_queued")
+                    # the owner paused or cancelled it meanwhile: it stays as they left it
+                    with contextlib.suppress(IllegalTransition):
+                        await self.journal.tasks.transition(task_id, to, point="task_queued")
 
             async with self.admission.slot(task_id, priority, queued) as waited:
                 # queued while it waited, or before a restart: admitted now
