@@ -221,7 +221,16 @@ class StoreContract:
         with pytest.raises(UnknownTask, match="'nope'"):
             run(store.tasks.get("nope"))
         with pytest.raises(UnknownTask, match="'nope'"):
+            run(store.tasks.payload("nope"))
+        with pytest.raises(UnknownTask, match="'nope'"):
             run(store.tasks.transition("nope", p.Planning(), point=None))
+
+    def test_payload_reads_the_state_payload_alone(self, store: Store) -> None:
+        t = self.created(store, p.Executing(current_step=3, pause_requested=True))
+        assert run(store.tasks.payload(t.task_id)) == run(store.tasks.get(t.task_id)).payload
+        assert run(store.tasks.payload(t.task_id)) == p.Executing(
+            current_step=3, pause_requested=True
+        )
 
     # -- transition --------------------------------------------------------------------
 

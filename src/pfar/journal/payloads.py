@@ -13,9 +13,11 @@ commit checks it) and `llm_request` (set by `Journal.llm_request_sent`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from typing import Annotated, Any, Literal
 
+import orjson
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..errors import MalformedTaskRow
@@ -301,16 +303,27 @@ def paused_from(payload: Payload) -> TaskState | None:
 def plain(payload: Any) -> dict[str, Any]:
     """The payload as stored: its kind and every field that is not its default."""
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(payload):
-        value = getattr(payload, f.name)
-        if f.name != "kind" and value == f.default:
+    cls: type = type(payload)
+    for name, default in _defaults(cls):
+        value = getattr(payload, name)
+        if name != "kind" and value == default:
             continue
-        out[f.name] = plain(value) if dataclasses.is_dataclass(value) else value
+        out[name] = plain(value) if dataclasses.is_dataclass(value) else value
     return out
 
 
+@functools.cache
+def _defaults(cls: type) -> tuple[tuple[str, Any], ...]:
+    """Each field's name and default (every step commit writes a payload)."""
+    return tuple((f.name, f.default) for f in dataclasses.fields(cls))
+
+
 def dumps(payload: Payload) -> str:
-    return json.dumps(plain(payload), separators=(",", ":"), ensure_ascii=False)
+    data = plain(payload)
+    try:  # orjson: the same text as json's, faster (see records.ORJSON_OPTIONS)
+        return orjson.dumps(data).decode()
+    except TypeError:
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 def loads(task_id: str, state: str, text: str | None) -> Payload:

@@ -45,6 +45,12 @@ class SQLiteTaskStore:
             raise UnknownTask(task_id)
         return rec
 
+    async def payload(self, task_id: str) -> Payload:
+        found = tasks_sql.get_state_payload(self._db.reader, task_id)
+        if found is None:
+            raise UnknownTask(task_id)
+        return found[2]
+
     async def resolve_id(self, prefix: str) -> str:
         """Accept a full id or an unambiguous prefix, as `pfar task show` prints them."""
         return resolve_id(self._db.reader, "task_journal", "task_id", prefix, "task", UnknownTask)

@@ -3,9 +3,10 @@
 The writer lives on the kernel's event loop. A write is queued and a flush is
 scheduled with `call_soon`, so the flush runs after every task that is ready
 in this turn of the loop has queued its own write: 64 tasks stepping at once
-share one commit and one fsync. Each operation runs under its own savepoint,
-so one refused operation (an illegal transition) does not undo its
-neighbours. A caller's write is durable when its future resolves.
+share one commit and one fsync. One refused operation (an illegal
+transition) does not undo its neighbours: a batch in which one is refused is
+run again with each operation under its own savepoint. A caller's write is
+durable when its future resolves.
 
 Committing on the loop's own thread, rather than handing writes to a writer
 thread, avoids two thread wake-ups and the GIL hand-off per commit, which cost
@@ -140,7 +141,6 @@ class GroupCommitWriter:
 
     def _commit(self, batch: list[_Job[Any]]) -> list[tuple[bool, Any]]:
         conn = self._conn
-        outcomes: list[tuple[bool, Any]] = []
         try:
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -148,23 +148,18 @@ class GroupCommitWriter:
                 if self._stop_when_busy or not _is_busy(exc):
                     raise
                 return self._refuse(batch, exc)  # no transaction began: nothing written
-            for job in batch:
-                conn.execute("SAVEPOINT op")
-                try:
-                    value = job.op(conn)
-                except sqlite3.OperationalError as exc:
-                    if _is_io_error(exc):
-                        raise
-                    _rollback_op(conn)
-                    outcomes.append((False, exc))
-                except VaultCorrupt:
-                    raise  # a damaged page: writing on could spread it (fail-stop)
-                except Exception as exc:
-                    _rollback_op(conn)
-                    outcomes.append((False, exc))
-                else:
-                    conn.execute("RELEASE op")
-                    outcomes.append((True, value))
+            if len(batch) == 1:
+                outcomes = self._run_each(batch)
+            else:
+                # one savepoint for the batch, not one per write; the transaction (and
+                # the write lock) is kept when the batch has to run again
+                conn.execute("SAVEPOINT batch")
+                tried = self._run_all(batch)
+                if tried is None:  # an operation was refused: again, each on its own
+                    conn.execute("ROLLBACK TO batch")
+                    tried = self._run_each(batch)
+                conn.execute("RELEASE batch")
+                outcomes = tried
             conn.execute("COMMIT")
         except BaseException as exc:
             self._failed = exc
@@ -187,6 +182,50 @@ class GroupCommitWriter:
                     for point in job.points:
                         self._faults.passed(point)
         self._resolve(batch, outcomes)
+        return outcomes
+
+    def _run_all(self, batch: list[_Job[Any]]) -> list[tuple[bool, Any]] | None:
+        """Every operation of the batch, as if none could be refused (nearly none is): a
+        savepoint around each costs two statements per write. None when one raised; the
+        caller rolls the batch back and runs it again with `_run_each`. An operation is
+        SQL on the connection it is given, so running it again after the rollback does
+        what it would have done the first time."""
+        outcomes: list[tuple[bool, Any]] = []
+        for job in batch:
+            try:
+                outcomes.append((True, job.op(self._conn)))
+            except sqlite3.OperationalError as exc:
+                if _is_io_error(exc):
+                    raise
+                return None
+            except VaultCorrupt:
+                raise  # a damaged page: writing on could spread it (fail-stop)
+            except Exception:
+                return None
+        return outcomes
+
+    def _run_each(self, batch: list[_Job[Any]]) -> list[tuple[bool, Any]]:
+        """Each operation under its own savepoint: one refused (an illegal transition)
+        undoes only itself, never its neighbours in the batch."""
+        conn = self._conn
+        outcomes: list[tuple[bool, Any]] = []
+        for job in batch:
+            conn.execute("SAVEPOINT op")
+            try:
+                value = job.op(conn)
+            except sqlite3.OperationalError as exc:
+                if _is_io_error(exc):
+                    raise
+                _rollback_op(conn)
+                outcomes.append((False, exc))
+            except VaultCorrupt:
+                raise  # a damaged page: writing on could spread it (fail-stop)
+            except Exception as exc:
+                _rollback_op(conn)
+                outcomes.append((False, exc))
+            else:
+                conn.execute("RELEASE op")
+                outcomes.append((True, value))
         return outcomes
 
     def _refuse(self, batch: list[_Job[Any]], exc: Exception) -> list[tuple[bool, Any]]:

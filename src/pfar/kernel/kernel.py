@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import logging
 import os
@@ -367,7 +368,8 @@ class Kernel:
             templates=self.templates,
             secret=self.secrets.get,
             redactor=self.redactor,
-            workspace=self.home.workspace,
+            # a task's directory is asked for at each of its steps: the path is made once
+            workspace=functools.lru_cache(maxsize=4096)(self.home.workspace),
             approval_timeout_seconds=config.approvals.approval_timeout_seconds,
             credential_timeout_seconds=config.approvals.credential_prompt_timeout_seconds,
             notify_owner=self._notify_owner,
@@ -533,10 +535,10 @@ class Kernel:
                     await self.journal.tasks.transition(
                         task_id, now.payload.then, point="task_scheduled"
                     )
+                runner = runner_for(task)  # by its kind, which a task keeps for good
                 while True:
                     self._again.discard(task_id)
-                    task = await self.journal.tasks.get(task_id)
-                    await runner_for(task).advance(task_id, self.services)
+                    await runner.advance(task_id, self.services)  # it reads the row itself
                     if task_id not in self._again:
                         break
             await self._settle_pause(task_id)
@@ -574,8 +576,7 @@ class Kernel:
     async def _settle_pause(self, task_id: str) -> None:
         """A runner that stopped short of a boundary (an error it logged) leaves a pause
         request standing on a task no coroutine holds any more: pause it now."""
-        task = await self.journal.tasks.get(task_id)
-        if pause_requested(task.payload):
+        if pause_requested(await self.journal.tasks.payload(task_id)):
             await self.journal.tasks.request_pause(task_id, running=lambda: False)
 
     async def _wake_parent(self, task_id: str) -> None:

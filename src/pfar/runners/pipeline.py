@@ -56,7 +56,8 @@ async def advance(task_id: str, svc: Services) -> None:
             if task.state is TaskState.Extracting:
                 await _extract(task, svc)
             elif task.state is TaskState.Planning:
-                await _plan(task, svc)
+                # a plan made now was made under the template as it is on disk now
+                template_checked = await _plan(task, svc)
             elif task.state is TaskState.Executing:
                 if not template_checked:
                     template_checked = True
@@ -65,10 +66,11 @@ async def advance(task_id: str, svc: Services) -> None:
                 outcome = await _execute_step(task, svc, fresh=fresh)
                 if outcome is False:
                     return
-                if outcome is not True and outcome.state is TaskState.Executing:
-                    mirror = outcome
+                if outcome is not True and outcome.state.working:
+                    mirror = outcome  # Executing its next step, or Synthesizing
             elif task.state is TaskState.Synthesizing:
-                await _synthesize(task, svc)
+                if not (await _synthesize(task, svc)).working:
+                    return  # Completed (or Paused at that boundary): nothing left to read
         except (VaultError, asyncio.CancelledError):
             raise
         except NeedsCloudRouting as exc:
@@ -142,10 +144,11 @@ async def _extract(task: TaskRecord, svc: Services) -> None:
     )
 
 
-async def _plan(task: TaskRecord, svc: Services) -> None:
+async def _plan(task: TaskRecord, svc: Services) -> bool:
+    """Plan the task; True when the plan was made under the template as it is now."""
     if task.plan is not None:  # never re-plan: the journaled plan is the plan
         await svc.journal.tasks.transition(task.task_id, Executing(), point="planned")
-        return
+        return False
     tpl = svc.templates.fresh(task.template_id)
     if tpl is None:
         raise ProviderError(f"template {task.template_id!r} no longer exists; cannot plan")
@@ -183,9 +186,10 @@ async def _plan(task: TaskRecord, svc: Services) -> None:
             execute_progress={"current_step": 0},
         ),
     )
+    return True
 
 
-async def _synthesize(task: TaskRecord, svc: Services) -> None:
+async def _synthesize(task: TaskRecord, svc: Services) -> TaskState:
     steps = await svc.journal.tasks.steps(task.task_id)
     results = [s.result for s in steps]
     ask = await _phase_input(task, svc, "synthesize")
@@ -204,7 +208,7 @@ async def _synthesize(task: TaskRecord, svc: Services) -> None:
             )
         elif sink.startswith("workspace:"):
             _write_result_file(svc, task, sink.removeprefix("workspace:"), text)
-    await svc.journal.tasks.transition(
+    state = await svc.journal.tasks.transition(
         task.task_id,
         Completed(),
         point="completed",
@@ -212,6 +216,7 @@ async def _synthesize(task: TaskRecord, svc: Services) -> None:
         messages=messages,
     )
     svc.notify_owner()
+    return state
 
 
 def _write_result_file(svc: Services, task: TaskRecord, name: str, text: str) -> None:

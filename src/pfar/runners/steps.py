@@ -326,6 +326,7 @@ async def _run(
                 },
             )
             result = after.changes.get("result", result)
+        at = now_rfc3339()
         done = _record(
             task,
             call,
@@ -335,8 +336,9 @@ async def _run(
             svc.redactor.value(result),
             tool.result_label,
             started_at=started,
+            completed_at=at,
         )
-        return await _finish(task, call, svc, done)
+        return await _finish(task, call, svc, done, at=at)
     failed = _record(
         task,
         call,
@@ -352,11 +354,15 @@ async def _run(
     return ToolErrored(failed, error)
 
 
-async def _finish(task: TaskRecord, call: StepCall, svc: Services, rec: StepRecord) -> Done:
+async def _finish(
+    task: TaskRecord, call: StepCall, svc: Services, rec: StepRecord, *, at: str | None = None
+) -> Done:
     """Journal a step's outcome (completed, replayed, or skipped by the owner) with the
-    task's progress; return the task as that commit left it."""
-    at = now_rfc3339()
-    rec = replace(rec, started_at=rec.started_at or at, completed_at=at)  # one copy a step
+    task's progress; return the task as that commit left it. `at`: `rec` was made now,
+    started and completed (a run's record); any other is stamped completed now."""
+    if at is None:
+        at = now_rfc3339()
+        rec = replace(rec, started_at=rec.started_at or at, completed_at=at)
     # Synthesizing after the last step; Paused instead when the owner asked for a pause
     state = await svc.journal.tasks.step_finished(rec, next_step=call.next_step, last=call.last)
     return Done(_committed(task, call, state, at))

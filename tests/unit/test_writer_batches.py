@@ -1,0 +1,95 @@
+"""The group-commit writer runs a batch without a savepoint per write, and runs it again
+with one per write when an operation in it is refused: what is committed is the same."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pfar.journal.writer import GroupCommitWriter
+from pfar.vault.sqlite import connect
+
+
+class Refused(Exception):
+    pass
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    path = tmp_path / "w.sqlite"
+    sqlite3.connect(path).close()
+    c = connect(path)
+    c.execute("CREATE TABLE t (k TEXT PRIMARY KEY)")
+    yield c
+    c.close()
+
+
+def _rows(conn: sqlite3.Connection) -> list[str]:
+    return [k for (k,) in conn.execute("SELECT k FROM t ORDER BY k")]
+
+
+def test_a_refused_operation_leaves_no_row_and_its_neighbours_theirs(
+    conn: sqlite3.Connection,
+) -> None:
+    writer = GroupCommitWriter(conn)
+    runs: dict[str, int] = {}
+
+    def insert(key: str, refuse: bool = False) -> Callable[[sqlite3.Connection], str]:
+        def op(c: sqlite3.Connection) -> str:
+            runs[key] = runs.get(key, 0) + 1
+            c.execute("INSERT INTO t (k) VALUES (?)", (key,))
+            if refuse:  # refused after it wrote: its row must not be committed
+                raise Refused(key)
+            return key
+
+        return op
+
+    async def go() -> list[str | BaseException]:
+        futures = [writer.submit(insert("a")), writer.submit(insert("b", refuse=True))]
+        futures.append(writer.submit(insert("c")))
+        return list(await asyncio.gather(*futures, return_exceptions=True))
+
+    results = asyncio.run(go())
+    assert results[0] == "a" and results[2] == "c"
+    assert isinstance(results[1], Refused)
+    assert _rows(conn) == ["a", "c"]
+    assert writer.commits == 1
+    # the batch ran as a whole until b was refused, then again with a savepoint per write
+    assert runs == {"a": 2, "b": 2, "c": 1}
+
+
+def test_a_batch_nobody_refuses_runs_each_operation_once(conn: sqlite3.Connection) -> None:
+    writer = GroupCommitWriter(conn)
+    runs: list[str] = []
+
+    def insert(key: str) -> Callable[[sqlite3.Connection], None]:
+        def op(c: sqlite3.Connection) -> None:
+            runs.append(key)
+            c.execute("INSERT INTO t (k) VALUES (?)", (key,))
+
+        return op
+
+    async def go() -> None:
+        keys = [f"k{i:02d}" for i in range(20)]
+        await asyncio.gather(*(writer.submit(insert(k)) for k in keys))
+
+    asyncio.run(go())
+    assert _rows(conn) == sorted(runs) == [f"k{i:02d}" for i in range(20)]
+    assert writer.commits == 1
+
+
+def test_an_operation_alone_that_is_refused_commits_nothing(conn: sqlite3.Connection) -> None:
+    writer = GroupCommitWriter(conn)
+
+    def op(c: sqlite3.Connection) -> None:
+        c.execute("INSERT INTO t (k) VALUES ('x')")
+        raise Refused("x")
+
+    with pytest.raises(Refused):
+        writer.run(op)
+    assert _rows(conn) == []
+    assert writer.failure is None
