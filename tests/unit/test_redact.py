@@ -66,3 +66,41 @@ def test_every_token_shape_is_found_by_the_quick_look_first(text: str) -> None:
     for pattern in _PATTERNS:
         scanned = pattern.sub(_mask, scanned)
     assert Redactor().text(text) == scanned
+
+
+def _value_as_specified(r: Redactor, value: object) -> object:
+    """What `Redactor.value` does, written as plainly as it reads in the docs."""
+    if isinstance(value, str):
+        return r.text(value)
+    if isinstance(value, dict):
+        return {
+            k: (
+                "[REDACTED]"
+                if str(k).lower()
+                in {"authorization", "password", "token", "api_key"} | {"secret", "cookie"}
+                and isinstance(v, str)
+                and "{{secret:" not in v
+                else _value_as_specified(r, v)
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_value_as_specified(r, v) for v in value]
+    return value
+
+
+_LEAVES = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+_LEAVES |= st.sampled_from(["secret_abc123XYZ", "Bearer abcdefgh12345678", "{{secret:x}}", "ok"])
+_KEYS = st.sampled_from(["Token", "password", "name", "COOKIE", "args"]) | st.integers(0, 3)
+
+
+@given(
+    st.recursive(
+        _LEAVES,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+        max_leaves=20,
+    )
+)
+def test_value_redacts_every_string_and_masks_sensitive_keys(value: object) -> None:
+    r = _redactor()
+    assert r.value(value) == _value_as_specified(r, value)

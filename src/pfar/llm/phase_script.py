@@ -133,7 +133,7 @@ def as_text(value: Any) -> str:
 def fill(value: Any, subs: dict[str, str]) -> Any:
     """`value` with `$name` replaced in every string in it (unknown names left as they are)."""
     if isinstance(value, str):
-        return string.Template(value).safe_substitute(subs)
+        return string.Template(value).safe_substitute(subs) if "$" in value else value
     if isinstance(value, dict):
         return {k: fill(v, subs) for k, v in value.items()}
     if isinstance(value, list):

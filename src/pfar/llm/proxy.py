@@ -225,9 +225,15 @@ class InferenceProxy:
         """The model of a tier ("cheap", "worker", "planner"); the configured model when unset."""
         return self._tiers.get(tier, self._model)
 
+    def routes_freely(self, data_label: str) -> bool:
+        """Data with this label goes to the default provider without the owner's say."""
+        return (
+            LABELS.index(data_label) <= LABELS.index(self._ceiling) or self._default == self._local
+        )
+
     def route(self, task_id: str, data_label: str) -> str:
         """The provider a task's data may go to."""
-        if LABELS.index(data_label) <= LABELS.index(self._ceiling) or self._default == self._local:
+        if self.routes_freely(data_label):
             return self._default
         if self._local is None:
             raise NeedsCloudRouting(task_id, data_label, self._ceiling)

@@ -99,16 +99,14 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {
-                k: (
-                    "[REDACTED]"
-                    if str(k).lower() in _SENSITIVE_KEYS
-                    and isinstance(v, str)
-                    and "{{secret:" not in v
-                    else self.value(v)
-                )
-                for k, v in value.items()
-            }
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                if isinstance(v, str):
+                    sensitive = str(k).lower() in _SENSITIVE_KEYS and "{{secret:" not in v
+                    out[k] = "[REDACTED]" if sensitive else self.text(v)
+                else:
+                    out[k] = v if v is None or isinstance(v, bool | int | float) else self.value(v)
+            return out
         if isinstance(value, list):
             return [self.value(v) for v in value]
         return value

@@ -111,7 +111,10 @@ async def _phase_input(task: TaskRecord, svc: Services, phase: Phase) -> PhaseIn
         metadata=task.extracted_metadata or {},
         tools=list(tpl.allowed_tools) if tpl else [],
         data_label=task.data_ceiling,
-        cloud_approved=await _cloud_approved(task, svc),
+        # the owner's say is looked up only for data the ceiling holds back
+        cloud_approved=(
+            not svc.model.routes_freely(task.data_ceiling) and await _cloud_approved(task, svc)
+        ),
         priority=tpl.priority if tpl else 0,
         # The template's llm_seconds bounds each attempt of each model call, not the
         # phase: the retry table's waits (a 30 s overload wait) come on top of it, so a
