@@ -37,6 +37,7 @@ class OwnerLogSink:
         self._path = path
         self._recent: deque[str] = deque(maxlen=remember)
         self._known: set[str] = set()
+        self._appending = asyncio.Lock()
         if path.exists():
             for line in _tail_lines(path, remember):
                 try:
@@ -57,32 +58,40 @@ class OwnerLogSink:
         await self.deliver_many([message])
 
     async def deliver_many(self, messages: list[OwnerMessage]) -> None:
-        """Append the messages not logged yet, with one fsync for all of them."""
-        fresh = [m for m in messages if m.message_key not in self._known]
-        if not fresh:
-            return
-        at = datetime.now(UTC).isoformat()
-        lines = "".join(
-            json.dumps(
-                {
-                    "at": at,
-                    "key": m.message_key,
-                    "kind": m.kind,
-                    "task_id": m.task_id,
-                    "body": m.body,
-                }
-            )
-            + "\n"
-            for m in fresh
-        )
+        """Append the messages not logged yet, with one fsync for all of them. The write
+        and its fsync run on a thread, so the kernel's tasks go on meanwhile; one append
+        at a time, so a message is never logged twice."""
+        async with self._appending:
+            fresh = [m for m in messages if m.message_key not in self._known]
+            if fresh:
+                await asyncio.to_thread(self._append, _lines(fresh))
+                for m in fresh:
+                    self._remember(m.message_key)
+
+    def _append(self, lines: str) -> None:
         fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, lines.encode())
             os.fsync(fd)
         finally:
             os.close(fd)
-        for m in fresh:
-            self._remember(m.message_key)
+
+
+def _lines(messages: list[OwnerMessage]) -> str:
+    at = datetime.now(UTC).isoformat()
+    return "".join(
+        json.dumps(
+            {
+                "at": at,
+                "key": m.message_key,
+                "kind": m.kind,
+                "task_id": m.task_id,
+                "body": m.body,
+            }
+        )
+        + "\n"
+        for m in messages
+    )
 
 
 def _tail_lines(path: Path, n: int) -> list[str]:

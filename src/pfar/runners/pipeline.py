@@ -300,12 +300,24 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
             return False
 
 
+# each template's step rules, made once per loaded template (a reloaded template is a
+# new object and gets its own): a step asks for them every time
+_RULES: dict[str, tuple[Template, StepRules]] = {}
+
+
 def _rules(tpl: Template | None) -> StepRules:
     """The template's rules for its steps. A task whose template is gone (the owner chose
     to go on with its plan) has none left to trust: every write it makes waits for the
     owner, and it carries no credentials."""
     if tpl is None:
         return StepRules(_EVERY_WRITE, step_seconds=60.0)
+    made = _RULES.get(tpl.id)
+    if made is None or made[0] is not tpl:
+        made = _RULES[tpl.id] = (tpl, _made_rules(tpl))
+    return made[1]
+
+
+def _made_rules(tpl: Template) -> StepRules:
     return StepRules(
         tpl.approval_rule(),
         tpl.timeouts.step_seconds,
