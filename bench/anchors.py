@@ -43,6 +43,7 @@ try:
         STEPS_PER_TASK,
         Result,
         SkipAnchor,
+        bounded_gather,
         environment,
         format_table,
         fresh_dir,
@@ -56,6 +57,7 @@ except ModuleNotFoundError:  # run as a script: python bench/anchors.py
         STEPS_PER_TASK,
         Result,
         SkipAnchor,
+        bounded_gather,
         environment,
         format_table,
         fresh_dir,
@@ -90,17 +92,6 @@ def _check_mechanism(mechanism: str) -> None:
 
 def _mechanism_label(mechanism: str) -> str:
     return "asyncio.gather" if mechanism == "async" else "threads"
-
-
-async def _bounded_gather(n: int, width: int, make: Callable[[int], Awaitable[Any]]) -> list[Any]:
-    """Run make(0..n-1) with at most `width` in flight; results in order."""
-    gate = asyncio.Semaphore(width)
-
-    async def one(i: int) -> Any:
-        async with gate:
-            return await make(i)
-
-    return await asyncio.gather(*(one(i) for i in range(n)))
 
 
 def _check_outputs(outputs: list[Any], first: int) -> None:
@@ -236,9 +227,9 @@ def dbos_concurrent(
             if mechanism == "async":
 
                 async def run() -> tuple[list[Any], float]:
-                    await _bounded_gather(warmup, width, lambda i: fns.task_async(WARMUP_BASE + i))
+                    await bounded_gather(warmup, width, lambda i: fns.task_async(WARMUP_BASE + i))
                     t0 = time.perf_counter()
-                    out = await _bounded_gather(tasks, width, fns.task_async)
+                    out = await bounded_gather(tasks, width, fns.task_async)
                     return out, time.perf_counter() - t0
 
                 outputs, seconds = asyncio.run(run())
@@ -393,10 +384,10 @@ async def _langgraph_async(
             out = await graph.ainvoke({"n": i}, _thread(i), durability="sync")
             return int(out["n"])
 
-        warm = await _bounded_gather(warmup, width, lambda i: run(WARMUP_BASE + i))
+        warm = await bounded_gather(warmup, width, lambda i: run(WARMUP_BASE + i))
         _check_outputs(warm, WARMUP_BASE)
         t0 = time.perf_counter()
-        outputs = await _bounded_gather(tasks, width, run)
+        outputs = await bounded_gather(tasks, width, run)
         return outputs, time.perf_counter() - t0
 
 

@@ -49,6 +49,7 @@ try:
     from bench.common import (
         STEPS_PER_TASK,
         Result,
+        bounded_gather,
         environment,
         format_table,
         fresh_dir,
@@ -59,6 +60,7 @@ except ModuleNotFoundError:  # run as a script: python bench/pfar_bench.py
     from common import (  # type: ignore[no-redef]
         STEPS_PER_TASK,
         Result,
+        bounded_gather,
         environment,
         format_table,
         fresh_dir,
@@ -286,20 +288,18 @@ async def _concurrent_run(home: Home, tasks: int, width: int, warmup: int) -> _W
     kernel = new_kernel(home)
     await kernel.start()
     try:
-        gate = asyncio.Semaphore(width)
 
         async def one(i: int) -> None:
-            async with gate:
-                task = await kernel.submit(TEMPLATE, f"task {i}")
-                await _finished(kernel, task.task_id)
+            task = await kernel.submit(TEMPLATE, f"task {i}")
+            await _finished(kernel, task.task_id)
 
         async with asyncio.timeout(RUN_TIMEOUT_S):
-            await asyncio.gather(*(one(-1 - i) for i in range(warmup)))
+            await bounded_gather(warmup, width, lambda i: one(-1 - i))
             await kernel.wait_idle()
         s0 = await kernel.statistics()
         t0 = time.perf_counter()
         async with asyncio.timeout(RUN_TIMEOUT_S):
-            await asyncio.gather(*(one(i) for i in range(tasks)))
+            await bounded_gather(tasks, width, one)
         seconds = time.perf_counter() - t0
         s1 = await kernel.statistics()
         return _Window(seconds, s1.commits - s0.commits, s1.writes - s0.writes)

@@ -14,14 +14,21 @@ _COLUMNS = (
 )
 
 
+# a step's three kinds, looked up by their text (every step row read has them); a text
+# not among them goes to the enum, which refuses it as before
+_SEMANTICS = {m.value: m for m in Semantics}
+_IDEMPOTENCY = {m.value: m for m in Idempotency}
+_STATUS = {m.value: m for m in StepStatus}
+
+
 def _row(row: Sequence[Any]) -> StepRecord:
     return StepRecord(
         task_id=row[0],
         step=int(row[1]),
         tool=row[2],
-        semantics=Semantics(row[3]),
-        idempotency=Idempotency(row[4]),
-        status=StepStatus(row[5]),
+        semantics=_SEMANTICS.get(row[3]) or Semantics(row[3]),
+        idempotency=_IDEMPOTENCY.get(row[4]) or Idempotency(row[4]),
+        status=_STATUS.get(row[5]) or StepStatus(row[5]),
         args=loads(row[6]),
         result=loads(row[7]),
         label=row[8],

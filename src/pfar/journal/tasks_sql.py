@@ -48,7 +48,13 @@ def _row(row: Sequence[Any]) -> TaskRecord:
     )
 
 
+_STATES = {s.value: s for s in TaskState}
+
+
 def _state(task_id: str, value: str) -> TaskState:
+    found = _STATES.get(value)  # read with every task row
+    if found is not None:
+        return found
     try:
         return TaskState(value)
     except ValueError:

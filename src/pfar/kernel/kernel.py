@@ -458,7 +458,7 @@ class Kernel:
             )
             if found := self.redactor.found(text):
                 await self._tell_text_was_redacted(stored, found)
-            self.advance(stored.task_id)
+            self.advance(stored.task_id, created=stored)
         return stored
 
     async def _tell_text_was_redacted(self, task: TaskRecord, found: list[str]) -> None:
@@ -504,18 +504,21 @@ class Kernel:
             )
         return tpl
 
-    def advance(self, task_id: str) -> None:
+    def advance(self, task_id: str, *, created: TaskRecord | None = None) -> None:
         """Advance a task from the journal, now. The one way any task continues: after a
-        submit, an answer, a restart or the owner's resume alike."""
+        submit, an answer, a restart or the owner's resume alike. `created`: the task's
+        row as its creation committed it (not read again)."""
         if task_id in self._running:
             self._again.add(task_id)
             return
         self._idle.clear()
-        self._running[task_id] = asyncio.create_task(self._drive(task_id), name=f"task-{task_id}")
+        self._running[task_id] = asyncio.create_task(
+            self._drive(task_id, created), name=f"task-{task_id}"
+        )
 
-    async def _drive(self, task_id: str) -> None:
+    async def _drive(self, task_id: str, created: TaskRecord | None = None) -> None:
         try:
-            task = await self.journal.tasks.get(task_id)
+            task = created if created is not None else await self.journal.tasks.get(task_id)
             priority = await self._priority(task) if self.admission.max_concurrent else 0
 
             async def queued() -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import Literal
+from dataclasses import replace
+from typing import Any, Literal
 
 from ..errors import PfarError, ProviderError, ToolFailed, VaultError
 from ..journal import (
@@ -44,8 +45,8 @@ _EVERY_WRITE = ApprovalRule(require=frozenset({"*"}), tainted_writes=False, on_d
 async def advance(task_id: str, svc: Services) -> None:
     """Advance a task until it completes, fails, or parks. Safe to call at any time."""
     template_checked = False
-    # After a step this call completed itself, the journal row is exactly what it
-    # committed: it goes on from that mirror instead of reading the row again.
+    # After a move this call made itself (a phase's, a step's), the journal row is
+    # exactly what it committed: it goes on from that mirror instead of reading the row.
     mirror: TaskRecord | None = None
     while True:
         task = mirror or await svc.journal.tasks.get(task_id)
@@ -54,10 +55,11 @@ async def advance(task_id: str, svc: Services) -> None:
             return
         try:
             if task.state is TaskState.Extracting:
-                await _extract(task, svc)
+                mirror = await _extract(task, svc)
             elif task.state is TaskState.Planning:
                 # a plan made now was made under the template as it is on disk now
-                template_checked = await _plan(task, svc)
+                mirror = await _plan(task, svc)
+                template_checked = mirror is not None
             elif task.state is TaskState.Executing:
                 if not template_checked:
                     template_checked = True
@@ -135,23 +137,37 @@ async def _cloud_approved(task: TaskRecord, svc: Services) -> bool:
     )
 
 
-async def _extract(task: TaskRecord, svc: Services) -> None:
+def _moved(
+    task: TaskRecord, now: TaskState, to: Planning | Executing, **columns: Any
+) -> TaskRecord | None:
+    """The task as its move into `to` (with `columns` set) left the row, without reading
+    it; None when the move landed elsewhere (Paused, at the owner's request): read it."""
+    if now.value != to.kind:
+        return None
+    return replace(
+        task, state=now, payload=to, phase=now.phase or task.phase, recovery_attempts=0, **columns
+    )
+
+
+async def _extract(task: TaskRecord, svc: Services) -> TaskRecord | None:
     meta = svc.redactor.value(
         await thinking.extract(await _phase_input(task, svc, "extract"), svc.model)
     )
-    await svc.journal.tasks.transition(
+    now = await svc.journal.tasks.transition(
         task.task_id,
         Planning(),
         point="extracted",
         update=TaskUpdate(extracted_metadata=meta),
     )
+    return _moved(task, now, Planning(), extracted_metadata=meta)
 
 
-async def _plan(task: TaskRecord, svc: Services) -> bool:
-    """Plan the task; True when the plan was made under the template as it is now."""
+async def _plan(task: TaskRecord, svc: Services) -> TaskRecord | None:
+    """Plan the task; the task as planned when the plan was made now (under the
+    template as it is now), else None."""
     if task.plan is not None:  # never re-plan: the journaled plan is the plan
         await svc.journal.tasks.transition(task.task_id, Executing(), point="planned")
-        return False
+        return None
     tpl = svc.templates.fresh(task.template_id)
     if tpl is None:
         raise ProviderError(f"template {task.template_id!r} no longer exists; cannot plan")
@@ -179,17 +195,21 @@ async def _plan(task: TaskRecord, svc: Services) -> bool:
             tool.validate(step.args)
         except ToolFailed as exc:
             raise ProviderError(f"plan step {i + 1}: {exc}") from None
-    await svc.journal.tasks.transition(
-        task.task_id,
-        Executing(),
-        point="planned",
-        update=TaskUpdate(
-            # a secret the model wrote into the plan is not journaled (use {{secret:NAME}})
-            plan=svc.redactor.value(plan.model_dump()),
-            execute_progress={"current_step": 0},
-        ),
+    # a secret the model wrote into the plan is not journaled (use {{secret:NAME}})
+    planned = TaskUpdate(
+        plan=svc.redactor.value(plan.model_dump()), execute_progress={"current_step": 0}
     )
-    return True
+    now = await svc.journal.tasks.transition(
+        task.task_id, Executing(), point="planned", update=planned
+    )
+    return _moved(
+        task,
+        now,
+        Executing(),
+        plan=planned.plan,
+        execute_progress=planned.execute_progress,
+        template_hash=tpl.content_hash,
+    )
 
 
 async def _synthesize(task: TaskRecord, svc: Services) -> TaskState:
