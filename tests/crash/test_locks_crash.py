@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,17 +121,20 @@ def test_a_live_holder_elsewhere_is_waited_on_until_its_lease_expires(tmp_path: 
     home, work = _home(tmp_path)
     with kernel(home):
         pass  # the home's journal exists with its tables
-    other = _holder(home, work / "same.txt", lease=4)
+    # long enough for a kernel to start and its task to reach the lock on a busy machine
+    other = _holder(home, work / "same.txt", lease=10)
     try:
         with kernel(home) as k:
             k.request("loop", prompt="write it", directory=str(work), once=True, event_id="w-2")
+            shown: list[dict[str, Any]] = []
 
             def blocked() -> bool:
-                listed = pfar(home, "tasks", "--json")
-                return any(t.get("waiting_for") for t in json.loads(listed.stdout or "[]"))
+                listed = json.loads(pfar(home, "tasks", "--json").stdout or "[]")
+                shown[:] = [t for t in listed if t.get("waiting_for")]
+                return bool(shown)
 
             wait_for(blocked, timeout=30, what="the task shown waiting for the lock")
-            listed = json.loads(pfar(home, "tasks", "--json").stdout)
+            listed = shown  # as it was listed while it waited (the lease ends meanwhile)
             assert "held by task other-ta" in listed[0]["waiting_for"]
             assert listed[0]["waiting_for"].startswith(
                 f"lock: file {(work / 'same.txt').resolve()}"
