@@ -180,7 +180,8 @@ def test_a_paused_task_stays_paused_across_a_kill_and_resumes_where_it_was(
             plan(
                 "three",
                 [
-                    ("shell.run", {"argv": ["sh", "-c", f"echo one >> {log}; sleep 1.5"]}),
+                    # long enough for `pfar pause` to start and answer on a busy machine
+                    ("shell.run", {"argv": ["sh", "-c", f"echo one >> {log}; sleep 5"]}),
                     ("shell.run", {"argv": ["sh", "-c", f"echo two >> {log}"]}),
                     ("shell.run", {"argv": ["sh", "-c", f"echo three >> {log}"]}),
                 ],
