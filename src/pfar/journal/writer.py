@@ -186,22 +186,16 @@ class GroupCommitWriter:
 
     def _run_all(self, batch: list[_Job[Any]]) -> list[tuple[bool, Any]] | None:
         """Every operation of the batch, as if none could be refused (nearly none is): a
-        savepoint around each costs two statements per write. None when one raised; the
+        savepoint around each costs two statements per write. None when one was; the
         caller rolls the batch back and runs it again with `_run_each`. An operation is
         SQL on the connection it is given, so running it again after the rollback does
         what it would have done the first time."""
         outcomes: list[tuple[bool, Any]] = []
         for job in batch:
-            try:
-                outcomes.append((True, job.op(self._conn)))
-            except sqlite3.OperationalError as exc:
-                if _is_io_error(exc):
-                    raise
+            outcome = self._attempt(job)
+            if not outcome[0]:
                 return None
-            except VaultCorrupt:
-                raise  # a damaged page: writing on could spread it (fail-stop)
-            except Exception:
-                return None
+            outcomes.append(outcome)
         return outcomes
 
     def _run_each(self, batch: list[_Job[Any]]) -> list[tuple[bool, Any]]:
@@ -211,22 +205,27 @@ class GroupCommitWriter:
         outcomes: list[tuple[bool, Any]] = []
         for job in batch:
             conn.execute("SAVEPOINT op")
-            try:
-                value = job.op(conn)
-            except sqlite3.OperationalError as exc:
-                if _is_io_error(exc):
-                    raise
-                _rollback_op(conn)
-                outcomes.append((False, exc))
-            except VaultCorrupt:
-                raise  # a damaged page: writing on could spread it (fail-stop)
-            except Exception as exc:
-                _rollback_op(conn)
-                outcomes.append((False, exc))
-            else:
+            outcome = self._attempt(job)
+            if outcome[0]:
                 conn.execute("RELEASE op")
-                outcomes.append((True, value))
+            else:
+                _rollback_op(conn)
+            outcomes.append(outcome)
         return outcomes
+
+    def _attempt(self, job: _Job[Any]) -> tuple[bool, Any]:
+        """One operation's outcome: its value, or the error that refused it. An I/O error
+        or a damaged page is raised instead: the writer stops (fail-stop)."""
+        try:
+            return True, job.op(self._conn)
+        except sqlite3.OperationalError as exc:
+            if _is_io_error(exc):
+                raise
+            return False, exc
+        except VaultCorrupt:
+            raise  # a damaged page: writing on could spread it
+        except Exception as exc:
+            return False, exc
 
     def _refuse(self, batch: list[_Job[Any]], exc: Exception) -> list[tuple[bool, Any]]:
         outcomes: list[tuple[bool, Any]] = [(False, exc)] * len(batch)
