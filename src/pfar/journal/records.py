@@ -30,7 +30,9 @@ ORJSON_OPTIONS = (
 )
 
 
-_second: list[Any] = [-1, ""]  # the last whole second formatted, and its text
+# the last whole second formatted, and its text: one tuple, swapped whole, so a
+# stamp made on another thread never pairs one second with another's text
+_second: list[tuple[int, str]] = [(-1, "")]
 
 
 def now_rfc3339() -> str:
@@ -38,10 +40,11 @@ def now_rfc3339() -> str:
     now = time.time()
     seconds = int(now)
     # a journal write stamps several times a millisecond: format each second once
-    if _second[0] != seconds:
-        _second[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-        _second[0] = seconds
-    return f"{_second[1]}.{int((now - seconds) * 1_000_000):06d}Z"
+    last = _second[0]
+    if last[0] != seconds:
+        last = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+        _second[0] = last
+    return f"{last[1]}.{int((now - seconds) * 1_000_000):06d}Z"
 
 
 def parse_rfc3339(text: str) -> datetime:
