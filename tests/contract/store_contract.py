@@ -509,6 +509,10 @@ class StoreContract:
         read = b.step(t.task_id, 1, StepStatus.skipped, ["a", 1])
         assert run(store.tasks.step_finished(read, next_step=2)) is S.Executing
         assert run(store.tasks.steps(t.task_id)) == [done, read]
+        assert run(store.tasks.step_results(t.task_id)) == [
+            {"status": 200, "body": "ünï"},
+            ["a", 1],
+        ]
         assert run(store.tasks.steps_in_flight()) == {}
         task = run(store.tasks.get(t.task_id))
         assert task.payload == p.Executing(current_step=2)

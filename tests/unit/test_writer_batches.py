@@ -93,3 +93,12 @@ def test_an_operation_alone_that_is_refused_commits_nothing(conn: sqlite3.Connec
         writer.run(op)
     assert _rows(conn) == []
     assert writer.failure is None
+    assert not conn.in_transaction  # its transaction was undone whole, and ended
+    assert writer.commits == 0
+
+    def after(c: sqlite3.Connection) -> None:
+        c.execute("INSERT INTO t (k) VALUES ('y')")
+
+    writer.run(after)  # the writer goes on
+    assert _rows(conn) == ["y"]
+    assert writer.commits == 1

@@ -126,6 +126,14 @@ def for_task(conn: sqlite3.Connection, task_id: str) -> list[StepRecord]:
     return [_row(r) for r in rows]
 
 
+def results_for_task(conn: sqlite3.Connection, task_id: str) -> list[tuple[int, Any]]:
+    """(step, result) of each of the task's steps, in order: what a synthesis reads."""
+    rows = conn.execute(
+        "SELECT step, result_json FROM task_steps WHERE task_id = ? ORDER BY step", (task_id,)
+    ).fetchall()
+    return [(int(r[0]), loads(r[1])) for r in rows]
+
+
 def get(conn: sqlite3.Connection, task_id: str, step: int) -> StepRecord | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM task_steps WHERE task_id = ? AND step = ?", (task_id, step)

@@ -79,13 +79,21 @@ class SQLiteTaskStore:
 
     async def steps(self, task_id: str) -> list[StepRecord]:
         steps = steps_sql.for_task(self._db.reader, task_id)
-        numbers = [s.step for s in steps]
+        self._all_there(task_id, [s.step for s in steps])
+        return steps
+
+    async def step_results(self, task_id: str) -> list[Any]:
+        rows = steps_sql.results_for_task(self._db.reader, task_id)
+        self._all_there(task_id, [step for step, _ in rows])
+        return [result for _, result in rows]
+
+    def _all_there(self, task_id: str, numbers: list[int]) -> None:
+        """The step rows read are every step the task's progress says it finished."""
         done = self._steps_done(task_id)
         if numbers != list(range(len(numbers))) or len(numbers) < done:
             self._check_steps()
         if len(numbers) < done:
             self._missing_steps(task_id, len(numbers), done)
-        return steps
 
     async def step(self, task_id: str, step: int) -> StepRecord | None:
         rec = steps_sql.get(self._db.reader, task_id, step)

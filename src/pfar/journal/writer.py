@@ -149,7 +149,14 @@ class GroupCommitWriter:
                     raise
                 return self._refuse(batch, exc)  # no transaction began: nothing written
             if len(batch) == 1:
-                outcomes = self._run_each(batch)
+                # alone in its transaction: a refused operation is undone by undoing the
+                # transaction, so it needs no savepoint of its own (two statements fewer
+                # on every commit of a task running alone)
+                outcome = self._attempt(batch[0])
+                if not outcome[0]:
+                    conn.execute("ROLLBACK")
+                    return self._refuse(batch, outcome[1])
+                outcomes = [outcome]
             else:
                 # one savepoint for the batch, not one per write; the transaction (and
                 # the write lock) is kept when the batch has to run again

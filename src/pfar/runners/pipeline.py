@@ -213,8 +213,7 @@ async def _plan(task: TaskRecord, svc: Services) -> TaskRecord | None:
 
 
 async def _synthesize(task: TaskRecord, svc: Services) -> TaskState:
-    steps = await svc.journal.tasks.steps(task.task_id)
-    results = [s.result for s in steps]
+    results = await svc.journal.tasks.step_results(task.task_id)
     ask = await _phase_input(task, svc, "synthesize")
     text = svc.redactor.text(await thinking.synthesize(ask, svc.model, results))
     messages: list[OwnerMessage] = []
@@ -235,7 +234,7 @@ async def _synthesize(task: TaskRecord, svc: Services) -> TaskState:
         task.task_id,
         Completed(),
         point="completed",
-        update=TaskUpdate(execute_progress={"current_step": len(steps), "result": text[:2000]}),
+        update=TaskUpdate(execute_progress={"current_step": len(results), "result": text[:2000]}),
         messages=messages,
     )
     svc.notify_owner()

@@ -18,8 +18,7 @@ the agentic loop hands the error back to its model.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -259,9 +258,10 @@ async def run_step(
 
     # the resource-lock seam (seed 001, 4.3): a runner that locks holds what the call
     # touches, in sorted order, from its start's journal entry to its result's
-    hold = rules.hold or _no_locks
+    if rules.hold is None:  # nothing to hold: no context to enter and leave on every step
+        return await _run(task, call, rules, svc, tool, ctx, semantics, idem)
     try:
-        async with hold(f"{task.task_id}:{i}", resources_of(tool, call.args, ctx.workspace)):
+        async with rules.hold(f"{task.task_id}:{i}", resources_of(tool, call.args, ctx.workspace)):
             return await _run(task, call, rules, svc, tool, ctx, semantics, idem)
     except ResourceLocked as exc:  # its locks were not to be had: the call's result says so
         error = f"{call.where}: {exc}"
@@ -454,11 +454,6 @@ def _blocked(task: TaskRecord, call: StepCall, semantics: Semantics, why: str) -
 
 def _sandbox(svc: Services, task_id: str, workdir: Path) -> Sandbox | None:
     return None if svc.sandbox is None else svc.sandbox(task_id, workdir)
-
-
-@contextlib.asynccontextmanager
-async def _no_locks(holder: str, resources: tuple[Resource, ...]) -> AsyncIterator[None]:
-    yield
 
 
 def _approved(payload: Executing, i: int, args: dict[str, Any]) -> bool:

@@ -9,6 +9,7 @@ workspace sinks against the task workspace, so that a template that loads runs.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tomllib
 from collections.abc import Collection
@@ -251,6 +252,7 @@ class TemplateRegistry:
         self._tools = frozenset(tools)
         self._templates: dict[str, Template] = {}
         self._stamps: dict[str, tuple[int, int, int]] = {}
+        self._paths: dict[str, Path] = {}  # a template id's file, worked out once
 
     def load(self) -> list[ConfigError]:
         """Load every template; return the errors of files that could not be loaded."""
@@ -283,11 +285,14 @@ class TemplateRegistry:
         Re-read only when the file's size or modification time changed; its permissions
         (and its directories') are checked every time, since a chmod changes neither.
         """
-        if not re.fullmatch(TEMPLATE_ID, template_id):  # it names a file: no ../config
-            raise ConfigError(str(self.directory), "", f"{template_id!r} is not a template id")
-        path = self.directory / f"{template_id}.toml"
+        path = self._paths.get(template_id)
+        if path is None:
+            if not re.fullmatch(TEMPLATE_ID, template_id):  # it names a file: no ../config
+                raise ConfigError(str(self.directory), "", f"{template_id!r} is not a template id")
+            path = self.directory / f"{template_id}.toml"
         try:
-            st = path.stat()
+            st = os.stat(path)
+            self._paths[template_id] = path  # only ids of files that exist are kept
         except FileNotFoundError:
             self._templates.pop(template_id, None)
             self._stamps.pop(template_id, None)
