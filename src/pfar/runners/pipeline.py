@@ -31,7 +31,7 @@ from ..llm.proxy import NeedsCloudRouting
 from ..policy.approvals import ApprovalRule
 from . import thinking
 from .asking import ask_owner
-from .plan import Plan, PlanStep
+from .plan import Plan
 from .services import Services
 from .steps import Done, Parked, StepCall, StepRules, ToolErrored, run_step
 from .templates import Template
@@ -297,12 +297,13 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
     if i >= len(plan_steps):
         await svc.journal.tasks.transition(task.task_id, Synthesizing(), point="synthesizing")
         return True
-    # the plan was validated when it was journaled; it is data from here on
-    step = PlanStep.model_construct(**plan_steps[i])
+    # the plan was validated (as a Plan) when it was journaled; it is data from here on
+    step = plan_steps[i]
+    args = step.get("args")
     call = StepCall(
         i,
-        step.tool,
-        step.args,
+        str(step["tool"]),
+        args if isinstance(args, dict) else {},
         _title(task, svc),
         f"step {i + 1} of {len(plan_steps)}",
         next_step=i + 1,

@@ -251,7 +251,7 @@ class TemplateRegistry:
         self.directory = directory
         self._tools = frozenset(tools)
         self._templates: dict[str, Template] = {}
-        self._stamps: dict[str, tuple[int, int, int]] = {}
+        self._stamps: dict[str, tuple[int, int, int, int]] = {}
         self._paths: dict[str, Path] = {}  # a template id's file, worked out once
 
     def load(self) -> list[ConfigError]:
@@ -265,14 +265,15 @@ class TemplateRegistry:
                 self._templates = {}
                 return [exc]
             for path in sorted(self.directory.glob("*.toml")):
+                # stamped before it is read: a change meanwhile is read at its next use
+                stamp = _stamp(path.stat())
                 try:
                     tpl = load_template(path, self._tools)
                 except ConfigError as exc:
                     errors.append(exc)
                     continue
                 found[tpl.id] = tpl
-                st = path.stat()
-                self._stamps[tpl.id] = (st.st_mtime_ns, st.st_size, st.st_ino)
+                self._stamps[tpl.id] = stamp
         self._templates = found
         return errors
 
@@ -282,8 +283,10 @@ class TemplateRegistry:
     def fresh(self, template_id: str) -> Template | None:
         """The template as it is on disk now: what a resumed task is checked against.
 
-        Re-read only when the file's size or modification time changed; its permissions
-        (and its directories') are checked every time, since a chmod changes neither.
+        Re-read, and its permissions (and its directories') checked, when the file
+        changed: its size, modification time, inode, or its change time, which a chmod,
+        a chown and a rename onto it move too. What was checked when it was read is what
+        runs: a directory loosened later is refused when the file in it next changes.
         """
         path = self._paths.get(template_id)
         if path is None:
@@ -297,15 +300,20 @@ class TemplateRegistry:
             self._templates.pop(template_id, None)
             self._stamps.pop(template_id, None)
             return None
-        check_private(path)
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        stamp = _stamp(st)
         cached = self._templates.get(template_id)
         if cached is not None and self._stamps.get(template_id) == stamp:
             return cached
-        tpl = load_template(path, self._tools)
+        self._stamps.pop(template_id, None)  # checked again at its next use, whatever now
+        tpl = load_template(path, self._tools)  # which refuses it when others can write it
         self._templates[template_id] = tpl
         self._stamps[template_id] = stamp
         return tpl
 
     def ids(self) -> list[str]:
         return sorted(self._templates)
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What changes when a template file's content or permissions change."""
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
