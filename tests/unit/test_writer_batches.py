@@ -102,3 +102,76 @@ def test_an_operation_alone_that_is_refused_commits_nothing(conn: sqlite3.Connec
     writer.run(after)  # the writer goes on
     assert _rows(conn) == ["y"]
     assert writer.commits == 1
+
+
+def _insert(key: str) -> Callable[[sqlite3.Connection], str]:
+    def op(c: sqlite3.Connection) -> str:
+        c.execute("INSERT INTO t (k) VALUES (?)", (key,))
+        return key
+
+    return op
+
+
+def test_a_write_alone_commits_at_once_and_its_caller_does_not_yield(
+    conn: sqlite3.Connection,
+) -> None:
+    writer = GroupCommitWriter(conn)
+    writer.alone = lambda: True
+
+    async def go() -> None:
+        fut = writer.submit(_insert("a"))
+        assert fut.done() and fut.result() == "a"  # committed inside submit
+        assert _rows(conn) == ["a"] and not conn.in_transaction
+        refused = writer.submit(_refuse_after_insert("b"))
+        assert refused.done() and isinstance(refused.exception(), Refused)
+        assert _rows(conn) == ["a"] and not conn.in_transaction
+
+    asyncio.run(go())
+    assert writer.commits == 1 and writer.failure is None
+
+
+def _refuse_after_insert(key: str) -> Callable[[sqlite3.Connection], None]:
+    def op(c: sqlite3.Connection) -> None:
+        c.execute("INSERT INTO t (k) VALUES (?)", (key,))
+        raise Refused(key)
+
+    return op
+
+
+def test_at_once_commits_give_the_loop_a_turn_after_a_run_of_them(
+    conn: sqlite3.Connection,
+) -> None:
+    """A caller whose writes all commit at once would never yield: after a run of them,
+    its next write waits for the loop's next turn like any other."""
+    writer = GroupCommitWriter(conn)
+    writer.alone = lambda: True
+    turns: list[int] = []
+
+    async def go() -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_soon(lambda: turns.append(len(_rows(conn))))  # what the loop saw
+        done_at_once = 0
+        for i in range(40):
+            fut = writer.submit(_insert(f"k{i:02d}"))
+            done_at_once += fut.done()
+            await fut
+        assert 0 < done_at_once < 40
+
+    asyncio.run(go())
+    assert _rows(conn) == [f"k{i:02d}" for i in range(40)]
+    # the loop had its turn before the caller's 40 writes were through
+    assert turns and turns[0] < 40
+
+
+def test_writes_that_have_company_are_grouped_as_before(conn: sqlite3.Connection) -> None:
+    writer = GroupCommitWriter(conn)
+    writer.alone = lambda: False
+
+    async def go() -> None:
+        futs = [writer.submit(_insert(f"k{i}")) for i in range(5)]
+        assert not any(f.done() for f in futs)
+        await asyncio.gather(*futs)
+
+    asyncio.run(go())
+    assert writer.commits == 1
+    assert _rows(conn) == [f"k{i}" for i in range(5)]

@@ -184,6 +184,9 @@ class Kernel:
             )
             opened.append(self.journal)
             self.journal.writer.on_failure = self._fail_stop
+            # with one task running (or none: a submit), no other write would share its
+            # commit: it commits at once (GroupCommitWriter.alone)
+            self.journal.writer.alone = lambda: len(self._running) <= 1
             self.secrets = SecretStore.open(
                 self.home.secrets_db, synchronous=config.vault.synchronous
             )
