@@ -26,8 +26,6 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-import regex
-
 from ..errors import ConfigError, ProviderError
 from .events import EventSink, replay
 from .messages import ChatRequest, ChatResponse, StopReason, ToolCall, Usage
@@ -95,6 +93,8 @@ class Matcher:
 
     def __init__(self, pattern: str, source: str, key: str) -> None:
         self._source, self._key = source, key  # e.g. responses.3.match, for messages
+        import regex  # here: a script with no `match` does not pay for its import
+
         try:
             self._pattern = regex.compile(pattern)
         except regex.error as exc:

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
+if TYPE_CHECKING:
+    from croniter import croniter
 
 CatchUp = Literal["none", "latest", "all"]
 PREFIX = "cron:"
@@ -33,8 +34,16 @@ def expression(trigger: str) -> str | None:
     return trigger[len(PREFIX) :].strip() if trigger.startswith(PREFIX) else None
 
 
+def _croniter() -> type[croniter]:
+    """croniter, imported when a schedule is first looked at: with its dependencies it
+    costs every start of a kernel whose templates have none several milliseconds."""
+    from croniter import croniter
+
+    return croniter
+
+
 def valid(expr: str) -> bool:
-    return bool(croniter.is_valid(expr))
+    return bool(_croniter().is_valid(expr))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +79,10 @@ def plan(
     zone = ZoneInfo(timezone)
     local_now = now.astimezone(zone)
     if last is None:  # a new schedule: it starts after now
-        newest = croniter(expr, local_now).get_prev(datetime)
+        newest = _croniter()(expr, local_now).get_prev(datetime)
         return Due(template_id, (), 0, 0, newest.astimezone(UTC))
     slots: list[datetime] = []
-    it = croniter(expr, last.astimezone(zone))
+    it = _croniter()(expr, last.astimezone(zone))
     while len(slots) < MAX_SLOTS:
         slot = it.get_next(datetime).astimezone(UTC)
         if slot > now:
@@ -103,4 +112,4 @@ def plan(
 def next_slot(expr: str, timezone: str, after: datetime) -> datetime:
     """The first slot of `expr` after `after` (UTC)."""
     zone = ZoneInfo(timezone)
-    return croniter(expr, after.astimezone(zone)).get_next(datetime).astimezone(UTC)
+    return _croniter()(expr, after.astimezone(zone)).get_next(datetime).astimezone(UTC)
