@@ -175,3 +175,20 @@ def test_writes_that_have_company_are_grouped_as_before(conn: sqlite3.Connection
     asyncio.run(go())
     assert writer.commits == 1
     assert _rows(conn) == [f"k{i}" for i in range(5)]
+
+
+def test_a_deferred_write_rides_on_a_write_committed_at_once(
+    conn: sqlite3.Connection,
+) -> None:
+    writer = GroupCommitWriter(conn)
+    writer.alone = lambda: True
+
+    async def go() -> None:
+        writer.defer(_insert("later"), within=60.0)
+        assert _rows(conn) == []  # nobody waits on it: it waits for a commit
+        fut = writer.submit(_insert("now"))
+        assert fut.done()
+        assert _rows(conn) == ["later", "now"]
+
+    asyncio.run(go())
+    assert writer.commits == 1

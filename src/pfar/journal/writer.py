@@ -93,14 +93,19 @@ class GroupCommitWriter:
         job = _Job(op, _points(point), fut)
         if (
             self.alone is not None
-            and not self._pending
+            and not self._scheduled  # no flush is due: what waits was deferred, if any
             and self._at_once < _AT_ONCE_IN_A_ROW
             and self.alone()
         ):
             if self._at_once == 0:
                 loop.call_soon(self._next_turn)
             self._at_once += 1
-            self._commit([job])  # resolves `fut`: awaiting it does not yield
+            # deferred writes ride on it, as they would on any commit
+            batch, self._pending = [*self._pending, job], []
+            if self._deferred_timer is not None:
+                self._deferred_timer.cancel()
+                self._deferred_timer = None
+            self._commit(batch)  # resolves `fut`: awaiting it does not yield
             return fut
         self._pending.append(job)
         if not self._scheduled:
