@@ -9,6 +9,7 @@ stored as JSON with a `kind` tag and validated when read, like a state's payload
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from typing import Annotated, Any, Literal
 
@@ -133,8 +134,17 @@ class DiscardTurn:
 
 
 Turn = UserTurn | AssistantTurn | ResultsTurn | SummaryTurn | DiscardTurn
-_TURN: TypeAdapter[Turn] = TypeAdapter(Annotated[Turn, Field(discriminator="kind")])
-_SETTINGS: TypeAdapter[LoopSettings] = TypeAdapter(LoopSettings)
+
+
+# built when a loop's row is first read: a kernel that runs no loop never pays for them
+@functools.cache
+def _turn_adapter() -> TypeAdapter[Turn]:
+    return TypeAdapter(Annotated[Turn, Field(discriminator="kind")])
+
+
+@functools.cache
+def _settings_adapter() -> TypeAdapter[LoopSettings]:
+    return TypeAdapter(LoopSettings)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -158,14 +168,14 @@ def _plain(value: Any) -> Any:
 
 def load_turn(task_id: str, seq: int, text: str) -> Turn:
     try:
-        return _TURN.validate_json(text)
+        return _turn_adapter().validate_json(text)
     except ValidationError as exc:
         raise MalformedTaskRow(task_id, f"loop_turns[{seq}]", _first(exc)) from None
 
 
 def load_settings(task_id: str, text: str) -> LoopSettings:
     try:
-        return _SETTINGS.validate_json(text)
+        return _settings_adapter().validate_json(text)
     except ValidationError as exc:
         raise MalformedTaskRow(task_id, "loop_tasks.settings_json", _first(exc)) from None
 
