@@ -272,8 +272,11 @@ EMPTY: dict[TaskState, Payload] = {
 assert all(TaskState(p.kind) is s for s, p in EMPTY.items())
 
 
+_STATES = {s.value: s for s in TaskState}
+
+
 def state_of(payload: Payload) -> TaskState:
-    return TaskState(payload.kind)
+    return _STATES.get(payload.kind) or TaskState(payload.kind)  # a dict: every move asks
 
 
 def step_of(payload: Payload) -> int | None:

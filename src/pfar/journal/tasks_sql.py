@@ -61,7 +61,13 @@ def _state(task_id: str, value: str) -> TaskState:
         raise MalformedTaskRow(task_id, "state", f"{value!r} is no task state") from None
 
 
+_KINDS = {k.value: k for k in TaskKind}
+
+
 def _kind(task_id: str, value: str) -> TaskKind:
+    found = _KINDS.get(value)  # read with every task row, as its state is
+    if found is not None:
+        return found
     try:
         return TaskKind(value)
     except ValueError:
@@ -225,7 +231,7 @@ def executing_hold(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, b
         "SELECT state, json_extract(state_detail, ?) FROM task_journal WHERE task_id = ?",
         ("$.pause_requested", task_id),
     ).fetchone()
-    return None if row is None else (TaskState(row[0]), bool(row[1]))
+    return None if row is None else (_state(task_id, row[0]), bool(row[1]))
 
 
 def unfinished(conn: sqlite3.Connection) -> tuple[list[TaskRecord], list[UnreadableTask]]:
