@@ -31,6 +31,7 @@ from ..journal import Semantics, StepRecord, StepStatus, TaskRecord, TaskState
 from ..journal.payloads import Executing, Paused, Payload, Synthesizing
 from ..journal.records import Idempotency, args_digest, now_rfc3339
 from ..policy.approvals import ApprovalRule, approval_needed
+from ..timeouts import bounded
 from ..tools.admin import PromptCredential
 from ..tools.base import Credential, Resource, Tool, ToolContext, resources_of
 from ..tools.processes import identity
@@ -301,9 +302,8 @@ async def _run(
         )
     seconds = rules.step_seconds
     try:
-        async with asyncio.timeout(seconds):
-            tool.validate(call.args)
-            result = await tool.run(call.args, ctx)
+        tool.validate(call.args)
+        result = await bounded(tool.run(call.args, ctx), seconds)
     except TimeoutError:
         error = f"{call.where}: {ToolTimeout(call.tool, seconds)}"
     except ToolError as exc:
