@@ -23,7 +23,8 @@ async def bounded(coro: Awaitable[T], seconds: float | None) -> T:
     (None: no limit)."""
     if seconds is None:
         return await coro
-    if not isinstance(coro, Coroutine):  # a future, say: nothing runs before it is awaited
+    if not isinstance(coro, Coroutine) or asyncio.current_task() is None:
+        # a future, say, where nothing runs before it is awaited; or no task to time out
         async with asyncio.timeout(seconds):
             return await coro
     started = time.monotonic()
@@ -49,18 +50,19 @@ class _Rest:
     def __await__(self) -> Generator[Any, Any, Any]:
         coro, waits_on = self._coro, self._waits_on
         while True:
+            thrown: BaseException | None = None
             try:
                 sent = yield waits_on
             except GeneratorExit:
                 coro.close()
                 raise
             except BaseException as exc:  # a cancellation (the timeout's) and the like
-                try:
-                    waits_on = coro.throw(exc)
-                except StopIteration as done:
-                    return done.value
-            else:
-                try:
-                    waits_on = coro.send(sent)
-                except StopIteration as done:
-                    return done.value
+                thrown = exc
+            # thrown in outside the handler above, as `yield from` does: the coroutine
+            # does not see it as the exception being handled
+            try:
+                waits_on = coro.send(sent) if thrown is None else coro.throw(thrown)
+            except StopIteration as done:
+                return done.value
+            finally:
+                thrown = None

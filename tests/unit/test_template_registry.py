@@ -75,3 +75,12 @@ def test_a_removed_template_is_gone(registry: TemplateRegistry) -> None:
     (registry.directory / "note.toml").unlink()
     assert registry.fresh("note") is None
     assert registry.get("note") is None
+
+
+def test_a_dangling_link_among_the_templates_is_reported_and_the_rest_load(
+    registry: TemplateRegistry,
+) -> None:
+    (registry.directory / "gone.toml").symlink_to(registry.directory / "nowhere.toml")
+    errors = registry.load()
+    assert [e for e in errors if "gone.toml" in str(e) and "cannot be read" in str(e)]
+    assert registry.get("note") is not None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pfar.errors import VaultIOError
 from pfar.journal.writer import GroupCommitWriter
 from pfar.vault.sqlite import connect
 
@@ -192,3 +193,28 @@ def test_a_deferred_write_rides_on_a_write_committed_at_once(
 
     asyncio.run(go())
     assert writer.commits == 1
+
+
+def test_a_commit_at_once_that_fails_stops_the_writer_and_tells_the_caller(
+    conn: sqlite3.Connection,
+) -> None:
+    """A disk I/O error is fail-stop: the caller's future says so, even with a deferred
+    write first in the batch (nobody waits on that one)."""
+    writer = GroupCommitWriter(conn)
+    writer.alone = lambda: True
+    stopped: list[BaseException] = []
+    writer.on_failure = stopped.append
+
+    def broken_disk(c: sqlite3.Connection) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    async def go() -> None:
+        writer.defer(_insert("later"), within=60.0)
+        fut = writer.submit(broken_disk)
+        assert fut.done()
+        with pytest.raises(VaultIOError, match="the kernel must stop"):
+            await fut
+
+    asyncio.run(go())
+    assert writer.failure is not None and stopped
+    assert _rows(conn) == [] and not conn.in_transaction

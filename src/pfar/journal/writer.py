@@ -105,7 +105,8 @@ class GroupCommitWriter:
             if self._deferred_timer is not None:
                 self._deferred_timer.cancel()
                 self._deferred_timer = None
-            self._commit(batch)  # resolves `fut`: awaiting it does not yield
+            with contextlib.suppress(VaultIOError):  # a failed commit: `fut` carries it
+                self._commit(batch)  # resolves `fut`: awaiting it does not yield
             return fut
         self._pending.append(job)
         if not self._scheduled:
@@ -188,7 +189,8 @@ class GroupCommitWriter:
                 # on every commit of a task running alone)
                 outcome = self._attempt(batch[0])
                 if not outcome[0]:
-                    conn.execute("ROLLBACK")
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
                     return self._refuse(batch, outcome[1])
                 outcomes = [outcome]
             else:

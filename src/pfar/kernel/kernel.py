@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import gc
 import hashlib
 import logging
 import os
@@ -80,7 +79,7 @@ from ..vault import knowledge
 from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import holds, hook_feed
+from . import collector, holds, hook_feed
 from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
@@ -145,7 +144,7 @@ class Kernel:
         self._sandbox_home = sandbox.home_tag(home.root)
         self._lock = HomeLock(home)
         self._running: dict[str, asyncio.Task[None]] = {}
-        self._gc_thresholds: tuple[int, int, int] | None = None  # as start() found them
+        self._holds_collector = False  # start() set Python's collector for a kernel
         # who watches loop tasks' output live (`pfar attach`)
         self.viewers = Viewers()
         self._again: set[str] = set()
@@ -299,17 +298,8 @@ class Kernel:
         for bg in self._background:
             bg.add_done_callback(self._background_ended)
 
-        # What the kernel loaded to start (modules, config, templates, tools, its model)
-        # lives as long as it does: out of the collector's sight, a full collection no
-        # longer walks it (each walked ~80,000 objects, about 20 ms, several times per
-        # thousand tasks). Only garbage cycles made before this moment are kept. And the
-        # youngest generation is collected every 50,000 allocations, not every 700: a
-        # step's objects die young, and collecting them that often cost 12 % of a
-        # recovery's time (a cycle of garbage lives a little longer; memory is bounded
-        # by a few MB).
-        gc.freeze()
-        self._gc_thresholds = gc.get_threshold()
-        gc.set_threshold(50_000, 10, 10)
+        collector.hold()  # what it loaded lives as long as it runs (kernel/collector.py)
+        self._holds_collector = True
 
         # Stage 5: notify, then resume
         self.owner.notify()
@@ -671,11 +661,9 @@ class Kernel:
         return await holds.resume(self, task_id)
 
     def _give_back_gc(self) -> None:
-        """What start() changed in the collector, undone: its objects and its thresholds."""
-        gc.unfreeze()
-        if self._gc_thresholds is not None:
-            gc.set_threshold(*self._gc_thresholds)
-            self._gc_thresholds = None
+        if self._holds_collector:
+            self._holds_collector = False
+            collector.give_back()
 
     def _fail_stop(self, exc: BaseException) -> None:
         log.critical("journal write failed; stopping the kernel: %s", exc)

@@ -251,7 +251,7 @@ class TemplateRegistry:
         self.directory = directory
         self._tools = frozenset(tools)
         self._templates: dict[str, Template] = {}
-        self._stamps: dict[str, tuple[int, int, int, int]] = {}
+        self._stamps: dict[str, tuple[int, ...]] = {}
         self._paths: dict[str, Path] = {}  # a template id's file, worked out once
 
     def load(self) -> list[ConfigError]:
@@ -265,10 +265,13 @@ class TemplateRegistry:
                 self._templates = {}
                 return [exc]
             for path in sorted(self.directory.glob("*.toml")):
-                # stamped before it is read: a change meanwhile is read at its next use
-                stamp = _stamp(path.stat())
                 try:
+                    # stamped before it is read: a change meanwhile is read at its next use
+                    stamp = _stamp(os.stat(path))
                     tpl = load_template(path, self._tools)
+                except OSError as exc:  # a dangling link, a file gone since the listing
+                    errors.append(ConfigError(str(path), "", f"cannot be read: {exc}"))
+                    continue
                 except ConfigError as exc:
                     errors.append(exc)
                     continue
@@ -314,6 +317,15 @@ class TemplateRegistry:
         return sorted(self._templates)
 
 
-def _stamp(st: os.stat_result) -> tuple[int, int, int, int]:
-    """What changes when a template file's content or permissions change."""
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+def _stamp(st: os.stat_result) -> tuple[int, ...]:
+    """What changes when a template file's content or permissions change: its mode and
+    owner too, since a change time can stay the same across a chmod within a clock tick."""
+    return (
+        st.st_mtime_ns,
+        st.st_size,
+        st.st_ino,
+        st.st_ctime_ns,
+        st.st_mode,
+        st.st_uid,
+        st.st_gid,
+    )

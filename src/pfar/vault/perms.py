@@ -11,6 +11,7 @@ rename or delete an entry they do not own.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import stat
@@ -30,8 +31,10 @@ def check_private(path: Path) -> None:
     # this way every time a task is submitted or planned
     try:
         leaf = os.stat(target)
-    except (FileNotFoundError, NotADirectoryError):
-        return
+    except OSError as exc:
+        if exc.errno in _MISSING:
+            return
+        raise
     problem = _verdict(leaf, is_leaf=True)
     if problem is not None:
         raise UnsafePermissions(str(path), str(target), problem)
@@ -39,6 +42,10 @@ def check_private(path: Path) -> None:
         problem = _verdict(os.stat(directory), is_leaf=False)
         if problem is not None:
             raise UnsafePermissions(str(path), directory, problem)
+
+
+# what Path.exists() takes for a path that is not there
+_MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
 
 
 @functools.lru_cache(maxsize=256)
