@@ -23,8 +23,7 @@ async def bounded(coro: Awaitable[T], seconds: float | None) -> T:
     (None: no limit)."""
     if seconds is None:
         return await coro
-    if not isinstance(coro, Coroutine) or asyncio.current_task() is None:
-        # a future, say, where nothing runs before it is awaited; or no task to time out
+    if not isinstance(coro, Coroutine):  # a future, say: nothing runs before it is awaited
         async with asyncio.timeout(seconds):
             return await coro
     started = time.monotonic()
@@ -32,9 +31,12 @@ async def bounded(coro: Awaitable[T], seconds: float | None) -> T:
         waits_on = coro.send(None)
     except StopIteration as done:  # it finished without waiting on anything
         return done.value  # type: ignore[no-any-return]
-    async with asyncio.timeout(seconds - (time.monotonic() - started)):
-        rest: T = await _Rest(coro, waits_on)
-        return rest
+    try:
+        async with asyncio.timeout(seconds - (time.monotonic() - started)):
+            rest: T = await _Rest(coro, waits_on)
+            return rest
+    finally:
+        coro.close()  # ended already, unless the timeout could not begin (no task)
 
 
 class _Rest:

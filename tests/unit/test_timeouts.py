@@ -146,3 +146,28 @@ def test_no_limit_is_no_limit() -> None:
         return "done"
 
     assert run(bounded(waits(), None)) == ("done", 1)  # the sleep's own timer only
+
+
+def test_outside_a_task_the_timeout_refuses_and_the_coroutine_is_ended() -> None:
+    ended: list[str] = []
+    raised: list[BaseException] = []
+
+    async def waits() -> None:
+        try:
+            await asyncio.sleep(10)
+        finally:
+            ended.append("ended")
+
+    def drive_by_hand() -> None:  # a loop callback: a running loop, but no task
+        try:
+            bounded(waits(), 1.0).send(None)
+        except RuntimeError as exc:
+            raised.append(exc)
+
+    async def main() -> None:
+        asyncio.get_running_loop().call_soon(drive_by_hand)
+        await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert ended == ["ended"]
+    assert raised and "inside a task" in str(raised[0])
