@@ -21,7 +21,7 @@ import orjson
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..errors import MalformedTaskRow
-from .states import TaskState
+from .states import BY_VALUE, TaskState
 
 # Unknown fields are refused, and a "3" is not taken for 3: what was written is what is read.
 _STRICT = ConfigDict(extra="forbid", strict=True)
@@ -272,11 +272,8 @@ EMPTY: dict[TaskState, Payload] = {
 assert all(TaskState(p.kind) is s for s, p in EMPTY.items())
 
 
-_STATES = {s.value: s for s in TaskState}
-
-
 def state_of(payload: Payload) -> TaskState:
-    return _STATES.get(payload.kind) or TaskState(payload.kind)  # a dict: every move asks
+    return BY_VALUE.get(payload.kind) or TaskState(payload.kind)
 
 
 def step_of(payload: Payload) -> int | None:

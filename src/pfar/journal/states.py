@@ -67,6 +67,9 @@ class TaskState(StrEnum):
 
 PersistedTaskState = TaskState
 
+# a state by its text, without the enum's call: every task row read and every move asks
+BY_VALUE: dict[str, TaskState] = {s.value: s for s in TaskState}
+
 TERMINAL = frozenset(
     {TaskState.Completed, TaskState.Failed, TaskState.Abandoned, TaskState.Cancelled}
 )

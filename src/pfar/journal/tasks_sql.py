@@ -10,7 +10,7 @@ from ..errors import MalformedTaskRow
 from . import bus_sql, payloads
 from .payloads import Payload
 from .records import TaskKind, TaskRecord, TaskUpdate, UnreadableTask, dumps, loads
-from .states import TERMINAL, TaskState
+from .states import BY_VALUE, TERMINAL, TaskState
 
 _COLUMNS = (
     "task_id, template_id, principal, trigger_event, state, state_detail, phase, plan_json, "
@@ -48,11 +48,8 @@ def _row(row: Sequence[Any]) -> TaskRecord:
     )
 
 
-_STATES = {s.value: s for s in TaskState}
-
-
 def _state(task_id: str, value: str) -> TaskState:
-    found = _STATES.get(value)  # read with every task row
+    found = BY_VALUE.get(value)
     if found is not None:
         return found
     try:

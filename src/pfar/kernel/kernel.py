@@ -660,7 +660,7 @@ class Kernel:
             raise ShuttingDown()
         return await holds.resume(self, task_id)
 
-    def _give_back_gc(self) -> None:
+    def _give_back_collector(self) -> None:
         if self._holds_collector:
             self._holds_collector = False
             collector.give_back()
@@ -989,7 +989,7 @@ class Kernel:
         self.secrets.close()
         self._close_knowledge()
         self._lock.release()
-        self._give_back_gc()
+        self._give_back_collector()
         self._stopped.set()
         return left
 
@@ -1004,7 +1004,7 @@ class Kernel:
         self._close_knowledge()
         self.sessions.manager.close()
         self._lock.release()
-        self._give_back_gc()
+        self._give_back_collector()
 
     @property
     def accepting(self) -> bool:

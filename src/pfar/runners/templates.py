@@ -252,7 +252,6 @@ class TemplateRegistry:
         self._tools = frozenset(tools)
         self._templates: dict[str, Template] = {}
         self._stamps: dict[str, tuple[int, ...]] = {}
-        self._paths: dict[str, Path] = {}  # a template id's file, worked out once
 
     def load(self) -> list[ConfigError]:
         """Load every template; return the errors of files that could not be loaded."""
@@ -291,14 +290,11 @@ class TemplateRegistry:
         a chown and a rename onto it move too. What was checked when it was read is what
         runs: a directory loosened later is refused when the file in it next changes.
         """
-        path = self._paths.get(template_id)
-        if path is None:
-            if not re.fullmatch(TEMPLATE_ID, template_id):  # it names a file: no ../config
-                raise ConfigError(str(self.directory), "", f"{template_id!r} is not a template id")
-            path = self.directory / f"{template_id}.toml"
+        if not re.fullmatch(TEMPLATE_ID, template_id):  # it names a file: no ../config
+            raise ConfigError(str(self.directory), "", f"{template_id!r} is not a template id")
+        path = self.directory / f"{template_id}.toml"
         try:
             st = os.stat(path)
-            self._paths[template_id] = path  # only ids of files that exist are kept
         except FileNotFoundError:
             self._templates.pop(template_id, None)
             self._stamps.pop(template_id, None)

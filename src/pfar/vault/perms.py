@@ -11,8 +11,6 @@ rename or delete an entry they do not own.
 
 from __future__ import annotations
 
-import errno
-import functools
 import os
 import stat
 from pathlib import Path
@@ -27,30 +25,15 @@ def check_private(path: Path) -> None:
     A path that does not exist is not checked (the caller reports it as missing).
     """
     target = path.absolute()
-    # strings to os.stat, the parents worked out once per path: a template is checked
-    # this way every time a task is submitted or planned
-    try:
-        leaf = os.stat(target)
-    except OSError as exc:
-        if exc.errno in _MISSING:
-            return
-        raise
-    problem = _verdict(leaf, is_leaf=True)
+    if not target.exists():
+        return
+    problem = _problem(target, is_leaf=True)
     if problem is not None:
         raise UnsafePermissions(str(path), str(target), problem)
-    for directory in _parents(str(target)):
-        problem = _verdict(os.stat(directory), is_leaf=False)
+    for directory in target.parents:
+        problem = _problem(directory, is_leaf=False)
         if problem is not None:
-            raise UnsafePermissions(str(path), directory, problem)
-
-
-# what Path.exists() takes for a path that is not there
-_MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
-
-
-@functools.lru_cache(maxsize=256)
-def _parents(target: str) -> tuple[str, ...]:
-    return tuple(str(d) for d in Path(target).parents)
+            raise UnsafePermissions(str(path), str(directory), problem)
 
 
 def check_home(home: Home) -> None:
@@ -69,7 +52,8 @@ def check_home(home: Home) -> None:
         check_private(path)
 
 
-def _verdict(st: os.stat_result, *, is_leaf: bool) -> str | None:
+def _problem(path: Path, *, is_leaf: bool) -> str | None:
+    st = path.stat()
     mode = stat.S_IMODE(st.st_mode)
     if st.st_uid not in (os.getuid(), 0):
         return f"is owned by another user (uid {st.st_uid})"
