@@ -195,61 +195,27 @@ async def run_step(
             )
             return Parked()
 
-    if rules.ask is not None:
-        question = (
-            None
-            if _approved(answered, i, call.args)
-            else rules.ask(call.tool, call.args, semantics)
-        )
-        if question is not None:
-            hooked = await _permission(task, call, question.description, svc)
-            if hooked.blocked:
-                return _blocked(task, call, semantics, hooked.blocked)
-            if hooked.allowed:
-                question = None
-        if question is not None:
+    # a read is asked about only by a runner with questions of its own (the loop's)
+    asks = rules.ask is not None or semantics is Semantics.Write
+    question = await _question(task, call, semantics, rules, answered, svc) if asks else None
+    if question is not None:
+        hooked = await _permission(task, call, question.reason, svc)
+        if hooked.blocked:
+            return _blocked(task, call, semantics, hooked.blocked)
+        if not hooked.allowed:
+            ask = question.ask
             await ask_owner(
                 task,
                 svc,
-                action_type=question.action_type,
+                action_type=ask.action_type,
                 step=i,
                 tool=call.tool,
-                options=list(question.options),
-                description=question.description,
+                options=list(ask.options),
+                taint=question.taint,
+                description=ask.description,
                 preview=call.args,
-                on_deny=question.on_deny,
-                timeout=question.timeout,
-            )
-            return Parked()
-    elif semantics is Semantics.Write and not _approved(answered, i, call.args):
-        labels = (
-            [s.label for s in await svc.journal.tasks.steps(task.task_id) if s.step < i]
-            if rules.approval.tainted_writes
-            else []
-        )
-        need = approval_needed(rules.approval, call.tool, semantics, labels)
-        if need is not None:
-            hooked = await _permission(task, call, need.reason, svc)
-            if hooked.blocked:
-                return _blocked(task, call, semantics, hooked.blocked)
-            if hooked.allowed:
-                need = None
-        if need is not None:
-            await ask_owner(
-                task,
-                svc,
-                action_type=need.action_type,
-                step=i,
-                tool=call.tool,
-                options=["approve", "deny"],
-                taint=need.taint_level,
-                description=(
-                    f"Task {call.title} wants to run {call.tool} ({call.where}): "
-                    f"{need.reason}." + _carried(rules, call.tool)
-                ),
-                preview=call.args,
-                on_deny=rules.approval.on_deny,
-                timeout=rules.approval_timeout,
+                on_deny=ask.on_deny,
+                timeout=ask.timeout,
             )
             return Parked()
 
@@ -412,6 +378,55 @@ def _committed(task: TaskRecord, call: StepCall, state: TaskState, at: str) -> T
         execute_progress=progress,
         recovery_attempts=0,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Question:
+    """What the owner is asked before a call runs, what the permission hooks are told
+    (`reason`), and the taint the question carries."""
+
+    ask: Ask
+    reason: str
+    taint: str | None = None
+
+
+async def _question(
+    task: TaskRecord,
+    call: StepCall,
+    semantics: Semantics,
+    rules: StepRules,
+    answered: Executing,
+    svc: Services,
+) -> _Question | None:
+    """The runner's own question when it has one (the loop's permission prompt), else the
+    template's approval of a write; none once the owner approved this run of the step."""
+    if _approved(answered, call.step, call.args):
+        return None
+    if rules.ask is not None:
+        ask = rules.ask(call.tool, call.args, semantics)
+        return None if ask is None else _Question(ask, ask.description)
+    if semantics is not Semantics.Write:
+        return None
+    labels = (
+        [s.label for s in await svc.journal.tasks.steps(task.task_id) if s.step < call.step]
+        if rules.approval.tainted_writes
+        else []
+    )
+    need = approval_needed(rules.approval, call.tool, semantics, labels)
+    if need is None:
+        return None
+    description = (
+        f"Task {call.title} wants to run {call.tool} ({call.where}): "
+        f"{need.reason}." + _carried(rules, call.tool)
+    )
+    ask = Ask(
+        need.action_type,
+        description,
+        ("approve", "deny"),
+        on_deny=rules.approval.on_deny,
+        timeout=rules.approval_timeout,
+    )
+    return _Question(ask, need.reason, need.taint_level)
 
 
 async def _permission(task: TaskRecord, call: StepCall, why: str, svc: Services) -> Verdict:
