@@ -59,6 +59,18 @@ async def kernel_with_channels(
         await kernel.shutdown()
 
 
+async def known(kernel: Kernel, channel: str, remote_id: object, seconds: float = 15) -> None:
+    """Until pfar has journaled which of its messages `remote_id` is on `channel`. A fake
+    server sees a message as pfar sends it, and pfar learns the message's id only from
+    the server's answer: a reply sent in between names a message pfar cannot know yet
+    (no person is that quick; a test is, on a loaded machine)."""
+    for _ in range(int(seconds / 0.02)):
+        if await kernel.journal.adapters.replied_to(channel, str(remote_id)) is not None:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"pfar never recorded its message {remote_id!r} on {channel}")
+
+
 async def until(predicate: Callable[[], Any], what: str, seconds: float = 15) -> Any:
     """`predicate()` once it is truthy; fails naming `what` after `seconds`."""
     for _ in range(int(seconds / 0.02)):

@@ -25,7 +25,7 @@ from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
 from ..support import make_home
-from .channel_support import kernel_with_channels, until
+from .channel_support import kernel_with_channels, known, until
 from .slack_server import APP_TOKEN, BOT_TOKEN, DM, OWNER, TEAM, Posted, SlackApi
 
 
@@ -97,6 +97,7 @@ def test_a_dm_starts_a_task_and_a_thread_reply_continues_it(tmp_path: Path, api:
         assert started.text.startswith("task ") and "started" in started.text
         answer = await until(_posted(api, "You said: hello there"), "the task's answer")
         assert answer.channel == DM
+        await known(kernel, "slack", answer.ts)
         api.say("and more", thread=answer.ts)
         await until(_posted(api, "You said: and more"), "the next answer")
         (task,) = await op.tasks()
@@ -216,6 +217,7 @@ def test_a_credential_reply_is_stored_and_never_shown(tmp_path: Path, api: Slack
         api.say("key please")
         prompt_message: Posted = await until(_posted(api, "credential"), "the credential prompt")
         (prompt,) = (await op.questions()).credentials
+        await known(kernel, "slack", prompt_message.ts)
         said = api.say(secret, thread=prompt_message.ts)
         await until(lambda: api.deleted, "the deletion of the owner's message")
         assert api.deleted[0]["ts"] == said

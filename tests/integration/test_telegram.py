@@ -23,7 +23,7 @@ from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
 from ..support import make_home
-from .channel_support import kernel_with_channels, until
+from .channel_support import kernel_with_channels, known, until
 from .telegram_server import OWNER, TOKEN, BotApi, Sent, unescape
 
 
@@ -81,6 +81,7 @@ def test_a_message_starts_a_task_and_a_reply_to_its_answer_continues_it(
             "the task's answer",
         )
         assert answer.parse_mode == "MarkdownV2"
+        await known(kernel, "telegram", answer.message_id)
         api.say("and more", reply_to=answer.message_id)
         await until(lambda: any("You said: and more" in t for t in _texts(api)), "the next")
         (task,) = await op.tasks()
@@ -156,6 +157,7 @@ def test_a_credential_reply_is_stored_and_deleted_from_the_chat(tmp_path: Path) 
             "the credential prompt",
         )
         (prompt,) = (await op.questions()).credentials
+        await known(kernel, "telegram", sent.message_id)
         api.say(secret, reply_to=sent.message_id)
         await until(lambda: api.deleted, "the deletion of the owner's message")
         assert api.deleted[0][0] == 4242

@@ -30,7 +30,7 @@ from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
 from ..support import make_home
-from .channel_support import kernel_with_channels, until
+from .channel_support import kernel_with_channels, known, until
 from .whatsapp_server import (
     APP_SECRET,
     OWNER,
@@ -115,6 +115,7 @@ def test_a_message_starts_a_task_and_a_reply_to_its_answer_continues_it(
         assert said[0].text.startswith("task ") and "started" in said[0].text
         assert said[0].payload["to"] == OWNER
         result = await until(_find(api, "You said: hello there"), "the task's answer")
+        await known(kernel, "whatsapp", result.id)
         more = meta.message("and more", context=result.id)
         await meta.deliver(more)
         await until(_find(api, "You said: and more"), "the next answer")
@@ -249,6 +250,7 @@ def test_a_credential_reply_is_stored_and_never_shown(tmp_path: Path, api: Graph
         await meta.deliver(meta.message("key please"))
         prompt: Sent = await until(_find(api, "redential"), "the credential prompt")
         (question,) = (await op.questions()).credentials
+        await known(kernel, "whatsapp", prompt.id)
         answer = meta.message(secret, context=prompt.id)
         await meta.deliver(answer)
         name = question.vault_ref.removeprefix("vault:")
