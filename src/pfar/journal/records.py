@@ -21,12 +21,10 @@ from .turns import PermissionRule
 JSON = Any  # a value json.dumps accepts
 
 # orjson writes the text json.dumps(sort_keys=True, separators=(",", ":")) does, several
-# times faster (a float may read 0.00001 for 1e-05). What it refuses goes to json, which
-# writes it (non-string keys, an int past 64 bits) or refuses it as before (a dataclass,
-# a datetime). NaN and the infinities, which JSON lacks, orjson writes as null, losing
-# them: text with a null in it is written by json, as NaN and Infinity, which json reads
-# back. Reading stays with json: orjson reads an integer past 64 bits as a float,
-# silently.
+# times faster (a float may read 0.00001 for 1e-05, and NaN, which JSON lacks, is null).
+# What it refuses goes to json, which writes it (non-string keys, an int past 64 bits) or
+# refuses it as before (a dataclass, a datetime). Reading stays with json: orjson reads
+# an integer past 64 bits as a float, silently.
 ORJSON_OPTIONS = (
     orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 )
@@ -60,16 +58,9 @@ def rfc3339(moment: datetime) -> str:
 def dumps(value: JSON) -> str:
     """Compact JSON with sorted keys (every journal column is written through here)."""
     try:
-        text = orjson.dumps(value, option=ORJSON_OPTIONS).decode()
+        return orjson.dumps(value, option=ORJSON_OPTIONS).decode()
     except TypeError:  # an int past 64 bits, a lone surrogate: what json writes, or refuses
-        return _json_dumps(value)
-    # a None, or a NaN or an infinity that orjson wrote as null (a str is searched
-    # faster than the bytes it came from)
-    return _json_dumps(value) if "null" in text else text
-
-
-def _json_dumps(value: JSON) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 def loads(text: str | None) -> JSON:
