@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -21,10 +22,13 @@ from .turns import PermissionRule
 JSON = Any  # a value json.dumps accepts
 
 # orjson writes the text json.dumps(sort_keys=True, separators=(",", ":")) does, several
-# times faster (a float may read 0.00001 for 1e-05, and NaN, which JSON lacks, is null).
-# What it refuses goes to json, which writes it (non-string keys, an int past 64 bits) or
-# refuses it as before (a dataclass, a datetime). Reading stays with json: orjson reads
-# an integer past 64 bits as a float, silently.
+# times faster (a float may read 0.00001 for 1e-05). What it refuses goes to json, which
+# writes it (non-string keys, an int past 64 bits) or refuses it as before (a dataclass,
+# a datetime). NaN and the infinities, which JSON lacks, it writes as null, as
+# JavaScript's JSON.stringify does: the journal holds standard JSON, which SQLite's JSON
+# functions (a task's event is queried with json_extract) and PostgreSQL's jsonb read;
+# json would write NaN, which both refuse. Reading stays with json: orjson reads an
+# integer past 64 bits as a float, silently.
 ORJSON_OPTIONS = (
     orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 )
@@ -60,7 +64,19 @@ def dumps(value: JSON) -> str:
     try:
         return orjson.dumps(value, option=ORJSON_OPTIONS).decode()
     except TypeError:  # an int past 64 bits, a lone surrogate: what json writes, or refuses
-        return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+        return json.dumps(_finite(value), separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def _finite(value: JSON) -> JSON:
+    """`value` with NaN and the infinities as None, as orjson writes them (json would
+    write NaN, which is not JSON)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def loads(text: str | None) -> JSON:
