@@ -16,6 +16,25 @@ from .errors import BadRequest
 
 
 @dataclass(frozen=True, slots=True)
+class Actor:
+    """Who acted and through which surface: kept with every answer in the journal.
+
+    `surface` is where the words came in ("cli", "stdin", "telegram", "slack",
+    "whatsapp", "console", "api"); `who` what that surface knows of the person (the
+    CLI's uid and pid from the socket's peer credentials, a chat's user id)."""
+
+    surface: str
+    who: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.surface} ({self.who})" if self.who else self.surface
+
+
+# the operator API called from Python in the kernel's own process (tests, embedding)
+IN_PROCESS = Actor("api", "in-process")
+
+
+@dataclass(frozen=True, slots=True)
 class Approve:
     """Yes to the question: its first option (run the step, continue, resume, ...)."""
 

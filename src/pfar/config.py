@@ -319,6 +319,17 @@ class ChannelsConfig(_Section):
         """The enabled channels the owner's messages go to (webhooks only take events in)."""
         return [n for n in self.enabled() if n not in INBOUND_ONLY]
 
+    def owner_account(self, name: str) -> str:
+        """The owner's account on channel `name`, the only one it obeys (kept with each
+        answer given there); "" for a channel with no owner of its own."""
+        if name == "telegram" and self.telegram is not None:
+            return f"user {self.telegram.owner_user_id}"
+        if name == "slack" and self.slack is not None:
+            return f"user {self.slack.owner_user_id}"
+        if name == "whatsapp" and self.whatsapp is not None:
+            return f"number {self.whatsapp.owner_number}"
+        return ""
+
     def enabled(self) -> list[str]:
         """The names of the enabled channels, in the order they start."""
         found = []

@@ -280,6 +280,19 @@ class BadRequest(PfarError, ValueError):
         self.field, self.problem = field, problem
 
 
+class NotTheOwner(PfarError):
+    """A control-socket request that does not come from the owner's `pfar` command: a
+    process pfar started (a task's command, a step, an agent, a hook), another user,
+    or a request without this boot's token."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            f"refused: {why}. The control socket takes requests only from the owner's "
+            "`pfar` command (docs/security.md)"
+        )
+        self.why = why
+
+
 class KernelNotRunning(PfarError):
     def __init__(self, home: str) -> None:
         super().__init__(f"no kernel is running on {home}; start one with `pfar run`")

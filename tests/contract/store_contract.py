@@ -622,7 +622,7 @@ class StoreContract:
             return b.resume_to(task, ap, answer)
 
         decided, changed = run(
-            store.questions.decide_approval(a.approval_id, Approve(), resume_to=resume)
+            store.questions.decide_approval(a.approval_id, Approve(), resume_to=resume, by="cli")
         )
         assert changed is True
         assert (decided.status, decided.decision) == (ApprovalStatus.approved, "approve")
@@ -633,14 +633,14 @@ class StoreContract:
         )
         # the same answer again: one effect
         again, changed2 = run(
-            store.questions.decide_approval(a.approval_id, Approve(), resume_to=resume)
+            store.questions.decide_approval(a.approval_id, Approve(), resume_to=resume, by="cli")
         )
         assert (again, changed2) == (decided, False)
         assert run(store.tasks.get(t.task_id)) == after
         assert calls == ["approve"]
         # a different answer: AlreadyDecided, nothing moves
         with pytest.raises(AlreadyDecided, match="approved"):
-            run(store.questions.decide_approval(a.approval_id, Deny(), resume_to=resume))
+            run(store.questions.decide_approval(a.approval_id, Deny(), resume_to=resume, by="cli"))
         assert run(store.questions.approval(a.approval_id)) == decided
         assert run(store.tasks.get(t.task_id)) == after
         assert run(store.questions.approvals()) == []
@@ -649,14 +649,18 @@ class StoreContract:
         t, a = self.parked(store)
         before = run(store.tasks.get(t.task_id))
         with pytest.raises(AnswerDoesNotFit):
-            run(store.questions.decide_approval(a.approval_id, Retry(), resume_to=b.resume_to))
+            run(
+                store.questions.decide_approval(
+                    a.approval_id, Retry(), resume_to=b.resume_to, by="cli"
+                )
+            )
         assert run(store.questions.approval(a.approval_id)) == replace(a, prompts_sent=1)
         assert run(store.tasks.get(t.task_id)) == before
 
     def test_a_deny_moves_the_task_where_resume_to_says(self, store: Store) -> None:
         t, a = self.parked(store)
         decided, _ = run(
-            store.questions.decide_approval(a.approval_id, Deny(), resume_to=b.resume_to)
+            store.questions.decide_approval(a.approval_id, Deny(), resume_to=b.resume_to, by="cli")
         )
         assert decided.status is ApprovalStatus.denied
         task = run(store.tasks.get(t.task_id))
@@ -668,7 +672,9 @@ class StoreContract:
         async def go() -> list[tuple[Any, bool]]:
             return await asyncio.gather(
                 *(
-                    store.questions.decide_approval(a.approval_id, Approve(), resume_to=b.resume_to)
+                    store.questions.decide_approval(
+                        a.approval_id, Approve(), resume_to=b.resume_to, by="cli"
+                    )
                     for _ in range(8)
                 )
             )
@@ -679,9 +685,9 @@ class StoreContract:
 
     def test_unknown_questions_are_named(self, store: Store) -> None:
         with pytest.raises(UnknownApproval, match="'zzz'"):
-            run(store.questions.decide_approval("zzz", Approve(), resume_to=b.resume_to))
+            run(store.questions.decide_approval("zzz", Approve(), resume_to=b.resume_to, by="cli"))
         with pytest.raises(UnknownCredentialPrompt, match="'ppp'"):
-            run(store.questions.receive_credential("ppp"))
+            run(store.questions.receive_credential("ppp", "cli"))
         with pytest.raises(UnknownCredentialPrompt):
             run(store.questions.credential_prompt("ppp"))
 
@@ -707,9 +713,13 @@ class StoreContract:
         )
         assert run(store.questions.approval(live.approval_id)).status is ApprovalStatus.pending
         with pytest.raises(AlreadyDecided, match="expired"):
-            run(store.questions.decide_approval(a.approval_id, Approve(), resume_to=b.resume_to))
+            run(
+                store.questions.decide_approval(
+                    a.approval_id, Approve(), resume_to=b.resume_to, by="cli"
+                )
+            )
         with pytest.raises(AlreadyDecided):
-            run(store.questions.receive_credential(pr.prompt_id))
+            run(store.questions.receive_credential(pr.prompt_id, "cli"))
         assert run(store.questions.expire_due(now_rfc3339())) == []
 
     # -- credential prompts -----------------------------------------------------------
@@ -727,13 +737,13 @@ class StoreContract:
         assert run(store.questions.credential_prompts()) == [stored]
         assert run(store.questions.credential_prompts_for_task(t.task_id)) == [stored]
         assert [m.message_key for m in run(store.events.pending())] == [key]
-        done, changed = run(store.questions.receive_credential(pr.prompt_id))
+        done, changed = run(store.questions.receive_credential(pr.prompt_id, "cli"))
         assert changed and done.status is CredentialStatus.received
         assert done.received_at is not None
         task = run(store.tasks.get(t.task_id))
         assert task.payload == p.Executing(current_step=2)
         with pytest.raises(AlreadyDecided, match="received"):
-            run(store.questions.receive_credential(pr.prompt_id))
+            run(store.questions.receive_credential(pr.prompt_id, "cli"))
         assert run(store.tasks.get(t.task_id)) == task
         assert run(store.questions.credential_prompts()) == []
 
@@ -791,7 +801,11 @@ class StoreContract:
         )
         assert run(store.questions.approval(a.approval_id)).status is ApprovalStatus.withdrawn
         with pytest.raises(AlreadyDecided, match="withdrawn"):
-            run(store.questions.decide_approval(a.approval_id, Approve(), resume_to=b.resume_to))
+            run(
+                store.questions.decide_approval(
+                    a.approval_id, Approve(), resume_to=b.resume_to, by="cli"
+                )
+            )
         for late in (p.Executing(current_step=1), p.Synthesizing(), p.Failed()):
             with pytest.raises(IllegalTransition):
                 run(store.tasks.transition(t.task_id, late, point=None))

@@ -174,8 +174,8 @@ def boot_report(home: Home, k: KernelProcess) -> str:
     return str(found[0]["body"])
 
 
-def boot(home: Home, fault: str | None = None) -> KernelProcess:
-    k = KernelProcess(home, fault=fault)
+def boot(home: Home, fault: str | None = None, env: dict[str, str] | None = None) -> KernelProcess:
+    k = KernelProcess(home, fault=fault, env=env)
     try:
         k.wait_ready()
     except BaseException:
@@ -185,9 +185,11 @@ def boot(home: Home, fault: str | None = None) -> KernelProcess:
 
 
 @contextlib.contextmanager
-def kernel(home: Home, fault: str | None = None) -> Iterator[KernelProcess]:
+def kernel(
+    home: Home, fault: str | None = None, env: dict[str, str] | None = None
+) -> Iterator[KernelProcess]:
     """A kernel that is SIGKILLed (not stopped) if the test leaves it running."""
-    k = boot(home, fault)
+    k = boot(home, fault, env)
     try:
         yield k
     finally:

@@ -399,7 +399,8 @@ def test_a_control_request_over_the_limit_gets_an_answer_and_the_connection_work
     home = make_home(tmp_path / "home", templates={"cmd": CMD_TEMPLATE}, script=CMD_SCRIPT)
     with running_kernel(home) as k:
         big = json.dumps({"op": "submit", "template": "cmd", "text": "z" * (2 << 20)})
-        refused, ping = _raw_call(home, big.encode() + b"\n", b'{"op": "ping"}\n')
+        ping_line = json.dumps({"op": "ping", "token": home.control_token.read_text()})
+        refused, ping = _raw_call(home, big.encode() + b"\n", ping_line.encode() + b"\n")
         assert refused == {
             "ok": False,
             "error": {
@@ -435,7 +436,16 @@ def test_secret_set_over_the_limit_is_refused_with_the_limit(tmp_path: Path) -> 
             assert "at most 65536 (64 KiB) are stored; nothing was stored" in said(r), said(r)
         # the kernel refuses one that is sent anyway
         (answer,) = _raw_call(
-            home, json.dumps({"op": "secret_set", "name": "big", "value": big}).encode() + b"\n"
+            home,
+            json.dumps(
+                {
+                    "op": "secret_set",
+                    "name": "big",
+                    "value": big,
+                    "token": home.control_token.read_text(),
+                }
+            ).encode()
+            + b"\n",
         )
         assert answer["ok"] is False and expected in answer["error"]["message"], answer
         ok = pfar(home, "secret", "set", "small", stdin="fits-fine")

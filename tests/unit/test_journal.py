@@ -365,7 +365,7 @@ def test_decide_approval_is_idempotent(journal: Journal) -> None:
         return answer_outcome(task, ap, answer)
 
     decided, changed = run(
-        journal.questions.decide_approval(a.approval_id, Approve(), resume_to=resume_to)
+        journal.questions.decide_approval(a.approval_id, Approve(), resume_to=resume_to, by="cli")
     )
     assert changed is True
     assert decided.status is ApprovalStatus.approved and decided.decision == "approve"
@@ -375,7 +375,7 @@ def test_decide_approval_is_idempotent(journal: Journal) -> None:
     assert after_first.payload.approved is not None and after_first.payload.approved.step == 1
 
     again, changed2 = run(
-        journal.questions.decide_approval(a.approval_id, Approve(), resume_to=resume_to)
+        journal.questions.decide_approval(a.approval_id, Approve(), resume_to=resume_to, by="cli")
     )
     assert changed2 is False
     assert again == decided  # same decided_at: nothing was written
@@ -383,7 +383,7 @@ def test_decide_approval_is_idempotent(journal: Journal) -> None:
     assert calls == ["approve"]  # the task was moved once
 
     with pytest.raises(AlreadyDecided) as info:
-        run(journal.questions.decide_approval(a.approval_id, Deny(), resume_to=resume_to))
+        run(journal.questions.decide_approval(a.approval_id, Deny(), resume_to=resume_to, by="cli"))
     assert a.approval_id in str(info.value)
     assert "already approved (approve)" in str(info.value)
     assert run(journal.questions.approval(a.approval_id)) == decided
@@ -399,7 +399,7 @@ def test_the_run_an_answer_starts_spends_it(
     """A grant (and its retry) or a workflow's decision covers one run: the commit that
     records the run's start drops it, so a crash during that run leaves nothing to reuse."""
     t, a = _parked(journal, options=["approve", answer.kind])
-    run(journal.questions.decide_approval(a.approval_id, answer, resume_to=resume_to))
+    run(journal.questions.decide_approval(a.approval_id, answer, resume_to=resume_to, by="cli"))
     answered = run(journal.tasks.get(t.task_id)).payload
     assert isinstance(answered, Executing)
     assert any(getattr(answered, name) is not None for name in SPENT_BY_A_RUN)
@@ -416,7 +416,7 @@ def test_concurrent_identical_answers_have_one_effect(journal: Journal) -> None:
         return await asyncio.gather(
             *(
                 journal.questions.decide_approval(
-                    a.approval_id, Approve(), resume_to=answer_outcome
+                    a.approval_id, Approve(), resume_to=answer_outcome, by="cli"
                 )
                 for _ in range(10)
             )
@@ -430,7 +430,7 @@ def test_concurrent_identical_answers_have_one_effect(journal: Journal) -> None:
 def test_deny_fails_the_task(journal: Journal) -> None:
     t, a = _parked(journal)
     decided, changed = run(
-        journal.questions.decide_approval(a.approval_id, Deny(), resume_to=answer_outcome)
+        journal.questions.decide_approval(a.approval_id, Deny(), resume_to=answer_outcome, by="cli")
     )
     assert changed and decided.status is ApprovalStatus.denied
     task = run(journal.tasks.get(t.task_id))
@@ -440,18 +440,22 @@ def test_deny_fails_the_task(journal: Journal) -> None:
 def test_an_answer_not_offered_is_refused(journal: Journal) -> None:
     t, a = _parked(journal)
     with pytest.raises(ValueError, match="offers approve, deny; got 'rerun'"):
-        run(journal.questions.decide_approval(a.approval_id, Rerun(), resume_to=answer_outcome))
+        run(
+            journal.questions.decide_approval(
+                a.approval_id, Rerun(), resume_to=answer_outcome, by="cli"
+            )
+        )
     assert run(journal.questions.approval(a.approval_id)).status is ApprovalStatus.pending
     assert run(journal.tasks.get(t.task_id)).state is S.AwaitingApproval
 
 
 def test_unknown_approval_and_prompt_are_named(journal: Journal) -> None:
     with pytest.raises(UnknownApproval, match="'zzz'"):
-        run(journal.questions.decide_approval("zzz", Approve(), resume_to=answer_outcome))
+        run(journal.questions.decide_approval("zzz", Approve(), resume_to=answer_outcome, by="cli"))
     with pytest.raises(UnknownApproval):
         run(journal.questions.approval("zzz"))
     with pytest.raises(UnknownCredentialPrompt, match="'ppp'"):
-        run(journal.questions.receive_credential("ppp"))
+        run(journal.questions.receive_credential("ppp", "cli"))
 
 
 def test_expired_approval_fails_its_task_and_refuses_late_answers(journal: Journal) -> None:
@@ -463,7 +467,11 @@ def test_expired_approval_fails_its_task_and_refuses_late_answers(journal: Journ
     assert run(journal.questions.approval(a.approval_id)).status is ApprovalStatus.expired
     assert run(journal.questions.approval(live.approval_id)).status is ApprovalStatus.pending
     with pytest.raises(AlreadyDecided, match="expired"):
-        run(journal.questions.decide_approval(a.approval_id, Approve(), resume_to=answer_outcome))
+        run(
+            journal.questions.decide_approval(
+                a.approval_id, Approve(), resume_to=answer_outcome, by="cli"
+            )
+        )
     assert run(journal.questions.expire_due(now_rfc3339())) == []  # once
 
 
@@ -496,12 +504,12 @@ def test_credential_received_once(journal: Journal) -> None:
         run(journal.questions.credential_prompt(p.prompt_id)).message_id
         == f"credential:{p.prompt_id}:0"
     )
-    done, changed = run(journal.questions.receive_credential(p.prompt_id))
+    done, changed = run(journal.questions.receive_credential(p.prompt_id, "cli"))
     assert changed and done.status is CredentialStatus.received
     task = run(journal.tasks.get(t.task_id))
     assert task.state is S.Executing and task.current_step == 2
     with pytest.raises(AlreadyDecided, match="already received"):
-        run(journal.questions.receive_credential(p.prompt_id))
+        run(journal.questions.receive_credential(p.prompt_id, "cli"))
     assert run(journal.tasks.get(t.task_id)) == task
 
 
@@ -697,7 +705,11 @@ def test_no_pickle_every_stored_value_is_text_or_number(journal: Journal, tmp_pa
     t = _task()
     run(journal.tasks.create(t, _event("ev-json")))
     run(journal.adapters.put("telegram", {"last_offset": 12}))
-    run(journal.questions.decide_approval(a.approval_id, Approve(), resume_to=answer_outcome))
+    run(
+        journal.questions.decide_approval(
+            a.approval_id, Approve(), resume_to=answer_outcome, by="cli"
+        )
+    )
     run(
         journal.tasks.step_finished(
             _step(a.task_id, 1, StepStatus.completed, {"x": 1}), next_step=2

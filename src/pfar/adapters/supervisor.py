@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from ..answers import Actor
 from ..config import ChannelsConfig, RecoveryConfig
 from ..journal import OwnerMessage
 from ..journal.channels_sql import Delivery
@@ -177,15 +178,18 @@ class Supervisor:
         async def save(state: dict[str, object], event_ids: list[str]) -> None:
             await adapters.ingested(name, dict(state), event_ids)
 
+        # answers given on this channel are journaled as the owner's account there
+        operator = self._operator.acting_as(Actor(name, self._settings.owner_account(name)))
+
         async def answer(text: str, origin: Origin) -> str:
-            return await handle(self._operator, text, origin, self._defaults)
+            return await handle(operator, text, origin, self._defaults)
 
         async def replied_to(remote_id: str) -> tuple[str, str | None, str] | None:
             return await adapters.replied_to(name, remote_id)
 
         return Link(
             name=name,
-            operator=self._operator,
+            operator=operator,
             ready=ready.set,
             load_position=load,
             save_position=save,

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from ..errors import KernelNotReady, KernelNotRunning, PfarError
 from ..kernel.api.requests import PING, Command, NoArgs
 from ..kernel.lines import MAX_LINE, MAX_LINE_TEXT
+from ..kernel.peers import read_token
 from ..vault.home import Home, HomeLock
 
 A = TypeVar("A")
@@ -36,7 +37,7 @@ def send(home: Home, command: Command[A], arguments: A, timeout: float = 60.0) -
 
 def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:
     path = str(home.control_socket)
-    data = json.dumps(request).encode() + b"\n"
+    data = json.dumps(_signed(home, request)).encode() + b"\n"
     if len(data) > MAX_LINE:
         raise PfarError(
             f"the request is {len(data)} bytes; the kernel takes at most {MAX_LINE_TEXT}; "
@@ -90,7 +91,7 @@ def stream(home: Home, request: dict[str, Any]) -> Generator[dict[str, Any], Non
             raise KernelNotReady(str(home.root)) from None
         raise KernelNotRunning(str(home.root)) from None
     try:
-        sock.sendall(json.dumps(request).encode() + b"\n")
+        sock.sendall(json.dumps(_signed(home, request)).encode() + b"\n")
         with sock.makefile("rb") as lines:
             for line in lines:
                 message = json.loads(line)
@@ -104,6 +105,12 @@ def stream(home: Home, request: dict[str, Any]) -> Generator[dict[str, Any], Non
         raise PfarError("the kernel closed the connection (it is shutting down)")
     finally:
         sock.close()
+
+
+def _signed(home: Home, request: dict[str, Any]) -> dict[str, Any]:
+    """The request with this boot's token (the kernel refuses one without it)."""
+    token = read_token(home.control_token)
+    return request if token is None else {**request, "token": token}
 
 
 def _lock_held(home: Home) -> bool:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from typing import Any
 
 import click
 
+from ..answers import Actor
 from ..errors import KernelNotRunning, PfarError
 from ..journal import TaskState
 from ..kernel.api import MAX_LIMIT
@@ -104,7 +106,9 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
         def extra(kernel: Any) -> list[asyncio.Task[None]]:
             tasks = []
             if commands is not None:
-                tasks.append(asyncio.create_task(read_commands(Operator(kernel), commands)))
+                # the terminal `pfar run` reads is the owner's: its answers say so
+                at_terminal = Operator(kernel, Actor("stdin", f"uid {os.getuid()}"))
+                tasks.append(asyncio.create_task(read_commands(at_terminal, commands)))
             if chats:
                 tasks.append(channels_run.start(kernel, config, chats))
             return tasks

@@ -18,11 +18,11 @@ from .records import (
 _A_COLUMNS = (
     "approval_id, task_id, action_type, description, data_preview, taint_level, target_sink, "
     "tool, step, created_at, expires_at, status, options_json, decision, decided_at, prompts_sent, "
-    "args_sha256"
+    "args_sha256, decided_by"
 )
 _C_COLUMNS = (
     "prompt_id, task_id, service, credential_type, instructions, vault_ref, message_id, "
-    "created_at, expires_at, status, step, received_at"
+    "created_at, expires_at, status, step, received_at, received_by"
 )
 
 
@@ -45,6 +45,7 @@ def _approval(row: Sequence[Any]) -> ApprovalRecord:
         decided_at=row[14],
         prompts_sent=int(row[15]),
         args_sha256=row[16],
+        decided_by=row[17],
     )
 
 
@@ -62,13 +63,14 @@ def _credential(row: Sequence[Any]) -> CredentialPromptRecord:
         status=CredentialStatus(row[9]),
         step=row[10],
         received_at=row[11],
+        received_by=row[12],
     )
 
 
 def insert_approval_txn(conn: sqlite3.Connection, a: ApprovalRecord) -> None:
     conn.execute(
         f"INSERT INTO pending_approvals ({_A_COLUMNS}) VALUES "
-        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             a.approval_id,
             a.task_id,
@@ -87,6 +89,7 @@ def insert_approval_txn(conn: sqlite3.Connection, a: ApprovalRecord) -> None:
             a.decided_at,
             a.prompts_sent,
             a.args_sha256,
+            a.decided_by,
         ),
     )
 
@@ -119,12 +122,17 @@ def approvals_with_status(
 
 
 def decide_approval_txn(
-    conn: sqlite3.Connection, approval_id: str, status: ApprovalStatus, decision: str, at: str
+    conn: sqlite3.Connection,
+    approval_id: str,
+    status: ApprovalStatus,
+    decision: str,
+    at: str,
+    by: str,
 ) -> None:
     conn.execute(
-        "UPDATE pending_approvals SET status = ?, decision = ?, decided_at = ? "
+        "UPDATE pending_approvals SET status = ?, decision = ?, decided_at = ?, decided_by = ? "
         "WHERE approval_id = ?",
-        (status.value, decision, at, approval_id),
+        (status.value, decision, at, by, approval_id),
     )
 
 
@@ -138,7 +146,7 @@ def count_prompt_txn(conn: sqlite3.Connection, approval_id: str) -> None:
 def insert_credential_txn(conn: sqlite3.Connection, c: CredentialPromptRecord) -> None:
     conn.execute(
         f"INSERT INTO pending_credentials ({_C_COLUMNS}) VALUES "
-        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             c.prompt_id,
             c.task_id,
@@ -152,6 +160,7 @@ def insert_credential_txn(conn: sqlite3.Connection, c: CredentialPromptRecord) -
             c.status.value,
             c.step,
             c.received_at,
+            c.received_by,
         ),
     )
 
@@ -184,11 +193,12 @@ def credentials_for_task(conn: sqlite3.Connection, task_id: str) -> list[Credent
 
 
 def set_credential_status_txn(
-    conn: sqlite3.Connection, prompt_id: str, status: CredentialStatus, at: str
+    conn: sqlite3.Connection, prompt_id: str, status: CredentialStatus, at: str, by: str
 ) -> None:
     conn.execute(
-        "UPDATE pending_credentials SET status = ?, received_at = ? WHERE prompt_id = ?",
-        (status.value, at, prompt_id),
+        "UPDATE pending_credentials SET status = ?, received_at = ?, received_by = ? "
+        "WHERE prompt_id = ?",
+        (status.value, at, by, prompt_id),
     )
 
 

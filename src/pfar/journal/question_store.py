@@ -120,6 +120,7 @@ class SQLiteQuestionStore:
         answer: Answer,
         *,
         resume_to: Callable[[TaskRecord, ApprovalRecord, Answer], Move],
+        by: str,
     ) -> tuple[ApprovalRecord, bool]:
         """Record the owner's answer (one of the approval's options) and move the task,
         once.
@@ -127,7 +128,8 @@ class SQLiteQuestionStore:
         A replay of the same answer changes nothing and returns `(approval, False)`;
         a different answer to a decided approval raises AlreadyDecided, and one the
         approval does not offer AnswerDoesNotFit. `resume_to` maps (task, approval,
-        answer) to where the task goes.
+        answer) to where the task goes; `by` (who answered, through which surface) is
+        kept with the answer.
         """
         decision = answer.kind
 
@@ -147,7 +149,7 @@ class SQLiteQuestionStore:
                 if decision in ("deny", "fail", "skip", "abandon", "never")
                 else ApprovalStatus.approved
             )
-            approvals_sql.decide_approval_txn(conn, approval_id, status, decision, at)
+            approvals_sql.decide_approval_txn(conn, approval_id, status, decision, at, by)
             task = tasks_sql.get(conn, a.task_id)
             if task is None:
                 raise UnknownTask(a.task_id)
@@ -161,8 +163,11 @@ class SQLiteQuestionStore:
 
         return await self._db.write(op, "approval_decided")
 
-    async def receive_credential(self, prompt_id: str) -> tuple[CredentialPromptRecord, bool]:
-        """Mark a prompt answered and resume its task (the secret is already in secrets.db)."""
+    async def receive_credential(
+        self, prompt_id: str, by: str
+    ) -> tuple[CredentialPromptRecord, bool]:
+        """Mark a prompt answered by `by` and resume its task (the secret is already in
+        secrets.db)."""
 
         def op(conn: sqlite3.Connection) -> tuple[CredentialPromptRecord, bool]:
             p = approvals_sql.get_credential(conn, prompt_id)
@@ -171,7 +176,9 @@ class SQLiteQuestionStore:
             if p.status is not CredentialStatus.pending:
                 raise AlreadyDecided("credential prompt", prompt_id, prompt_status_text(p))
             at = now_rfc3339()
-            approvals_sql.set_credential_status_txn(conn, prompt_id, CredentialStatus.received, at)
+            approvals_sql.set_credential_status_txn(
+                conn, prompt_id, CredentialStatus.received, at, by
+            )
             transition_txn(conn, p.task_id, payloads.Executing(current_step=p.step or 0))
             done = approvals_sql.get_credential(conn, prompt_id)
             assert done is not None
@@ -193,7 +200,7 @@ class SQLiteQuestionStore:
                 if a.expires_at > now:
                     continue
                 approvals_sql.decide_approval_txn(
-                    conn, a.approval_id, ApprovalStatus.expired, "expired", now
+                    conn, a.approval_id, ApprovalStatus.expired, "expired", now, "timeout"
                 )
                 parked = tasks_sql.get_state(conn, a.task_id)
                 if a.action_type == "permission" and parked is TaskState.AwaitingApproval:
@@ -208,7 +215,7 @@ class SQLiteQuestionStore:
                 if p.expires_at > now:
                     continue
                 approvals_sql.set_credential_status_txn(
-                    conn, p.prompt_id, CredentialStatus.expired, now
+                    conn, p.prompt_id, CredentialStatus.expired, now, "timeout"
                 )
                 failed += fail_parked_txn(conn, p.task_id, "credential prompt timeout")
             return failed

@@ -331,6 +331,8 @@ class ApprovalRecord:
     # sha256 of the canonical JSON of the arguments the owner was shown: an approval
     # lets exactly those run (see args_digest)
     args_sha256: str | None = None
+    # who answered, through which surface ("cli (uid 1000, pid 4242)", "timeout")
+    decided_by: str | None = None
 
     def to_json(self) -> dict[str, JSON]:
         return {**asdict(self), "status": self.status.value}
@@ -352,6 +354,7 @@ class CredentialPromptRecord:
     status: CredentialStatus
     step: int | None
     received_at: str | None
+    received_by: str | None = None  # who provided it, through which surface
 
     def to_json(self) -> dict[str, JSON]:
         return {**asdict(self), "status": self.status.value}

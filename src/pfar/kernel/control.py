@@ -1,7 +1,13 @@
 """The control socket: `$PFAR_HOME/control.sock`, owner-only, one JSON object per line.
 
-Request:  {"op": "submit", "template": "...", "text": "...", "event_id": "..."}
+Request:  {"op": "submit", "template": "...", "text": "...", "event_id": "...", "token": "..."}
 Response: {"ok": true, "result": {...}}  or  {"ok": false, "error": {"type": ..., "message": ...}}
+
+Only the owner's `pfar` command is served (kernel/peers.py): a connection from another
+user, or from a process this kernel started or a task's label marks, is refused, and
+every request carries this boot's token (`control.token`, written owner-only at start;
+a sandbox sees neither it nor the socket). What the owner does here is journaled as
+done through the CLI, with the peer's uid and pid.
 
 One op streams: {"op": "attach", "task_id": "...", "from_start": false} is answered by
 {"shown": {...}} lines (api/attach.py) as the task goes on, then the response line
@@ -19,13 +25,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
 import os
+import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import BadRequest, PfarError, ShuttingDown
+from ..errors import BadRequest, NotTheOwner, PfarError, ShuttingDown
+from . import peers
 from .api.operator import Operator
 from .api.requests import COMMANDS
 from .kernel import Kernel
@@ -34,12 +43,17 @@ from .lines import MAX_LINE_TEXT, read_lines
 log = logging.getLogger("pfar.control")
 
 MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on macOS
+REFUSAL_LOG_SECONDS = 10.0  # refused connections are logged at most this often
 
 
 _TOO_LONG = {
     "ok": False,
     "error": {"type": "BadRequest", "message": f"request over {MAX_LINE_TEXT}; nothing was done"},
 }
+
+
+def _refused(exc: PfarError) -> dict[str, Any]:
+    return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}
 
 
 def _is_attach(line: bytes) -> bool:
@@ -59,6 +73,9 @@ class ControlServer:
         self._operator = Operator(kernel)
         self._server: asyncio.AbstractServer | None = None
         self._clients: set[asyncio.StreamWriter] = set()
+        self._token = ""
+        self._refused = 0  # connections refused since the last log line about them
+        self._refusal_logged = float("-inf")
 
     async def start(self) -> None:
         path = self._kernel.home.control_socket
@@ -69,6 +86,8 @@ class ControlServer:
             )
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # stale from a killed kernel; we hold the home lock
+        # before the socket: a client that can connect can read this boot's token
+        self._token = peers.new_token(self._kernel.home.control_token)
         old = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(self._client, path=str(path))
@@ -82,22 +101,27 @@ class ControlServer:
             for client in list(self._clients):  # an idle client must not hold shutdown
                 client.close()
             await self._server.wait_closed()
-        path = self._kernel.home.control_socket
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
-        except OSError as exc:  # e.g. the home was made unwritable: shutdown goes on
-            log.error("could not remove %s: %s", path, exc.strerror or exc)
+        for path in (self._kernel.home.control_socket, self._kernel.home.control_token):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:  # e.g. the home was made unwritable: shutdown goes on
+                log.error("could not remove %s: %s", path, exc.strerror or exc)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._clients.add(writer)
         try:
+            operator, why = self._who(writer)
             async for line in read_lines(reader):
+                if why is not None:  # one answer saying why, then the connection ends
+                    writer.write(json.dumps(_refused(NotTheOwner(why))).encode() + b"\n")
+                    await writer.drain()
+                    break
                 if line is not None and _is_attach(line):
                     await self._attach(line, reader, writer)  # until the task ends
                     break
-                response = await self._handle(line) if line is not None else _TOO_LONG
+                response = await self._handle(operator, line) if line is not None else _TOO_LONG
                 writer.write(json.dumps(response).encode() + b"\n")
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -105,6 +129,33 @@ class ControlServer:
         finally:
             self._clients.discard(writer)
             writer.close()
+
+    def _who(self, writer: asyncio.StreamWriter) -> tuple[Operator, str | None]:
+        """The operator acting for this connection's peer, and why it is refused (None:
+        it is the owner's). Refusals are audited and logged at a bounded rate."""
+        sock = writer.get_extra_info("socket")
+        peer = None if sock is None else peers.peer_of(sock)
+        if peer is None:  # no peer credentials on this OS: the token alone decides
+            return self._operator, None
+        why = peers.refusal(peer, os.getpid())
+        if why is not None:
+            self._kernel.audit.log("control_refused", pid=peer.pid, uid=peer.uid, why=why)
+            self._refused += 1
+            now = time.monotonic()
+            if now - self._refusal_logged >= REFUSAL_LOG_SECONDS:
+                log.warning("control socket: %s (%d refused)", why, self._refused)
+                self._refused, self._refusal_logged = 0, now
+        return self._operator.acting_as(peer.actor), why
+
+    def _check_token(self, body: object) -> None:
+        given = body.get("token") if isinstance(body, dict) else None
+        if not isinstance(given, str) or not hmac.compare_digest(
+            given.encode(), self._token.encode()
+        ):
+            raise NotTheOwner(
+                "the request does not carry this boot's token (the `pfar` command reads it "
+                f"from {self._kernel.home.control_token.name} in the home)"
+            )
 
     async def _attach(
         self, line: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -120,6 +171,7 @@ class ControlServer:
 
         try:
             body = json.loads(line)
+            self._check_token(body)
             task_id = body.get("task_id")
             if not isinstance(task_id, str):
                 raise BadRequest("task_id", "is missing")
@@ -142,11 +194,13 @@ class ControlServer:
             writer.write(json.dumps({"ok": True, "result": {}}).encode() + b"\n")
         await writer.drain()
 
-    async def _handle(self, line: bytes) -> dict[str, Any]:
+    async def _handle(self, operator: Operator, line: bytes) -> dict[str, Any]:
         try:
-            result = await self._run(json.loads(line))
+            body = json.loads(line)
+            self._check_token(body)
+            result = await self._run(operator, body)
         except PfarError as exc:
-            return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}
+            return _refused(exc)
         except (ValueError, KeyError, TypeError) as exc:
             return {"ok": False, "error": {"type": "BadRequest", "message": str(exc)}}
         except Exception as exc:  # the client gets an answer, whatever went wrong
@@ -157,7 +211,7 @@ class ControlServer:
             }
         return {"ok": True, "result": result}
 
-    async def _run(self, body: object) -> Any:
+    async def _run(self, operator: Operator, body: object) -> Any:
         """Parse the request once (its op names its record in COMMANDS), run its verb."""
         if not isinstance(body, dict) or not isinstance(body.get("op"), str):
             raise ValueError("a request is a JSON object with an 'op'")
@@ -166,7 +220,7 @@ class ControlServer:
             raise BadRequest("op", f"unknown op {body['op']!r} (known: {', '.join(COMMANDS)})")
         if not self._kernel.accepting and not command.while_shutting_down:
             raise ShuttingDown()
-        reply = await command.run(self._operator, command.parse(body))
+        reply = await command.run(operator, command.parse(body))
         if reply is None:
             return {}
         if isinstance(reply, Sequence):

@@ -28,7 +28,17 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from ..answers import Abandon, Answer, Approve, Deny, Fail, answer_of, parse_answer
+from ..answers import (
+    IN_PROCESS,
+    Abandon,
+    Actor,
+    Answer,
+    Approve,
+    Deny,
+    Fail,
+    answer_of,
+    parse_answer,
+)
 from ..config import Config
 from ..errors import (
     AlreadyDecided,
@@ -89,7 +99,7 @@ from .locks import LockManager, LockTable
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel, OwnerLogSink, Sink
 from .scheduler import Scheduler
-from .sessions import SessionSupervisor
+from .sessions import SANDBOX_PREFIX, SessionSupervisor
 from .workflows import workflow_task
 
 log = logging.getLogger("pfar.kernel")
@@ -193,7 +203,10 @@ class Kernel:
             opened.append(self.secrets)
             self.knowledge = _open_knowledge(self.home.memory_db)
             self.sessions = SessionSupervisor(
-                self.journal.sessions, self.home.root / "sessions", config.sessions
+                self.journal.sessions,
+                self.home.root / "sessions",
+                config.sessions,
+                self._sandboxer(config),
             )
             self.redactor = Redactor(self.secrets.values)
             for name in self.redactor.too_short:
@@ -260,7 +273,7 @@ class Kernel:
         )
         orphans = await self._end_orphans()
         # R7: sandboxes of an earlier boot (no task runs yet): killed before any resumes
-        orphan_sandboxes = sandbox.reconcile(self._sandbox_home, self.is_running)
+        orphan_sandboxes = sandbox.reconcile(self._sandbox_home, self._sandbox_running)
         sessions_recovered = await self._recover_sessions()
         # cron slots missed while down: fired after recovery, said in its report
         self.scheduler = Scheduler(self)
@@ -399,10 +412,11 @@ class Kernel:
                 "bubblewrap (bwrap) is not installed: install the Debian package "
                 "`bubblewrap`, or set it to false",
             )
-        home, network = self._sandbox_home, config.sandbox.network
+        home, network, root = self._sandbox_home, config.sandbox.network, self.home.root
 
         def make(task_id: str, workdir: Path) -> sandbox.Sandbox:
-            return sandbox.Sandbox(home, task_id, workdir, network)
+            # what is hidden is looked up each time: a credential folder made later counts
+            return sandbox.Sandbox(home, task_id, workdir, network, sandbox.hidden_paths(root))
 
         return make
 
@@ -597,6 +611,12 @@ class Kernel:
         parent = (await self.journal.loops.settings(task_id)).parent_task_id
         if parent is not None:
             self.advance(parent)
+
+    def _sandbox_running(self, label: str) -> bool:
+        """A sandbox's label names a task running here, or a session whose agent does."""
+        if label.startswith(SANDBOX_PREFIX):
+            return self.sessions.is_running(label.removeprefix(SANDBOX_PREFIX))
+        return self.is_running(label)
 
     def is_running(self, task_id: str) -> bool:
         """A coroutine holds the task (it is being advanced, or is about to be)."""
@@ -811,11 +831,14 @@ class Kernel:
 
     # -- the owner's answers ---------------------------------------------------
 
-    async def answer(self, approval_id: str, answer: Answer | str) -> tuple[ApprovalRecord, bool]:
+    async def answer(
+        self, approval_id: str, answer: Answer | str, by: Actor = IN_PROCESS
+    ) -> tuple[ApprovalRecord, bool]:
         """Answer an approval: Approve (its first option), Deny (its way of saying no),
         or one of the options it offers (as a record of pfar.answers, or its name);
         anything else is refused (AnswerDoesNotFit), naming them. Idempotent: the same
-        answer again changes nothing."""
+        answer again changes nothing. `by` (who, through which surface) is journaled
+        with the answer."""
         if not self._accepting:
             raise ShuttingDown()
         if isinstance(answer, str):  # this API is an edge too: parsed here, once
@@ -826,7 +849,7 @@ class Kernel:
         if option.kind not in a.options and a.status.value == "pending":
             raise AnswerDoesNotFit(approval_id, answer.kind, a.options)
         decided, changed = await self.journal.questions.decide_approval(
-            approval_id, option, resume_to=_answer_outcome
+            approval_id, option, resume_to=_answer_outcome, by=str(by)
         )
         if changed:
             self.audit.log(
@@ -834,6 +857,7 @@ class Kernel:
                 approval_id=approval_id,
                 decision=option.kind,
                 task_id=decided.task_id,
+                by=str(by),
             )
             await self._answered_hooks(decided, option.kind)
             self.advance(decided.task_id)
@@ -857,7 +881,9 @@ class Kernel:
             point = HookPoint.PermissionGranted if granted else HookPoint.PermissionDenied
             await self.hooks.observe(point, {**about, "by": "owner"})
 
-    async def provide_credential(self, prompt_id: str, secret: str) -> TaskRecord:
+    async def provide_credential(
+        self, prompt_id: str, secret: str, by: Actor = IN_PROCESS
+    ) -> TaskRecord:
         if not self._accepting:
             raise ShuttingDown()
         prompt_id = await self.journal.questions.resolve_prompt_id(prompt_id)
@@ -869,9 +895,13 @@ class Kernel:
         # secrets.db first: a crash before the journal write re-prompts, never loses it
         self.secrets.set(name, value, p.service)
         self.redactor.refresh()
-        await self.journal.questions.receive_credential(prompt_id)
+        await self.journal.questions.receive_credential(prompt_id, str(by))
         self.audit.log(
-            "credential_received", prompt_id=prompt_id, service=p.service, task_id=p.task_id
+            "credential_received",
+            prompt_id=prompt_id,
+            service=p.service,
+            task_id=p.task_id,
+            by=str(by),
         )
         self.advance(p.task_id)
         return await self.journal.tasks.get(p.task_id)
@@ -933,7 +963,7 @@ class Kernel:
         """R7: every 30 s, a sandbox whose task is not running on this kernel is killed."""
         while True:
             await asyncio.sleep(SANDBOX_RECONCILE_SECONDS)
-            killed = sandbox.reconcile(self._sandbox_home, self.is_running)
+            killed = sandbox.reconcile(self._sandbox_home, self._sandbox_running)
             if killed:
                 log.warning("killed %d orphaned sandbox(es)", killed)
                 self.audit.log("orphan_sandboxes_killed", count=killed)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from ..config import SessionsConfig
@@ -21,18 +22,34 @@ from ..errors import BadRequest, PfarError
 from ..journal.sessions import SessionLifecycle, SessionManager, SessionRecord, SessionStatus
 from ..recovery.sessions import CrashRecovery
 from ..tools import agent_process
+from ..tools.sandbox import Sandbox
 
 log = logging.getLogger("pfar.sessions")
 
+# a session agent's sandbox label names `session-<id>` where a task's names its task id
+SANDBOX_PREFIX = "session-"
+
 
 class SessionSupervisor:
-    def __init__(self, manager: SessionManager, log_dir: Path, config: SessionsConfig) -> None:
+    def __init__(
+        self,
+        manager: SessionManager,
+        log_dir: Path,
+        config: SessionsConfig,
+        sandbox: Callable[[str, Path], Sandbox] | None = None,
+    ) -> None:
         self.manager = manager  # the journal's session family: the journal closes it
+        # [sandbox] enabled: each agent runs in a sandbox labelled `session-<id>`
+        self._sandbox = sandbox
         self.lifecycle = SessionLifecycle(self.manager)
         self._log_dir = log_dir
         self._config = config
         self._running: dict[str, agent_process.AgentProcess] = {}
         self._watchers: dict[str, asyncio.Task[None]] = {}
+
+    def is_running(self, session_id: str) -> bool:
+        """Its agent runs under this kernel."""
+        return session_id in self._running
 
     async def recover_after_crash(self) -> list[str]:
         """End agents a dead kernel left running; pause their sessions (seed 004)."""
@@ -63,6 +80,9 @@ class SessionSupervisor:
             argv,
             project_path=s.project_path,
             log_dir=self._log_dir,
+            sandbox=None
+            if self._sandbox is None
+            else self._sandbox(f"{SANDBOX_PREFIX}{s.session_id}", Path(s.project_path)),
             env={
                 agent_process.PLACEHOLDERS["project_path"]: s.project_path,
                 agent_process.PLACEHOLDERS["thread_id"]: s.thread_id,

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from ..errors import ToolFailed
 from ..journal.records import now_rfc3339
 from .processes import identity, start_time
+from .sandbox import Sandbox
 
 StopOutcome = Literal["not_running", "terminated", "killed"]
 
@@ -53,6 +54,7 @@ async def start(
     project_path: str | os.PathLike[str],
     log_dir: Path,
     env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> AgentProcess:
     """Start `argv` in `project_path` for the session; output goes to `<log_dir>/<id>.log`.
 
@@ -68,6 +70,9 @@ async def start(
     cwd = Path(project_path)
     log_path, fd = _open_log(who, session_id, args, cwd, log_dir)
     full_env = {**os.environ, **(env or {}), "PFAR_SESSION_ID": session_id}
+    command = args  # what the session runs, as journaled (not the sandbox around it)
+    if sandbox is not None:  # [sandbox] enabled: the agent is confined as a task's command is
+        args, full_env = sandbox.wrap(args), sandbox.env(full_env)
     try:
         proc = await asyncio.create_subprocess_exec(
             *args,
@@ -86,7 +91,7 @@ async def start(
     # is recorded with None, which names no process, so nothing is ever signalled for
     # it; its exit code still reaches whoever waits on it, as for any agent.
     ident: dict[str, Any] = identity(proc.pid) or {"pid": proc.pid, "start_time": None}
-    return AgentProcess(session_id, {**ident, "argv": args}, log_path, proc)
+    return AgentProcess(session_id, {**ident, "argv": command}, log_path, proc)
 
 
 # placeholders in `[sessions] agent_command` and the variables that carry the same values

@@ -1,8 +1,18 @@
 """Sandboxes for commands (R7): bubblewrap instead of containers.
 
-A command a tool runs (`Bash` in a loop task, `shell.run` in a pipeline) can run in a
-bubblewrap sandbox: its own pid namespace, the whole system read-only, the task's
-directory the only writable place, a private `/tmp`, and no network unless allowed.
+A command a tool runs (`Bash` in a loop task, `shell.run` in a pipeline, a workflow's
+step, a session's agent) can run in a bubblewrap sandbox: its own pid namespace, the
+whole system read-only, the task's directory the only writable place, a private `/tmp`,
+and no network unless allowed.
+
+What a sandbox must never see is mounted away (the trust boundary, docs/security.md):
+pfar's home (the vault, the control socket and its token, the owner log, hooks) and the
+owner's usual credential folders are covered by an empty tmpfs (a file by /dev/null),
+so nothing inside can read them or connect to the socket: a unix socket's `connect()`
+is not stopped by a read-only mount, only by the path not being there. A repository's
+`.git/` in the task's directory stays read-only (its hooks and config are programs the
+owner's own git would run later); a worktree pfar made gets its own index and the
+objects and refs a commit needs, nothing else of the repository's git directory.
 
 Each sandbox carries a label in its environment, `PFAR_SANDBOX=<home>:<task id>`, which
 `/proc/<pid>/environ` shows for the life of the process. Reconciliation (at start,
@@ -18,11 +28,28 @@ import hashlib
 import os
 import shutil
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 LABEL = "PFAR_SANDBOX"
+
+# the owner's credential folders and files (relative to their home directory) no
+# sandbox sees, whatever its task's directory
+CREDENTIALS = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gh",
+    ".config/gcloud",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+)
 
 
 def available() -> bool:
@@ -42,14 +69,20 @@ class Sandbox:
     task_id: str
     workdir: Path
     network: bool = False
+    # paths mounted away (pfar's home, credential folders): not there inside
+    hidden: tuple[Path, ...] = ()
 
     @property
     def label(self) -> str:
         return f"{self.home}:{self.task_id}"
 
     def wrap(self, argv: list[str]) -> list[str]:
-        """`argv` run inside the sandbox."""
-        work = str(self.workdir.resolve())
+        """`argv` run inside the sandbox.
+
+        bubblewrap mounts in the order given, so a hidden path that holds the task's
+        directory is covered first and the directory bound back over it; one inside
+        the task's directory is covered after the directory is bound."""
+        work = self.workdir.resolve()
         wrapped = [
             "bwrap",
             "--unshare-pid",
@@ -62,18 +95,95 @@ class Sandbox:
             "/proc",
             "--tmpfs",
             "/tmp",  # noqa: S108  (a private tmpfs, mounted inside the sandbox)
-            "--bind",
-            work,
-            work,
-            "--chdir",
-            work,
         ]
+        hidden = [h for h in (_resolved(p) for p in self.hidden) if h is not None]
+        for path in hidden:
+            if not path.is_relative_to(work):
+                wrapped += _hide(path)
+        wrapped += ["--bind", str(work), str(work)]
+        for path in hidden:
+            if path.is_relative_to(work):
+                wrapped += _hide(path)
+        wrapped += _git_binds(work)
+        wrapped += ["--chdir", str(work)]
         if not self.network:
             wrapped.append("--unshare-net")
         return [*wrapped, "--", *argv]
 
     def env(self, base: dict[str, str]) -> dict[str, str]:
         return {**base, LABEL: self.label}
+
+
+def hidden_paths(home: Path, owner_home: Path | None = None) -> tuple[Path, ...]:
+    """What no sandbox of this pfar home sees: the home itself and the owner's credential
+    folders that exist (`owner_home`: the user's home directory, `~` by default)."""
+    if owner_home is None:
+        owner_home = Path(os.path.expanduser("~"))
+    found = [home]
+    found += [owner_home / name for name in CREDENTIALS if os.path.lexists(owner_home / name)]
+    return tuple(found)
+
+
+def _resolved(path: Path) -> Path | None:
+    """The path a mount covers (a link's target: mounts are on what it names); None for
+    a path that is not there (nothing to hide)."""
+    try:
+        return path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+
+
+def _hide(path: Path) -> list[str]:
+    """Mount arguments that make `path` empty inside: a tmpfs over a folder, /dev/null
+    over a file."""
+    if path.is_dir():
+        return ["--tmpfs", str(path)]
+    return ["--ro-bind", "/dev/null", str(path)]
+
+
+def _git_binds(work: Path) -> list[str]:
+    """`.git/` read-only in the task's directory; for a worktree pfar made
+    (`<repository>/.worktrees/<name>`), its own index and HEAD (in the repository's
+    `.git/worktrees/<name>`) and the objects, refs and logs a commit writes, writable.
+
+    The worktree's admin folder is found from the repository's git directory, which the
+    sandbox cannot write, never from the worktree's own `.git` file, which it can: a
+    command that rewrites that file gains nothing here."""
+    own = work / ".git"
+    if own.is_dir() and not own.is_symlink():
+        return ["--ro-bind", str(own), str(own)]
+    repository = work.parent.parent
+    common = repository / ".git"
+    if work.parent.name != ".worktrees" or not common.is_dir() or common.is_symlink():
+        return []
+    admin = _worktree_admin(common, work)
+    if admin is None:
+        return []
+    binds: list[str] = []
+    for path in (admin, *(common / name for name in ("objects", "refs", "logs"))):
+        if path.is_dir():
+            binds += ["--bind", str(path), str(path)]
+    return binds
+
+
+def _worktree_admin(common: Path, work: Path) -> Path | None:
+    """The folder in `common/worktrees/` whose `gitdir` names `work/.git` (git wrote it
+    when it added the worktree), or None."""
+    for admin in _children(common / "worktrees"):
+        try:
+            named = (admin / "gitdir").read_text().strip()
+        except OSError:
+            continue
+        if Path(named) == work / ".git":
+            return admin
+    return None
+
+
+def _children(folder: Path) -> Iterable[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return []
 
 
 def labelled(home: str) -> Iterator[tuple[int, str]]:

@@ -64,6 +64,12 @@ class Home:
         return self.root / "control.sock"
 
     @property
+    def control_token(self) -> Path:
+        """This boot's token: every control request carries it (owner-only, never in a
+        sandbox: the home is mounted away there)."""
+        return self.root / "control.token"
+
+    @property
     def lock_file(self) -> Path:
         return self.root / "kernel.lock"
 

@@ -20,7 +20,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from ...answers import Answer
+from ...answers import IN_PROCESS, Actor, Answer
 from ...errors import BadRequest, KnowledgeUnavailable, UnknownLearning
 from ...journal import TaskKind
 from ...journal.bus_sql import BusEvent
@@ -54,9 +54,15 @@ class Operator(HomeReader):
     reads (`tasks`, `timeline`, `questions`, ...) are `HomeReader`'s, over the kernel's
     own journal."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: Kernel, actor: Actor = IN_PROCESS) -> None:
         super().__init__(kernel.home, kernel.journal)
         self._kernel = kernel
+        # who acts through this operator, and through which surface: kept with answers
+        self.actor = actor
+
+    def acting_as(self, actor: Actor) -> Operator:
+        """The same kernel's operator for another actor (a surface knows who is there)."""
+        return Operator(self._kernel, actor)
 
     # -- the kernel ----------------------------------------------------------------
 
@@ -110,12 +116,12 @@ class Operator(HomeReader):
         """Answer an approval: Approve, Deny, or one of the options it offers (a record of
         pfar.answers, or its name). The same answer again changes nothing (`changed` is
         False); one that does not fit the question is refused (AnswerDoesNotFit)."""
-        a, changed = await self._kernel.answer(approval_id, answer)
+        a, changed = await self._kernel.answer(approval_id, answer, self.actor)
         return Answered(a.approval_id, a.status, a.decision, changed, a.task_id)
 
     async def provide_credential(self, prompt_id: str, secret: str) -> TaskRef:
         """Store the secret a credential prompt asks for; its task resumes."""
-        return TaskRef.of(await self._kernel.provide_credential(prompt_id, secret))
+        return TaskRef.of(await self._kernel.provide_credential(prompt_id, secret, self.actor))
 
     def set_secret(self, name: str, value: str) -> SecretStored:
         """Store secret `name` in the vault; from now on it is redacted wherever it appears."""

@@ -31,11 +31,14 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
         events.append((a.created_at, f"asked owner [{a.approval_id[:8]}] {a.action_type}"))
         if a.decided_at:
             answer = f"owner answer [{a.approval_id[:8]}]: {a.status.value} ({a.decision})"
+            if a.decided_by:  # who, through which surface (not kept before 0013)
+                answer += f" via {a.decided_by}"
             events.append((a.decided_at, answer))
     for p in await journal.questions.credential_prompts_for_task(task_id):
         events.append((p.created_at, f"asked owner for {p.service} credential [{p.prompt_id[:8]}]"))
         if p.received_at:
-            events.append((p.received_at, f"credential [{p.prompt_id[:8]}] {p.status.value}"))
+            by = f" via {p.received_by}" if p.received_by else ""
+            events.append((p.received_at, f"credential [{p.prompt_id[:8]}] {p.status.value}{by}"))
     for m in await journal.events.for_task(task_id):
         events.append((m["created_at"], f"message to owner ({m['kind']}, {m['status']})"))
     if t.kind is TaskKind.loop:

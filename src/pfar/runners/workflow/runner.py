@@ -347,6 +347,9 @@ async def _execute(
     step: int,
     svc: Services,
 ) -> tuple[int, str, str]:
+    box = None if svc.sandbox is None else svc.sandbox(task.task_id, cwd)
+    if box is not None:  # [sandbox] enabled: a workflow's step is confined as a Bash call is
+        argv, env = box.wrap(argv), box.env(env)
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
