@@ -272,27 +272,33 @@ def head_branch(repo: Repo) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class SandboxBinds:
-    """What a sandboxed command in a worktree needs for `git add`, `git status` and
-    `git diff` to work: `writable` bound read-write (after the work directory's bind),
-    then `readonly` bound read-only inside them, in this order."""
-
-    writable: tuple[Path, ...] = ()
-    readonly: tuple[Path, ...] = ()
+class Bind:
+    path: Path
+    writable: bool
 
 
-def sandbox_binds(worktree: Path, git_dir: Path) -> SandboxBinds:
-    """The worktree's own git dir (its index, HEAD and logs) and the repository's loose
-    objects (which `git add` writes) are writable; packs and `objects/info` (alternates,
-    commit-graph) stay read-only, and so do refs, config and hooks: a command in the
-    sandbox cannot move a branch, set a config key or plant a hook (`git commit` in
-    there fails on its ref: pfar commits the worktree's changes when the task ends).
-    Nothing when the worktree's `.git` no longer points at `git_dir`."""
+def sandbox_binds(worktree: Path, git_dir: Path) -> tuple[Bind, ...]:
+    """What a sandboxed command in a linked worktree needs for `git add`, `git status`
+    and `git diff --cached` to work, as bubblewrap binds to add, in this order, after
+    the work directory's: the repository's common dir read-only (visible even where the
+    sandbox hides the path, e.g. under /tmp), then the worktree's own git dir (its index,
+    HEAD and logs) and the loose objects (which `git add` writes) writable, then packs
+    and `objects/info` (alternates, commit-graph) read-only again. Refs, config, hooks
+    and info/ stay read-only: a command cannot move a branch, set a config key or plant
+    a hook (a `git commit` in there fails on its ref; pfar commits the worktree's
+    changes when the task ends). It can add loose objects, and delete or spoil loose
+    objects not yet packed: data, never a program. Nothing when the worktree's `.git`
+    no longer points at `git_dir`."""
     try:
         repo = worktree_repo(worktree, git_dir)
     except Refused:
-        return SandboxBinds()
+        return ()
     assert repo.common_dir is not None
     objects = repo.common_dir / "objects"
-    kept = tuple(p for p in (objects / "pack", objects / "info") if p.is_dir())
-    return SandboxBinds((repo.git_dir, objects), kept)
+    kept = [Bind(p, False) for p in (objects / "pack", objects / "info") if p.is_dir()]
+    return (
+        Bind(repo.common_dir, False),
+        Bind(repo.git_dir, True),
+        Bind(objects, True),
+        *kept,
+    )
