@@ -299,3 +299,14 @@ def test_git_add_in_a_sandboxed_worktree_task(tmp_path: Path) -> None:
     assert settings.worktree is not None
     assert "index.lock" not in said[0] and "new.txt" in said[0], said[0]
     assert _git(Path(settings.worktree), "diff", "--cached", "--name-only") == "new.txt\n"
+
+
+def test_a_worktree_whose_head_was_moved_to_another_branch_is_not_committed(
+    tmp_path: Path,
+) -> None:
+    repo = _repo(tmp_path / "repo")
+    command = "git checkout -q --ignore-other-worktrees main && echo changed >> README"
+    outcome = _take_up_twice(tmp_path, repo, command, worktree=True)
+    assert _git(repo, "log", "--format=%s", "main") == "first\n"  # the owner's branch
+    (finished,) = [b for b in outcome.bodies if "finished" in b]
+    assert "nothing committed: its HEAD no longer names its branch" in finished
