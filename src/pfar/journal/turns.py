@@ -39,6 +39,11 @@ class LoopSettings:
     # the repository the worktree belongs to, and its branch
     repository: str | None = None
     branch: str | None = None
+    # the git dir and work tree pfar's own git calls are given, pinned before any tool
+    # of the task ran (a worktree's: the git dir pfar made for it); None until then, ""
+    # when the directory was in no repository
+    git_dir: str | None = None
+    git_work_tree: str | None = None
     # a subtask: the task whose Task tool call started it, and how deep it is
     parent_task_id: str | None = None
     parent_step: int | None = None

@@ -11,8 +11,8 @@ that still does not fit fails with an error that says by how much.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,10 @@ from ...journal.turns import (
     UserTurn,
 )
 from ...llm.messages import Message, ToolCall, ToolResult
+from ...tools import git_safe
+from . import worktrees
+
+log = logging.getLogger("pfar.loop")
 
 KEEP_LINES = 40  # lines kept at each end of a tool result cut to fit
 
@@ -49,37 +53,37 @@ class Environment:
 async def environment(settings: LoopSettings) -> Environment:
     return Environment(
         settings.working_dir,
-        await git_state(Path(settings.working_dir)),
+        await git_state(settings),
         datetime.date.today().isoformat(),
     )
 
 
-async def git_state(directory: Path) -> str:
-    """Branch and clean/dirty state, or "not a git repository"."""
+async def git_state(settings: LoopSettings) -> str:
+    """Branch and clean/dirty state, or "not a git repository": pfar's own `git status`
+    on the repository pinned for the task (`worktrees.pinned`), running nothing the
+    repository names (`tools.git_safe`)."""
     try:
-        proc = await asyncio.create_subprocess_exec(
-            "git",
-            "-C",
-            str(directory),
+        repo = await worktrees.pinned(settings)
+    except git_safe.Refused as exc:
+        log.warning("git status not run: %s", exc)
+        return f"not looked at ({exc})"
+    except git_safe.Failed:
+        return "not a git repository"
+    if repo is None:
+        return "not a git repository"
+    try:
+        out = await git_safe.run(
+            Path(settings.working_dir),
             "status",
             "--porcelain=v1",
             "--branch",
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
+            "--ignore-submodules=all",
+            repo=repo,
+            timeout=5,
         )
-    except OSError:
-        return "unknown (git could not be run)"
-    try:
-        async with asyncio.timeout(5):
-            out, _ = await proc.communicate()
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        return "unknown (git took too long)"
-    if proc.returncode != 0:
-        return "not a git repository"
-    lines = out.decode(errors="replace").splitlines()
+    except git_safe.Failed as exc:
+        return "unknown (git took too long)" if "took over" in str(exc) else f"unknown ({exc})"
+    lines = out.splitlines()
     head = lines[0].removeprefix("## ") if lines else "?"
     changed = len(lines) - 1
     return f"branch {head.split('...')[0]}, " + (

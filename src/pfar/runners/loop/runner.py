@@ -75,6 +75,9 @@ async def advance(task_id: str, svc: Services) -> None:
         return
     if settings.use_worktree and settings.worktree is None and settings.worktree_error is None:
         settings = await _workspace(task_id, settings, svc)
+    if settings.git_dir is None:  # before any tool of the task runs: what pfar's git uses
+        settings = await worktrees.pin(settings)
+        await svc.journal.loops.update_settings(task_id, settings)
     env: context.Environment | None = None  # looked at once, when the model is first asked
     while True:
         task = await svc.journal.tasks.get(task_id)

@@ -91,6 +91,8 @@ async def spawn(task: TaskRecord, settings: LoopSettings, call: LoopCall, svc: S
         worktree=settings.worktree,
         repository=settings.repository,
         branch=settings.branch,
+        git_dir=settings.git_dir,
+        git_work_tree=settings.git_work_tree,
         parent_task_id=task.task_id,
         parent_step=call.step,
         depth=settings.depth + 1,

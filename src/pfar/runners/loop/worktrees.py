@@ -14,27 +14,30 @@ removed; the owner is told how to merge the branch. A task that failed or was
 cancelled keeps its worktree for a look (`[loop] keep_failed_worktrees`), or it is
 removed with the branch kept. Every step is idempotent: a kill in the middle of
 the clean-up is finished by doing it again.
+
+Every git call goes through `tools.git_safe` (no hook, fsmonitor or other program the
+repository names runs), and every call inside the worktree is given the git dir pfar
+made for it (`settings.git_dir`), checked against the worktree's `.git` file first: a
+`.git` a task rewrote is refused, and the owner is told.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...journal.turns import LoopSettings
+from ...tools import git_safe
+from ...tools.git_safe import Failed as GitFailed
+from ...tools.git_safe import Repo
 
 log = logging.getLogger("pfar.loop")
 
 DIRECTORY = ".worktrees"
-_GIT_SECONDS = 60
 
-
-class GitFailed(Exception):
-    """A git command failed; the message says which and why."""
+__all__ = ["DIRECTORY", "GitFailed", "Made", "branch_of", "finish", "git", "make", "pinned"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,32 +48,9 @@ class Made:
     notice: str | None
 
 
-async def git(cwd: str | Path, *args: str) -> str:
-    """`git args` in `cwd`: its stdout, or GitFailed with its stderr."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            "git",
-            *args,
-            cwd=cwd,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-    except OSError as exc:
-        raise GitFailed(f"git could not be run: {exc}") from exc
-    try:
-        async with asyncio.timeout(_GIT_SECONDS):
-            out, err = await proc.communicate()
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise GitFailed(f"git {args[0]} took over {_GIT_SECONDS} s") from None
-    if proc.returncode != 0:
-        detail = err.decode(errors="replace").strip().splitlines()
-        raise GitFailed(f"git {args[0]}: {detail[-1] if detail else 'failed'}")
-    return out.decode(errors="replace")
+async def git(cwd: str | Path, *args: str, repo: Repo | None = None) -> str:
+    """`git args` in `cwd`, safely (`git_safe.run`): its stdout, or GitFailed."""
+    return await git_safe.run(Path(cwd), *args, repo=repo)
 
 
 def branch_of(task_id: str) -> str:
@@ -93,6 +73,8 @@ async def make(task_id: str, settings: LoopSettings) -> Made:
             known = await _branch_exists(top, branch)
             args = [str(path), branch] if known else ["-b", branch, str(path), "HEAD"]
             await git(top, "worktree", "add", "--quiet", *args)
+        # nothing of the task ran in it yet: the git dir its .git names is pfar's
+        git_dir = await _admin_dir(top, path)
     except GitFailed as exc:
         return _degraded(settings, f"its worktree could not be made ({exc})")
     made = dataclasses.replace(
@@ -101,8 +83,63 @@ async def make(task_id: str, settings: LoopSettings) -> Made:
         worktree=str(path),
         repository=str(top),
         branch=branch,
+        git_dir=str(git_dir),
+        git_work_tree=str(path),
     )
     return Made(made, None)
+
+
+async def _common_dir(top: Path) -> Path:
+    common = Path((await git(top, "rev-parse", "--git-common-dir")).strip())
+    return (top / common if not common.is_absolute() else common).resolve()
+
+
+async def _admin_dir(top: Path, path: Path) -> Path:
+    """The git dir of worktree `path`: the one its `.git` names, which must be an entry
+    of the repository's `worktrees/`."""
+    target = git_safe.gitfile_target(path).resolve()
+    if target.parent != (await _common_dir(top)) / "worktrees":
+        raise GitFailed(f"{path}/.git names {target}, not a worktree of {top}")
+    return target
+
+
+async def pinned(settings: LoopSettings) -> Repo | None:
+    """The repository pfar's own git works on for this task: the worktree pinned to the
+    git dir pfar made (git_safe.Refused when its `.git` was changed), the repository
+    pinned when the task started, or None (no repository). A task journaled before
+    pins were kept is pinned now: a worktree from its repository's `worktrees/` entry
+    that names it back, anything else by where git finds it."""
+    if settings.worktree is not None and settings.repository is not None:
+        path = Path(settings.worktree)
+        if settings.git_dir:
+            return git_safe.worktree_repo(path, Path(settings.git_dir))
+        common = await _common_dir(Path(settings.repository))
+        admin = common / "worktrees" / path.name
+        try:
+            back = (admin / "gitdir").read_text().strip()
+        except OSError:
+            back = ""
+        if Path(back) != path / ".git":
+            raise git_safe.Refused(f"no git dir of {settings.repository} names {path}")
+        return git_safe.worktree_repo(path, admin)
+    if settings.git_dir is not None:
+        if not settings.git_dir or not settings.git_work_tree:
+            return None
+        return Repo(Path(settings.git_dir), Path(settings.git_work_tree))
+    return await git_safe.pin(Path(settings.working_dir))
+
+
+async def pin(settings: LoopSettings) -> LoopSettings:
+    """Settings with the task's repository pinned (before anything of the task runs)."""
+    try:
+        repo = await pinned(settings)
+    except GitFailed:
+        repo = None
+    return dataclasses.replace(
+        settings,
+        git_dir=str(repo.git_dir) if repo else "",
+        git_work_tree=str(repo.work_tree) if repo else "",
+    )
 
 
 def _degraded(settings: LoopSettings, why: str) -> Made:
@@ -133,8 +170,7 @@ async def _branch_exists(top: Path, branch: str) -> bool:
 async def _exclude(top: Path) -> None:
     """Keep `.worktrees/` out of the owner's `git status` (the repository's own exclude
     file, never its tracked .gitignore)."""
-    common = Path((await git(top, "rev-parse", "--git-common-dir")).strip())
-    exclude = (top / common if not common.is_absolute() else common) / "info" / "exclude"
+    exclude = await _common_dir(top) / "info" / "exclude"
     line = f"/{DIRECTORY}/"
     text = exclude.read_text() if exclude.exists() else ""
     if line not in text.splitlines():
@@ -151,6 +187,33 @@ async def _ahead(top: str, branch: str) -> bool:
         return True  # when in doubt, keep the branch and offer it
 
 
+async def _commit(task_id: str, settings: LoopSettings, path: Path, branch: str) -> bool:
+    """The worktree's changes committed on its branch (True when there were any), by
+    pfar's own git on the pinned git dir; Refused when the worktree's `.git` or HEAD
+    was changed to lead anywhere else."""
+    repo = await pinned(settings)
+    assert repo is not None
+    if git_safe.head_branch(repo) != branch:
+        raise git_safe.Refused(f"its HEAD no longer names its branch {branch}")
+    await git(path, "add", "--all", repo=repo)
+    if not (await git(path, "status", "--porcelain", repo=repo)).strip():
+        return False
+    await git(
+        path,
+        "-c",
+        "user.name=pfar",
+        "-c",
+        "user.email=pfar@localhost",
+        "commit",
+        "--quiet",
+        "--no-verify",
+        "-m",
+        f"pfar task {task_id[:8]}: {settings.title}"[:200],
+        repo=repo,
+    )
+    return True
+
+
 async def finish(task_id: str, settings: LoopSettings, *, succeeded: bool, keep: bool) -> str:
     """Commit the task's changes on its branch, and remove its worktree (kept after a
     failure when `keep`). What the owner should be told; never raises: the task's
@@ -161,27 +224,19 @@ async def finish(task_id: str, settings: LoopSettings, *, succeeded: bool, keep:
     try:
         committed = False
         if path.exists():
-            await git(path, "add", "--all")
-            if (await git(path, "status", "--porcelain")).strip():
-                await git(
-                    path,
-                    "-c",
-                    "user.name=pfar",
-                    "-c",
-                    "user.email=pfar@localhost",
-                    "commit",
-                    "--quiet",
-                    "--no-verify",
-                    "-m",
-                    f"pfar task {task_id[:8]}: {settings.title}"[:200],
-                )
-                committed = True
+            committed = await _commit(task_id, settings, path, branch)
         if succeeded or not keep:
             if path.exists():
                 await git(top, "worktree", "remove", "--force", str(path))
             where = f"on branch {branch}"
         else:
             where = f"on branch {branch}, worktree kept at {path} for a look"
+    except git_safe.Refused as exc:
+        log.warning("task %s: pfar ran no git in its worktree: %s", task_id, exc)
+        return (
+            f"Its worktree {path} (branch {branch}) was left as it is, nothing committed: "
+            f"{exc}. Look at it before you run git there yourself."
+        )
     except GitFailed as exc:
         log.warning("task %s: its worktree's clean-up failed: %s", task_id, exc)
         return f"Its worktree {path} (branch {branch}) was left as it is: {exc}."
