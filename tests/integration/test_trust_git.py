@@ -266,12 +266,6 @@ def test_the_binds_for_a_worktree_let_git_add_work_in_a_sandbox_and_nothing_more
     assert git_safe.sandbox_binds(worktree, git_dir) == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Sandbox.wrap does not yet add git_safe.sandbox_binds for a worktree task: the "
-    "worktree's index lives in the repository's git dir, which the sandbox does not let it "
-    "write (index.lock), or, under /tmp as here, does not show at all",
-)
 def test_git_add_in_a_sandboxed_worktree_task(tmp_path: Path) -> None:
     if not _sandboxed():
         pytest.skip("bubblewrap (bwrap) is not installed")

@@ -12,7 +12,7 @@ so nothing inside can read them or connect to the socket: a unix socket's `conne
 is not stopped by a read-only mount, only by the path not being there. A repository's
 `.git/` in the task's directory stays read-only (its hooks and config are programs the
 owner's own git would run later); a worktree pfar made gets its own index and the
-objects and refs a commit needs, nothing else of the repository's git directory.
+loose objects `git add` writes, nothing else of the repository's git directory.
 
 Each sandbox carries a label in its environment, `PFAR_SANDBOX=<home>:<task id>`, which
 `/proc/<pid>/environ` shows for the life of the process. Reconciliation (at start,
@@ -31,6 +31,8 @@ import signal
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import git_safe
 
 LABEL = "PFAR_SANDBOX"
 
@@ -143,26 +145,24 @@ def _hide(path: Path) -> list[str]:
 
 def _git_binds(work: Path) -> list[str]:
     """`.git/` read-only in the task's directory; for a worktree pfar made
-    (`<repository>/.worktrees/<name>`), its own index and HEAD (in the repository's
-    `.git/worktrees/<name>`) and the objects, refs and logs a commit writes, writable.
+    (`<repository>/.worktrees/<name>`), what `git add` needs (git_safe.sandbox_binds:
+    its own index and HEAD, the loose objects; refs, config and hooks stay read-only).
 
     The worktree's admin folder is found from the repository's git directory, which the
     sandbox cannot write, never from the worktree's own `.git` file, which it can: a
-    command that rewrites that file gains nothing here."""
+    command that rewrites that file gets no binds at all."""
     own = work / ".git"
     if own.is_dir() and not own.is_symlink():
         return ["--ro-bind", str(own), str(own)]
-    repository = work.parent.parent
-    common = repository / ".git"
+    common = work.parent.parent / ".git"
     if work.parent.name != ".worktrees" or not common.is_dir() or common.is_symlink():
         return []
     admin = _worktree_admin(common, work)
     if admin is None:
         return []
     binds: list[str] = []
-    for path in (admin, *(common / name for name in ("objects", "refs", "logs"))):
-        if path.is_dir():
-            binds += ["--bind", str(path), str(path)]
+    for bind in git_safe.sandbox_binds(work, admin):
+        binds += ["--bind" if bind.writable else "--ro-bind", str(bind.path), str(bind.path)]
     return binds
 
 
