@@ -158,6 +158,10 @@ class LoopPolicyConfig(_Section):
     # paths (fnmatch patterns, relative to the task's directory or absolute) no tool
     # may read or change
     protected_paths: list[str] = [".git/*", ".env", "*.pem", "*.key"]
+    # built-in protected credential paths (`~/.ssh`, `~/.aws`, ... listed in
+    # docs/loop.md) a loop's file tools may use anyway, e.g. ["~/.kube"]; pfar's own
+    # home is always protected
+    unprotect: list[str] = []
     # regular expressions: a Bash command matching one is refused
     dangerous_commands: list[str] = [
         r"\brm\s+-[a-zA-Z]*[rR][a-zA-Z]*f?[a-zA-Z]*\s+(/|~|\$HOME)(\s|$)",

@@ -666,6 +666,7 @@ async def _run_call(
         ask=_asker(policy, await svc.journal.loops.rules(), ask_anyway),
         workspace=workdir,
         hold=svc.hold,
+        protection=policy.protection,
     )
     step = StepCall(call.step, call.name, call.input, title, where, call.step + 1, last=False)
     match await run_step(task, step, rules, svc, fresh=False):
