@@ -311,7 +311,8 @@ class ChannelsConfig(_Section):
     # a chat message that is no command: "loop" starts a loop task in `directory`;
     # a template id submits it to that template
     on_message: str = "loop"
-    directory: str = "~"
+    # a folder of its own, made when missing: not `~`, where a task would see all of it
+    directory: str = "~/pfar-work"
     # a channel that is not connected this long after it was started has failed its start
     ready_timeout_seconds: float = Field(30, gt=0, le=3600)
     telegram: TelegramConfig | None = None

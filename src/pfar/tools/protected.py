@@ -124,6 +124,10 @@ class Protection:
                 return f"{root.why}, protected for every tool"
         return None
 
+    def built_in_only(self) -> Protection:
+        """Only pfar's home and the credential paths, not the owner's patterns."""
+        return Protection(roots=self.roots)
+
     def rg_excludes(self) -> list[str]:
         """ripgrep `--glob` arguments leaving out what the relative patterns cover (the
         built-in and absolute ones are filtered from its output)."""
