@@ -121,8 +121,12 @@ class Policy:
         """The rule protecting the path a call names, by its text and by where its
         symlinks lead now (the file tools check again on what they open)."""
         target = value if os.path.isabs(value) else os.path.join(workdir, value)
-        for where in (os.path.normpath(target), os.path.realpath(target)):
-            for base in (os.path.normpath(workdir), os.path.realpath(workdir)):
+        try:
+            real = os.path.realpath(target)
+        except OSError:  # a symlink on the way changed meanwhile: the tool checks again
+            real = os.path.normpath(target)
+        for where in (os.path.normpath(target), real):
+            for base in (os.path.normpath(workdir), _real(workdir)):
                 relative = os.path.relpath(where, base)
                 if relative != ".." and not relative.startswith("../"):
                     break
@@ -179,6 +183,13 @@ class Policy:
             on_deny="skip",
             timeout=self.timeout,
         )
+
+
+def _real(path: Path) -> str:
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return os.path.normpath(path)
 
 
 def remembered(

@@ -27,6 +27,8 @@ from ..protected import NONE, Protection
 
 # symlinks followed in one path before it is refused (the kernel's own limit)
 _MAX_LINKS: Final = 40
+# a name looked at again when it changed between its open and its readlink
+_RETRIES: Final = 3
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -89,7 +91,7 @@ def locate(
         if os.path.normpath(relative).split("/")[0] == "..":
             raise _outside(tool, value)  # said so even when a folder on the way is missing
         todo = deque(_parts(relative))
-        links = 0
+        links = retries = 0
         while todo:
             name = todo.popleft()
             if name == "..":
@@ -112,7 +114,14 @@ def locate(
                         raise _failed(tool, value, exc) from None
                     target = _link(stack[-1], name)
                     if target is None:
-                        raise ToolFailed(f"{tool}: {value}: {name} is not a directory") from None
+                        # a file, or a symlink gone since the open: look again, a few times
+                        retries += 1
+                        if retries > _RETRIES:
+                            raise ToolFailed(
+                                f"{tool}: {value}: {name} is not a directory"
+                            ) from None
+                        todo.appendleft(name)
+                        continue
                 else:
                     stack.append(fd)
                     names.append(name)
