@@ -158,6 +158,10 @@ class LoopPolicyConfig(_Section):
     # paths (fnmatch patterns, relative to the task's directory or absolute) no tool
     # may read or change
     protected_paths: list[str] = [".git/*", ".env", "*.pem", "*.key"]
+    # built-in protected credential paths (`~/.ssh`, `~/.aws`, ... listed in
+    # docs/loop.md) a loop's file tools may use anyway, e.g. ["~/.kube"]; pfar's own
+    # home is always protected
+    unprotect: list[str] = []
     # regular expressions: a Bash command matching one is refused
     dangerous_commands: list[str] = [
         r"\brm\s+-[a-zA-Z]*[rR][a-zA-Z]*f?[a-zA-Z]*\s+(/|~|\$HOME)(\s|$)",
@@ -307,7 +311,8 @@ class ChannelsConfig(_Section):
     # a chat message that is no command: "loop" starts a loop task in `directory`;
     # a template id submits it to that template
     on_message: str = "loop"
-    directory: str = "~"
+    # a folder of its own, made when missing: not `~`, where a task would see all of it
+    directory: str = "~/pfar-work"
     # a channel that is not connected this long after it was started has failed its start
     ready_timeout_seconds: float = Field(30, gt=0, le=3600)
     telegram: TelegramConfig | None = None

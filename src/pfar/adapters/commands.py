@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..answers import parse_answer
 from ..errors import AlreadyDecided, PfarError
@@ -53,6 +54,18 @@ class ChatDefaults:
 
     on_message: str = "loop"  # "loop", or a template id
     directory: str = "."  # a loop task's directory
+
+
+def chat_directory(directory: str) -> str:
+    """The chat's loop directory, made (owner-only) when it is missing, so that the
+    default `~/pfar-work` works on a fresh machine. A folder that cannot be made is
+    left to the loop's own check, which names it."""
+    path = Path(directory).expanduser()
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        log.warning("cannot make the chat's loop directory %s: %s", path, exc.strerror)
+    return str(path)
 
 
 async def handle(

@@ -45,7 +45,7 @@ from .channel import (
     RateLimited,
     Undeliverable,
 )
-from .commands import ChatDefaults, Origin, handle
+from .commands import ChatDefaults, Origin, chat_directory, handle
 
 log = logging.getLogger("pfar.adapters")
 
@@ -86,7 +86,7 @@ class Supervisor:
         self._settings = settings
         self._connected = {c.name: asyncio.Event() for c in self._channels}
         self._wake = {c.name: asyncio.Event() for c in self._channels}
-        self._defaults = ChatDefaults(settings.on_message, settings.directory)
+        self._defaults = ChatDefaults(settings.on_message, chat_directory(settings.directory))
 
     def wake(self) -> None:
         """New owner messages are queued: every sender looks."""

@@ -394,7 +394,7 @@ class Kernel:
             credential_timeout_seconds=config.approvals.credential_prompt_timeout_seconds,
             notify_owner=self._notify_owner,
             loop=config.loop,
-            loop_policy=Policy.of(config.loop),
+            loop_policy=Policy.of(config.loop, home=self.home.root),
             advance=self.advance,
             loop_events=self.viewers.publish,
             sandbox=self._sandboxer(config),

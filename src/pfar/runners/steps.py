@@ -35,6 +35,7 @@ from ..timeouts import bounded
 from ..tools.admin import PromptCredential
 from ..tools.base import Credential, Resource, Tool, ToolContext, resources_of
 from ..tools.processes import identity
+from ..tools.protected import Protection
 from ..tools.sandbox import Sandbox
 from . import hooking
 from .asking import ask_owner, park_credential
@@ -77,6 +78,8 @@ class StepRules:
     # holds the resources a call declares while it runs (orchestration's locks); none
     # are taken without it
     hold: Callable[[str, tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None
+    # paths the file tools refuse and leave out (the loop's protected paths); None: none
+    protection: Protection | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +167,7 @@ async def run_step(
         credentials=tuple(rules.credentials(call.tool)),
         summarize=summarizer(svc, task.task_id, rules.step_seconds),
         sandbox=_sandbox(svc, task.task_id, workdir),
+        protection=rules.protection,
     )
 
     record = None if fresh else await svc.journal.tasks.step(task.task_id, i)

@@ -6,13 +6,16 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 from urllib.parse import urlsplit
 
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
 from ..json_schema import validate_schema
 from .sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from .protected import Protection
 
 SECRET_REF = re.compile(r"\{\{\s*secret:([A-Za-z0-9_.\-]+)\s*\}\}")
 
@@ -67,6 +70,9 @@ class ToolContext:
     # a small model's answer to a prompt about a text (content, prompt -> answer), for
     # tools that read long outside text (WebFetch); None: the tool returns the text itself
     summarize: Callable[[str, str], Awaitable[str]] | None = None
+    # paths the file tools refuse and leave out of listings (see protected.py); None:
+    # none (a template's steps, which work in their own workspace)
+    protection: Protection | None = None
 
     def expand(self, text: str) -> str:
         """`text` from a Credential with its `{{secret:NAME}}` references filled in, at

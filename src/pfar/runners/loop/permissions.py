@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from ...config import LoopConfig
 from ...journal import Semantics
 from ...journal.turns import PermissionRule
+from ...tools.protected import NONE, Protection
 from ..step_rules import Ask
 
 PERMISSION = "permission"
@@ -68,9 +69,14 @@ class Policy:
     blocked_hosts: frozenset[str]
     always_allow: frozenset[str]
     timeout: float
+    # the protected paths compiled with the built-in ones (tools/protected.py): layer 1
+    # refuses a call naming one, and the file tools refuse or leave out what they open
+    protection: Protection = NONE
 
     @classmethod
-    def of(cls, config: LoopConfig) -> Policy:
+    def of(cls, config: LoopConfig, *, home: Path | None = None) -> Policy:
+        """`home`: pfar's home, protected with the credential folders (default
+        `$PFAR_HOME`)."""
         p = config.policy
         return cls(
             frozenset(p.blocked_tools),
@@ -79,6 +85,7 @@ class Policy:
             frozenset(h.lower() for h in p.blocked_hosts),
             frozenset(config.always_allow),
             config.permission_timeout_seconds,
+            Protection.of(p.protected_paths, home=home, unprotect=p.unprotect),
         )
 
     def refusal(self, tool: str, args: dict[str, Any], workdir: Path) -> str | None:
@@ -91,10 +98,7 @@ class Policy:
         for key in _PATH_ARGS:
             value = args.get(key)
             if isinstance(value, str) and (rule := self._protected(value, workdir)):
-                return (
-                    f"Blocked by security policy: {value} is a protected path "
-                    f"(pattern {rule!r} in [loop.policy] protected_paths)"
-                )
+                return f"Blocked by security policy: {value} is a protected path ({rule})"
         command = args.get("command") if tool == "Bash" else None
         if isinstance(command, str):
             for pattern in self.dangerous:
@@ -114,15 +118,23 @@ class Policy:
         return None
 
     def _protected(self, value: str, workdir: Path) -> str | None:
-        target = Path(value) if os.path.isabs(value) else workdir / value
-        resolved = os.path.normpath(str(target))
+        """The rule protecting the path a call names, by its text and by where its
+        symlinks lead now (the file tools check again on what they open)."""
+        target = value if os.path.isabs(value) else os.path.join(workdir, value)
         try:
-            relative = os.path.relpath(resolved, os.path.normpath(str(workdir)))
-        except ValueError:
-            relative = resolved
-        for pattern in self.protected_paths:
-            if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(resolved, pattern):
-                return pattern
+            real = os.path.realpath(target)
+        except OSError:  # a symlink on the way changed meanwhile: the tool checks again
+            real = os.path.normpath(target)
+        for where in (os.path.normpath(target), real):
+            for base in (os.path.normpath(workdir), _real(workdir)):
+                relative = os.path.relpath(where, base)
+                if relative != ".." and not relative.startswith("../"):
+                    break
+            else:
+                relative = ""
+            parts = tuple(p for p in relative.split("/") if p not in ("", "."))
+            if why := self.protection.rule(parts, where):
+                return why
         return None
 
     def standing(
@@ -171,6 +183,13 @@ class Policy:
             on_deny="skip",
             timeout=self.timeout,
         )
+
+
+def _real(path: Path) -> str:
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return os.path.normpath(path)
 
 
 def remembered(

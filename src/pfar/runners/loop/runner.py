@@ -663,12 +663,18 @@ async def _run_call(
         if flagged.blocked:
             return await _record_refusal(task, call, flagged.blocked, svc)
     ask_anyway = unusual if svc.loop.anomaly.action == "ask" else ()
+    protection = policy.protection
+    if policy.refusal(call.name, call.input, workdir) is not None:
+        # a SecurityPolicyCheck hook overruled layer 1: the owner's patterns give way
+        # for this call, pfar's built-in protected paths do not
+        protection = protection.built_in_only()
     rules = StepRules(
         _NO_APPROVALS,
         svc.loop.tool_seconds,
         ask=_asker(policy, await svc.journal.loops.rules(), ask_anyway),
         workspace=workdir,
         hold=svc.hold,
+        protection=protection,
     )
     step = StepCall(call.step, call.name, call.input, title, where, call.step + 1, last=False)
     match await run_step(task, step, rules, svc, fresh=False):

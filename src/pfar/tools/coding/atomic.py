@@ -5,21 +5,33 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from pathlib import Path
+import stat
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def write_atomic(path: Path, data: bytes, key: str) -> None:
-    """Write `data` to `path`: a temporary file beside it, fsynced, renamed over it, and
-    the directory fsynced so the rename itself survives a power cut. The file keeps its
-    permission bits when it existed; parent directories are created.
+def write_atomic(dir_fd: int, name: str, data: bytes, key: str) -> bool:
+    """Write `data` to `name` in the open directory `dir_fd`: a temporary file beside
+    it, fsynced, renamed over it, and the directory fsynced so the rename itself
+    survives a power cut. The file keeps its permission bits when it existed. True when
+    it existed.
 
+    Everything is relative to `dir_fd`, never to a path walked again by name, so a
+    folder swapped for a symlink meanwhile cannot send the write elsewhere; the rename
+    replaces whatever is at `name` (a symlink put there is replaced, not followed).
     `key` (the step's idempotency key) names the temporary file, so a retry of the same
     step reuses its name instead of leaving another behind.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-    tmp = path.with_name(f".{path.name}.{key.replace(':', '_')}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        existed = stat.S_ISREG(st.st_mode)
+        mode = stat.S_IMODE(st.st_mode) if existed else 0o644
+    except FileNotFoundError:
+        existed, mode = False, 0o644
+    tmp = f".{name}.{key.replace(':', '_').replace('/', '_')}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp, dir_fd=dir_fd)  # a crashed try's leftover
+    fd = os.open(tmp, _CREATE, 0o600, dir_fd=dir_fd)
     try:
         view = memoryview(data)
         while view:
@@ -29,15 +41,17 @@ def write_atomic(path: Path, data: bytes, key: str) -> None:
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
     os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    os.fsync(dir_fd)
+    return existed
 
 
 def sha256(data: bytes) -> str:

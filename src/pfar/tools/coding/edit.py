@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
@@ -9,12 +11,15 @@ from ...errors import ToolFailed
 from ...journal.records import Idempotency, Semantics
 from ..base import Resource, ToolContext, check_args, file_resource
 from .atomic import sha256, write_atomic
-from .paths import existing_file, shown
+from .beneath import Located, open_file
+from .paths import place
 from .text import looks_binary
 
 # lines of context shown around the change, and the most lines shown at all
 _AROUND: Final = 3
 _MAX_SNIPPET: Final = 40
+# the biggest file Edit reads (it holds the file twice while it replaces)
+MAX_BYTES: Final = 16 << 20
 
 
 class Edit:
@@ -79,7 +84,14 @@ class Edit:
             )
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        path, text = self._text(args, ctx)
+        return await asyncio.to_thread(self._edit, args, ctx)
+
+    def _edit(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        with place(ctx, str(args["file_path"]), self.name) as at:
+            return self._edit_at(at, args, ctx)
+
+    def _edit_at(self, at: Located, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        text = self._text(at, args)
         old, new = str(args["old_string"]), str(args["new_string"])
         replace_all = bool(args.get("replace_all", False))
         found = text.count(old)
@@ -99,12 +111,12 @@ class Edit:
         changed = text.replace(old, new) if replace_all else text.replace(old, new, 1)
         data = changed.encode("utf-8")
         try:
-            write_atomic(path, data, ctx.idempotency_key)
+            write_atomic(at.parent, at.name, data, ctx.idempotency_key)
         except OSError as exc:
             raise ToolFailed(
                 f"{self.name}: cannot write {args['file_path']}: {exc.strerror}"
             ) from None
-        name = shown(ctx, path)
+        name = at.relative
         what = f"{found} occurrences" if found > 1 else "1 occurrence"
         text_out = f"Edited {name}: replaced {what}.\n" + _snippet(changed, first, new)
         return {
@@ -115,14 +127,18 @@ class Edit:
         }
 
     async def check(self, args: dict[str, Any], ctx: ToolContext) -> Any | None:
+        return await asyncio.to_thread(self._check, args, ctx)
+
+    def _check(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any] | None:
         try:
-            path, text = self._text(args, ctx)
+            with place(ctx, str(args["file_path"]), self.name) as at:
+                text = self._text(at, args)
+                name = at.relative
         except ToolFailed:
             return None  # gone or unreadable: running it again says why
         old, new = str(args["old_string"]), str(args["new_string"])
         if old in text or new not in text:
             return None
-        name = shown(ctx, path)
         return {
             "text": f"Edited {name}: the change is in place.",
             "file_path": name,
@@ -130,13 +146,19 @@ class Edit:
             "sha256": sha256(text.encode("utf-8")),
         }
 
-    def _text(self, args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str]:
-        path = existing_file(ctx, args["file_path"], self.name)
-        data = path.read_bytes()
+    def _text(self, at: Located, args: dict[str, Any]) -> str:
+        fd = open_file(at, self.name, str(args["file_path"]))
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            data = f.read(MAX_BYTES + 1)  # never more than Edit takes, however big the file
+        if len(data) > MAX_BYTES:
+            raise ToolFailed(
+                f"{self.name}: {args['file_path']} is over {MAX_BYTES >> 20} MB, more than "
+                "Edit takes; change it with Bash (e.g. sed) instead"
+            )
         if looks_binary(data[:8192]):
             raise ToolFailed(f"{self.name}: {args['file_path']} is a binary file, not text")
         try:
-            return path, data.decode("utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError:
             raise ToolFailed(
                 f"{self.name}: {args['file_path']} is not UTF-8 text; Edit would corrupt it "

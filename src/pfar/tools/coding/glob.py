@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import heapq
+import os
 from typing import Any, ClassVar, Final
 
 from ...errors import ToolFailed
 from ...journal.records import Idempotency, Semantics
 from ..base import ToolContext, check_args
-from .paths import resolve, shown
-from .patterns import compile_glob, walk_files
+from .beneath import open_dir
+from .paths import place, protection
+from .patterns import compile_glob
+from .walk import Walked, walk_files
 
 MAX_FILES: Final = 1000
 
@@ -21,7 +26,8 @@ class Glob:
         "Find files by name pattern, e.g. `**/*.py` (every .py file at any depth), "
         "`src/**/*.{ts,tsx}`, `*.md` (top level only). `*` matches within one directory "
         "level, `**` across levels, `{a,b}` either. Searches the working directory, or "
-        "`path` (a directory inside it); `.git` is skipped. Returns matching file paths "
+        "`path` (a directory inside it); `.git` and protected paths are skipped. Returns "
+        "matching file paths "
         f"relative to the working directory, newest first (by modification time), at most "
         f"{MAX_FILES}, with a note when there are more."
     )
@@ -60,29 +66,53 @@ class Glob:
             )
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        top = resolve(ctx, str(args.get("path", ".")), self.name)
-        if not top.is_dir():
-            raise ToolFailed(f"{self.name}: path {args.get('path')} is not a directory")
+        # off the event loop: a walk over a big tree must not stall every other task
+        return await asyncio.to_thread(self._glob, args, ctx)
+
+    def _glob(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        where = str(args.get("path", "."))
         matcher = compile_glob(str(args["pattern"]))
-        found = []
-        for file in walk_files(top):
-            if matcher.match(file.relative_to(top).as_posix()):
-                try:
-                    found.append((file.stat().st_mtime_ns, shown(ctx, file)))
-                except OSError:
-                    continue  # gone meanwhile
-        found.sort(key=lambda f: (-f[0], f[1]))
-        names = [name for _, name in found[:MAX_FILES]]
+        walked = Walked()
+        newest: list[tuple[int, str]] = []  # a heap of the MAX_FILES newest matches
+        count = 0
+        with place(ctx, where, self.name) as at:
+            top = open_dir(at, self.name, where)
+            try:
+                skip = len(at.parts)
+                for found in walk_files(top, at.parts, at.root, protection(ctx), walked):
+                    if not matcher.match("/".join(found.parts[skip:])):
+                        continue
+                    try:
+                        mtime = found.entry.stat(follow_symlinks=False).st_mtime_ns
+                    except OSError:
+                        continue  # gone meanwhile
+                    count += 1
+                    item = (mtime, "/".join(found.parts))
+                    if len(newest) < MAX_FILES:
+                        heapq.heappush(newest, item)
+                    else:
+                        heapq.heappushpop(newest, item)
+            finally:
+                os.close(top)
+        found_sorted = sorted(newest, key=lambda f: (-f[0], f[1]))
+        names = [name for _, name in found_sorted]
         if not names:
             text = f"No files match {args['pattern']!r}."
         else:
             text = "\n".join(names)
-            if len(found) > MAX_FILES:
+            if count > MAX_FILES:
                 text += (
-                    f"\n[{len(found):,} files match; showing the {MAX_FILES} newest. "
+                    f"\n[{count:,} files match; showing the {MAX_FILES} newest. "
                     "Narrow the pattern or give a `path`.]"
                 )
-        return {"text": text, "count": len(found), "shown": len(names)}
+        text = "\n".join([text, *walked.notes()])
+        return {
+            "text": text,
+            "count": count,
+            "shown": len(names),
+            "protected_skipped": walked.protected,
+            "complete": not walked.stopped,
+        }
 
     async def check(self, args: dict[str, Any], ctx: ToolContext) -> Any | None:
         return None

@@ -1,19 +1,13 @@
-"""Glob patterns as Glob and Grep's fallback read them, and the walk both make.
+"""Glob patterns as Glob, Grep's fallback and the protected paths read them.
 
 `*` matches within one path segment, `**` any number of segments (none included), `?`
 one character, `[abc]`/`[!abc]` a class, `{a,b}` either alternative. Dotfiles match
-like any other name. `.git` is never entered.
+like any other name.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Final
-
-SKIPPED_DIRS: Final = frozenset({".git"})
 
 
 def expand_braces(pattern: str) -> list[str]:
@@ -86,23 +80,3 @@ def _segment(seg: str) -> str:
             out.append(re.escape(ch))
         i += 1
     return "".join(out)
-
-
-def walk_files(top: Path) -> Iterator[Path]:
-    """Every regular file under `top`, in ripgrep's `--sort path` order (each
-    directory's entries by name, a directory's files where its name sorts), never
-    entering `.git` and, like ripgrep, following no symlink (one may lead out of the
-    working directory)."""
-    try:
-        entries = sorted(os.scandir(top), key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIPPED_DIRS:
-                    yield from walk_files(Path(entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                yield Path(entry.path)
-        except OSError:
-            continue

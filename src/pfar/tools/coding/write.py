@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import stat
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -9,7 +12,8 @@ from ...errors import ToolFailed
 from ...journal.records import Idempotency, Semantics
 from ..base import Resource, ToolContext, check_args, file_resource
 from .atomic import sha256, write_atomic
-from .paths import resolve, shown
+from .beneath import Located, open_file
+from .paths import place
 
 
 class Write:
@@ -53,30 +57,38 @@ class Write:
         check_args(self.name, self.args_schema, args)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        path = resolve(ctx, args["file_path"], self.name)
-        if path.is_dir():
-            raise ToolFailed(f"{self.name}: {args['file_path']} is a directory")
+        return await asyncio.to_thread(self._write, args, ctx)
+
+    def _write(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        value = str(args["file_path"])
         data = str(args["content"]).encode("utf-8")
-        existed = path.exists()
-        try:
-            write_atomic(path, data, ctx.idempotency_key)
-        except OSError as exc:
-            raise ToolFailed(
-                f"{self.name}: cannot write {args['file_path']}: {exc.strerror}"
-            ) from None
-        return self._result(ctx, path, data, "Updated" if existed else "Created")
+        with place(ctx, value, self.name, make_parents=True) as at:
+            if not at.name or _is_dir(at):
+                raise ToolFailed(f"{self.name}: {value} is a directory")
+            try:
+                existed = write_atomic(at.parent, at.name, data, ctx.idempotency_key)
+            except OSError as exc:
+                raise ToolFailed(f"{self.name}: cannot write {value}: {exc.strerror}") from None
+            return self._result(at.relative, data, "Updated" if existed else "Created")
 
     async def check(self, args: dict[str, Any], ctx: ToolContext) -> Any | None:
-        path = resolve(ctx, args["file_path"], self.name)
-        data = str(args["content"]).encode("utf-8")
-        if not path.is_file() or path.stat().st_size != len(data):
-            return None
-        if sha256(path.read_bytes()) != sha256(data):
-            return None
-        return self._result(ctx, path, data, "Written")
+        return await asyncio.to_thread(self._check, args, ctx)
 
-    def _result(self, ctx: ToolContext, path: Path, data: bytes, verb: str) -> dict[str, Any]:
-        name = shown(ctx, path)
+    def _check(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any] | None:
+        value = str(args["file_path"])
+        data = str(args["content"]).encode("utf-8")
+        try:
+            with place(ctx, value, self.name) as at:
+                fd = open_file(at, self.name, value)
+                name = at.relative
+        except ToolFailed:
+            return None  # not there (or not a file): running it again says why
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            if os.fstat(f.fileno()).st_size != len(data) or f.readall() != data:
+                return None
+        return self._result(name, data, "Written")
+
+    def _result(self, name: str, data: bytes, verb: str) -> dict[str, Any]:
         lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
         counted = f"{lines} line" + ("" if lines == 1 else "s")
         return {
@@ -85,3 +97,10 @@ class Write:
             "bytes": len(data),
             "sha256": sha256(data),
         }
+
+
+def _is_dir(at: Located) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(at.name, dir_fd=at.parent, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
