@@ -26,32 +26,7 @@ from pathlib import Path
 from typing import Final
 
 from .coding.patterns import compile_glob
-
-# the usual credential files and folders, relative to the user's home
-CREDENTIAL_PATHS: Final = (
-    ".ssh",
-    ".aws",
-    ".azure",
-    ".gnupg",
-    ".kube",
-    ".docker/config.json",
-    ".config/gh",
-    ".config/hub",
-    ".config/gcloud",
-    ".config/git/credentials",
-    ".git-credentials",
-    ".netrc",
-    ".npmrc",
-    ".pypirc",
-    ".pgpass",
-    ".my.cnf",
-    ".vault-token",
-    ".password-store",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".gem/credentials",
-    ".terraform.d/credentials.tfrc.json",
-)
+from .credential_paths import CREDENTIAL_PATHS
 
 
 @dataclass(frozen=True, slots=True)

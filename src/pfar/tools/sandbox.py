@@ -33,25 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import git_safe
+from .credential_paths import CREDENTIAL_PATHS
 
 LABEL = "PFAR_SANDBOX"
-
-# the owner's credential folders and files (relative to their home directory) no
-# sandbox sees, whatever its task's directory
-CREDENTIALS = (
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".config/gh",
-    ".config/gcloud",
-    ".azure",
-    ".kube",
-    ".docker",
-    ".netrc",
-    ".git-credentials",
-    ".pypirc",
-    ".npmrc",
-)
 
 
 def available() -> bool:
@@ -122,7 +106,7 @@ def hidden_paths(home: Path, owner_home: Path | None = None) -> tuple[Path, ...]
     if owner_home is None:
         owner_home = Path(os.path.expanduser("~"))
     found = [home]
-    found += [owner_home / name for name in CREDENTIALS if os.path.lexists(owner_home / name)]
+    found += [owner_home / n for n in CREDENTIAL_PATHS if os.path.lexists(owner_home / n)]
     return tuple(found)
 
 
