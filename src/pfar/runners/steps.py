@@ -34,6 +34,7 @@ from ..policy.approvals import ApprovalRule, approval_needed
 from ..timeouts import bounded
 from ..tools.admin import PromptCredential
 from ..tools.base import Credential, Resource, Tool, ToolContext, resources_of
+from ..tools.hosts import HostPolicy
 from ..tools.processes import identity
 from ..tools.sandbox import Sandbox
 from . import hooking
@@ -77,6 +78,10 @@ class StepRules:
     # holds the resources a call declares while it runs (orchestration's locks); none
     # are taken without it
     hold: Callable[[str, tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None
+    # where a URL may go (the loop's [loop.policy]; tools/hosts.py), and the runner's
+    # word on a redirect to a new host: raises ToolFailed saying why it is not followed
+    hosts: HostPolicy | None = None
+    redirected: Callable[[str], Awaitable[None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +169,8 @@ async def run_step(
         credentials=tuple(rules.credentials(call.tool)),
         summarize=summarizer(svc, task.task_id, rules.step_seconds),
         sandbox=_sandbox(svc, task.task_id, workdir),
+        hosts=rules.hosts,
+        redirected=rules.redirected,
     )
 
     record = None if fresh else await svc.journal.tasks.step(task.task_id, i)

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
 from ..json_schema import validate_schema
+from .hosts import HostPolicy
 from .sandbox import Sandbox
 
 SECRET_REF = re.compile(r"\{\{\s*secret:([A-Za-z0-9_.\-]+)\s*\}\}")
@@ -67,6 +68,12 @@ class ToolContext:
     # a small model's answer to a prompt about a text (content, prompt -> answer), for
     # tools that read long outside text (WebFetch); None: the tool returns the text itself
     summarize: Callable[[str, str], Awaitable[str]] | None = None
+    # where a URL may go (the loop's [loop.policy]); None: WebFetch reaches public
+    # addresses only, and http.request goes where its template sends it
+    hosts: HostPolicy | None = None
+    # the runner's word on a redirect to a new host (its standing answers and unusual
+    # hosts): raises ToolFailed saying why the redirect is not followed
+    redirected: Callable[[str], Awaitable[None]] | None = None
 
     def expand(self, text: str) -> str:
         """`text` from a Credential with its `{{secret:NAME}}` references filled in, at
