@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pfar.tools.base import Tool, ToolContext
+from pfar.tools.hosts import HostPolicy
 
 
 def context(
@@ -17,6 +18,7 @@ def context(
     started: Callable[[int], Awaitable[None]] | None = None,
     summarize: Callable[[str, str], Awaitable[str]] | None = None,
     step: int = 0,
+    hosts: HostPolicy | None = None,
 ) -> ToolContext:
     return ToolContext(
         "task1",
@@ -26,6 +28,7 @@ def context(
         lambda name: None,
         started,
         summarize=summarize,
+        hosts=hosts,
     )
 
 

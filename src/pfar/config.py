@@ -171,7 +171,31 @@ class LoopPolicyConfig(_Section):
         r"\b(curl|wget)\b[^|;&]*\|\s*(ba|z)?sh\b",
         r"\bgit\s+push\b[^|;&]*--force\b",
     ]
+    # host names (their subdomains too), addresses or networks ("10.0.0.0/8") no URL
+    # may reach; an address or network is compared with every address the host has
     blocked_hosts: list[str] = []
+    # loopback, private, link-local ... targets a URL may reach all the same (only
+    # public addresses otherwise): an address or network, "127.0.0.1:8080", "[::1]:8080",
+    # or a host name as the URL spells it ("printer.lan", "printer.lan:631")
+    allowed_private_hosts: list[str] = []
+
+    @model_validator(mode="after")
+    def _hosts_parse(self) -> LoopPolicyConfig:
+        if self.blocked_hosts or self.allowed_private_hosts:
+            from .addresses import parse_allowed, parse_blocked  # loaded when used
+
+            for i, entry in enumerate(self.blocked_hosts):
+                _entry("blocked_hosts", i, entry, parse_blocked)
+            for i, entry in enumerate(self.allowed_private_hosts):
+                _entry("allowed_private_hosts", i, entry, parse_allowed)
+        return self
+
+
+def _entry(field: str, i: int, entry: str, parse: Any) -> None:
+    try:
+        parse(entry)
+    except ValueError as exc:
+        raise ValueError(f"{field}[{i}]: {exc}") from None
 
 
 class LoopAnomalyConfig(_Section):

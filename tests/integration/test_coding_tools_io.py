@@ -19,6 +19,7 @@ import pytest
 from pfar.errors import ToolFailed
 from pfar.tools.coding import Bash, WebFetch
 from pfar.tools.coding.text import MAX_CHARS
+from pfar.tools.hosts import HostPolicy
 from pfar.tools.processes import kill_group, start_time
 
 from ..coding_support import call, context
@@ -140,6 +141,9 @@ def test_bash_timeout_is_bounded() -> None:
 
 # -- WebFetch -------------------------------------------------------------------
 
+# the site is on loopback, which WebFetch reaches only when allowed
+LOOPBACK = HostPolicy.of([], ["127.0.0.1"])
+
 PAGE = """<!doctype html><html><head><title>The Page</title>
 <style>body { color: red }</style><script>stealCookies()</script></head>
 <body><h2>Install</h2><p>Run <code>pip install pfar</code>, then read
@@ -205,7 +209,7 @@ def site() -> Iterator[Site]:
 
 
 def test_webfetch_turns_html_into_markdown(site: Site, work: Path) -> None:
-    out = call(WebFetch(), {"url": site.url("/page")}, context(work))
+    out = call(WebFetch(), {"url": site.url("/page")}, context(work, hosts=LOOPBACK))
     text = out["text"]
     assert text.startswith("# The Page\n\n## Install\n")
     assert "Run `pip install pfar`, then read\n[the docs](/docs)." in text
@@ -215,29 +219,29 @@ def test_webfetch_turns_html_into_markdown(site: Site, work: Path) -> None:
 
 
 def test_webfetch_follows_redirects_and_reads_plain_text(site: Site, work: Path) -> None:
-    moved = call(WebFetch(), {"url": site.url("/moved")}, context(work))
+    moved = call(WebFetch(), {"url": site.url("/moved")}, context(work, hosts=LOOPBACK))
     assert moved["text"].startswith(f"[Redirected to {site.url('/page')}]\n# The Page")
     assert site.paths == ["/moved", "/page"]
-    plain = call(WebFetch(), {"url": site.url("/plain")}, context(work))
+    plain = call(WebFetch(), {"url": site.url("/plain")}, context(work, hosts=LOOPBACK))
     assert plain["text"] == "just text\n"
 
 
 def test_webfetch_errors_name_the_status_or_the_problem(site: Site, work: Path) -> None:
     with pytest.raises(ToolFailed, match=r"/missing answered HTTP 404 Not Found"):
-        call(WebFetch(), {"url": site.url("/missing")}, context(work))
+        call(WebFetch(), {"url": site.url("/missing")}, context(work, hosts=LOOPBACK))
     with pytest.raises(ToolFailed, match="image/png, not a text or HTML page"):
-        call(WebFetch(), {"url": site.url("/image")}, context(work))
+        call(WebFetch(), {"url": site.url("/image")}, context(work, hosts=LOOPBACK))
     with pytest.raises(ToolFailed, match="not an http:// or https:// URL"):
-        call(WebFetch(), {"url": "file:///etc/passwd"}, context(work))
+        call(WebFetch(), {"url": "file:///etc/passwd"}, context(work, hosts=LOOPBACK))
     with socket.socket() as closed:  # a port nobody listens on
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     with pytest.raises(ToolFailed, match="cannot fetch"):
-        call(WebFetch(), {"url": f"http://127.0.0.1:{port}/page"}, context(work))
+        call(WebFetch(), {"url": f"http://127.0.0.1:{port}/page"}, context(work, hosts=LOOPBACK))
 
 
 def test_webfetch_caps_what_it_reads_and_shows(site: Site, work: Path) -> None:
-    out = call(WebFetch(), {"url": site.url("/huge")}, context(work))
+    out = call(WebFetch(), {"url": site.url("/huge")}, context(work, hosts=LOOPBACK))
     assert out["bytes"] == 5 * 1024 * 1024
     assert "only its start was read" in out["text"]
     assert len(out["text"]) < MAX_CHARS + 500
@@ -252,11 +256,11 @@ def test_webfetch_with_a_prompt_returns_the_summary(site: Site, work: Path) -> N
         return "It installs with pip."
 
     args = {"url": site.url("/page"), "prompt": "How do I install it?"}
-    out = call(WebFetch(), args, context(work, summarize=summarize))
+    out = call(WebFetch(), args, context(work, summarize=summarize, hosts=LOOPBACK))
     assert out["text"] == "It installs with pip." and out["summarized"] is True
     ((content, prompt),) = asked
     assert prompt == "How do I install it?"
     assert content.startswith("# The Page") and "`pip install pfar`" in content
     # no summarizing model: the page itself
-    plain = call(WebFetch(), args, context(work))
+    plain = call(WebFetch(), args, context(work, hosts=LOOPBACK))
     assert plain["text"].startswith("# The Page") and plain["summarized"] is False

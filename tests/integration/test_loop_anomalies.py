@@ -23,6 +23,9 @@ from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, rep
 from ..crash.test_regressions import kernel, rows, wait_state
 from ..support import make_home
 
+# the site is on loopback, which a loop's WebFetch reaches only when allowed
+LOOPBACK = '[loop.policy]\nallowed_private_hosts = ["127.0.0.1"]\n'
+
 
 @contextlib.contextmanager
 def _site() -> Iterator[str]:
@@ -61,7 +64,10 @@ async def _warnings(op: Operator, task_id: str) -> list[str]:
 
 
 def _home(tmp_path: Path, extra: str = "") -> Any:
-    config = f'[loop]\ntools = ["WebFetch", "Write"]\nalways_allow = ["WebFetch", "Write"]\n{extra}'
+    config = (
+        '[loop]\ntools = ["WebFetch", "Write"]\nalways_allow = ["WebFetch", "Write"]\n'
+        f"{LOOPBACK}{extra}"
+    )
     return make_home(tmp_path / "home", config=config)
 
 
@@ -160,7 +166,7 @@ def test_an_unusual_call_asked_about_is_asked_about_again_after_a_kill(tmp_path:
         )
         config = (
             '[loop]\ntools = ["WebFetch"]\nalways_allow = ["WebFetch"]\n'
-            '[loop.anomaly]\naction = "ask"\n'
+            f'{LOOPBACK}[loop.anomaly]\naction = "ask"\n'
         )
         home = make_home(tmp_path / "home", script=script, config=config)
         with kernel(home, fault="loop_anomaly") as k:

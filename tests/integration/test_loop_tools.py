@@ -126,7 +126,9 @@ def test_webfetch_with_a_prompt_is_answered_by_the_cheap_model(tmp_path: Path) -
     work = tmp_path / "work"
     work.mkdir()
     home = make_home(
-        tmp_path / "home", config='[loop]\ntools = ["WebFetch"]\nalways_allow = ["WebFetch"]\n'
+        tmp_path / "home",
+        config='[loop]\ntools = ["WebFetch"]\nalways_allow = ["WebFetch"]\n'
+        '[loop.policy]\nallowed_private_hosts = ["127.0.0.1"]\n',
     )
     asked: list[ChatRequest] = []
 

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-import html
-import json
 import logging
 import re
-import shlex
 import traceback
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote, quote_plus
 
 from ..vault.secrets import MIN_SECRET_LENGTH
+from .secret_forms import encodings, fold, hex_spans, trie_pattern
 
 _PATTERNS = [
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]{8,}"),
@@ -31,55 +27,64 @@ _SENSITIVE_KEYS = {"authorization", "password", "token", "api_key", "secret", "c
 MIN_REDACTABLE = MIN_SECRET_LENGTH
 
 
-def encodings(value: str) -> set[str]:
-    """The forms a secret takes when a server or a tool echoes it back: as is, URL-,
-    JSON- (once and twice), HTML- and shell-quoted, and base64, including the part of
-    a longer base64 text (`user:secret` in Basic auth) that only the secret decides."""
-    forms = {value, html.escape(value), shlex.quote(value), value.replace("'", "'\"'\"'")}
-    for url in (quote(value, safe=""), quote(value), quote_plus(value)):
-        forms |= {url, re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), url)}
-    for ascii_only in (True, False):
-        once = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
-        forms |= {once, json.dumps(once, ensure_ascii=ascii_only)[1:-1]}
-    raw = value.encode()
-    for b64 in (base64.b64encode, base64.urlsafe_b64encode):
-        forms.add(b64(raw).decode())
-        for shift in (0, 1, 2):  # where the secret starts, modulo 3 bytes
-            encoded = b64(b"\0" * shift + raw).decode().rstrip("=")
-            first, end = -(-8 * shift // 6), (8 * shift + 8 * len(raw)) // 6
-            forms.add(encoded[first:end])
-    return {f for f in forms if len(f) >= MIN_REDACTABLE}
-
-
 class Redactor:
     """Replaces known secret values (from the vault) and common token shapes with a marker."""
 
     def __init__(self, secrets: Callable[[], dict[str, str]] | None = None) -> None:
         self._secrets = secrets or (lambda: {})
         self._names: dict[str, str] = {}
+        self._raws: dict[str, bytes] = {}
         self._pattern: re.Pattern[str] | None = None
         self.too_short: list[str] = []  # names of stored secrets too short to redact
         self.refresh()
 
     def refresh(self) -> None:
-        names: dict[str, str] = {}
+        names: dict[str, str] = {}  # a form, folded -> the secret's name
+        raws: dict[str, bytes] = {}  # a secret's name -> its bytes (found in hex)
         short: list[str] = []
         for name, secret in sorted(self._secrets().items()):
             if len(secret) < MIN_REDACTABLE:
                 short.append(name)
                 continue
             for form in encodings(secret):
-                names.setdefault(form, name)
+                if len(form) >= MIN_REDACTABLE:
+                    names.setdefault(fold(form), name)
+            raws[name] = secret.encode()
         # one pass over the text; longer forms first, so a value containing another
         # is replaced whole
         forms = sorted(names, key=len, reverse=True)
-        self._pattern = re.compile("|".join(map(re.escape, forms))) if forms else None
+        self._pattern = re.compile(trie_pattern(forms)) if forms else None
         self._names = names
+        self._raws = raws
         self.too_short = short
 
+    def _spans(self, value: str) -> list[tuple[int, int, str]]:
+        """Where known secrets are in `value`, in order, none overlapping."""
+        if self._pattern is None:
+            return []
+        folded = fold(value)
+        found = [
+            (m.start(), m.end(), self._names[m.group(0)]) for m in self._pattern.finditer(folded)
+        ]
+        found += hex_spans(folded, self._raws)
+        found.sort()
+        kept: list[tuple[int, int, str]] = []
+        for span in found:
+            if kept and span[0] < kept[-1][1]:  # overlaps the one before: one marker
+                if span[1] > kept[-1][1]:
+                    kept[-1] = (kept[-1][0], span[1], kept[-1][2])
+                continue
+            kept.append(span)
+        return kept
+
     def text(self, value: str) -> str:
-        if self._pattern is not None:
-            value = self._pattern.sub(lambda m: f"[REDACTED:{self._names[m.group(0)]}]", value)
+        spans = self._spans(value)
+        if spans:
+            pieces, at = [], 0
+            for start, end, name in spans:
+                pieces += [value[at:start], f"[REDACTED:{name}]"]
+                at = end
+            value = "".join(pieces) + value[at:]
         if _SHAPE_START.search(value) is None:
             return value
         for pattern in _PATTERNS:
@@ -89,9 +94,7 @@ class Redactor:
     def found(self, value: str) -> list[str]:
         """What `text` would replace in `value`: secret names, and "a credential-looking
         string" for token shapes. Empty when `value` holds nothing to redact."""
-        names = set()
-        if self._pattern is not None:
-            names = {self._names[m.group(0)] for m in self._pattern.finditer(value)}
+        names = {name for _, _, name in self._spans(value)}
         shapes = any(pattern.search(value) for pattern in _PATTERNS)
         return sorted(names) + (["a credential-looking string"] if shapes else [])
 

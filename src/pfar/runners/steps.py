@@ -34,6 +34,7 @@ from ..policy.approvals import ApprovalRule, approval_needed
 from ..timeouts import bounded
 from ..tools.admin import PromptCredential
 from ..tools.base import Credential, Resource, Tool, ToolContext, resources_of
+from ..tools.hosts import HostPolicy
 from ..tools.processes import identity
 from ..tools.protected import Protection
 from ..tools.sandbox import Sandbox
@@ -80,6 +81,10 @@ class StepRules:
     hold: Callable[[str, tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None
     # paths the file tools refuse and leave out (the loop's protected paths); None: none
     protection: Protection | None = None
+    # where a URL may go (the loop's [loop.policy]; tools/hosts.py), and the runner's
+    # word on a redirect to a new host: raises ToolFailed saying why it is not followed
+    hosts: HostPolicy | None = None
+    redirected: Callable[[str], Awaitable[None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +173,8 @@ async def run_step(
         summarize=summarizer(svc, task.task_id, rules.step_seconds),
         sandbox=_sandbox(svc, task.task_id, workdir),
         protection=rules.protection,
+        hosts=rules.hosts,
+        redirected=rules.redirected,
     )
 
     record = None if fresh else await svc.journal.tasks.step(task.task_id, i)

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
 from ..json_schema import validate_schema
+from .hosts import HostPolicy
 from .sandbox import Sandbox
 
 if TYPE_CHECKING:
@@ -73,6 +74,12 @@ class ToolContext:
     # paths the file tools refuse and leave out of listings (see protected.py); None:
     # none (a template's steps, which work in their own workspace)
     protection: Protection | None = None
+    # where a URL may go (the loop's [loop.policy]); None: WebFetch reaches public
+    # addresses only, and http.request goes where its template sends it
+    hosts: HostPolicy | None = None
+    # the runner's word on a redirect to a new host (its standing answers and unusual
+    # hosts): raises ToolFailed saying why the redirect is not followed
+    redirected: Callable[[str], Awaitable[None]] | None = None
 
     def expand(self, text: str) -> str:
         """`text` from a Credential with its `{{secret:NAME}}` references filled in, at

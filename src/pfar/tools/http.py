@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
 from .base import ToolContext, check_args
+from .hosts import send
 
 _READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 _WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
@@ -80,12 +81,23 @@ class HttpRequest:
             kwargs["json"] = args["json"]
         elif "body" in args:
             kwargs["content"] = str(args["body"]).encode()
+        target = None
+        if ctx.hosts is not None:  # the loop's rules: judged by address, sent there
+            try:
+                target = await ctx.hosts.target(url)
+            except ToolFailed as exc:
+                raise ToolFailed(f"{self.name}: {method} {url}: {exc}") from None
+            for k in [k for k in headers if k.lower() == "host"]:
+                del headers[k]
         timeout = float(args.get("timeout_seconds", 30))
         import httpx  # imported on first use: it costs a restart tens of milliseconds
 
         try:
             async with httpx.AsyncClient(timeout=timeout) as client:
-                resp = await client.request(method, url, **kwargs)
+                if target is None:
+                    resp = await client.request(method, url, **kwargs)
+                else:
+                    resp = await send(client, method, target, **kwargs)
         except httpx.HTTPError as exc:
             raise ToolFailed(f"{self.name}: {method} {args['url']} failed: {exc!r}") from None
         body = resp.text[:_MAX_BODY]

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from ...addresses import normal_host
 from ...journal import OwnerMessage, Semantics, TaskRecord
 from ...journal.records import rfc3339
 from ...journal.turns import LoopCall, LoopSettings
@@ -35,7 +36,7 @@ def host_of(args: dict[str, Any]) -> str | None:
     url = args.get("url")
     if not isinstance(url, str):
         return None
-    return (urlsplit(url).hostname or "").lower() or None
+    return normal_host(urlsplit(url).hostname or "") or None
 
 
 async def check(
@@ -75,12 +76,40 @@ async def check(
     return tuple(found)
 
 
+async def check_hop(
+    task: TaskRecord, settings: LoopSettings, call: LoopCall, url: str, svc: Services
+) -> Anomaly | None:
+    """A redirect of the call's to `url` reaching a host no task has reached before:
+    the anomaly (warned about once, naming that host), or None. With `action = "ask"`
+    it is only found, not recorded: the redirect is not followed, so the host is not
+    reached."""
+    host = host_of({"url": url})
+    if host is None:
+        return None
+    first = await svc.journal.loops.host_first_seen(host)
+    if first not in (None, (task.task_id, call.step)):
+        return None
+    found = None
+    if svc.loop.anomaly.new_hosts:
+        found = Anomaly(
+            "new_host", f"{host} (a redirect to {url}) is a host no task has reached before"
+        )
+        if svc.loop.anomaly.action == "ask":
+            return found
+    messages = [_warning(task, settings, call, [found], svc, key=host)] if found else []
+    await svc.journal.loops.record_anomalies(task.task_id, call.step, [], host, messages)
+    if messages:
+        svc.notify_owner()
+    return found
+
+
 def _warning(
     task: TaskRecord,
     settings: LoopSettings,
     call: LoopCall,
     found: list[Anomaly],
     svc: Services,
+    key: str = "",
 ) -> OwnerMessage:
     title = settings.title or task.task_id[:8]
     what = "; ".join(a.detail for a in found)
@@ -93,7 +122,7 @@ def _warning(
         "task %s: tool call %d (%s) is unusual: %s", task.task_id, call.step + 1, call.name, what
     )
     return OwnerMessage(
-        message_key=f"anomaly:{task.task_id}:{call.step}",
+        message_key=f"anomaly:{task.task_id}:{call.step}" + (f":{key}" if key else ""),
         kind="notice",
         task_id=task.task_id,
         body=(

@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from ...addresses import normal_host
 from ...config import LoopConfig
+from ...errors import ToolFailed
 from ...journal import Semantics
 from ...journal.turns import PermissionRule
+from ...tools.hosts import HostPolicy, HostRefused
 from ...tools.protected import NONE, Protection
 from ..step_rules import Ask
 
@@ -55,7 +58,8 @@ def subject(tool: str, args: dict[str, Any]) -> str:
             return " ".join(str(a) for a in args["argv"])
         return "*"
     if key == "url":
-        return (urlsplit(value).hostname or value).lower()
+        host = urlsplit(value).hostname
+        return normal_host(host) if host else value.lower()
     return value
 
 
@@ -66,7 +70,7 @@ class Policy:
     blocked_tools: frozenset[str]
     protected_paths: tuple[str, ...]
     dangerous: tuple[re.Pattern[str], ...]
-    blocked_hosts: frozenset[str]
+    hosts: HostPolicy  # blocked hosts, and the private targets the owner allows
     always_allow: frozenset[str]
     timeout: float
     # the protected paths compiled with the built-in ones (tools/protected.py): layer 1
@@ -82,7 +86,7 @@ class Policy:
             frozenset(p.blocked_tools),
             tuple(p.protected_paths),
             tuple(re.compile(d) for d in p.dangerous_commands),
-            frozenset(h.lower() for h in p.blocked_hosts),
+            HostPolicy.of(p.blocked_hosts, p.allowed_private_hosts),
             frozenset(config.always_allow),
             config.permission_timeout_seconds,
             Protection.of(p.protected_paths, home=home, unprotect=p.unprotect),
@@ -109,12 +113,22 @@ class Policy:
                     )
         url = args.get("url")
         if isinstance(url, str):
-            host = (urlsplit(url).hostname or "").lower()
-            if host and host in self.blocked_hosts:
-                return (
-                    f"Blocked by security policy: the host {host} is blocked "
-                    "([loop.policy] blocked_hosts)"
-                )
+            return self.hosts.name_refusal(url)  # the addresses: `url_refusal`
+        return None
+
+    async def url_refusal(self, args: dict[str, Any]) -> str | None:
+        """Layer 1 for a URL, by what its host resolves to (every address): why it may
+        not be reached, or None. A host that cannot be resolved is not refused here:
+        the tool says so when it runs (and judges the addresses again, then)."""
+        url = args.get("url")
+        if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
+            return None
+        try:
+            await self.hosts.target(url)
+        except HostRefused as exc:
+            return str(exc)
+        except ToolFailed:
+            return None
         return None
 
     def _protected(self, value: str, workdir: Path) -> str | None:

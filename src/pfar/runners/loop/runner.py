@@ -56,7 +56,7 @@ from ..asking import ask_owner
 from ..services import Services
 from ..step_rules import Ask
 from ..steps import Done, Parked, StepCall, StepRules, ToolErrored, run_step
-from . import anomalies, context, subtasks, worktrees
+from . import anomalies, context, redirects, subtasks, worktrees
 from .answers import DRIFT
 from .permissions import PERMISSION, Policy
 from .tasks import TIERS
@@ -675,6 +675,8 @@ async def _run_call(
         workspace=workdir,
         hold=svc.hold,
         protection=protection,
+        hosts=policy.hosts,
+        redirected=redirects.judge(task, settings, call, policy, workdir, svc),
     )
     step = StepCall(call.step, call.name, call.input, title, where, call.step + 1, last=False)
     match await run_step(task, step, rules, svc, fresh=False):
@@ -725,7 +727,7 @@ async def _policy(
     """Layer 1 (seed 001, 4.1): the policy's refusal, as the SecurityPolicyCheck hook
     leaves it (a handler may add a check, or overrule the policy); a refusal is a
     SecurityViolation."""
-    refusal = policy.refusal(call.name, call.input, workdir)
+    refusal = policy.refusal(call.name, call.input, workdir) or await policy.url_refusal(call.input)
     checked = await hooking.decide(
         svc,
         task.task_id,

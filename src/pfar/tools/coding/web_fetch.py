@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, ClassVar, Final
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
+from ...addresses import normal_host
 from ...errors import ToolFailed
 from ...journal.records import Idempotency, Semantics
 from ..base import Resource, ToolContext, check_args
+from ..hosts import PUBLIC_ONLY, send
 from .html import html_to_markdown
 from .text import MAX_CHARS, cap_head, looks_binary
 
 MAX_BYTES: Final = 5 * 1024 * 1024
 TIMEOUT_SECONDS: Final = 30.0
+MAX_REDIRECTS: Final = 10
 # the most page text handed to the summarizing model
 _MAX_SUMMARIZED: Final = 200_000
 _TEXT_TYPES: Final = ("text/", "application/json", "application/xml", "application/xhtml")
@@ -76,26 +79,40 @@ class WebFetch:
             "User-Agent": "pfar-WebFetch/0.1",
             "Accept": "text/html, text/markdown, text/plain, application/json;q=0.9, */*;q=0.5",
         }
+        hosts = ctx.hosts or PUBLIC_ONLY
         try:
-            async with (
-                httpx.AsyncClient(
-                    follow_redirects=True, timeout=TIMEOUT_SECONDS, headers=headers
-                ) as client,
-                client.stream("GET", url) as resp,
-            ):
-                if not resp.is_success:
-                    raise ToolFailed(
-                        f"{self.name}: {url} answered HTTP {resp.status_code} "
-                        f"{resp.reason_phrase}".rstrip()
-                    )
-                body = bytearray()
-                async for chunk in resp.aiter_bytes():
-                    body += chunk
-                    if len(body) > MAX_BYTES:
+            async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, headers=headers) as client:
+                final, seen = url, {normal_host(urlsplit(url).hostname or "")}
+                for _ in range(MAX_REDIRECTS + 1):
+                    # each hop is judged by where it resolves to, then reached there
+                    try:
+                        target = await hosts.target(final)
+                    except ToolFailed as exc:
+                        hop = f"{url} redirects to {final}: " if final != url else ""
+                        raise ToolFailed(f"{self.name}: {hop}{exc}") from None
+                    resp = await send(client, "GET", target, headers, stream=True)
+                    location = resp.headers.get("location") if resp.is_redirect else None
+                    if location is None:
                         break
-                final = str(resp.url)
-                kind = resp.headers.get("content-type", "").split(";")[0].strip().lower()
-                charset = resp.charset_encoding or "utf-8"
+                    await resp.aclose()
+                    final = await self._hop(final, urljoin(final, location), seen, ctx)
+                else:
+                    raise ToolFailed(f"{self.name}: {url} redirects over {MAX_REDIRECTS} times")
+                try:
+                    if not resp.is_success:
+                        raise ToolFailed(
+                            f"{self.name}: {final} answered HTTP {resp.status_code} "
+                            f"{resp.reason_phrase}".rstrip()
+                        )
+                    body = bytearray()
+                    async for chunk in resp.aiter_bytes():
+                        body += chunk
+                        if len(body) > MAX_BYTES:
+                            break
+                    kind = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+                    charset = resp.charset_encoding or "utf-8"
+                finally:
+                    await resp.aclose()
         except httpx.HTTPError as exc:
             raise ToolFailed(f"{self.name}: cannot fetch {url}: {exc}") from None
         truncated = len(body) > MAX_BYTES
@@ -131,6 +148,19 @@ class WebFetch:
 
     async def check(self, args: dict[str, Any], ctx: ToolContext) -> Any | None:
         return None
+
+    async def _hop(self, at: str, to: str, seen: set[str], ctx: ToolContext) -> str:
+        """The redirect from `at` to `to`, if it may be followed: a new host is the
+        runner's to judge too (its standing answers, its unusual-host check)."""
+        parts = urlsplit(to)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ToolFailed(f"{self.name}: {at} redirects to {to!r}, not an http(s) URL")
+        host = normal_host(parts.hostname)
+        if host not in seen:
+            if ctx.redirected is not None:
+                await ctx.redirected(to)
+            seen.add(host)
+        return to
 
 
 def _is_text(kind: str) -> bool:
