@@ -56,7 +56,7 @@ from ..asking import ask_owner
 from ..services import Services
 from ..step_rules import Ask
 from ..steps import Done, Parked, StepCall, StepRules, ToolErrored, run_step
-from . import anomalies, context, subtasks, worktrees
+from . import anomalies, context, subtasks, taint, worktrees
 from .answers import DRIFT
 from .permissions import PERMISSION, Policy
 from .tasks import TIERS
@@ -580,7 +580,7 @@ async def _tool_phase(
     for call in turn.calls:
         if call.step < task.current_step:
             continue  # resolved: its row holds its outcome
-        after = await _run_call(task, settings, call, policy, workdir, svc)
+        after = await _run_call(task, settings, call, policy, workdir, svc, convo)
         if after is None:
             return False
         task = after
@@ -610,6 +610,7 @@ async def _run_call(
     policy: Policy,
     workdir: Path,
     svc: Services,
+    convo: Sequence[StoredTurn] = (),
 ) -> TaskRecord | None:
     """One call through the layers and the step executor: the task as it is after the
     call's outcome was journaled, or None when it parked on the owner."""
@@ -660,10 +661,11 @@ async def _run_call(
         if flagged.blocked:
             return await _record_refusal(task, call, flagged.blocked, svc)
     ask_anyway = unusual if svc.loop.anomaly.action == "ask" else ()
+    tainted = await taint.tainted_by(task, convo, call.step, svc) if policy.tainted_writes else None
     rules = StepRules(
         _NO_APPROVALS,
         svc.loop.tool_seconds,
-        ask=_asker(policy, await svc.journal.loops.rules(), ask_anyway),
+        ask=_asker(policy, await svc.journal.loops.rules(), ask_anyway, tainted),
         workspace=workdir,
         hold=svc.hold,
     )
@@ -684,15 +686,19 @@ def _after(state: TaskState, next_step: int) -> Executing | Paused:
 
 
 def _asker(
-    policy: Policy, rules: Sequence[PermissionRule], unusual: Sequence[anomalies.Anomaly] = ()
+    policy: Policy,
+    rules: Sequence[PermissionRule],
+    unusual: Sequence[anomalies.Anomaly] = (),
+    tainted: str | None = None,
 ) -> Callable[[str, dict[str, Any], Semantics], Ask | None]:
     """Layer 2's question for a call; an unusual call (layer 3, `action = "ask"`) is
-    asked about even when a tool or a standing answer would let it run."""
+    asked about even when a tool or a standing answer would let it run, and so is a
+    write after outside data (`tainted`: taint.py)."""
 
     def ask(tool: str, args: dict[str, Any], semantics: Semantics) -> Ask | None:
         if unusual:
             return policy.ask_unusual(tool, args, [a.detail for a in unusual])
-        return policy.ask(rules, tool, args, semantics)
+        return policy.ask(rules, tool, args, semantics, tainted)
 
     return ask
 
