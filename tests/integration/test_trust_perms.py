@@ -253,3 +253,63 @@ def test_a_write_after_a_fetched_page_asks_until_the_owner_speaks_again(tmp_path
             assert _questions(home, task) == []
     finally:
         server.close()
+
+
+# -- 4. a config with guards off says so at start ---------------------------------------
+
+ALL_OFF = """
+[loop]
+tools = ["Read", "Write", "Edit", "Bash", "WebFetch"]
+always_allow = ["Read", "Write", "Edit", "Bash", "WebFetch"]
+
+[loop.policy]
+dangerous_commands = []
+builtin_dangerous_commands = false
+protected_paths = []
+tainted_writes = false
+
+[loop.anomaly]
+max_writes_per_minute = 0
+new_hosts = false
+"""
+
+QUIET = '[[turns]]\ntext = "ok"\n'
+
+GUARDS = [
+    "loop.always_allow",
+    "loop.policy.builtin_dangerous_commands",
+    "loop.policy.protected_paths",
+    "loop.policy.tainted_writes",
+    "loop.anomaly.max_writes_per_minute",
+    "loop.anomaly.new_hosts",
+    "sandbox.enabled",
+]
+
+
+def _guard_entries(home: Home) -> list[dict[str, Any]]:
+    lines = home.audit_log.read_text().splitlines() if home.audit_log.exists() else []
+    return [e for e in map(json.loads, lines) if e["event"] == "guard_off"]
+
+
+def test_a_start_names_each_guard_the_config_turns_off(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", script=QUIET, config=ALL_OFF)
+    with running_kernel(home) as k:
+        pass
+    said = k.output()
+    logged = [line for line in said.splitlines() if "guard off:" in line]
+    assert len(logged) == len(GUARDS), said
+    for guard, line in zip(GUARDS, logged, strict=True):
+        assert f"({guard})" in line
+    assert "no command is refused" in said
+    assert "Bash, Edit, WebFetch, Write run without asking the owner" in said
+    entries = _guard_entries(home)
+    assert [e["guard"] for e in entries] == GUARDS
+    assert all(e["detail"] for e in entries)
+
+
+def test_a_start_with_the_default_guards_says_nothing_of_them(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", script=QUIET)
+    with running_kernel(home) as k:
+        pass
+    assert "guard off" not in k.output()
+    assert _guard_entries(home) == []
