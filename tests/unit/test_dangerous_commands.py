@@ -73,6 +73,8 @@ REFUSED = [
     ":(){ :|: & };:",
     ": ( ) { : | : & } ; :",
     "bomb(){ bomb|bomb& };bomb",
+    "echo hi; :(){ :|:& }\n:",
+    "f(){ f | f & }",
     # formatting and writing devices
     "mkfs /dev/sda1",
     "mkfs.ext4 /dev/sdb1",
@@ -167,7 +169,6 @@ ALLOWED = [
     "chmod -R 755 ./dist",
     "chmod 777 /tmp/x",
     "mkdir -p build && cd build && cmake ..",
-    "echo ':(){ :|:& };' is not run",  # text of one, but no call of it
     "npm run test -- --watch=false",
     "echo 'rm -rf /'",
     "grep -r 'rm -rf /' .",
@@ -202,3 +203,13 @@ def test_nesting_past_the_limit_is_refused() -> None:
     for _ in range(8):
         command = f"bash -c {shlex.quote(command)}"
     assert danger(command) is not None
+
+
+def test_a_long_command_costs_its_length() -> None:
+    # what would make a backtracking pattern or a rescan per `$(` take minutes
+    assert danger("a" * 50_000 + "(){") is None
+    assert danger("echo " + "x(){ y " * 20_000) is None
+    assert danger("echo " + "$(a) " * 20_000) is None
+    assert danger(f"cat <<'EOF' > f.txt\n{'text ' * 40_000}\nEOF") is None
+    # unclosed, each `$(` holds the rest: too deep, refused without reading it all again
+    assert danger("$(" * 5_000) == "nests shells more than 6 deep"

@@ -70,7 +70,7 @@ _SYSTEM_DIRS = {
     "Applications", "Library", "System", "Users", "Volumes", "private",
 }  # fmt: skip
 _HOME_WORD = re.compile(r"^(~[\w.-]*|\$HOME|\$\{HOME\})$")
-_FORK_BOMB = re.compile(r"([^\s(){}|&;]+)\(\)\{\1\|\1&\};?\1")
+_NAME_BEFORE = re.compile(r"[^(){}|&;]{1,64}$")  # a function's name, before its `(){`
 _PUSH_DANGER = (
     "--force",
     "--force-with-lease",
@@ -116,7 +116,7 @@ def simple_commands(command: str, depth: int = 0) -> list[Simple]:
 
 def danger(command: str) -> str | None:
     """Why `command` is refused by the built-in checks, or None."""
-    if _FORK_BOMB.search(re.sub(r"\s+", "", command)):
+    if _fork_bomb(command):
         return "is a fork bomb"
     try:
         simples = simple_commands(command)
@@ -127,6 +127,24 @@ def danger(command: str) -> str | None:
         if why is not None:
             return why
     return None
+
+
+def _fork_bomb(command: str) -> bool:
+    """A function that pipes itself into itself in the background, `NAME(){ NAME|NAME& }`,
+    spaced any way: defining one is refused, called or not (found without a backtracking
+    regex, so a long command costs its length)."""
+    flat = re.sub(r"\s+", "", command)
+    for found in re.finditer(r"\(\)\{", flat):
+        before = _NAME_BEFORE.search(flat, max(0, found.start() - 64), found.start())
+        if before is None:
+            continue
+        run = before.group(0)
+        body = flat[found.end() : found.end() + 2 * len(run) + 3]
+        for k in range(len(run)):  # `x;:(){` names `:`: try each ending of the run
+            name = run[k:]
+            if body.startswith(f"{name}|{name}&}}"):
+                return True
+    return False
 
 
 # -- splitting ------------------------------------------------------------------------
@@ -232,22 +250,21 @@ def _nested(simple: Simple) -> Iterator[str]:
 
 
 def _substitutions(command: str) -> Iterator[str]:
-    """The commands inside `$(...)` and backticks, even within double quotes."""
+    """The commands inside `$(...)` and backticks, even within double quotes (one pass:
+    a command of any length costs its length)."""
     for match in re.finditer(r"`([^`]*)`", command):
         yield match.group(1)
-    start = command.find("$(")
-    while start != -1:
-        depth, j = 0, start + 1
-        while j < len(command):
-            if command[j] == "(":
-                depth += 1
-            elif command[j] == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            j += 1
-        yield command[start + 2 : j]
-        start = command.find("$(", start + 2)
+    opened: list[int | None] = []  # the start of each open `$(`, None for a plain `(`
+    for i, c in enumerate(command):
+        if c == "(":
+            opened.append(i + 1 if i and command[i - 1] == "$" else None)
+        elif c == ")" and opened:
+            start = opened.pop()
+            if start is not None:
+                yield command[start:i]
+    for start in opened:  # unclosed: bash would refuse it; read what follows all the same
+        if start is not None:
+            yield command[start:]
 
 
 # -- the checks -----------------------------------------------------------------------

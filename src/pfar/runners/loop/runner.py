@@ -722,7 +722,8 @@ async def _policy(
     """Layer 1 (seed 001, 4.1): the policy's refusal, as the SecurityPolicyCheck hook
     leaves it (a handler may add a check, or overrule the policy); a refusal is a
     SecurityViolation."""
-    refusal = policy.refusal(call.name, call.input, workdir)
+    # off the event loop: parsing a long command costs about a microsecond a character
+    refusal = await asyncio.to_thread(policy.refusal, call.name, call.input, workdir)
     checked = await hooking.decide(
         svc,
         task.task_id,

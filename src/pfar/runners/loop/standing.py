@@ -27,6 +27,8 @@ from ...policy import commands
 
 # the tools whose subject is a shell command
 COMMANDS = frozenset({"Bash", "shell.run"})
+_HOSTS = frozenset({"WebFetch", "http.request"})  # their subject is the URL's host
+_PATHS = frozenset({"Read", "Write", "Edit", "file.read", "file.write"})
 _RULE = re.compile(r"^([\w.:-]+)(?:\((.+)\))?$")
 
 
@@ -91,7 +93,11 @@ def scope(tool: str, what: str) -> str:
         return f"every {tool} call"
     if tool in COMMANDS:
         return f"exactly the command {what!r}, word for word"
-    return f"exactly {what!r}"
+    if tool in _HOSTS:
+        return f"any {tool} call to the host {what!r}"
+    if tool in _PATHS:
+        return f"{tool} on exactly the path {what!r}, whatever the call's other arguments"
+    return f"{tool} on exactly {what!r}"
 
 
 def _command_covered(pattern: str, what: str, decision: str) -> bool:
