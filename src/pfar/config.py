@@ -9,7 +9,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -171,6 +171,12 @@ class LoopPolicyConfig(_Section):
         r"\b(curl|wget)\b[^|;&]*\|\s*(ba|z)?sh\b",
         r"\bgit\s+push\b[^|;&]*--force\b",
     ]
+    # the built-in checks on the parsed command (policy/commands.py: rm -r of / or the
+    # home, force pushes, a pipe into a shell ...), besides the patterns above
+    builtin_dangerous_commands: bool = True
+    # a result of outside data (a WebFetch page) suspends, until the owner's next
+    # message, the standing answers and always_allow tools that would let a write run
+    tainted_writes: bool = True
     # host names (their subdomains too), addresses or networks ("10.0.0.0/8") no URL
     # may reach; an address or network is compared with every address the host has
     blocked_hosts: list[str] = []
@@ -209,6 +215,9 @@ class LoopAnomalyConfig(_Section):
     action: Literal["warn", "ask"] = "warn"
 
 
+_RULE = r"^[\w.:-]+(\(.+\))?$"  # a standing answer's pattern: `Tool` or `Tool(what)`
+
+
 class LoopConfig(_Section):
     """The agentic loop (seed 001): its tools, permission prompts and drift limits."""
 
@@ -216,6 +225,11 @@ class LoopConfig(_Section):
     tools: list[str] = ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "WebFetch", "Task"]
     # layer 2: tools that never ask (reads inside the task's directory)
     always_allow: list[str] = ["Read", "Glob", "Grep"]
+    # standing answers the owner writes as patterns: `Tool` (every call), `Tool(what)`
+    # (exactly this), `Bash(npm run test:*)` (one command starting with these words),
+    # `Write(src/*)` (a glob over the path or host); `deny` wins over `allow`
+    allow: list[Annotated[str, Field(pattern=_RULE)]] = []
+    deny: list[Annotated[str, Field(pattern=_RULE)]] = []
     # a permission prompt unanswered this long is a "No"
     permission_timeout_seconds: float = Field(300, gt=0, le=_YEAR)
     # one tool call's limit (Bash takes its own `timeout` up to this)

@@ -94,6 +94,7 @@ from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
 from .audit import AuditLog
+from .guards import guards_off
 from .learning import Learner
 from .locks import LockManager, LockTable
 from .models import build_model, scripted_proxy
@@ -230,6 +231,9 @@ class Kernel:
             boot_id=self.boot_id,
             config_hash=_config_hash(self.home),
         )
+        for off in guards_off(config):  # said at every start, so no one runs them unaware
+            log.warning("guard off: %s (%s)", off.detail, off.guard)
+            self.audit.log("guard_off", guard=off.guard, detail=off.detail)
         self.owner = OwnerChannel(self.journal, OwnerLogSink(self.home.owner_log))
 
         try:

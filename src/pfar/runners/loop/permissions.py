@@ -1,18 +1,21 @@
 """The loop's first two security layers (seed 001, 4.1 and 4.2), as pure functions.
 
 Layer 1, the policy (`[loop.policy]`): blocked tools, protected paths, dangerous
-commands, blocked hosts. A refusal never runs and never asks: it is the call's result,
-naming the rule. Layer 2, permission: a call of a tool the owner always allows, or one
-matching a standing "always allow" answer, runs; one matching "never allow" is refused
-like a policy rule; anything else asks the owner "Allow {tool}: {summary}?" with yes,
-no, always allow and never allow.
+commands (the configured patterns and the built-in checks on the parsed command,
+policy/commands.py), blocked hosts. A refusal never runs and never asks: it is the
+call's result, naming the rule. Layer 2, permission: a call of a tool the owner always
+allows, or one a standing "always allow" answer covers (standing.py: exactly what the
+owner was shown, or a pattern the owner wrote), runs; one a "never allow" covers is
+refused like a policy rule; anything else asks the owner "Allow {tool}: {summary}?" with
+yes, no, always allow and never allow. After outside data (a Raw result of a reading
+tool), a write is asked about even where a standing answer would let it run.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +27,11 @@ from ...config import LoopConfig
 from ...errors import ToolFailed
 from ...journal import Semantics
 from ...journal.turns import PermissionRule
+from ...policy import commands
 from ...tools.hosts import HostPolicy, HostRefused
 from ...tools.protected import NONE, Protection
 from ..step_rules import Ask
+from . import standing as standing_rules
 
 PERMISSION = "permission"
 PERMISSION_OPTIONS = ("approve", "deny", "always", "never")
@@ -55,7 +60,8 @@ def subject(tool: str, args: dict[str, Any]) -> str:
     value = args.get(key) if key else None
     if not isinstance(value, str):
         if tool == "shell.run" and isinstance(args.get("argv"), list):
-            return " ".join(str(a) for a in args["argv"])
+            # quoted as a shell would read it: ["sh", "-c", "a b"] is not ["sh", "-c a", "b"]
+            return shlex.join(str(a) for a in args["argv"])
         return "*"
     if key == "url":
         host = urlsplit(value).hostname
@@ -76,6 +82,9 @@ class Policy:
     # the protected paths compiled with the built-in ones (tools/protected.py): layer 1
     # refuses a call naming one, and the file tools refuse or leave out what they open
     protection: Protection = NONE
+    builtin_dangerous: bool = True
+    declared: tuple[standing_rules.Declared, ...] = ()
+    tainted_writes: bool = True
 
     @classmethod
     def of(cls, config: LoopConfig, *, home: Path | None = None) -> Policy:
@@ -90,6 +99,9 @@ class Policy:
             frozenset(config.always_allow),
             config.permission_timeout_seconds,
             Protection.of(p.protected_paths, home=home, unprotect=p.unprotect),
+            p.builtin_dangerous_commands,
+            standing_rules.declared(config.allow, config.deny),
+            p.tainted_writes,
         )
 
     def refusal(self, tool: str, args: dict[str, Any], workdir: Path) -> str | None:
@@ -99,21 +111,33 @@ class Policy:
                 f"Blocked by security policy: the tool {tool} is blocked "
                 "([loop.policy] blocked_tools)"
             )
-        for key in _PATH_ARGS:
-            value = args.get(key)
-            if isinstance(value, str) and (rule := self._protected(value, workdir)):
-                return f"Blocked by security policy: {value} is a protected path ({rule})"
-        command = args.get("command") if tool == "Bash" else None
-        if isinstance(command, str):
+        if (protected := self.path_refusal(args, workdir)) is not None:
+            return protected
+        command = subject(tool, args) if tool in standing_rules.COMMANDS else None
+        if command is not None and command != "*":
             for pattern in self.dangerous:
                 if pattern.search(command):
                     return (
                         "Blocked by security policy: the command matches the dangerous "
                         f"pattern {pattern.pattern!r} ([loop.policy] dangerous_commands)"
                     )
+            why = commands.danger(command) if self.builtin_dangerous else None
+            if why is not None:
+                return (
+                    f"Blocked by security policy: the command {why} (a built-in check; "
+                    "[loop.policy] builtin_dangerous_commands)"
+                )
         url = args.get("url")
         if isinstance(url, str):
             return self.hosts.name_refusal(url)  # the addresses: `url_refusal`
+        return None
+
+    def path_refusal(self, args: dict[str, Any], workdir: Path) -> str | None:
+        """Why a path the call names is protected, or None."""
+        for key in _PATH_ARGS:
+            value = args.get(key)
+            if isinstance(value, str) and (rule := self._protected(value, workdir)):
+                return f"Blocked by security policy: {value} is a protected path ({rule})"
         return None
 
     async def url_refusal(self, args: dict[str, Any]) -> str | None:
@@ -155,14 +179,7 @@ class Policy:
         self, rules: Sequence[PermissionRule], tool: str, args: dict[str, Any]
     ) -> Literal["allow", "deny"] | None:
         """The owner's standing answer that covers this call (a "never" wins)."""
-        what = subject(tool, args)
-        found: Literal["allow", "deny"] | None = None
-        for rule in rules:
-            if rule.tool == tool and fnmatch.fnmatchcase(what, rule.pattern):
-                if rule.decision == "deny":
-                    return "deny"
-                found = "allow"
-        return found
+        return standing_rules.decide(rules, self.declared, tool, subject(tool, args))
 
     def ask(
         self,
@@ -170,17 +187,34 @@ class Policy:
         tool: str,
         args: dict[str, Any],
         semantics: Semantics,
+        tainted_by: str | None = None,
     ) -> Ask | None:
-        """Layer 2: the permission question this call needs, or None to let it run."""
-        if tool in self.always_allow or self.standing(rules, tool, args) == "allow":
-            return None
+        """Layer 2: the permission question this call needs, or None to let it run.
+        `tainted_by` names the outside data read since the owner's last message: a write
+        after it is asked about whatever standing answer or always_allow covers it."""
         what = subject(tool, args)
         shown = what if len(what) <= 200 else what[:200] + "…"
         verb = "change" if semantics is Semantics.Write else "use"
+        allowed = tool in self.always_allow or self.standing(rules, tool, args) == "allow"
+        suspended = (
+            allowed
+            and self.tainted_writes
+            and tainted_by is not None
+            and semantics is Semantics.Write
+        )
+        if allowed and not suspended:
+            return None
+        why = (
+            f" It would run without a question, but the task read outside data since your "
+            f"last message ({tainted_by}), so it asks ([loop.policy] tainted_writes)."
+            if suspended
+            else ""
+        )
         return Ask(
             PERMISSION,
-            f'Allow {tool}: {shown}? (the task wants to {verb} this; "always" and '
-            f'"never" are kept for later tasks: {tool} on {what!r})',
+            f'Allow {tool}: {shown}? (the task wants to {verb} this; "always" allows '
+            f'{standing_rules.scope(tool, what)}, in later tasks too; "never" refuses '
+            f"it){why}",
             PERMISSION_OPTIONS,
             on_deny="skip",
             timeout=self.timeout,

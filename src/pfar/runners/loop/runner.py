@@ -56,7 +56,7 @@ from ..asking import ask_owner
 from ..services import Services
 from ..step_rules import Ask
 from ..steps import Done, Parked, StepCall, StepRules, ToolErrored, run_step
-from . import anomalies, context, redirects, subtasks, worktrees
+from . import anomalies, context, redirects, subtasks, taint, worktrees
 from .answers import DRIFT
 from .permissions import PERMISSION, Policy
 from .tasks import TIERS
@@ -583,7 +583,7 @@ async def _tool_phase(
     for call in turn.calls:
         if call.step < task.current_step:
             continue  # resolved: its row holds its outcome
-        after = await _run_call(task, settings, call, policy, workdir, svc)
+        after = await _run_call(task, settings, call, policy, workdir, svc, convo)
         if after is None:
             return False
         task = after
@@ -613,6 +613,7 @@ async def _run_call(
     policy: Policy,
     workdir: Path,
     svc: Services,
+    convo: Sequence[StoredTurn] = (),
 ) -> TaskRecord | None:
     """One call through the layers and the step executor: the task as it is after the
     call's outcome was journaled, or None when it parked on the owner."""
@@ -664,14 +665,15 @@ async def _run_call(
             return await _record_refusal(task, call, flagged.blocked, svc)
     ask_anyway = unusual if svc.loop.anomaly.action == "ask" else ()
     protection = policy.protection
-    if policy.refusal(call.name, call.input, workdir) is not None:
+    if policy.path_refusal(call.input, workdir) is not None:
         # a SecurityPolicyCheck hook overruled layer 1: the owner's patterns give way
         # for this call, pfar's built-in protected paths do not
         protection = protection.built_in_only()
+    tainted = await taint.tainted_by(task, convo, call.step, svc) if policy.tainted_writes else None
     rules = StepRules(
         _NO_APPROVALS,
         svc.loop.tool_seconds,
-        ask=_asker(policy, await svc.journal.loops.rules(), ask_anyway),
+        ask=_asker(policy, await svc.journal.loops.rules(), ask_anyway, tainted),
         workspace=workdir,
         hold=svc.hold,
         protection=protection,
@@ -695,15 +697,19 @@ def _after(state: TaskState, next_step: int) -> Executing | Paused:
 
 
 def _asker(
-    policy: Policy, rules: Sequence[PermissionRule], unusual: Sequence[anomalies.Anomaly] = ()
+    policy: Policy,
+    rules: Sequence[PermissionRule],
+    unusual: Sequence[anomalies.Anomaly] = (),
+    tainted: str | None = None,
 ) -> Callable[[str, dict[str, Any], Semantics], Ask | None]:
     """Layer 2's question for a call; an unusual call (layer 3, `action = "ask"`) is
-    asked about even when a tool or a standing answer would let it run."""
+    asked about even when a tool or a standing answer would let it run, and so is a
+    write after outside data (`tainted`: taint.py)."""
 
     def ask(tool: str, args: dict[str, Any], semantics: Semantics) -> Ask | None:
         if unusual:
             return policy.ask_unusual(tool, args, [a.detail for a in unusual])
-        return policy.ask(rules, tool, args, semantics)
+        return policy.ask(rules, tool, args, semantics, tainted)
 
     return ask
 
@@ -727,7 +733,10 @@ async def _policy(
     """Layer 1 (seed 001, 4.1): the policy's refusal, as the SecurityPolicyCheck hook
     leaves it (a handler may add a check, or overrule the policy); a refusal is a
     SecurityViolation."""
-    refusal = policy.refusal(call.name, call.input, workdir) or await policy.url_refusal(call.input)
+    # off the event loop: parsing a long command costs about a microsecond a character
+    refusal = await asyncio.to_thread(
+        policy.refusal, call.name, call.input, workdir
+    ) or await policy.url_refusal(call.input)
     checked = await hooking.decide(
         svc,
         task.task_id,
