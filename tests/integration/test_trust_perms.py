@@ -221,7 +221,10 @@ def test_a_write_after_a_fetched_page_asks_until_the_owner_speaks_again(tmp_path
                 '[[turns]]\ntext = "done"\n',
             ]
         )
-        config = '[loop]\ntools = ["WebFetch", "Write"]\nalways_allow = ["WebFetch"]\n'
+        config = (
+            '[loop]\ntools = ["WebFetch", "Write"]\nalways_allow = ["WebFetch"]\n'
+            '[loop.policy]\nallowed_private_hosts = ["127.0.0.1"]\n'  # the page is on loopback
+        )
         home = make_home(tmp_path / "home", script=script, config=config)
         # the owner answered "always" for both writes earlier
         with db(home) as conn:

@@ -41,11 +41,15 @@ def test_the_python_api_loads_no_command_line_code() -> None:
 # -- the operator API: typed verbs, records with to_json, one table of socket commands ----
 
 
+# not verbs: closing a reader, and the same operator for another actor
+_NOT_VERBS = frozenset({"close", "acting_as"})
+
+
 def _verbs(cls: type) -> dict[str, Any]:
     return {
         name: fn
         for name, fn in vars(cls).items()
-        if not name.startswith("_") and inspect.isfunction(fn) and name != "close"
+        if not name.startswith("_") and inspect.isfunction(fn) and name not in _NOT_VERBS
     }
 
 
