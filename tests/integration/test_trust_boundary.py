@@ -3,7 +3,7 @@ owner. A sandboxed command sees nothing of pfar's home (vault, control socket, t
 owner log) nor the owner's credential folders, and cannot change `.git/`; an
 unsandboxed one that reaches the control socket is refused; a request without this
 boot's token is refused; workflow steps run in the sandbox; every answer records who
-gave it and through which surface."""
+gave it and through which surface; a session's agent runs in the sandbox."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pfar.kernel.kernel import SANDBOX_RECONCILE_SECONDS
 from pfar.tools import sandbox
 from pfar.vault.home import Home
 
@@ -289,3 +291,38 @@ def test_git_metadata_is_read_only_in_the_sandbox(tmp_path: Path) -> None:
     assert not (work / ".git" / "hooks" / "post-checkout").exists()
     assert (work / "file.txt").read_text() == "fine\n"  # the work itself is writable
     assert "?? file.txt" in done.stdout  # and git can still read the repository
+
+
+@needs_bwrap
+def test_a_sessions_agent_runs_in_the_sandbox(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    home_root = tmp_path / "home"
+    agent = (
+        f"ls -A {home_root} > seen.txt; echo out > {outside}/escape.txt; "
+        "echo $PFAR_SANDBOX > label.txt; exec sleep 300"
+    )
+    config = (
+        f'[sessions]\nagent_command = ["sh", "-c", {json.dumps(agent)}]\nresume_args = []\n'
+        "[sandbox]\nenabled = true\n"
+    )
+    home = make_home(home_root, script="", config=config)
+    with kernel(home) as k:
+        created = k.request("session_new", project_path=str(project), thread_id="chat-1")
+        active = k.request("session_resume", session_id=created["session_id"])
+        assert active["status"] == "ACTIVE"
+        assert active["process"]["argv"][0] == "sh"  # journaled as the agent, not bwrap
+        wait_for(lambda: (project / "label.txt").exists(), what="the agent to start")
+        assert (project / "seen.txt").read_text() == ""  # the home is empty in there
+        assert not (outside / "escape.txt").exists()
+        label = (project / "label.txt").read_text().strip()
+        assert label.endswith(f":session-{created['session_id']}")
+        # the reconciliation every 30 s takes a sandbox whose task is not running for an
+        # orphan: a session's sandbox is one of a session that is running
+        pid = active["process"]["pid"]
+        time.sleep(SANDBOX_RECONCILE_SECONDS + 2)
+        os.kill(pid, 0)  # still there
+        assert k.request("session_show", session_id=created["session_id"])["status"] == "ACTIVE"
+        assert k.terminate() == 0
