@@ -34,7 +34,7 @@ from starlette.routing import Route
 from ..config import Config, WebhookRoute, WebhooksConfig
 from ..errors import PfarError
 from .channel import AuthFailed, Link, Outbound
-from .listener import Listener, TooLarge, read_body
+from .listener import Gone, Listener, TooLarge, read_body
 from .run import FACTORIES
 
 log = logging.getLogger("pfar.adapters.webhooks")
@@ -53,7 +53,13 @@ class WebhooksChannel:
         # the channel's link once the supervisor runs it: until then (recovery) every
         # event is answered 503, so that its sender delivers it again later
         self._link: Link | None = None
-        self._listener = Listener(self.app(), config.host, config.port)
+        self._listener = Listener(
+            self.app(),
+            config.host,
+            config.port,
+            max_connections=config.max_connections,
+            request_timeout=config.request_timeout_seconds,
+        )
 
     def app(self, link: Link | None = None) -> Starlette:
         """The listener's routes, with `link` (by default the running channel's)."""
@@ -119,6 +125,9 @@ class WebhooksChannel:
             body = await read_body(request, self._config.max_body_bytes)
         except TooLarge:
             return refuse(413, f"the body is over {self._config.max_body_bytes} bytes")
+        except Gone:  # hung up or cut off as too slow: no one reads an answer
+            log.info("webhooks %s: the sender left before its body was read", route.path)
+            return JSONResponse({"error": "gone"}, status_code=400)
         if link is None or not link.operator.accepting:
             return refuse(
                 503, "pfar is starting or stopping; retry", **{"Retry-After": RETRY_AFTER}

@@ -57,7 +57,7 @@ from .channel import (
     split_text,
 )
 from .commands import Origin, press
-from .listener import Listener, TooLarge, read_body
+from .listener import Gone, Listener, TooLarge, read_body
 from .run import FACTORIES
 
 log = logging.getLogger("pfar.adapters.whatsapp")
@@ -100,7 +100,13 @@ class WhatsAppChannel:
         self._secret = secret  # read when used: the vault opens during the kernel's start
         # the running channel's link: until it is set (recovery), notifications get 503
         self._link: Link | None = None
-        self._listener = Listener(self.app(), config.host, config.port)
+        self._listener = Listener(
+            self.app(),
+            config.host,
+            config.port,
+            max_connections=config.max_connections,
+            request_timeout=config.request_timeout_seconds,
+        )
         self._http: httpx.AsyncClient | None = None
         self._replies: asyncio.Queue[_Reply] = asyncio.Queue()
         self._refused: asyncio.Event = asyncio.Event()
@@ -223,6 +229,9 @@ class WhatsAppChannel:
             body = await read_body(request, self._config.max_body_bytes)
         except TooLarge:
             return refuse(413, f"the body is over {self._config.max_body_bytes} bytes")
+        except Gone:  # hung up or cut off as too slow: no one reads an answer
+            log.info("whatsapp: the sender left before its body was read")
+            return JSONResponse({"error": "gone"}, status_code=400)
         if link is None or not link.operator.accepting:
             return refuse(
                 503, "pfar is starting or stopping; retry", **{"Retry-After": RETRY_AFTER}

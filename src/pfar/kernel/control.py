@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import BadRequest, PfarError, ShuttingDown
+from . import descriptors
 from .api.operator import Operator
 from .api.requests import COMMANDS
 from .kernel import Kernel
@@ -34,11 +35,21 @@ from .lines import MAX_LINE_TEXT, read_lines
 log = logging.getLogger("pfar.control")
 
 MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on macOS
+# connections open at once (fewer when the descriptor limit is low), and how long one
+# may wait before its first request: idle connections cannot use up the descriptors
+MAX_CLIENTS = 256
+FIRST_REQUEST_SECONDS = 30.0
 
 
 _TOO_LONG = {
     "ok": False,
     "error": {"type": "BadRequest", "message": f"request over {MAX_LINE_TEXT}; nothing was done"},
+}
+
+
+_BUSY = {
+    "ok": False,
+    "error": {"type": "Busy", "message": "too many connections to the kernel; try again"},
 }
 
 
@@ -59,6 +70,8 @@ class ControlServer:
         self._operator = Operator(kernel)
         self._server: asyncio.AbstractServer | None = None
         self._clients: set[asyncio.StreamWriter] = set()
+        self._most = descriptors.share(MAX_CLIENTS)
+        self._refused_lines = descriptors.Every()
 
     async def start(self) -> None:
         path = self._kernel.home.control_socket
@@ -71,7 +84,9 @@ class ControlServer:
             path.unlink()  # stale from a killed kernel; we hold the home lock
         old = os.umask(0o177)
         try:
-            self._server = await asyncio.start_unix_server(self._client, path=str(path))
+            self._server = await asyncio.start_unix_server(
+                self._client, path=str(path), backlog=descriptors.ACCEPT_BURST
+            )
         finally:
             os.umask(old)
         os.chmod(path, 0o600)
@@ -91,9 +106,18 @@ class ControlServer:
             log.error("could not remove %s: %s", path, exc.strerror or exc)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._clients) >= self._most:  # a flood: refused at once, its descriptor freed
+            if self._refused_lines.due():
+                log.warning("control socket: %d connections open; refusing more", self._most)
+            writer.write(json.dumps(_BUSY).encode() + b"\n")
+            writer.close()
+            return
         self._clients.add(writer)
+        # a client that sends no request in time is closed (its read sees the end)
+        idle = asyncio.get_running_loop().call_later(FIRST_REQUEST_SECONDS, writer.close)
         try:
             async for line in read_lines(reader):
+                idle.cancel()
                 if line is not None and _is_attach(line):
                     await self._attach(line, reader, writer)  # until the task ends
                     break
@@ -103,6 +127,7 @@ class ControlServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            idle.cancel()
             self._clients.discard(writer)
             writer.close()
 
