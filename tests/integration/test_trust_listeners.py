@@ -189,6 +189,11 @@ def test_a_flooded_control_socket_leaves_the_kernel_running(tmp_path: Path) -> N
             assert refused, "no connection over the cap was refused"
         wait_for(kernel.serves, what="the kernel serving after the flood")
         _submits(home)
+        # a connection that sends no request is closed by the kernel (after 10 s)
+        idle = connect()
+        idle.settimeout(60)
+        assert idle.recv(100) == b""
+        idle.close()
         assert kernel.proc.poll() is None
     text = kernel.log.read_text(errors="replace")
     assert kernel.log.stat().st_size < LOG_BOUND, text[:3000]

@@ -38,7 +38,7 @@ MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on macOS
 # connections open at once (fewer when the descriptor limit is low), and how long one
 # may wait before its first request: idle connections cannot use up the descriptors
 MAX_CLIENTS = 256
-FIRST_REQUEST_SECONDS = 30.0
+FIRST_REQUEST_SECONDS = 10.0
 
 
 _TOO_LONG = {
