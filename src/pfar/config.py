@@ -297,6 +297,11 @@ class WebhooksConfig(_Section):
     max_body_bytes: int = Field(1 << 20, gt=0, le=64 << 20)
     # a webhook-timestamp further than this from now is refused (a replay)
     tolerance_seconds: int = Field(300, gt=0, le=86_400)
+    # connections open at once (fewer when the open-file limit is low), and the time a
+    # request has to arrive whole, headers and body: a flood of idle or slow connections
+    # is refused or cut off instead of using up the kernel's file descriptors
+    max_connections: int = Field(256, ge=1, le=100_000)
+    request_timeout_seconds: float = Field(10, gt=0, le=3600)
     routes: list[WebhookRoute] = []
 
 
@@ -339,6 +344,11 @@ class WhatsAppConfig(_Section):
     port: int = Field(8788, ge=0, le=65535)
     path: str = Field("/whatsapp", pattern=r"^/[A-Za-z0-9_./-]{0,200}$")
     max_body_bytes: int = Field(1 << 20, gt=0, le=64 << 20)
+    # connections open at once (fewer when the open-file limit is low), and the time a
+    # request has to arrive whole, headers and body: a flood of idle or slow connections
+    # is refused or cut off instead of using up the kernel's file descriptors
+    max_connections: int = Field(256, ge=1, le=100_000)
+    request_timeout_seconds: float = Field(10, gt=0, le=3600)
 
 
 class ChannelsConfig(_Section):

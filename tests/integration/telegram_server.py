@@ -124,14 +124,16 @@ class BotApi:
             self._lock.notify_all()
             return int(update["update_id"])
 
-    def _message(self, text: str, user: int, reply_to: int | None) -> dict[str, Any]:
+    def _message(
+        self, text: str, user: int, reply_to: int | None, chat: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         with self._lock:
             self.next_message += 1
             message_id = self.next_message
         message: dict[str, Any] = {
             "message_id": message_id,
             "date": int(time.time()),
-            "chat": {"id": CHAT, "type": "private"},
+            "chat": chat or {"id": CHAT, "type": "private"},
             "from": {"id": user, "is_bot": False, "first_name": "someone"},
             "text": text,
         }
@@ -144,12 +146,22 @@ class BotApi:
             }
         return message
 
-    def say(self, text: str, *, user: int = OWNER, reply_to: int | None = None) -> int:
-        """A message in the chat; its update id."""
-        return self._push({"message": self._message(text, user, reply_to)})
+    def say(
+        self,
+        text: str,
+        *,
+        user: int = OWNER,
+        reply_to: int | None = None,
+        chat: dict[str, Any] | None = None,
+    ) -> int:
+        """A message in the chat (or in `chat`, e.g. a group); its update id."""
+        return self._push({"message": self._message(text, user, reply_to, chat)})
 
-    def press(self, sent: Sent, data: str, *, user: int = OWNER) -> int:
-        """A button under `sent` pressed; its update id."""
+    def press(
+        self, sent: Sent, data: str, *, user: int = OWNER, chat: dict[str, Any] | None = None
+    ) -> int:
+        """A button under `sent` pressed (shown in `chat`, by default the private one);
+        its update id."""
         query = {
             "id": f"cb{self.next_update}",
             "from": {"id": user, "is_bot": False, "first_name": "someone"},
@@ -158,7 +170,7 @@ class BotApi:
             "message": {
                 "message_id": sent.message_id,
                 "date": int(time.time()),
-                "chat": {"id": CHAT, "type": "private"},
+                "chat": chat or {"id": CHAT, "type": "private"},
                 "text": sent.text,
             },
         }

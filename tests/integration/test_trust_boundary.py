@@ -314,7 +314,7 @@ def test_a_sessions_agent_runs_in_the_sandbox(tmp_path: Path) -> None:
         active = k.request("session_resume", session_id=created["session_id"])
         assert active["status"] == "ACTIVE"
         assert active["process"]["argv"][0] == "sh"  # journaled as the agent, not bwrap
-        wait_for(lambda: (project / "label.txt").exists(), what="the agent to start")
+        wait_for((project / "label.txt").exists, what="the agent to start")
         assert (project / "seen.txt").read_text() == ""  # the home is empty in there
         assert not (outside / "escape.txt").exists()
         label = (project / "label.txt").read_text().strip()

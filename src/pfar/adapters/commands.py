@@ -5,6 +5,7 @@ Commands (a leading "/" is optional, as chat apps like it):
 
     submit TEMPLATE TEXT    loop PROMPT    send ID MESSAGE    tasks
     approve ID    deny ID    answer ID OPTION    cancel ID    pause ID    resume ID    help
+    show ID (an approval's whole action: on a chat, a cut action is approved only after it)
 
 On a chat channel, a message that is no command is the owner's work: a reply to a loop
 task's message goes to that task; anything else starts a loop task (`[channels]
@@ -24,15 +25,28 @@ from ..errors import AlreadyDecided, PfarError
 from ..kernel.api import Operator
 from ..kernel.holds import describe
 from ..policy.printable import printable
+from . import whole_action
 
 log = logging.getLogger("pfar.adapters")
 
 HELP = (
     "commands: submit TEMPLATE TEXT | loop PROMPT | send ID MESSAGE | tasks | approve ID | "
-    "deny ID | answer ID OPTION | cancel ID | pause ID | resume ID"
+    "deny ID | answer ID OPTION | show ID | cancel ID | pause ID | resume ID"
 )
 _VERBS = frozenset(
-    {"submit", "loop", "send", "tasks", "approve", "deny", "answer", "cancel", "pause", "resume"}
+    {
+        "submit",
+        "loop",
+        "send",
+        "tasks",
+        "approve",
+        "deny",
+        "answer",
+        "show",
+        "cancel",
+        "pause",
+        "resume",
+    }
 )
 
 
@@ -147,12 +161,22 @@ async def command(
                 task_id, " ".join([first, *rest]), event_id=origin.event_id, adapter=origin.adapter
             )
             return f"sent to task {sent.task_id[:8]} ({sent.state.value})"
+        case ["show", approval_id]:
+            return await whole_action.show(operator, approval_id)
         case ["approve" | "deny" as verb, approval_id]:
+            if defaults is not None and (
+                refused := await whole_action.refusal(operator, approval_id, verb)
+            ):
+                return refused
             a = await operator.answer(approval_id, parse_answer(verb))
             return f"approval {a.approval_id[:8]}: {a.status.value}" + (
                 "" if a.changed else " (already)"
             )
         case ["answer", approval_id, option]:
+            if defaults is not None and (
+                refused := await whole_action.refusal(operator, approval_id, option)
+            ):
+                return refused
             a = await operator.answer(approval_id, parse_answer(option))
             return f"approval {a.approval_id[:8]}: {a.status.value} ({a.decision})" + (
                 "" if a.changed else " (already)"
@@ -175,6 +199,9 @@ async def press(operator: Operator, question_id: str, option: str) -> str:
     """A button under a question: the answer, once. Pressed twice, or after the question
     was answered elsewhere, it changes nothing and says so."""
     try:
+        refused = await whole_action.refusal(operator, question_id, option)
+        if refused is not None:
+            return refused
         a = await operator.answer(question_id, parse_answer(option))
     except AlreadyDecided as exc:
         return "already answered: " + printable(str(exc), indent="  ")

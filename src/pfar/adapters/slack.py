@@ -289,6 +289,10 @@ class SlackChannel:
                     )
 
             return refuse
+        if channel != self._dm:  # pfar's buttons live only in the owner's DM with it
+            log.warning("slack: ignored a button press in channel %s (not the DM)", channel)
+            link.audit("slack_ignored", user=str(user_id), why="button outside the owner's DM")
+            return None
         if chosen is None:
             link.audit("slack_ignored", why="unknown button value")
             return None

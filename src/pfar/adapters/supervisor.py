@@ -35,6 +35,7 @@ from ..kernel.api import Operator
 from ..kernel.api.records import ChannelState
 from ..kernel.kernel import Kernel
 from ..policy.printable import printable
+from . import whole_action
 from .channel import (
     AuthFailed,
     Button,
@@ -288,14 +289,19 @@ class Supervisor:
             prefix = f"{kind}:{question_id}:"
             earlier = await self._kernel.journal.adapters.sent_ids(channel, prefix)
             replaces = tuple(remote for k, remote in earlier if k != key)
+        text = message.body
         if kind == "approval" and question_id is not None:
             with contextlib.suppress(Exception):
                 approval = await self._operator.approval(question_id)
-                buttons = tuple(Button(_label(o), o) for o in approval.options)
+                # a cut action: no Yes one tap away, until the owner has seen it whole
+                offered = [o for o in approval.options if not whole_action.withheld(approval, o)]
+                buttons = tuple(Button(_label(o), o) for o in offered)
+                if len(offered) < len(approval.options):
+                    text += whole_action.note(approval)
         return Outbound(
             key,
             kind,
-            message.body,
+            text,
             message.task_id,
             question_id,
             buttons,

@@ -9,8 +9,9 @@ before, and says so: that is not replayed; everything after it is.
 
 Each update is handled once: one that creates something (a task, a message to a loop
 task) commits its id with it, and one delivered again finds it and does nothing. Only
-the owner (`owner_user_id`) is obeyed; messages and button presses from anyone else
-are ignored, audited and logged with the reason.
+the owner (`owner_user_id`) is obeyed, and only in the owner's private chat with the
+bot (a group's members would read the answers); messages and button presses from
+anyone else, or from elsewhere, are ignored, audited and logged with the reason.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ log = logging.getLogger("pfar.adapters.telegram")
 MAX_TEXT = 4096  # Telegram's limit for one message's text, after entity parsing
 _CHUNK = 3500  # a chunk of raw text: escaping for MarkdownV2 may grow it
 _ALLOWED = ["message", "callback_query"]
+_ONLY_PRIVATE = (
+    "pfar takes commands only here, in your private chat with the bot: your message in "
+    "another chat was ignored (others there would read the answer)."
+)
 _RENEW = (
     "create a new token with @BotFather (/token), then `pfar secret set telegram_bot_token` "
     "and restart pfar"
@@ -168,6 +173,19 @@ class TelegramChannel:
             log.warning("telegram: ignored a message from user %s (not the owner)", user)
             link.audit("telegram_ignored", user=user, why="not the owner")
             return
+        chat = message.chat
+        if chat.type != "private" or chat.id != self._config.owner_user_id:
+            # others in a group would read the answer (and could see what it did): the
+            # owner is told why in private, the chat hears nothing
+            log.warning(
+                "telegram: ignored the owner's message in %s chat %s (commands count only "
+                "in the owner's private chat with the bot)",
+                chat.type,
+                chat.id,
+            )
+            link.audit("telegram_ignored", user=user, chat=chat.id, why="not the private chat")
+            await self._client().send_message(self._config.owner_user_id, _ONLY_PRIVATE)
+            return
         if message.text is None:
             await self._reply(message, "pfar reads text messages only")
             return
@@ -191,6 +209,12 @@ class TelegramChannel:
             log.warning("telegram: ignored a button press by user %s", query.from_user.id)
             link.audit("telegram_ignored", user=query.from_user.id, why="button of another user")
             await bot.answer_callback_query(query.id, text="Only pfar's owner can answer.")
+            return
+        where = query.message.chat.id if query.message is not None else None
+        if where != self._chat:  # pfar's buttons live only in the chat it writes to
+            log.warning("telegram: ignored a button press in chat %s (not pfar's chat)", where)
+            link.audit("telegram_ignored", user=query.from_user.id, chat=where, why="other chat")
+            await bot.answer_callback_query(query.id, text="pfar takes answers only in its chat.")
             return
         chosen = Press.parse(query.data)
         if chosen is None:

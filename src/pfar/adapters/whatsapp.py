@@ -32,6 +32,7 @@ import hashlib
 import hmac
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -57,7 +58,7 @@ from .channel import (
     split_text,
 )
 from .commands import Origin, press
-from .listener import Listener, TooLarge, read_body
+from .listener import Gone, Listener, TooLarge, read_body
 from .run import FACTORIES
 
 log = logging.getLogger("pfar.adapters.whatsapp")
@@ -91,16 +92,34 @@ class _Reply:
     to: str  # the owner's message it answers (shown quoted)
 
 
+MIN_WINDOW = 600.0  # seconds: the shortest age past which a message is refused
+
+
 class WhatsAppChannel:
     name: ClassVar[str] = "whatsapp"
     receives_messages: ClassVar[bool] = True
 
-    def __init__(self, config: WhatsAppConfig, secret: Callable[[str], str | None]) -> None:
+    def __init__(
+        self,
+        config: WhatsAppConfig,
+        secret: Callable[[str], str | None],
+        *,
+        max_age: float = 24 * 3600.0,
+    ) -> None:
         self._config = config
+        # a message older than this is refused: its id may be forgotten by now (journal
+        # cleanup), so a signed notification replayed later would make a second task
+        self._max_age = max_age
         self._secret = secret  # read when used: the vault opens during the kernel's start
         # the running channel's link: until it is set (recovery), notifications get 503
         self._link: Link | None = None
-        self._listener = Listener(self.app(), config.host, config.port)
+        self._listener = Listener(
+            self.app(),
+            config.host,
+            config.port,
+            max_connections=config.max_connections,
+            request_timeout=config.request_timeout_seconds,
+        )
         self._http: httpx.AsyncClient | None = None
         self._replies: asyncio.Queue[_Reply] = asyncio.Queue()
         self._refused: asyncio.Event = asyncio.Event()
@@ -223,6 +242,9 @@ class WhatsAppChannel:
             body = await read_body(request, self._config.max_body_bytes)
         except TooLarge:
             return refuse(413, f"the body is over {self._config.max_body_bytes} bytes")
+        except Gone:  # hung up or cut off as too slow: no one reads an answer
+            log.info("whatsapp: the sender left before its body was read")
+            return JSONResponse({"error": "gone"}, status_code=400)
         if link is None or not link.operator.accepting:
             return refuse(
                 503, "pfar is starting or stopping; retry", **{"Retry-After": RETRY_AFTER}
@@ -271,6 +293,18 @@ class WhatsAppChannel:
             return
         event_id = f"whatsapp:{wamid}"
         if await link.seen(event_id):
+            return
+        age = _age(message.get("timestamp"))
+        if age is None or age > self._max_age:
+            sent = "at no readable time" if age is None else f"{age:.0f} s ago"
+            log.warning(
+                "whatsapp: ignored message %s: sent %s, older than the %.0f s its id is "
+                "remembered for (a replayed notification?)",
+                wamid,
+                sent,
+                self._max_age,
+            )
+            link.audit("whatsapp_ignored", message_id=wamid, why=f"too old: sent {sent}")
             return
         if kind == "text":
             answer = await self._said(link, message, event_id)
@@ -414,10 +448,20 @@ def _interactive(to: str, body: str, message: Outbound) -> dict[str, Any]:
     }
 
 
+def _age(timestamp: object) -> float | None:
+    """Seconds since a message's `timestamp` (Unix seconds, as text); None if unreadable."""
+    if not isinstance(timestamp, str | int) or not str(timestamp).isdigit():
+        return None
+    return time.time() - int(timestamp)
+
+
 def _factory(config: Config, secret: Any) -> WhatsAppChannel:
     section = config.channels.whatsapp
     assert section is not None  # only enabled channels are built
-    return WhatsAppChannel(section, secret)
+    # the window in which a message's id stays known (journal cleanup keeps inbound
+    # events this long), with a floor so that a retention of 0 still takes messages
+    window = max(MIN_WINDOW, config.recovery.journal_retention_completed_hours * 3600)
+    return WhatsAppChannel(section, secret, max_age=window)
 
 
 FACTORIES["whatsapp"] = _factory

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import BadRequest, NotTheOwner, PfarError, ShuttingDown
-from . import peers
+from . import descriptors, peers
 from .api.operator import Operator
 from .api.requests import COMMANDS
 from .kernel import Kernel
@@ -44,6 +44,10 @@ log = logging.getLogger("pfar.control")
 
 MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on macOS
 REFUSAL_LOG_SECONDS = 10.0  # refused connections are logged at most this often
+# connections open at once (fewer when the descriptor limit is low), and how long one
+# may wait before its first request: idle connections cannot use up the descriptors
+MAX_CLIENTS = 256
+FIRST_REQUEST_SECONDS = 10.0
 
 
 _TOO_LONG = {
@@ -54,6 +58,12 @@ _TOO_LONG = {
 
 def _refused(exc: PfarError) -> dict[str, Any]:
     return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}
+
+
+_BUSY = {
+    "ok": False,
+    "error": {"type": "Busy", "message": "too many connections to the kernel; try again"},
+}
 
 
 def _is_attach(line: bytes) -> bool:
@@ -76,6 +86,8 @@ class ControlServer:
         self._token = ""
         self._refused = 0  # connections refused since the last log line about them
         self._refusal_logged = float("-inf")
+        self._most = descriptors.share(MAX_CLIENTS)
+        self._refused_lines = descriptors.Every()
 
     async def start(self) -> None:
         path = self._kernel.home.control_socket
@@ -90,7 +102,9 @@ class ControlServer:
         self._token = peers.new_token(self._kernel.home.control_token)
         old = os.umask(0o177)
         try:
-            self._server = await asyncio.start_unix_server(self._client, path=str(path))
+            self._server = await asyncio.start_unix_server(
+                self._client, path=str(path), backlog=descriptors.ACCEPT_BURST
+            )
         finally:
             os.umask(old)
         os.chmod(path, 0o600)
@@ -110,10 +124,19 @@ class ControlServer:
                 log.error("could not remove %s: %s", path, exc.strerror or exc)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._clients) >= self._most:  # a flood: refused at once, its descriptor freed
+            if self._refused_lines.due():
+                log.warning("control socket: %d connections open; refusing more", self._most)
+            writer.write(json.dumps(_BUSY).encode() + b"\n")
+            writer.close()
+            return
         self._clients.add(writer)
+        # a client that sends no request in time is closed (its read sees the end)
+        idle = asyncio.get_running_loop().call_later(FIRST_REQUEST_SECONDS, writer.close)
         try:
             operator, why = self._who(writer)
             async for line in read_lines(reader):
+                idle.cancel()
                 if why is not None:  # one answer saying why, then the connection ends
                     writer.write(json.dumps(_refused(NotTheOwner(why))).encode() + b"\n")
                     await writer.drain()
@@ -127,6 +150,7 @@ class ControlServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            idle.cancel()
             self._clients.discard(writer)
             writer.close()
 

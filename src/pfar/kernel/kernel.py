@@ -21,7 +21,7 @@ import os
 import socket
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import PackageNotFoundError, version
@@ -89,7 +89,7 @@ from ..vault import knowledge
 from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import collector, holds, hook_feed
+from . import collector, descriptors, holds, hook_feed
 from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
@@ -301,16 +301,22 @@ class Kernel:
 
         # Stage 4: background services (adapters attach their sinks before `open`)
         self._accepting = True
+        scheduler = self.scheduler
+        duties: dict[str, Callable[[bool], Awaitable[None]]] = {
+            "pfar-owner": lambda again: self.owner.run(),
+            "pfar-expiry": lambda again: self._expiry_loop(),
+            "pfar-cleanup": lambda again: self._cleanup_loop(),
+            "pfar-sandboxes": lambda again: self._sandbox_loop(),
+            # started again (after running out of descriptors), it plans afresh
+            "pfar-schedules": lambda again: scheduler.run(None if again else schedule_plans),
+            "pfar-hooks": lambda again: hook_feed.run(self.journal, self.hooks, self._bus_moved),
+            "pfar-leases": lambda again: self._lease_loop(config),
+        }
+        # a duty that runs out of file descriptors (a flooded listener) waits and goes
+        # on; any other end of a duty stops the kernel (_background_ended)
         self._background = [
-            asyncio.create_task(self.owner.run(), name="pfar-owner"),
-            asyncio.create_task(self._expiry_loop(), name="pfar-expiry"),
-            asyncio.create_task(self._cleanup_loop(), name="pfar-cleanup"),
-            asyncio.create_task(self._sandbox_loop(), name="pfar-sandboxes"),
-            asyncio.create_task(self.scheduler.run(schedule_plans), name="pfar-schedules"),
-            asyncio.create_task(
-                hook_feed.run(self.journal, self.hooks, self._bus_moved), name="pfar-hooks"
-            ),
-            asyncio.create_task(self._lease_loop(config), name="pfar-leases"),
+            asyncio.create_task(descriptors.kept(name, start), name=name)
+            for name, start in duties.items()
         ]
         for bg in self._background:
             bg.add_done_callback(self._background_ended)

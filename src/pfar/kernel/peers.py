@@ -23,7 +23,12 @@ from pathlib import Path
 from ..answers import Actor
 
 # what the environment of a process pfar started for a task holds
-_TASK_MARKS = (b"PFAR_SANDBOX=", b"PFAR_TASK=", b"PFAR_TASK_ID=", b"PFAR_SESSION_ID=")
+_TASK_MARKS = (
+    b"PFAR_SANDBOX=",
+    b"PFAR_TASK_PROCESS=",
+    b"PFAR_TASK_ID=",
+    b"PFAR_SESSION_ID=",
+)
 _MAX_ANCESTORS = 256  # a pid chain longer than this is not walked further
 
 

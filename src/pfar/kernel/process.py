@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from ..config import Config
 from ..vault.home import Home
+from . import descriptors
 from .control import ControlServer
 from .kernel import Kernel
 from .owner import Sink
@@ -26,9 +27,12 @@ async def serve(
     """Run a kernel until SIGTERM/SIGINT (graceful) or a journal failure (fail-stop).
     `before_start` runs before recovery (a listener that answers "not yet" meanwhile)."""
     config = Config.load(home.config)
+    # a flood of idle connections must not use up the descriptors the journal needs
+    descriptors.raise_limit()
     kernel = Kernel(home, config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    descriptors.AcceptErrors(loop).install(loop)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     if before_start is not None:

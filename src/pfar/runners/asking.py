@@ -186,6 +186,15 @@ def preview_text(preview: str, approval_id: str) -> str:
     )
 
 
+def was_cut(preview: str | None) -> bool:
+    """`preview_text` shows only part of this action (a chat shows no Yes for it until
+    the owner has seen it whole: adapters/whole_action.py)."""
+    if not preview:
+        return False
+    shown = _BLANK_RUN.sub(lambda m: f"⟨{len(m.group(0))} blanks⟩", preview)
+    return len(shown) > PREVIEW_HEAD + PREVIEW_TAIL
+
+
 async def park_credential(task: TaskRecord, svc: Services, i: int, args: dict[str, Any]) -> None:
     prompt = CredentialPromptRecord(
         prompt_id=str(uuid.uuid4()),
