@@ -79,7 +79,7 @@ from ..vault import knowledge
 from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import collector, holds, hook_feed
+from . import collector, holds, hook_feed, task_processes
 from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
@@ -144,6 +144,7 @@ class Kernel:
         self._sandbox_home = sandbox.home_tag(home.root)
         self._lock = HomeLock(home)
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._ending_processes: set[asyncio.Task[int]] = set()  # see _end_processes_if_ended
         self._holds_collector = False  # start() set Python's collector for a kernel
         # who watches loop tasks' output live (`pfar attach`)
         self.viewers = Viewers()
@@ -261,6 +262,10 @@ class Kernel:
         orphans = await self._end_orphans()
         # R7: sandboxes of an earlier boot (no task runs yet): killed before any resumes
         orphan_sandboxes = sandbox.reconcile(self._sandbox_home, self.is_running)
+        # and what tasks' commands left running outside a sandbox (nohup, setsid …)
+        left = await task_processes.end_processes(self.journal, task_processes.any_state)
+        if left:
+            self.audit.log("task_processes_ended", count=left, at="start")
         sessions_recovered = await self._recover_sessions()
         # cron slots missed while down: fired after recovery, said in its report
         self.scheduler = Scheduler(self)
@@ -564,9 +569,21 @@ class Kernel:
                 log.error("task %s: %s", task_id, exc)
         finally:
             self._running.pop(task_id, None)
+            self._end_processes_if_ended(task_id)
             self._bus_moved.set()
             if not self._running:
                 self._idle.set()
+
+    def _end_processes_if_ended(self, task_id: str) -> None:
+        """A task that ended ends what its commands left running (nohup, setsid …); run
+        apart, so a cancelled coroutine's cleanup never waits on it."""
+        if not self._accepting:
+            return  # shutting down: shutdown ends them all
+        ending = asyncio.create_task(
+            task_processes.end_processes(self.journal, task_processes.terminal, task_id)
+        )
+        self._ending_processes.add(ending)
+        ending.add_done_callback(self._ending_processes.discard)
 
     async def _priority(self, task: TaskRecord) -> int:
         """Its template's priority, or a loop task's own (`pfar loop --priority`)."""
@@ -937,6 +954,10 @@ class Kernel:
             if killed:
                 log.warning("killed %d orphaned sandbox(es)", killed)
                 self.audit.log("orphan_sandboxes_killed", count=killed)
+            # a task ended without a coroutine of this kernel (cancelled while parked)
+            ended = await task_processes.end_processes(self.journal, task_processes.terminal)
+            if ended:
+                self.audit.log("task_processes_ended", count=ended, at="reconcile")
 
     async def _lease_loop(self, config: Config) -> None:
         """Renew this kernel's lock leases every third of their length."""
@@ -982,6 +1003,12 @@ class Kernel:
         for bg in self._background:
             bg.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        await asyncio.gather(*self._ending_processes, return_exceptions=True)
+        # no kernel supervises what tasks' commands left running: the next start resumes
+        # their tasks, not those processes
+        ended = await task_processes.end_processes(self.journal, task_processes.any_state)
+        if ended:
+            self.audit.log("task_processes_ended", count=ended, at="shutdown")
         await self.journal.events.end_boot(self.boot_id)
         self.audit.log("system_shutdown", left_in_journal=left)
         self.audit.close()
