@@ -95,6 +95,9 @@ from .workflows import workflow_task
 log = logging.getLogger("pfar.kernel")
 
 SANDBOX_RECONCILE_SECONDS = 30.0
+# journal cleanup: rows a commit deletes at most, and the kernel boots kept
+CLEANUP_BATCH = 500
+KEEP_BOOTS = 100
 
 # an event id is an adapter's message id: a uuid, a mail Message-ID; longer is not an id
 MAX_EVENT_ID = 256
@@ -938,12 +941,22 @@ class Kernel:
     async def _cleanup(self) -> int:
         r = self.config.recovery
         now = datetime.now(UTC)
-        removed = await self.journal.tasks.cleanup(
-            rfc3339(now - timedelta(hours=r.journal_retention_completed_hours)),
-            rfc3339(now - timedelta(days=r.journal_retention_failed_days)),
-        )
-        if removed:
-            self.audit.log("journal_cleanup", removed=removed)
+        completed_before = rfc3339(now - timedelta(hours=r.journal_retention_completed_hours))
+        failed_before = rfc3339(now - timedelta(days=r.journal_retention_failed_days))
+        # in bounded batches, each its own commit: a long history never holds the writer
+        removed = pruned = 0
+        while True:
+            n = await self.journal.tasks.cleanup(completed_before, failed_before, CLEANUP_BATCH)
+            removed += n
+            if n < CLEANUP_BATCH:
+                break
+        while True:  # delivered chat messages go with the owner's, after the longer retention
+            n = await self.journal.events.prune(failed_before, KEEP_BOOTS, CLEANUP_BATCH)
+            pruned += n
+            if n < CLEANUP_BATCH:
+                break
+        if removed or pruned:
+            self.audit.log("journal_cleanup", removed=removed, pruned=pruned)
         return removed
 
     async def _sandbox_loop(self) -> None:
