@@ -79,7 +79,7 @@ from ..vault import knowledge
 from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import collector, holds, hook_feed, task_processes
+from . import collector, disk, holds, hook_feed, task_processes
 from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
@@ -163,6 +163,8 @@ class Kernel:
         self.shutdown_requested = asyncio.Event()
         self.report: RecoveryReport | None = None
         self.failure: str | None = None  # why the kernel stopped itself, if it did
+        self._disk: disk.DiskWatch | None = None  # the home's free space (kernel/disk.py)
+        self._disk_warnings = 0
         self.template_errors: list[ConfigError] = []
 
     # -- startup -------------------------------------------------------------
@@ -173,6 +175,12 @@ class Kernel:
         check_home(self.home)
         config = self._config or Config.load(self.home.config)
         self.config = config
+        self._disk = disk.DiskWatch(
+            self.home.root,
+            self.home.vault_dir / disk.RESERVE_NAME,
+            config.vault.low_space_mb * disk.MB,
+            config.vault.reserve_mb * disk.MB,
+        )
         if not self.home.sessions_db.exists():
             raise VaultMissing(
                 f"{self.home.sessions_db} does not exist; run `pfar init` to create a new home "
@@ -248,6 +256,9 @@ class Kernel:
             self.audit.log("stale_locks_released", count=stale)
         await self._expire()
         await self._cleanup()
+        if not self._disk_watch.make_reserve() and config.vault.reserve_mb:
+            log.warning("no room for the journal's reserve of %d MB", config.vault.reserve_mb)
+        await self._check_disk()
         for err in self.template_errors:
             for problem in err.each:
                 self.audit.log("template_invalid", error=str(problem))
@@ -297,6 +308,7 @@ class Kernel:
             asyncio.create_task(self._expiry_loop(), name="pfar-expiry"),
             asyncio.create_task(self._cleanup_loop(), name="pfar-cleanup"),
             asyncio.create_task(self._sandbox_loop(), name="pfar-sandboxes"),
+            asyncio.create_task(self._disk_loop(), name="pfar-disk"),
             asyncio.create_task(self.scheduler.run(schedule_plans), name="pfar-schedules"),
             asyncio.create_task(
                 hook_feed.run(self.journal, self.hooks, self._bus_moved), name="pfar-hooks"
@@ -687,6 +699,9 @@ class Kernel:
 
     def _fail_stop(self, exc: BaseException) -> None:
         log.critical("journal write failed; stopping the kernel: %s", exc)
+        # room for what the stop and the next start still write (kernel/disk.py)
+        if self._disk is not None and self._disk.release():
+            log.critical("released the journal's reserve (vault/%s)", disk.RESERVE_NAME)
         self._accepting = False
         self._stopped.set()
 
@@ -972,6 +987,34 @@ class Kernel:
             if ended:
                 self.audit.log("task_processes_ended", count=ended, at="reconcile")
 
+    @property
+    def _disk_watch(self) -> disk.DiskWatch:
+        assert self._disk is not None, "set by start()"
+        return self._disk
+
+    async def _disk_loop(self) -> None:
+        while True:
+            await asyncio.sleep(disk.CHECK_SECONDS)
+            await self._check_disk()
+
+    async def _check_disk(self) -> None:
+        """Tell the owner, once a crossing, that the home's disk is nearly full."""
+        watch = self._disk_watch
+        try:
+            free = watch.crossed()
+        except OSError as exc:  # a duty that stops would stop the kernel: this is a warning
+            log.warning("cannot read the free space of %s: %s", self.home.root, exc)
+            return
+        if free is None:
+            return
+        text = disk.low_space_message(self.home.root, free, watch.low_bytes)
+        log.warning("%s", text)
+        self.audit.log("disk_low", free_mb=free // disk.MB)
+        self._disk_warnings += 1
+        key = f"disk-low:{self.boot_id}:{self._disk_warnings}"
+        await self.journal.events.enqueue([OwnerMessage(key, "notice", text, None)])
+        self.owner.notify()
+
     async def _lease_loop(self, config: Config) -> None:
         """Renew this kernel's lock leases every third of their length."""
         lease = config.scheduler.lock_lease_seconds
@@ -1027,6 +1070,7 @@ class Kernel:
         self.audit.close()
         self.journal.close(checkpoint=True)
         self.secrets.close()
+        self._disk_watch.release()  # a stopped kernel holds no space it does not use
         self._close_knowledge()
         self._lock.release()
         self._give_back_collector()
@@ -1041,6 +1085,8 @@ class Kernel:
         await asyncio.gather(*self._running.values(), *self._background, return_exceptions=True)
         self.journal.close(checkpoint=False)
         self.secrets.close()
+        if self._disk is not None:
+            self._disk.release()
         self._close_knowledge()
         self.sessions.manager.close()
         self._lock.release()
