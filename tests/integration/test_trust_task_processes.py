@@ -86,6 +86,27 @@ def test_background_processes_end_with_their_task(tmp_path: Path) -> None:
         _kill(_sleeps(marker))
 
 
+def test_background_processes_live_while_their_task_waits_and_end_when_it_is_cancelled(
+    tmp_path: Path,
+) -> None:
+    marker = MARK + "3"
+    home, work = _home(tmp_path, marker)
+    try:
+        with kernel(home) as k:
+            task = k.request("loop", prompt="serve it", directory=str(work))
+            tid = task["task_id"]
+            wait_for(lambda: _state(home, tid) == "WaitingForUser", timeout=30, what="waiting")
+            wait_for(lambda: len(_sleeps(marker)) == 3, timeout=10, what="the sleeps")
+            started = _sleeps(marker)
+            # the owner's turn: the task lives, so do its processes (a dev server, say)
+            k.request("task_cancel", task_id=tid)
+            wait_for(lambda: _state(home, tid) == "Cancelled", timeout=30, what="cancelled")
+            wait_for(lambda: not set(started) & set(_sleeps(marker)), timeout=10, what="ended")
+            k.terminate()
+    finally:
+        _kill(_sleeps(marker))
+
+
 @pytest.mark.crash
 def test_background_processes_of_a_killed_kernel_are_ended_at_the_next_start(
     tmp_path: Path,

@@ -650,6 +650,8 @@ class Kernel:
         for child in await self._unfinished_children(result.task_id):
             with contextlib.suppress(TaskStateRefused):  # it ended meanwhile
                 await holds.cancel(self, child)
+        # what its commands (and its subtasks') left running, parked or not
+        await task_processes.end_processes(self.journal, task_processes.terminal)
         await self._wake_parent(result.task_id)
         await self._finish_worktree(result.task_id)
         return result
@@ -982,7 +984,7 @@ class Kernel:
             if killed:
                 log.warning("killed %d orphaned sandbox(es)", killed)
                 self.audit.log("orphan_sandboxes_killed", count=killed)
-            # a task ended without a coroutine of this kernel (cancelled while parked)
+            # a task that ended with no coroutine of this kernel (a question that lapsed)
             ended = await task_processes.end_processes(self.journal, task_processes.terminal)
             if ended:
                 self.audit.log("task_processes_ended", count=ended, at="reconcile")

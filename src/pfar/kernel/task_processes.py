@@ -41,7 +41,8 @@ async def end_processes(
 
 
 def terminal(state: TaskState) -> bool:
-    return state.terminal
+    """Ended, or being cancelled (its coroutine is stopped before the cancel completes)."""
+    return state.terminal or state is TaskState.Cancelling
 
 
 def any_state(state: TaskState) -> bool:
