@@ -137,3 +137,24 @@ def test_background_processes_of_a_killed_kernel_are_ended_at_the_next_start(
         stranger.kill()
         stranger.wait()
         _kill(_sleeps(marker))
+
+
+def test_a_workflow_steps_background_processes_end_with_its_task(tmp_path: Path) -> None:
+    marker = MARK + "4"
+    home = make_home(tmp_path / "home", script="")
+    definition = tmp_path / "serve.toml"
+    definition.write_text(
+        'name = "serve"\n[[steps]]\nname = "start"\n'
+        f'run = ["sh", "-c", "nohup sleep {marker} > /dev/null 2>&1 & echo started"]\n'
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    try:
+        with kernel(home) as k:
+            started = k.request("workflow_start", definition=str(definition), directory=str(work))
+            tid = started["task_id"]
+            wait_for(lambda: _state(home, tid) == "Completed", timeout=30, what="completed")
+            wait_for(lambda: not _sleeps(marker), timeout=10, what="the sleep to be ended")
+            k.terminate()
+    finally:
+        _kill(_sleeps(marker))

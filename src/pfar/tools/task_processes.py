@@ -1,7 +1,7 @@
 """Finding the processes a task's commands left running, sandboxed or not.
 
-A command a tool starts (`Bash` in a loop task, `shell.run` in a pipeline) carries a
-label in its environment, `PFAR_TASK_PROCESS=<task id>`, and every process it starts
+A command a tool starts (`Bash` in a loop task, `shell.run` in a pipeline, a workflow's
+step) carries a label in its environment, `PFAR_TASK_PROCESS=<task id>`, and every process it starts
 inherits it: `nohup … &`, `setsid …` and a double fork leave the command's process
 group, not its environment. `/proc/<pid>/environ` shows the label for the life of
 the process, so the kernel finds them again by label, not from memory: it ends a
