@@ -113,6 +113,7 @@ def test_background_processes_of_a_killed_kernel_are_ended_at_the_next_start(
 ) -> None:
     marker = MARK + "2"
     home, work = _home(tmp_path, marker)
+    others: subprocess.Popen[bytes] | None = None
     stranger = subprocess.Popen(  # labelled for a task of no journal here: not ours
         ["sleep", marker],
         env={**os.environ, task_processes.LABEL: "a-task-of-another-home"},
@@ -124,18 +125,30 @@ def test_background_processes_of_a_killed_kernel_are_ended_at_the_next_start(
             assert k.killed_by_fault()
         left = [pid for pid in _sleeps(marker) if pid != stranger.pid]
         assert len(left) == 3, "the Bash's background sleeps should outlive the killed kernel"
+        (found,) = rows(home, "SELECT task_id FROM task_journal")
+        tid = found[0]
+        if os.geteuid() == 0:  # another user's process carrying this task's label
+            others = subprocess.Popen(
+                ["sleep", marker],
+                env={**os.environ, task_processes.LABEL: tid},
+                user=65534,
+                start_new_session=True,
+            )
         with kernel(home) as k:
             wait_for(
                 lambda: not set(left) & set(_sleeps(marker)), timeout=10, what="ended at start"
             )
-            (found,) = rows(home, "SELECT task_id FROM task_journal")
-            tid = found[0]
             wait_for(lambda: _state(home, tid) == "Completed", timeout=30, what="completed")
             k.terminate()
         assert stranger.poll() is None  # a label of no task here is left alone
+        if others is not None:
+            assert others.poll() is None  # and so is another user's process
     finally:
         stranger.kill()
         stranger.wait()
+        if others is not None:
+            others.kill()
+            others.wait()
         _kill(_sleeps(marker))
 
 

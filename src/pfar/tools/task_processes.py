@@ -37,12 +37,16 @@ def env(base: dict[str, str], task_id: str) -> dict[str, str]:
 
 
 def labelled() -> Iterator[tuple[int, str]]:
-    """(pid, task id) of every running process this user can read that carries a label."""
+    """(pid, task id) of every running process of this user that carries a label (a
+    kernel run as root leaves other users' processes alone, whatever they carry)."""
     prefix = f"{LABEL}=".encode()
+    uid = os.getuid()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
+            if entry.stat().st_uid != uid:
+                continue
             environ = (entry / "environ").read_bytes()
         except OSError:
             continue  # gone, or not ours to read
