@@ -52,6 +52,11 @@ class ApprovalsConfig(_Section):
 class VaultConfig(_Section):
     # FULL: a commit survives power loss. NORMAL trades the last commits for speed.
     synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    # the owner is told once when the home's disk has less free than this (0: never)
+    low_space_mb: int = Field(512, ge=0, le=100_000_000)
+    # kept allocated in vault/reserve and deleted when a journal commit fails, so the
+    # stop and the next start find room (0: none; kernel/disk.py)
+    reserve_mb: int = Field(16, ge=0, le=100_000)
 
 
 class SchedulerConfig(_Section):

@@ -1016,6 +1016,51 @@ class StoreContract:
         boot = run(store.events.last_boot())
         assert boot is not None and boot["clean"] and boot["ended_at"] is not None
 
+    # -- retention: history is pruned in bounded batches -------------------------------
+
+    def test_cleanup_takes_a_tasks_model_calls_with_it_in_batches(self, store: Store) -> None:
+        finished = [self.created(store) for _ in range(3)]
+        for t in finished:
+            run(store.tasks.fail(t.task_id, "done with"))
+            store.tasks.record_llm_call(_llm_call(t.task_id))
+        store.tasks.record_llm_call(_llm_call("a-task-deleted-long-ago"))
+        live = self.created(store)
+        store.tasks.record_llm_call(_llm_call(live.task_id))
+        later = rfc3339(datetime.now(UTC) + timedelta(days=1))
+        first = run(store.tasks.cleanup(later, later, batch=2))
+        assert first >= 2  # a full batch: the caller calls again
+        while run(store.tasks.cleanup(later, later, batch=2)) >= 2:
+            pass
+        assert run(store.tasks.cleanup(later, later, batch=2)) == 0
+        for t in finished:
+            with pytest.raises(UnknownTask):
+                run(store.tasks.get(t.task_id))
+            assert run(store.tasks.llm_usage(t.task_id))["calls"] == 0
+        assert run(store.tasks.llm_usage("a-task-deleted-long-ago"))["calls"] == 0
+        assert run(store.tasks.llm_usage(live.task_id))["calls"] == 1  # a live task keeps its
+
+    def test_prune_drops_ended_deliveries_and_old_boots_in_batches(self, store: Store) -> None:
+        run(store.adapters.register_channels(["chat"]))
+        run(store.events.enqueue([b.message(k) for k in ("sent", "failed", "pending", "doubt")]))
+        run(store.adapters.sent("chat", "sent", "r-1"))
+        run(store.adapters.failed("chat", "failed", "refused"))
+        run(store.adapters.sending("chat", "doubt"))
+        run(store.adapters.register_channels(["chat"]))  # a restart: `doubt` is in doubt
+        for n in range(5):
+            run(store.events.start_boot(f"boot-{n}", n, "0.0"))
+        later = rfc3339(datetime.now(UTC) + timedelta(days=1))
+        earlier = rfc3339(datetime.now(UTC) - timedelta(days=1))
+        assert run(store.events.prune(earlier, keep_boots=5)) == 0  # nothing is old enough
+        # two ended deliveries and three boots beyond the newest two, two a commit
+        assert run(store.events.prune(later, keep_boots=2, batch=2)) == 4
+        assert run(store.events.prune(later, keep_boots=2, batch=2)) == 1
+        assert run(store.events.prune(later, keep_boots=2, batch=2)) == 0
+        counts = run(store.adapters.delivery_counts("chat"))
+        assert counts == {"pending": 1, "in_doubt": 1}, counts
+        assert run(store.adapters.replied_to("chat", "r-1")) is None
+        boot = run(store.events.last_boot())
+        assert boot is not None and boot["boot_id"] == "boot-4"
+
     def test_a_model_call_is_journaled_before_it_goes_out(self, store: Store) -> None:
         t = self.created(store, p.Planning())
         run(store.tasks.llm_request_sent(t.task_id, "plan"))
@@ -1109,6 +1154,20 @@ class StoreContract:
         finally:
             s.close()
         assert self.integrity_problems(store_path) == []
+
+
+def _llm_call(task_id: str) -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        "provider": "scripted",
+        "model": "m",
+        "input_tokens": 1,
+        "output_tokens": 1,
+        "time_to_first_token": 0.1,
+        "total_time": 0.2,
+        "cost_usd": 0.0,
+        "queued_seconds": 0.0,
+    }
 
 
 def _moving_columns(t: TaskRecord) -> dict[str, Any]:

@@ -134,3 +134,15 @@ def replied_to(
         (channel, remote_id),
     ).fetchone()
     return None if row is None else (row[0], row[1], row[2])
+
+
+def prune_done_txn(conn: sqlite3.Connection, before: str, limit: int) -> int:
+    """Up to `limit` deliveries that ended (sent, failed, superseded) before `before`;
+    pending, sending and in-doubt ones are kept. How many."""
+    cur = conn.execute(
+        "DELETE FROM channel_outbox WHERE (channel, message_key) IN ("
+        "SELECT channel, message_key FROM channel_outbox "
+        "WHERE status IN ('sent', 'failed', 'superseded') AND updated_at < ? LIMIT ?)",
+        (before, limit),
+    )
+    return cur.rowcount

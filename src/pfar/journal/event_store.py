@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from . import bus_sql, events_sql
+from . import bus_sql, channels_sql, events_sql
 from .backing import Backing
 from .bus_sql import BusEvent
 from .records import OwnerMessage, now_rfc3339
@@ -56,6 +56,17 @@ class SQLiteEventStore:
 
     async def last_boot(self) -> dict[str, Any] | None:
         return events_sql.last_boot(self._db.reader)
+
+    async def prune(self, before: str, keep_boots: int, batch: int = 500) -> int:
+        """Drop chat deliveries that ended before `before` and boots older than the newest
+        `keep_boots` (at least one: the boot running now), at most `batch` of each a
+        commit; how many rows went (the caller calls again while it is `batch` or more)."""
+
+        def op(conn: sqlite3.Connection) -> int:
+            n = channels_sql.prune_done_txn(conn, before, batch)
+            return n + events_sql.prune_boots_txn(conn, max(keep_boots, 1), batch)
+
+        return await self._db.write(op, None)
 
     async def bus(self, after: int, limit: int = 100) -> list[BusEvent]:
         return bus_sql.since(self._db.reader, after, limit)

@@ -127,5 +127,15 @@ def start_boot_txn(conn: sqlite3.Connection, boot_id: str, pid: int, version: st
     )
 
 
+def prune_boots_txn(conn: sqlite3.Connection, keep: int, limit: int) -> int:
+    """Up to `limit` boots older than the newest `keep`; how many."""
+    cur = conn.execute(
+        "DELETE FROM kernel_boots WHERE boot_id IN (SELECT boot_id FROM kernel_boots "
+        "ORDER BY started_at DESC LIMIT ? OFFSET ?)",
+        (limit, keep),
+    )
+    return cur.rowcount
+
+
 def end_boot_txn(conn: sqlite3.Connection, boot_id: str, at: str) -> None:
     conn.execute("UPDATE kernel_boots SET ended_at = ?, clean = 1 WHERE boot_id = ?", (at, boot_id))

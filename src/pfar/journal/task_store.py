@@ -417,14 +417,18 @@ class SQLiteTaskStore:
 
         await self._db.write(op, "recovery_decided")
 
-    async def cleanup(self, completed_before: str, failed_before: str) -> int:
-        """Journal cleanup (spec §4.4): drop finished tasks past their retention."""
+    async def cleanup(self, completed_before: str, failed_before: str, batch: int = 500) -> int:
+        """Journal cleanup (spec §4.4): drop finished tasks past their retention, with
+        their model calls, at most `batch` tasks (and `batch` calls of tasks already gone)
+        a commit; how many tasks and calls went (the caller calls again while it is
+        `batch` or more)."""
 
         def op(conn: sqlite3.Connection) -> int:
-            n = tasks_sql.delete_finished_before_txn(conn, ["Completed"], completed_before)
+            n = tasks_sql.delete_finished_before_txn(conn, ["Completed"], completed_before, batch)
             n += tasks_sql.delete_finished_before_txn(
-                conn, ["Failed", "Abandoned", "Cancelled"], failed_before
+                conn, ["Failed", "Abandoned", "Cancelled"], failed_before, batch
             )
+            n += tasks_sql.delete_orphan_llm_calls_txn(conn, batch)
             conn.execute(
                 "DELETE FROM inbound_events WHERE task_id IS NOT NULL AND task_id NOT IN "
                 "(SELECT task_id FROM task_journal) AND received_at < ?",

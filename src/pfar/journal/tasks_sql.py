@@ -284,10 +284,32 @@ def counts(conn: sqlite3.Connection) -> dict[str, int]:
     }
 
 
-def delete_finished_before_txn(conn: sqlite3.Connection, states: Sequence[str], cutoff: str) -> int:
+def delete_finished_before_txn(
+    conn: sqlite3.Connection, states: Sequence[str], cutoff: str, limit: int
+) -> int:
+    """Delete up to `limit` tasks in `states` last updated before `cutoff`, with their
+    model calls (llm_calls has no foreign key to cascade from); how many tasks."""
     marks = ", ".join("?" for _ in states)
+    ids = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT task_id FROM task_journal WHERE state IN ({marks}) AND updated_at < ? LIMIT ?",
+            (*states, cutoff, limit),
+        )
+    ]
+    if not ids:
+        return 0
+    conn.executemany("DELETE FROM llm_calls WHERE task_id = ?", [(t,) for t in ids])
+    cur = conn.executemany("DELETE FROM task_journal WHERE task_id = ?", [(t,) for t in ids])
+    return cur.rowcount
+
+
+def delete_orphan_llm_calls_txn(conn: sqlite3.Connection, limit: int) -> int:
+    """Up to `limit` model calls of tasks that no longer exist (kept by journals from
+    before calls were deleted with their task); how many."""
     cur = conn.execute(
-        f"DELETE FROM task_journal WHERE state IN ({marks}) AND updated_at < ?",
-        (*states, cutoff),
+        "DELETE FROM llm_calls WHERE call_id IN (SELECT call_id FROM llm_calls c "
+        "WHERE NOT EXISTS (SELECT 1 FROM task_journal t WHERE t.task_id = c.task_id) LIMIT ?)",
+        (limit,),
     )
     return cur.rowcount

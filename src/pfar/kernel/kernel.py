@@ -89,7 +89,7 @@ from ..vault import knowledge
 from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import collector, descriptors, holds, hook_feed
+from . import collector, descriptors, disk, holds, hook_feed, task_processes
 from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
@@ -106,6 +106,9 @@ from .workflows import workflow_task
 log = logging.getLogger("pfar.kernel")
 
 SANDBOX_RECONCILE_SECONDS = 30.0
+# journal cleanup: rows a commit deletes at most, and the kernel boots kept
+CLEANUP_BATCH = 500
+KEEP_BOOTS = 100
 
 # an event id is an adapter's message id: a uuid, a mail Message-ID; longer is not an id
 MAX_EVENT_ID = 256
@@ -155,6 +158,7 @@ class Kernel:
         self._sandbox_home = sandbox.home_tag(home.root)
         self._lock = HomeLock(home)
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._ending_processes: set[asyncio.Task[int]] = set()  # see _end_processes_if_ended
         self._holds_collector = False  # start() set Python's collector for a kernel
         # who watches loop tasks' output live (`pfar attach`)
         self.viewers = Viewers()
@@ -170,6 +174,8 @@ class Kernel:
         self.shutdown_requested = asyncio.Event()
         self.report: RecoveryReport | None = None
         self.failure: str | None = None  # why the kernel stopped itself, if it did
+        self._disk: disk.DiskWatch | None = None  # the home's free space (kernel/disk.py)
+        self._disk_warnings = 0
         self.template_errors: list[ConfigError] = []
 
     # -- startup -------------------------------------------------------------
@@ -180,6 +186,12 @@ class Kernel:
         check_home(self.home)
         config = self._config or Config.load(self.home.config)
         self.config = config
+        self._disk = disk.DiskWatch(
+            self.home.root,
+            self.home.vault_dir / disk.RESERVE_NAME,
+            config.vault.low_space_mb * disk.MB,
+            config.vault.reserve_mb * disk.MB,
+        )
         if not self.home.sessions_db.exists():
             raise VaultMissing(
                 f"{self.home.sessions_db} does not exist; run `pfar init` to create a new home "
@@ -261,6 +273,9 @@ class Kernel:
             self.audit.log("stale_locks_released", count=stale)
         await self._expire()
         await self._cleanup()
+        if not self._disk_watch.make_reserve() and config.vault.reserve_mb:
+            log.warning("no room for the journal's reserve of %d MB", config.vault.reserve_mb)
+        await self._check_disk()
         for err in self.template_errors:
             for problem in err.each:
                 self.audit.log("template_invalid", error=str(problem))
@@ -278,6 +293,10 @@ class Kernel:
         orphans = await self._end_orphans()
         # R7: sandboxes of an earlier boot (no task runs yet): killed before any resumes
         orphan_sandboxes = sandbox.reconcile(self._sandbox_home, self._sandbox_running)
+        # and what tasks' commands left running outside a sandbox (nohup, setsid …)
+        left = await task_processes.end_processes(self.journal, task_processes.any_state)
+        if left:
+            self.audit.log("task_processes_ended", count=left, at="start")
         sessions_recovered = await self._recover_sessions()
         # cron slots missed while down: fired after recovery, said in its report
         self.scheduler = Scheduler(self)
@@ -307,6 +326,7 @@ class Kernel:
             "pfar-expiry": lambda again: self._expiry_loop(),
             "pfar-cleanup": lambda again: self._cleanup_loop(),
             "pfar-sandboxes": lambda again: self._sandbox_loop(),
+            "pfar-disk": lambda again: self._disk_loop(),
             # started again (after running out of descriptors), it plans afresh
             "pfar-schedules": lambda again: scheduler.run(None if again else schedule_plans),
             "pfar-hooks": lambda again: hook_feed.run(self.journal, self.hooks, self._bus_moved),
@@ -588,9 +608,21 @@ class Kernel:
                 log.error("task %s: %s", task_id, exc)
         finally:
             self._running.pop(task_id, None)
+            self._end_processes_if_ended(task_id)
             self._bus_moved.set()
             if not self._running:
                 self._idle.set()
+
+    def _end_processes_if_ended(self, task_id: str) -> None:
+        """A task that ended ends what its commands left running (nohup, setsid …); run
+        apart, so a cancelled coroutine's cleanup never waits on it."""
+        if not self._accepting:
+            return  # shutting down: shutdown ends them all
+        ending = asyncio.create_task(
+            task_processes.end_processes(self.journal, task_processes.terminal, task_id)
+        )
+        self._ending_processes.add(ending)
+        ending.add_done_callback(self._ending_processes.discard)
 
     async def _priority(self, task: TaskRecord) -> int:
         """Its template's priority, or a loop task's own (`pfar loop --priority`)."""
@@ -648,6 +680,8 @@ class Kernel:
         for child in await self._unfinished_children(result.task_id):
             with contextlib.suppress(TaskStateRefused):  # it ended meanwhile
                 await holds.cancel(self, child)
+        # what its commands (and its subtasks') left running, parked or not
+        await task_processes.end_processes(self.journal, task_processes.terminal)
         await self._wake_parent(result.task_id)
         await self._finish_worktree(result.task_id)
         return result
@@ -697,6 +731,9 @@ class Kernel:
 
     def _fail_stop(self, exc: BaseException) -> None:
         log.critical("journal write failed; stopping the kernel: %s", exc)
+        # room for what the stop and the next start still write (kernel/disk.py)
+        if self._disk is not None and self._disk.release():
+            log.critical("released the journal's reserve (vault/%s)", disk.RESERVE_NAME)
         self._accepting = False
         self._stopped.set()
 
@@ -961,12 +998,22 @@ class Kernel:
     async def _cleanup(self) -> int:
         r = self.config.recovery
         now = datetime.now(UTC)
-        removed = await self.journal.tasks.cleanup(
-            rfc3339(now - timedelta(hours=r.journal_retention_completed_hours)),
-            rfc3339(now - timedelta(days=r.journal_retention_failed_days)),
-        )
-        if removed:
-            self.audit.log("journal_cleanup", removed=removed)
+        completed_before = rfc3339(now - timedelta(hours=r.journal_retention_completed_hours))
+        failed_before = rfc3339(now - timedelta(days=r.journal_retention_failed_days))
+        # in bounded batches, each its own commit: a long history never holds the writer
+        removed = pruned = 0
+        while True:
+            n = await self.journal.tasks.cleanup(completed_before, failed_before, CLEANUP_BATCH)
+            removed += n
+            if n < CLEANUP_BATCH:
+                break
+        while True:  # delivered chat messages go with the owner's, after the longer retention
+            n = await self.journal.events.prune(failed_before, KEEP_BOOTS, CLEANUP_BATCH)
+            pruned += n
+            if n < CLEANUP_BATCH:
+                break
+        if removed or pruned:
+            self.audit.log("journal_cleanup", removed=removed, pruned=pruned)
         return removed
 
     async def _sandbox_loop(self) -> None:
@@ -977,6 +1024,38 @@ class Kernel:
             if killed:
                 log.warning("killed %d orphaned sandbox(es)", killed)
                 self.audit.log("orphan_sandboxes_killed", count=killed)
+            # a task that ended with no coroutine of this kernel (a question that lapsed)
+            ended = await task_processes.end_processes(self.journal, task_processes.terminal)
+            if ended:
+                self.audit.log("task_processes_ended", count=ended, at="reconcile")
+
+    @property
+    def _disk_watch(self) -> disk.DiskWatch:
+        assert self._disk is not None, "set by start()"
+        return self._disk
+
+    async def _disk_loop(self) -> None:
+        while True:
+            await asyncio.sleep(disk.CHECK_SECONDS)
+            await self._check_disk()
+
+    async def _check_disk(self) -> None:
+        """Tell the owner, once a crossing, that the home's disk is nearly full."""
+        watch = self._disk_watch
+        try:
+            free = watch.crossed()
+        except OSError as exc:  # a duty that stops would stop the kernel: this is a warning
+            log.warning("cannot read the free space of %s: %s", self.home.root, exc)
+            return
+        if free is None:
+            return
+        text = disk.low_space_message(self.home.root, free, watch.low_bytes)
+        log.warning("%s", text)
+        self.audit.log("disk_low", free_mb=free // disk.MB)
+        self._disk_warnings += 1
+        key = f"disk-low:{self.boot_id}:{self._disk_warnings}"
+        await self.journal.events.enqueue([OwnerMessage(key, "notice", text, None)])
+        self.owner.notify()
 
     async def _lease_loop(self, config: Config) -> None:
         """Renew this kernel's lock leases every third of their length."""
@@ -1022,11 +1101,18 @@ class Kernel:
         for bg in self._background:
             bg.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        await asyncio.gather(*self._ending_processes, return_exceptions=True)
+        # no kernel supervises what tasks' commands left running: the next start resumes
+        # their tasks, not those processes
+        ended = await task_processes.end_processes(self.journal, task_processes.any_state)
+        if ended:
+            self.audit.log("task_processes_ended", count=ended, at="shutdown")
         await self.journal.events.end_boot(self.boot_id)
         self.audit.log("system_shutdown", left_in_journal=left)
         self.audit.close()
         self.journal.close(checkpoint=True)
         self.secrets.close()
+        self._disk_watch.release()  # a stopped kernel holds no space it does not use
         self._close_knowledge()
         self._lock.release()
         self._give_back_collector()
@@ -1041,6 +1127,8 @@ class Kernel:
         await asyncio.gather(*self._running.values(), *self._background, return_exceptions=True)
         self.journal.close(checkpoint=False)
         self.secrets.close()
+        if self._disk is not None:
+            self._disk.release()
         self._close_knowledge()
         self.sessions.manager.close()
         self._lock.release()

@@ -5,7 +5,10 @@ filesystem), synced, and only then put in place: renamed as a whole when the tar
 does not exist, or entry by entry into an existing directory with the vault last.
 The vault is what makes a home, so a killed init leaves either no vault (the next
 init completes the home) or a complete one; never a vault with a database missing.
-A staging directory a killed init left behind is removed by the next init.
+A staging directory a killed init left behind is removed by the next init, first
+thing, even when that init then finds a complete home and changes nothing else: only
+directories named as init names them (`.NAME.init-PID-XXXXXXXX`), owned by this user,
+not symlinks, whose init process is gone.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import re
 import shutil
 import signal
+import stat
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -29,11 +34,12 @@ from ..vault.sqlite import open_vault_db
 # Test-only: `PFAR_FAULT=init:POINT` SIGKILLs `pfar init` right after POINT, as
 # journal/faults.py does for the kernel's journal points.
 FAULT_ENV = "PFAR_FAULT"
-FAULT_POINTS = ("staged", "vault_created", "synced", "moved")
+FAULT_POINTS = ("staged", "vault_created", "synced", "moved", "placed")
 
 
 def init_home(home: Home, *, examples: bool = True) -> list[str]:
     """Create what is missing; refuse to touch a vault that already exists."""
+    _remove_leftovers(home)
     existing = [p for p in (home.sessions_db, home.secrets_db, home.memory_db) if p.exists()]
     if existing:
         raise VaultError(
@@ -49,7 +55,6 @@ def init_home(home: Home, *, examples: bool = True) -> list[str]:
         )
     parent = home.root.parent
     parent.mkdir(parents=True, exist_ok=True)
-    _remove_leftovers(home)
     staging = Path(tempfile.mkdtemp(prefix=f".{home.root.name}.init-{os.getpid()}-", dir=parent))
     try:
         _build(Home(staging), examples)
@@ -62,6 +67,7 @@ def init_home(home: Home, *, examples: bool = True) -> list[str]:
             _fsync_dir(parent)
         else:
             created = _move_into(staging, home.root)
+        _fault("placed")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return created
@@ -106,11 +112,21 @@ def _move_into(staging: Path, root: Path) -> list[str]:
 
 
 def _remove_leftovers(home: Home) -> None:
-    """Staging directories of inits that were killed; one whose process lives is left."""
+    """Staging directories of inits that were killed; one whose process lives is left,
+    and so is anything not named, owned and made as init makes them."""
+    # tempfile.mkdtemp's suffix: 8 characters of [a-z0-9_]
+    own = re.compile(rf"\.{re.escape(home.root.name)}\.init-(\d+)-[a-z0-9_]{{8}}")
     for leftover in home.root.parent.glob(f".{glob.escape(home.root.name)}.init-*-*"):
-        pid = leftover.name.removeprefix(f".{home.root.name}.init-").split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)) and leftover.is_dir():
-            shutil.rmtree(leftover, ignore_errors=True)
+        match = own.fullmatch(leftover.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        try:
+            st = leftover.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            continue  # a symlink, a file, or someone else's: never ours to remove
+        shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
+from . import task_processes
 from .base import ToolContext, check_args
 from .processes import kill_group
 
@@ -71,6 +72,9 @@ class ShellRun:
                         "credential, so the plan cannot give it stdin too"
                     )
                 stdin = ctx.expand(cred.stdin)
+        # a label every process it starts inherits, set last so the plan's `env` cannot
+        # change it: its processes are ended with the task (task_processes.py)
+        env = task_processes.env(env, ctx.task_id)
         argv = list(args["argv"])
         if ctx.sandbox is not None:
             argv, env = ctx.sandbox.wrap(argv), ctx.sandbox.env(env)

@@ -35,6 +35,7 @@ from ...journal import (
 )
 from ...journal.payloads import Completed, Executing, Failed, Synthesizing, WorkflowAnswer
 from ...journal.records import now_rfc3339
+from ...tools import task_processes
 from ...tools.processes import identity, kill_group
 from ..asking import ask_owner
 from ..paths import exists_inside
@@ -270,6 +271,7 @@ async def _run_step(
         "PFAR_TRACE": str(run.trace_path),
         "PFAR_CURRENT_FOCUS": focus,
     }
+    env = task_processes.env(env, task.task_id)  # what it leaves running ends with the task
     try:
         code, out, err = await _execute(
             spec.run, run.directory, env, spec.timeout_seconds, task, i, svc

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Final
 
 from ...errors import ToolFailed
 from ...journal.records import Idempotency, Semantics
+from .. import task_processes
 from ..base import ToolContext, check_args
 from ..processes import kill_group
 from .text import MAX_CHARS, cap_head_tail
@@ -114,6 +115,8 @@ class Bash:
         if not ctx.workspace.is_dir():
             raise ToolFailed(f"{self.name}: the working directory {ctx.workspace} is missing")
         env = {**os.environ, "PFAR_TASK_ID": ctx.task_id, "PFAR_STEP": str(ctx.step)}
+        # a label every process it starts inherits: ended with the task (task_processes.py)
+        env = task_processes.env(env, ctx.task_id)
         argv = ["/bin/bash", "-c", str(args["command"])]
         if ctx.sandbox is not None:
             argv, env = ctx.sandbox.wrap(argv), ctx.sandbox.env(env)

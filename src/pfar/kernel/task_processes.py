@@ -1,0 +1,50 @@
+"""Ending the processes a task's commands left running (tools/task_processes.py finds
+them by their label): a task's when it ends, and every task's of this home when no
+kernel supervises them (at start, before any task resumes, and at shutdown)."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+
+from ..errors import PfarError
+from ..journal import Journal
+from ..journal.states import TaskState
+from ..tools import task_processes
+
+log = logging.getLogger("pfar.kernel")
+
+
+async def end_processes(
+    journal: Journal, ended: Callable[[TaskState], bool], only: str | None = None
+) -> int:
+    """SIGKILL the labelled processes of every task of `journal` (or of `only`) whose
+    state `ended` accepts; how many process groups. A label naming no task of this
+    journal belongs to another home, or to nothing pfar knows: left alone."""
+    by_task: dict[str, list[int]] = defaultdict(list)
+    for pid, task_id in task_processes.labelled():
+        if only is None or task_id == only:
+            by_task[task_id].append(pid)
+    pids: list[int] = []
+    for task_id, found in by_task.items():
+        try:
+            state = (await journal.tasks.get(task_id)).state
+        except PfarError:
+            continue  # not this home's task (or a row that cannot be read: never guessed)
+        if ended(state):
+            pids += found
+    killed = task_processes.end(pids) if pids else 0
+    if killed:
+        log.warning("ended %d process group(s) that tasks' commands left running", killed)
+    return killed
+
+
+def terminal(state: TaskState) -> bool:
+    """Ended, or being cancelled (its coroutine is stopped before the cancel completes)."""
+    return state.terminal or state is TaskState.Cancelling
+
+
+def any_state(state: TaskState) -> bool:
+    """At start and at shutdown no task runs: whatever a task left runs unsupervised."""
+    return True

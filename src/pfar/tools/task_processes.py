@@ -1,0 +1,74 @@
+"""Finding the processes a task's commands left running, sandboxed or not.
+
+A command a tool starts (`Bash` in a loop task, `shell.run` in a pipeline, a workflow's
+step) carries a label in its environment, `PFAR_TASK_PROCESS=<task id>`, and every process it starts
+inherits it: `nohup … &`, `setsid …` and a double fork leave the command's process
+group, not its environment. `/proc/<pid>/environ` shows the label for the life of
+the process, so the kernel finds them again by label, not from memory: it ends a
+task's processes when the task ends, and at start those of every task of its
+journal (none runs yet, so all were left by an earlier boot). Task ids are unique, so
+a label names one home's task; processes of a task another home's journal holds are
+never touched.
+
+A speed bump, not a guard: a process that clears or rewrites its environment
+(`env -i`, `exec -c`) drops the label and is not found. A sandbox's own pid namespace
+is the guard there (bubblewrap ends every process in it with the sandbox); outside
+a sandbox nothing confines what a command starts.
+
+The kernel is not made a child subreaper (PR_SET_CHILD_SUBREAPER): the label finds a
+double-forked process wherever it was re-parented, and a subreaper would have to
+wait for the exit of every orphan re-parented to it, or keep them as zombies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+LABEL = "PFAR_TASK_PROCESS"
+
+
+def env(base: dict[str, str], task_id: str) -> dict[str, str]:
+    """`base` with the label of `task_id`'s processes."""
+    return {**base, LABEL: task_id}
+
+
+def labelled() -> Iterator[tuple[int, str]]:
+    """(pid, task id) of every running process of this user that carries a label (a
+    kernel run as root leaves other users' processes alone, whatever they carry)."""
+    prefix = f"{LABEL}=".encode()
+    uid = os.getuid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue  # gone, or not ours to read
+        for var in environ.split(b"\0"):
+            if var.startswith(prefix):
+                yield int(entry.name), var[len(prefix) :].decode(errors="replace")
+                break
+
+
+def end(pids: list[int]) -> int:
+    """SIGKILL the process group of each of `pids` (never the caller's own group); how
+    many groups. A process that left its group is its own group's leader (`setsid`)."""
+    mine = os.getpgid(0)
+    killed: set[int] = set()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            group = os.getpgid(pid)
+            if group == mine:
+                # in the kernel's own group (it should never be): that one process only
+                os.kill(pid, signal.SIGKILL)
+                continue
+            if group not in killed:
+                os.killpg(group, signal.SIGKILL)
+                killed.add(group)
+    return len(killed)
