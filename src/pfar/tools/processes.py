@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -47,3 +48,25 @@ def end_group_if_same(process: dict[str, int | None]) -> bool:
         os.killpg(pid, signal.SIGKILL)
         return True
     return False
+
+
+def labelled(name: str, prefix: str = "") -> Iterator[tuple[int, str]]:
+    """(pid, value) of every running process of this user whose environment holds
+    `name=prefix...`, with the value after the prefix. `/proc/<pid>/environ` shows a
+    process's environment for its life; a kernel run as root leaves other users'
+    processes alone, whatever they carry."""
+    marker = f"{name}={prefix}".encode()
+    uid = os.getuid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue  # gone, or not ours to read
+        for var in environ.split(b"\0"):
+            if var.startswith(marker):
+                yield int(entry.name), var[len(marker) :].decode(errors="replace")
+                break

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import git_safe
+from . import git_safe, processes
 from .credential_paths import CREDENTIAL_PATHS
 
 LABEL = "PFAR_SANDBOX"
@@ -171,19 +171,8 @@ def _children(folder: Path) -> Iterable[Path]:
 
 
 def labelled(home: str) -> Iterator[tuple[int, str]]:
-    """(pid, task id) of every running process labelled with this home."""
-    prefix = f"{LABEL}={home}:".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue  # gone, or not ours to read
-        for var in environ.split(b"\0"):
-            if var.startswith(prefix):
-                yield int(entry.name), var[len(prefix) :].decode(errors="replace")
-                break
+    """(pid, task id) of every running process of this user labelled with this home."""
+    return processes.labelled(LABEL, f"{home}:")
 
 
 def reconcile(home: str, running: Callable[[str], bool]) -> int:

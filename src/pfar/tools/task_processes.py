@@ -26,7 +26,8 @@ import contextlib
 import os
 import signal
 from collections.abc import Iterator
-from pathlib import Path
+
+from . import processes
 
 LABEL = "PFAR_TASK_PROCESS"
 
@@ -37,23 +38,8 @@ def env(base: dict[str, str], task_id: str) -> dict[str, str]:
 
 
 def labelled() -> Iterator[tuple[int, str]]:
-    """(pid, task id) of every running process of this user that carries a label (a
-    kernel run as root leaves other users' processes alone, whatever they carry)."""
-    prefix = f"{LABEL}=".encode()
-    uid = os.getuid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if entry.stat().st_uid != uid:
-                continue
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue  # gone, or not ours to read
-        for var in environ.split(b"\0"):
-            if var.startswith(prefix):
-                yield int(entry.name), var[len(prefix) :].decode(errors="replace")
-                break
+    """(pid, task id) of every running process of this user that carries a label."""
+    return processes.labelled(LABEL)
 
 
 def end(pids: list[int]) -> int:
