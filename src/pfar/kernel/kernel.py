@@ -618,6 +618,8 @@ class Kernel:
         apart, so a cancelled coroutine's cleanup never waits on it."""
         if not self._accepting:
             return  # shutting down: shutdown ends them all
+        if not task_processes.may_have_left(task_id):
+            return  # it started no command here: no walk through /proc for it
         ending = asyncio.create_task(
             task_processes.end_processes(self.journal, task_processes.terminal, task_id)
         )

@@ -4,6 +4,7 @@ kernel supervises them (at start, before any task resumes, and at shutdown)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Callable
@@ -23,9 +24,12 @@ async def end_processes(
     state `ended` accepts; how many process groups. A label naming no task of this
     journal belongs to another home, or to nothing pfar knows: left alone."""
     by_task: dict[str, list[int]] = defaultdict(list)
-    for pid, task_id in task_processes.labelled():
+    # off the event loop: a walk through /proc costs with every process on the machine
+    for pid, task_id in await asyncio.to_thread(lambda: list(task_processes.labelled())):
         if only is None or task_id == only:
             by_task[task_id].append(pid)
+    if only is not None and only not in by_task:
+        by_task[only] = []  # nothing left running; its state still says whether to forget it
     pids: list[int] = []
     for task_id, found in by_task.items():
         try:
@@ -34,10 +38,16 @@ async def end_processes(
             continue  # not this home's task (or a row that cannot be read: never guessed)
         if ended(state):
             pids += found
+            task_processes.forget(task_id)
     killed = task_processes.end(pids) if pids else 0
     if killed:
         log.warning("ended %d process group(s) that tasks' commands left running", killed)
     return killed
+
+
+def may_have_left(task_id: str) -> bool:
+    """A command of the task was started by this kernel's process."""
+    return task_processes.may_have_left(task_id)
 
 
 def terminal(state: TaskState) -> bool:

@@ -32,9 +32,26 @@ from . import processes
 LABEL = "PFAR_TASK_PROCESS"
 
 
+# the tasks whose commands this process labelled: only their end is worth a look
+# through /proc (a task that started no command leaves nothing behind; those of an
+# earlier boot are looked for at start and by the 30 s reconciliation)
+_labelled_tasks: set[str] = set()
+
+
 def env(base: dict[str, str], task_id: str) -> dict[str, str]:
     """`base` with the label of `task_id`'s processes."""
+    _labelled_tasks.add(task_id)
     return {**base, LABEL: task_id}
+
+
+def may_have_left(task_id: str) -> bool:
+    """A command of this task was started by this process (it may have left some)."""
+    return task_id in _labelled_tasks
+
+
+def forget(task_id: str) -> None:
+    """The task ended and its processes with it: nothing more to look for."""
+    _labelled_tasks.discard(task_id)
 
 
 def labelled() -> Iterator[tuple[int, str]]:
