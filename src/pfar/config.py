@@ -409,6 +409,10 @@ class SandboxConfig(_Section):
     enabled: bool = False
     # the network inside a sandbox (off: only the loopback of its own namespace)
     network: bool = False
+    # variables of the kernel's environment a sandboxed command gets besides PATH, HOME,
+    # USER, LANG, TERM, TZ ... (e.g. a session agent's "ANTHROPIC_API_KEY"); the rest
+    # (agent sockets, tokens exported where `pfar run` started) stays out
+    pass_env: list[str] = []
 
 
 class HookConfig(_Section):

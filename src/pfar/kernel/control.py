@@ -147,6 +147,9 @@ class ControlServer:
                 response = await self._handle(operator, line) if line is not None else _TOO_LONG
                 writer.write(json.dumps(response).encode() + b"\n")
                 await writer.drain()
+                # a client that sends nothing more in time is closed too: one request
+                # must not hold a connection (of a capped number) for ever
+                idle = asyncio.get_running_loop().call_later(FIRST_REQUEST_SECONDS, writer.close)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:

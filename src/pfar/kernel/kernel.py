@@ -82,7 +82,7 @@ from ..runners.loop.permissions import PERMISSION, Policy
 from ..runners.loop.tasks import LoopRequest
 from ..runners.registry import runner_for
 from ..runners.workflow.definition import load_definition
-from ..tools import sandbox
+from ..tools import sandbox, sandbox_mounts
 from ..tools.processes import end_group_if_same, start_time
 from ..tools.registry import ToolRegistry
 from ..vault import knowledge
@@ -443,10 +443,12 @@ class Kernel:
                 "`bubblewrap`, or set it to false",
             )
         home, network, root = self._sandbox_home, config.sandbox.network, self.home.root
+        passed = frozenset(config.sandbox.pass_env)
 
         def make(task_id: str, workdir: Path) -> sandbox.Sandbox:
             # what is hidden is looked up each time: a credential folder made later counts
-            return sandbox.Sandbox(home, task_id, workdir, network, sandbox.hidden_paths(root))
+            hidden = sandbox_mounts.hidden_paths(root)
+            return sandbox.Sandbox(home, task_id, workdir, network, hidden, passed)
 
         return make
 

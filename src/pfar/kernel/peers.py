@@ -58,6 +58,8 @@ def refusal(peer: Peer, kernel_pid: int) -> str | None:
     """Why `peer` may not act as the owner, or None."""
     if peer.uid != os.geteuid():
         return f"the connection comes from another user (uid {peer.uid})"
+    if _parent(peer.pid) is None:  # gone (or hidden) before it could be looked at
+        return f"the connection's process (pid {peer.pid}) cannot be looked at"
     pid = peer.pid
     for _ in range(_MAX_ANCESTORS):
         if pid == kernel_pid:

@@ -258,7 +258,18 @@ def worktree_repo(worktree: Path, git_dir: Path) -> Repo:
             f"{worktree / '.git'} was changed to point at {target}, not at the git dir "
             f"pfar made for this worktree ({git_dir}); pfar runs no git there"
         )
-    return Repo(git_dir, worktree, git_dir.parent.parent)
+    common = git_dir.parent.parent
+    try:
+        named = (git_dir / "commondir").read_text().strip()
+    except OSError:
+        named = None  # git reads the default: the folder two up
+    if named is not None and os.path.realpath(git_dir / named) != os.path.realpath(common):
+        # the owner's own git would read the config and hooks of wherever it points
+        raise Refused(
+            f"{git_dir / 'commondir'} was changed to point at {named}, not at the "
+            f"repository's git dir ({common}); pfar runs no git there"
+        )
+    return Repo(git_dir, worktree, common)
 
 
 def head_branch(repo: Repo) -> str | None:

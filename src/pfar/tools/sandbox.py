@@ -28,14 +28,19 @@ import hashlib
 import os
 import shutil
 import signal
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import git_safe, processes
-from .credential_paths import CREDENTIAL_PATHS
+from . import processes
+from . import sandbox_mounts as mounts
 
 LABEL = "PFAR_SANDBOX"
+
+# what a command gets of the kernel's environment whatever `[sandbox] pass_env` says
+_PASSED = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR"}
+)
 
 
 def available() -> bool:
@@ -57,6 +62,8 @@ class Sandbox:
     network: bool = False
     # paths mounted away (pfar's home, credential folders): not there inside
     hidden: tuple[Path, ...] = ()
+    # variables of the kernel's environment a command gets besides the basics
+    pass_env: frozenset[str] = frozenset()
 
     @property
     def label(self) -> str:
@@ -67,11 +74,13 @@ class Sandbox:
 
         bubblewrap mounts in the order given, so a hidden path that holds the task's
         directory is covered first and the directory bound back over it; one inside
-        the task's directory is covered after the directory is bound."""
+        the task's directory is covered after the directory is bound, and so are the
+        read-only places in it (sandbox_mounts.py)."""
         work = self.workdir.resolve()
         wrapped = [
             "bwrap",
             "--unshare-pid",
+            "--unshare-ipc",
             "--ro-bind",
             "/",
             "/",
@@ -82,92 +91,38 @@ class Sandbox:
             "--tmpfs",
             "/tmp",  # noqa: S108  (a private tmpfs, mounted inside the sandbox)
         ]
-        hidden = [h for h in (_resolved(p) for p in self.hidden) if h is not None]
+        hidden = [h for h in map(mounts.resolved, self.hidden) if h is not None]
         for path in hidden:
             if not path.is_relative_to(work):
-                wrapped += _hide(path)
+                wrapped += mounts.hide(path)
+        root = mounts.worktree_root(work)
+        if root is not None and root != work:  # git looks for `.git` above the task's folder
+            wrapped += ["--ro-bind", str(root), str(root)]
         wrapped += ["--bind", str(work), str(work)]
         for path in hidden:
             if path.is_relative_to(work):
-                wrapped += _hide(path)
-        wrapped += _git_binds(work)
+                wrapped += mounts.hide(path)
+        for path in mounts.read_only_inside(work):
+            wrapped += ["--ro-bind", str(path), str(path)]
+        wrapped += mounts.worktree_binds(work)
         wrapped += ["--chdir", str(work)]
         if not self.network:
             wrapped.append("--unshare-net")
         return [*wrapped, "--", *argv]
 
     def env(self, base: dict[str, str]) -> dict[str, str]:
-        return {**base, LABEL: self.label}
-
-
-def hidden_paths(home: Path, owner_home: Path | None = None) -> tuple[Path, ...]:
-    """What no sandbox of this pfar home sees: the home itself and the owner's credential
-    folders that exist (`owner_home`: the user's home directory, `~` by default)."""
-    if owner_home is None:
-        owner_home = Path(os.path.expanduser("~"))
-    found = [home]
-    found += [owner_home / n for n in CREDENTIAL_PATHS if os.path.lexists(owner_home / n)]
-    return tuple(found)
-
-
-def _resolved(path: Path) -> Path | None:
-    """The path a mount covers (a link's target: mounts are on what it names); None for
-    a path that is not there (nothing to hide)."""
-    try:
-        return path.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return None
-
-
-def _hide(path: Path) -> list[str]:
-    """Mount arguments that make `path` empty inside: a tmpfs over a folder, /dev/null
-    over a file."""
-    if path.is_dir():
-        return ["--tmpfs", str(path)]
-    return ["--ro-bind", "/dev/null", str(path)]
-
-
-def _git_binds(work: Path) -> list[str]:
-    """`.git/` read-only in the task's directory; for a worktree pfar made
-    (`<repository>/.worktrees/<name>`), what `git add` needs (git_safe.sandbox_binds:
-    its own index and HEAD, the loose objects; refs, config and hooks stay read-only).
-
-    The worktree's admin folder is found from the repository's git directory, which the
-    sandbox cannot write, never from the worktree's own `.git` file, which it can: a
-    command that rewrites that file gets no binds at all."""
-    own = work / ".git"
-    if own.is_dir() and not own.is_symlink():
-        return ["--ro-bind", str(own), str(own)]
-    common = work.parent.parent / ".git"
-    if work.parent.name != ".worktrees" or not common.is_dir() or common.is_symlink():
-        return []
-    admin = _worktree_admin(common, work)
-    if admin is None:
-        return []
-    binds: list[str] = []
-    for bind in git_safe.sandbox_binds(work, admin):
-        binds += ["--bind" if bind.writable else "--ro-bind", str(bind.path), str(bind.path)]
-    return binds
-
-
-def _worktree_admin(common: Path, work: Path) -> Path | None:
-    """The folder in `common/worktrees/` whose `gitdir` names `work/.git` (git wrote it
-    when it added the worktree), or None."""
-    for admin in _children(common / "worktrees"):
-        try:
-            named = (admin / "gitdir").read_text().strip()
-        except OSError:
-            continue
-        if Path(named) == work / ".git":
-            return admin
-    return None
-
-
-def _children(folder: Path) -> Iterable[Path]:
-    try:
-        return [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
-    except OSError:
-        return []
+        """The command's environment: what the tool set for it (its credentials, pfar's
+        labels) and, of what the kernel inherited, only the basics and `pass_env`, so
+        that an agent socket or a token exported where `pfar run` started stays out."""
+        kept = {
+            name: value
+            for name, value in base.items()
+            if name in _PASSED
+            or name in self.pass_env
+            or name.startswith(("LC_", "PFAR_"))
+            or os.environ.get(name) != value  # set by the tool, not inherited
+        }
+        return {**kept, LABEL: self.label}
 
 
 def labelled(home: str) -> Iterator[tuple[int, str]]:

@@ -213,8 +213,8 @@ class Policy:
         return Ask(
             PERMISSION,
             f'Allow {tool}: {shown}? (the task wants to {verb} this; "always" allows '
-            f'{standing_rules.scope(tool, what)}, in later tasks too; "never" refuses '
-            f"it){why}",
+            f"{standing_rules.scope(tool, what)}, in later tasks and any directory too; "
+            f'"never" refuses it){why}',
             PERMISSION_OPTIONS,
             on_deny="skip",
             timeout=self.timeout,
@@ -226,7 +226,8 @@ class Policy:
         shown = what if len(what) <= 200 else what[:200] + "…"
         return Ask(
             PERMISSION,
-            f"Allow {tool}: {shown}? It is unusual: {'; '.join(why)}.",
+            f'Allow {tool}: {shown}? It is unusual: {"; ".join(why)}. ("always" allows '
+            f"{standing_rules.scope(tool, what)}, in later tasks and any directory too)",
             PERMISSION_OPTIONS,
             on_deny="skip",
             timeout=self.timeout,
