@@ -399,3 +399,25 @@ def test_a_sandbox_gets_only_the_basics_of_the_kernels_environment(tmp_path: Pat
     finally:
         for name in ("GH_TOKEN", "ANTHROPIC_API_KEY"):
             os.environ.pop(name, None)
+
+
+def test_who_answered_is_journaled_with_the_answer_across_kills(tmp_path: Path) -> None:
+    home, work, _owner = _setup(tmp_path, sandboxed=False)
+    with kernel(home) as k:
+        asker = str(k.request("loop", prompt="write it", directory=str(work))["task_id"])
+        wait_state(home, asker, "AwaitingApproval")
+        k.kill()  # before the answer
+    with kernel(home) as k:
+        wait_state(home, asker, "AwaitingApproval")
+        (question,) = [q for q in _pending(home, asker) if q["status"] == "pending"]
+        r = pfar(home, "approve", question["approval_id"])
+        assert r.returncode == 0, said(r)
+        k.kill()  # after it
+    with kernel(home):
+        wait_for((work / "asked.txt").exists, what="the approved write")
+        answered = {q["approval_id"]: q for q in _pending(home, asker)}
+        by = answered[question["approval_id"]]["decided_by"]
+        assert by.startswith(f"cli (uid {os.geteuid()}, pid "), by  # the pfar command's pid
+        assert [q for q in answered.values() if q["status"] == "pending"] == []
+        timeline = pfar(home, "task", "show", asker).stdout
+        assert f"approved (approve) via {by}" in timeline, timeline
