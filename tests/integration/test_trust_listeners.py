@@ -27,7 +27,7 @@ from pfar.cli.client import call
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
-from ..support import make_home, pfar, task_states, wait_for
+from ..support import make_home, pfar, said, task_states, wait_for
 
 pytestmark = pytest.mark.crash  # kernels of their own, with a lowered descriptor limit
 
@@ -187,6 +187,9 @@ def test_a_flooded_control_socket_leaves_the_kernel_running(tmp_path: Path) -> N
             # over the cap a connection is told so and closed at once
             refused = [s for s in held[-20:] if _said_busy(s)]
             assert refused, "no connection over the cap was refused"
+            # the owner's CLI is told why, not of a broken pipe
+            busy = pfar(home, "cancel", "abcd1234")
+            assert "too many connections to the kernel; try again" in said(busy), said(busy)
         wait_for(kernel.serves, what="the kernel serving after the flood")
         _submits(home)
         # a connection that sends no request is closed by the kernel (after 10 s)

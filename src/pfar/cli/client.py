@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from collections.abc import Generator
@@ -56,7 +57,9 @@ def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:
         sock.close()
         raise PfarError(f"cannot reach the kernel at {path}: {exc}") from None
     try:
-        sock.sendall(data)
+        # a kernel that refused the connection (busy) said why first: read it
+        with contextlib.suppress(BrokenPipeError):
+            sock.sendall(data)
         buf = b""
         while not buf.endswith(b"\n"):
             chunk = sock.recv(65536)
