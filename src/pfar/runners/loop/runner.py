@@ -792,7 +792,7 @@ async def _result(task: TaskRecord, call: LoopCall, svc: Services) -> LoopResult
     if rec is None:  # cannot happen: every resolved call has its row
         raise PfarError(f"task {task.task_id}: tool call {call.step + 1} has no record")
     if rec.status is StepStatus.completed:
-        text = _text(rec.result)
+        text = await _retried(task, call, svc) + _text(rec.result)
         if svc.hooks.wants(HookPoint.PreToolUse, call.name):
             kept = await svc.journal.tasks.hook_verdict(
                 task.task_id, f"{HookPoint.PreToolUse}:step:{call.step}"
@@ -801,11 +801,29 @@ async def _result(task: TaskRecord, call: LoopCall, svc: Services) -> LoopResult
                 text += "\n\n" + "\n".join(kept["context"])
         return LoopResult(call_id=call.id, step=call.step, content=text)
     if rec.status is StepStatus.failed:
-        return LoopResult(
-            call_id=call.id, step=call.step, content=rec.error or "failed", is_error=True
-        )
+        text = await _retried(task, call, svc) + (rec.error or "failed")
+        return LoopResult(call_id=call.id, step=call.step, content=text, is_error=True)
     return LoopResult(
         call_id=call.id, step=call.step, content=await _skipped(task, call, svc), is_error=True
+    )
+
+
+async def _retried(task: TaskRecord, call: LoopCall, svc: Services) -> str:
+    """What the model must know before a retried call's output: the runs a crash cut
+    off, which may have had their effect too (a command run twice appends twice)."""
+    retries = sum(
+        1
+        for a in await svc.journal.questions.approvals_for_task(task.task_id)
+        if a.step == call.step and a.action_type == "write_in_doubt" and a.decision == "retry"
+    )
+    if not retries:
+        return ""
+    runs = "an earlier run was" if retries == 1 else f"{retries} earlier runs were"
+    return (
+        f"Note: {runs} cut off by a crash before pfar knew whether it finished: it may "
+        "have had its effect (in part or in full). The owner chose to run the call again; "
+        "what follows is the output of that last run only. Check for effects done twice "
+        "before relying on them.\n\n"
     )
 
 

@@ -1,0 +1,91 @@
+"""A command a crash cut off and the owner chose to run again: the model is told that
+the first run was cut off and may have had its effect, then the output of the run
+that finished (the kernel killed before the owner's answer and after it)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pfar.vault.home import Home
+
+from ..support import make_home, pfar, said, wait_for
+from .test_regressions import kernel, lines_of, rows, steps_of, wait_state
+
+pytestmark = pytest.mark.crash
+
+
+def _home(tmp_path: Path, log: Path) -> tuple[Home, Path]:
+    work = tmp_path / "work"
+    work.mkdir()
+    # the first run hangs (and is killed); the second finishes, saying which run it was
+    command = f'echo ran >> {log}; n=$(wc -l < {log}); [ "$n" -ge 2 ] || sleep 60; echo "run $n"'
+    script = textwrap.dedent(
+        f"""
+        [[turns]]
+        turn = 1
+        text = "Running the command."
+        tool_calls = [
+          {{ name = "shell.run", input = {{ argv = ["sh", "-c", {json.dumps(command)}] }} }},
+        ]
+
+        [[turns]]
+        text = "Done."
+        """
+    )
+    config = '[loop]\ntools = ["shell.run"]\nalways_allow = ["shell.run"]\n'
+    return make_home(tmp_path / "home", script=script, config=config), work
+
+
+def _pending(home: Home, task_id: str) -> list[dict[str, Any]]:
+    found = rows(
+        home,
+        "SELECT approval_id, action_type, step FROM pending_approvals "
+        "WHERE task_id = ? AND status = 'pending'",
+        task_id,
+    )
+    return [dict(r) for r in found]
+
+
+def _results(home: Home, task_id: str) -> list[dict[str, Any]]:
+    found = rows(home, "SELECT body_json FROM loop_turns WHERE task_id = ? ORDER BY seq", task_id)
+    turns = [json.loads(r["body_json"]) for r in found]
+    return [r for t in turns if t["kind"] == "results" for r in t["results"]]
+
+
+def test_a_retried_command_tells_the_model_its_first_run_was_cut_off(tmp_path: Path) -> None:
+    log = tmp_path / "effects.log"
+    home, work = _home(tmp_path, log)
+    with kernel(home) as k:
+        tid = str(k.request("loop", prompt="run it", directory=str(work))["task_id"])
+        wait_for(lambda: lines_of(log) == ["ran"], what="the command to start")
+        k.kill()  # during the command: it may or may not have had its effect
+
+    with kernel(home) as k:
+        wait_state(home, tid, "AwaitingApproval")
+        k.kill()  # before the owner's answer
+
+    with kernel(home) as k:
+        wait_state(home, tid, "AwaitingApproval")
+        (question,) = _pending(home, tid)
+        assert question["action_type"] == "write_in_doubt" and question["step"] == 0
+        answered = pfar(home, "answer", question["approval_id"][:8], "retry")
+        assert answered.returncode == 0, said(answered)
+        wait_state(home, tid, "WaitingForUser")
+        k.kill()  # after the answer and the run it allowed
+
+    with kernel(home) as k:
+        wait_state(home, tid, "WaitingForUser")
+    assert lines_of(log) == ["ran", "ran"]  # the command did run twice
+    assert steps_of(home, tid) == {0: "completed"}
+    (result,) = _results(home, tid)
+    assert not result["is_error"]
+    content = result["content"]
+    assert "an earlier run was cut off by a crash" in content
+    assert "it may have had its effect" in content
+    assert content.index("cut off") < content.index("run 2")  # the note, then the output
+    assert content.endswith('"stdout": "run 2\\n"}')  # the second run's output, whole
