@@ -175,12 +175,18 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
                     body=body,
                 )
             )
+            refused = (
+                anthropic_request_problem(body)
+                if self.path.endswith("/v1/messages") and isinstance(body, dict)
+                else None
+            )
             try:
-                reply = (
-                    anthropic_error_reply(401, "invalid x-api-key")
-                    if not server.accepts(self.headers)
-                    else server.replies.get_nowait()
-                )
+                if not server.accepts(self.headers):
+                    reply = anthropic_error_reply(401, "invalid x-api-key")
+                elif refused is not None:  # as the real API does: no answer is used up
+                    reply = anthropic_error_reply(400, refused)
+                else:
+                    reply = server.replies.get_nowait()
             except queue.Empty:
                 reply = JsonReply(599, {"error": "no scripted reply left for this request"})
             try:
@@ -236,6 +242,66 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
 
 # ---------------------------------------------------------------------------------------------
 # Anthropic Messages API wire format
+
+
+def anthropic_request_problem(body: dict[str, Any]) -> str | None:
+    """Why the Messages API would refuse `body` with a 400, in its own words, or None.
+
+    The documented rules a conversation must keep: the first message is the user's and
+    roles alternate; every message has content, except an optional final assistant
+    message; a text block holds more than whitespace; every `tool_use` is answered by a
+    `tool_result` in the very next message, and a `tool_result` answers a `tool_use` of
+    the message before it."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages: at least one message is required"
+    if messages[0].get("role") != "user":
+        return 'messages: first message must use the "user" role'
+    open_calls: list[str] = []
+    for i, msg in enumerate(messages):
+        role, content = msg.get("role"), msg.get("content")
+        if i and role == messages[i - 1].get("role"):
+            return (
+                'messages: roles must alternate between "user" and "assistant", '
+                f'but found multiple "{role}" roles in a row'
+            )
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        last = i == len(messages) - 1
+        if not blocks or (isinstance(content, str) and not content):
+            if not (last and role == "assistant"):
+                return (
+                    f"messages.{i}: all messages must have non-empty content except for "
+                    "the optional final assistant message"
+                )
+        blocks = blocks or []
+        for j, block in enumerate(blocks):
+            if block.get("type") == "text" and not str(block.get("text", "")).strip():
+                if not (last and role == "assistant"):
+                    return f"messages.{i}.content.{j}.text: text content blocks must be non-empty"
+        answered = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        if open_calls:
+            missing = [c for c in open_calls if c not in answered]
+            if missing:
+                return (
+                    f"messages.{i - 1}: `tool_use` ids were found without `tool_result` "
+                    f"blocks immediately after: {', '.join(missing)}. Each `tool_use` block "
+                    "must have a corresponding `tool_result` block in the next message."
+                )
+        stray = [a for a in answered if a not in open_calls]
+        if stray:
+            return (
+                f"messages.{i}.content.0: unexpected `tool_use_id` found in `tool_result` "
+                f"blocks: {', '.join(map(str, stray))}. Each `tool_result` block must have "
+                "a corresponding `tool_use` block in the previous message."
+            )
+        open_calls = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
+        if open_calls and last:
+            return (
+                f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {', '.join(map(str, open_calls))}. Each `tool_use` block "
+                "must have a corresponding `tool_result` block in the next message."
+            )
+    return None
 
 
 def anthropic_message_start(

@@ -83,6 +83,7 @@ from . import events
 from .events import EventSink, Finished, ToolCallDelta, ToolCallDone, ignore
 from .keys import ApiKey, read_key
 from .messages import (
+    NO_TEXT,
     ChatRequest,
     ChatResponse,
     Message,
@@ -254,10 +255,12 @@ def _message(message: Message) -> dict[str, Any]:
         if result.is_error:
             block["is_error"] = True
         content.append(block)
-    if message.text:
+    if message.text.strip():  # a text of whitespace alone is refused
         content.append({"type": "text", "text": message.text})
     for call in message.tool_calls:
         content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.input})
+    if not content:  # an empty answer of the model: a message without content is refused
+        content.append({"type": "text", "text": NO_TEXT})
     return {"role": message.role, "content": content}
 
 

@@ -37,6 +37,11 @@ class ToolResult:
     is_error: bool = False
 
 
+# what a message with nothing to say carries: the APIs refuse a message without content
+# (and Anthropic a text of whitespace) anywhere but as the last assistant message
+NO_TEXT = "(no text)"
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One turn. `text`, plus tool calls (assistant) or tool results (user)."""

@@ -64,6 +64,7 @@ from ..json_schema import validate_schema
 from .events import EventSink, Finished, TextDelta, ToolCallDelta, ToolCallDone, ignore
 from .keys import ApiKey, read_key
 from .messages import (
+    NO_TEXT,
     ChatRequest,
     ChatResponse,
     Message,
@@ -257,7 +258,7 @@ def _messages(request: ChatRequest) -> list[dict[str, Any]]:
                 orphans.append(f"[tool call {result.tool_call_id}] {content}")
         text = "\n\n".join([*orphans, msg.text] if msg.text else orphans)
         if text or not msg.tool_results:
-            out.append({"role": "user", "content": text})
+            out.append({"role": "user", "content": text or NO_TEXT})
         open_calls = set()
     return out
 
@@ -273,8 +274,8 @@ def _assistant(msg: Message) -> dict[str, Any]:
             }
             for c in msg.tool_calls
         ]
-    elif entry["content"] is None:
-        entry["content"] = ""
+    elif not msg.text.strip():  # an empty answer of the model: some servers refuse ""
+        entry["content"] = NO_TEXT
     return entry
 
 

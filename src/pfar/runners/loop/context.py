@@ -26,7 +26,7 @@ from ...journal.turns import (
     SummaryTurn,
     UserTurn,
 )
-from ...llm.messages import Message, ToolCall, ToolResult
+from ...llm.messages import NO_TEXT, Message, ToolCall, ToolResult
 from ...tools import git_safe
 from . import worktrees
 
@@ -197,7 +197,7 @@ def messages(turns: Sequence[StoredTurn], *, cut: int | None = None) -> tuple[Me
         turn = stored.turn
         if isinstance(turn, AssistantTurn):
             calls = tuple(ToolCall(c.id, c.name, c.input) for c in turn.calls)
-            out.append(Message("assistant", turn.text, tool_calls=calls))
+            out.append(Message("assistant", _said(turn), tool_calls=calls))
             continue
         if isinstance(turn, UserTurn):
             msg = Message("user", turn.text)
@@ -216,6 +216,18 @@ def messages(turns: Sequence[StoredTurn], *, cut: int | None = None) -> tuple[Me
             msg = Message("user", text, tool_results=prev.tool_results + msg.tool_results)
         out.append(msg)
     return tuple(out)
+
+
+def _said(turn: AssistantTurn) -> str:
+    """An answer's text as the model is shown it. An answer with no text and no usable
+    call (an empty one, or a lone call of an unknown tool, which the API's message may
+    not carry) is never sent empty: the APIs refuse it and the task would fail."""
+    if turn.text.strip() or turn.calls:
+        return turn.text
+    if turn.unusable:
+        ids = ", ".join(u.split(":", 1)[0] for u in turn.unusable)
+        return f"(tool calls that could not be used: {ids})"
+    return NO_TEXT
 
 
 def truncate(text: str, keep: int | None) -> str:
