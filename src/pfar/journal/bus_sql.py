@@ -94,6 +94,17 @@ def since(conn: sqlite3.Connection, after: int, limit: int) -> list[BusEvent]:
     return [BusEvent(r[0], r[1], r[2], dict(loads(r[3]) or {}), r[4]) for r in rows]
 
 
+def for_task(conn: sqlite3.Connection, task_id: str, kinds: frozenset[str]) -> list[BusEvent]:
+    """The task's events of `kinds`, in commit order (its pauses and resumes, say)."""
+    marks = ", ".join("?" for _ in kinds)
+    rows = conn.execute(
+        "SELECT seq, kind, task_id, body_json, at FROM bus_events "
+        f"WHERE task_id = ? AND kind IN ({marks}) ORDER BY seq",
+        (task_id, *sorted(kinds)),
+    ).fetchall()
+    return [BusEvent(r[0], r[1], r[2], dict(loads(r[3]) or {}), r[4]) for r in rows]
+
+
 def last_seq(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT max(seq) FROM bus_events").fetchone()
     return int(row[0] or 0)

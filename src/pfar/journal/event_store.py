@@ -71,6 +71,9 @@ class SQLiteEventStore:
     async def bus(self, after: int, limit: int = 100) -> list[BusEvent]:
         return bus_sql.since(self._db.reader, after, limit)
 
+    async def bus_for_task(self, task_id: str, kinds: frozenset[str]) -> list[BusEvent]:
+        return bus_sql.for_task(self._db.reader, task_id, kinds)
+
     async def bus_offset(self, subscriber: str) -> int | None:
         return bus_sql.offset(self._db.reader, subscriber)
 

@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from ..errors import TaskStateRefused, UnknownTask
-from . import events_sql, loops_sql, steps_sql, tasks_sql
+from . import events_sql, loops_sql, payloads, steps_sql, tasks_sql
 from .backing import Backing
 from .moves import transition_txn
 from .payloads import Blocked, Executing, Payload, Synthesizing, WaitingForUser
@@ -157,19 +157,29 @@ class SQLiteLoopStore:
         to: Payload | None = None,
         point: str | tuple[str, ...] | None,
         messages: Sequence[OwnerMessage] = (),
+        at_pause: Executing | None = None,
     ) -> tuple[list[StoredTurn], TaskState | None]:
         """Append `turns` after turn `after` (the last one the caller saw) and move the
         task into `to` (checked), with the owner's messages: one commit. Returns the
         turns as stored and the state the task is in now (Paused when the owner's pause
-        request stood and this move was its boundary; None when `to` is None)."""
+        request stood and this move was its boundary; None when `to` is None).
+
+        `at_pause`: this commit is a boundary of the task's work (the model's answer):
+        while the owner's pause request stands, the task pauses here, holding
+        `at_pause` instead of moving into `to`, and `messages` (which speak of `to`)
+        are not sent; resuming routes the answer then."""
 
         def op(conn: sqlite3.Connection) -> tuple[list[StoredTurn], TaskState | None]:
             state = None
-            if to is not None:
+            sent = messages
+            if at_pause is not None and _pause_stands(conn, task_id):
+                state = transition_txn(conn, task_id, at_pause, boundary=True)
+                sent = ()
+            elif to is not None:
                 state = transition_txn(conn, task_id, to)
             at = now_rfc3339()
             stored = loops_sql.append_txn(conn, task_id, turns, at, after)
-            for msg in messages:
+            for msg in sent:
                 events_sql.enqueue_message_txn(conn, msg, at)
             return stored, state
 
@@ -263,3 +273,10 @@ class SQLiteLoopStore:
             return loops_sql.forget_rule_txn(conn, tool, pattern)
 
         return await self._db.write(op, None)
+
+
+def _pause_stands(conn: sqlite3.Connection, task_id: str) -> bool:
+    found = tasks_sql.get_state_payload(conn, task_id)
+    if found is None:
+        raise UnknownTask(task_id)
+    return payloads.pause_requested(found[2])

@@ -25,14 +25,17 @@ def transition_txn(
     to: Payload,
     update: TaskUpdate = NO_UPDATE,
     reset_attempts: bool = True,
+    *,
+    boundary: bool = False,
 ) -> TaskState:
     """Move the task (checked against its row); return the state it is now in.
 
     The journal keeps the pause bookkeeping: Paused holds the payload it goes back
     to, leaving it goes back only there, and a runner's move into another working
     state while the owner's pause request stands lands in Paused instead (that
-    move is the boundary where the task stops). A self-loop is no boundary: the
-    request rides on to the next one.
+    move is the boundary where the task stops). A self-loop is no boundary (the
+    request rides on to the next one) unless the caller says it is (`boundary`: the
+    loop's model answered, and its tool calls have not started).
     """
     dst = state_of(to)
     state, phase, current = _row_for_move(conn, task_id, dst)
@@ -49,8 +52,9 @@ def transition_txn(
         current is not None and payloads.pause_requested(current)
     )
     if isinstance(to, payloads.Working):
-        to = replace(to, pause_requested=requested and dst is state)
-        if requested and dst is not state and state is not TaskState.Paused:
+        stops = requested and (dst is not state or boundary) and state is not TaskState.Paused
+        to = replace(to, pause_requested=requested and dst is state and not stops)
+        if stops:
             to = payloads.Paused(then=to)
     elif isinstance(to, payloads.Queued) and requested:
         # being queued is a boundary too: the owner's pause lands here

@@ -31,7 +31,7 @@ from . import holds, payloads
 from .bus_sql import BusEvent
 from .channels_sql import Delivery
 from .locks_sql import Alive, HeldLock, LockClaim, LockOwner
-from .payloads import Payload
+from .payloads import Executing, Payload
 from .records import (
     ApprovalRecord,
     CredentialPromptRecord,
@@ -187,6 +187,7 @@ class EventStore(Protocol):
     async def prune(self, before: str, keep_boots: int, batch: int = 500) -> int: ...
     # the event bus (bus_sql.py): task events in commit order, and each subscriber's offset
     async def bus(self, after: int, limit: int = 100) -> list[BusEvent]: ...
+    async def bus_for_task(self, task_id: str, kinds: frozenset[str]) -> list[BusEvent]: ...
     async def bus_offset(self, subscriber: str) -> int | None: ...
     async def bus_last(self) -> int: ...
     async def bus_ack(self, subscriber: str, seq: int) -> None: ...
@@ -268,6 +269,7 @@ class LoopStore(Protocol):
         to: Payload | None = None,
         point: str | tuple[str, ...] | None,
         messages: Sequence[OwnerMessage] = (),
+        at_pause: Executing | None = None,
     ) -> tuple[list[StoredTurn], TaskState | None]: ...
     async def send(
         self,

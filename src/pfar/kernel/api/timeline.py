@@ -8,6 +8,8 @@ from ...journal.store import Store
 from ...journal.turns import AssistantTurn, DiscardTurn, ResultsTurn, SummaryTurn, Turn, UserTurn
 from .records import TaskSummary, TaskTimeline, TimelineEntry
 
+_HELD = frozenset({"TaskPaused", "TaskResumed"})
+
 
 async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
     """The timeline of the task `task_id` (a whole id: resolve a prefix first)."""
@@ -39,6 +41,12 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
         if p.received_at:
             by = f" via {p.received_by}" if p.received_by else ""
             events.append((p.received_at, f"credential [{p.prompt_id[:8]}] {p.status.value}{by}"))
+    # the owner's pauses and resumes: the journal keeps them only as the bus's events
+    for e in await journal.events.bus_for_task(task_id, _HELD):
+        if e.kind == "TaskPaused":
+            events.append((e.at, f"paused (from {e.body.get('from', '?')})"))
+        elif e.body.get("from") == "Paused":
+            events.append((e.at, f"resumed ({e.body.get('state', '?')})"))
     for m in await journal.events.for_task(task_id):
         events.append((m["created_at"], f"message to owner ({m['kind']}, {m['status']})"))
     if t.kind is TaskKind.loop:

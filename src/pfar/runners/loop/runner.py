@@ -96,6 +96,8 @@ async def advance(task_id: str, svc: Services) -> None:
             last = convo[-1].turn
             if isinstance(last, AssistantTurn) and last.calls:
                 going = await _tool_phase(task, settings, convo, last, svc)
+            elif isinstance(last, AssistantTurn):
+                going = await _route_held(task, settings, convo, svc)
             else:
                 env = env or await context.environment(settings)
                 going = await _model_phase(task, settings, convo, env, svc)
@@ -263,25 +265,58 @@ async def _answered(
         output_tokens=response.usage.output_tokens,
         unusable=tuple(f"{r.tool_call_id}: {r.content}" for r in response.invalid_tool_calls),
     )
-    new: list[Turn] = [turn]
-    messages: list[OwnerMessage] = []
-    cut_off = response.stop_reason in (StopReason.max_tokens, StopReason.partial)
-    if calls:
-        to: Executing | WaitingForUser | Synthesizing = Executing(current_step=first)
-    elif cut_off or turn.unusable:
+    added, to, messages = _route(task, settings, turn, convo[-1].seq + 1, first)
+    # the model's turn is a boundary: a pause asked for while it answered stops the task
+    # here, before any of the answer's calls runs (resuming routes the answer then)
+    stored, state = await svc.journal.loops.append(
+        task.task_id,
+        [turn, *added],
+        after=convo[-1].seq,
+        to=to,
+        point="llm_response_received",
+        messages=messages,
+        at_pause=Executing(current_step=first),
+    )
+    convo.extend(stored)
+    if state is TaskState.Paused:
+        return False
+    if messages:
+        svc.notify_owner()
+    if not calls:
+        await _iteration(task, convo, svc)
+    return True
+
+
+def _route(
+    task: TaskRecord, settings: LoopSettings, turn: AssistantTurn, seq: int, first: int
+) -> tuple[list[Turn], Executing | WaitingForUser | Synthesizing, list[OwnerMessage]]:
+    """Where the model's answer (turn `seq`) takes the task: its calls to run; pfar's own
+    "continue" or note when nothing in it can run; the summary (`once`); or the owner."""
+    cut_off = turn.stop_reason in (StopReason.max_tokens.value, StopReason.partial.value)
+    if turn.calls:
+        return [], Executing(current_step=first), []
+    if cut_off or turn.unusable:
         # nothing to run: pfar's own message takes the user's turn and the loop goes on
         note = CONTINUE if cut_off else _unusable_note(turn)
-        new.append(UserTurn(text=note, source="continue"))
-        to = Executing(current_step=first)
-    elif settings.once:
-        to = Synthesizing()
-    else:
-        to = WaitingForUser(after=convo[-1].seq + 1, next_step=first)
-        messages.append(_reply_message(task, settings, turn.text, convo[-1].seq + 1))
+        return [UserTurn(text=note, source="continue")], Executing(current_step=first), []
+    if settings.once:
+        return [], Synthesizing(), []
+    to = WaitingForUser(after=seq, next_step=first)
+    return [], to, [_reply_message(task, settings, turn.text, seq)]
+
+
+async def _route_held(
+    task: TaskRecord, settings: LoopSettings, convo: list[StoredTurn], svc: Services
+) -> bool:
+    """An answer of the model the task paused at (or a crash cut off from its route)
+    before it was routed: routed now, without asking the model again."""
+    last = convo[-1]
+    assert isinstance(last.turn, AssistantTurn)
+    added, to, messages = _route(task, settings, last.turn, last.seq, task.current_step)
     stored, _ = await svc.journal.loops.append(
         task.task_id,
-        new,
-        after=convo[-1].seq,
+        added,
+        after=last.seq,
         to=to,
         point="llm_response_received",
         messages=messages,
@@ -289,8 +324,7 @@ async def _answered(
     convo.extend(stored)
     if messages:
         svc.notify_owner()
-    if not calls:
-        await _iteration(task, convo, svc)
+    await _iteration(task, convo, svc)
     return True
 
 
