@@ -141,10 +141,14 @@ def _where(step: int, total: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PauseRequested:
-    """The owner asked for a pause while the task ran; the kernel died before it took."""
+    """The owner asked for a pause while the task ran; the kernel died before it took.
+    `cut`: the write the crash cut off meanwhile, which its resume deals with."""
+
+    cut: WriteInDoubt | WriteCutOff | None = None
 
     def text(self) -> str:
-        return "the owner asked for a pause before the restart: paused, not resumed"
+        paused = "the owner asked for a pause before the restart: paused, not resumed"
+        return paused if self.cut is None else f"{paused}; once resumed, {self.cut.text()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,8 +215,9 @@ def decide(
     """
     if task.state.held:
         return Decision(task.task_id, determine_recovery_action(task))
-    if pause_requested(task.payload):
-        return Decision(task.task_id, RecoveryAction.Pause, PauseRequested())
+    if pause_requested(task.payload):  # the pause held back the step's end, not its start
+        cut = write_in_flight(task, in_flight)
+        return Decision(task.task_id, RecoveryAction.Pause, PauseRequested(cut))
     if task.state is TaskState.Queued:
         return Decision(task.task_id, RecoveryAction.Requeue)
     # A workflow's steps may run for hours: its trace, not its age, says what to do.

@@ -18,10 +18,12 @@ from ..runners.asking import approval_message, credential_message
 from .actions import (
     Decision,
     InFlightDeaths,
+    PauseRequested,
     RecoveryAction,
     TooOld,
     Unrecoverable,
     WriteCutOff,
+    WriteInDoubt,
     decide,
 )
 from .cancelling import cancel_message
@@ -72,6 +74,8 @@ _GOES_ON = (
 def describe(task: TaskRecord, title: str, decision: Decision, turns: int = 0) -> str:
     """How the report names a task (spec §7.4's wording). A loop task is named with its
     conversation's length and the tool call it is at (`turns`: how many are journaled)."""
+    if isinstance(decision.why, PauseRequested) and decision.why.cut is not None:
+        return f"{title} — {_cut_off(task, decision.why.cut, turns)}"
     if task.kind is TaskKind.loop and decision.action in _GOES_ON:
         cut_off = decision.action is RecoveryAction.AskOwner or isinstance(
             decision.why, WriteCutOff
@@ -83,6 +87,21 @@ def describe(task: TaskRecord, title: str, decision: Decision, turns: int = 0) -
     if isinstance(decision.why, TooOld):
         return f"too old: {title} from {decision.why.minutes} min ago"
     return title
+
+
+def _cut_off(task: TaskRecord, cut: WriteInDoubt | WriteCutOff, turns: int) -> str:
+    """A paused task's write the crash cut off, and what its resume does with it."""
+    if task.kind is TaskKind.loop:
+        where = f"at turn {turns}, tool call {cut.step + 1} ({cut.tool})"
+    else:
+        where = f"step {cut.step + 1} of {cut.total} ({cut.tool})"
+    if isinstance(cut, WriteInDoubt):
+        then = "it may have had its effect; once resumed, you are asked to retry, skip or fail it"
+    elif cut.checked:
+        then = "once resumed, its effect is checked and it runs again only if it did not happen"
+    else:
+        then = "once resumed, it is sent again under the same idempotency key"
+    return f"{where} was cut off by the crash: {then}"
 
 
 async def recover_tasks(
