@@ -50,6 +50,7 @@ from ..errors import (
     PfarError,
     ShuttingDown,
     TaskStateRefused,
+    UnknownSecret,
     VaultMissing,
 )
 from ..hooks import NO_HOOKS, HookPoint, Hooks
@@ -962,6 +963,13 @@ class Kernel:
         self.secrets.set(name, checked_secret(name, value))
         self.redactor.refresh()
         self.audit.log("secret_set", name=name)
+
+    def remove_secret(self, name: str) -> None:
+        """Drop a secret from secrets.db. Its value stays masked in what this kernel
+        writes until it stops: text that held it may still come back from a tool."""
+        if not self.secrets.remove(name):
+            raise UnknownSecret(name)
+        self.audit.log("secret_removed", name=name)
 
     # -- background duties -----------------------------------------------------
 

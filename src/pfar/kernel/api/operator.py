@@ -128,6 +128,11 @@ class Operator(HomeReader):
         self._kernel.set_secret(name, value)
         return SecretStored(name)
 
+    def remove_secret(self, name: str) -> SecretStored:
+        """Drop secret `name` from the vault (UnknownSecret when there is none)."""
+        self._kernel.remove_secret(name)
+        return SecretStored(name)
+
     # -- loop tasks --------------------------------------------------------------------
 
     async def start_loop(

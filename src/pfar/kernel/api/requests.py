@@ -113,6 +113,11 @@ class SecretArgs:
 
 
 @dataclass(frozen=True, slots=True)
+class SecretNameArgs:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class WorkflowArgs:
     definition: str
     directory: str
@@ -231,6 +236,7 @@ CREDENTIAL = Command(
     "credential", CredentialArgs, lambda o, a: o.provide_credential(a.prompt_id, a.secret)
 )
 SECRET_SET = Command("secret_set", SecretArgs, lambda o, a: o.set_secret(a.name, a.value))
+SECRET_RM = Command("secret_rm", SecretNameArgs, lambda o, a: o.remove_secret(a.name))
 WORKFLOW_START = Command(
     "workflow_start", WorkflowArgs, lambda o, a: o.start_workflow(a.definition, a.directory)
 )
@@ -274,6 +280,7 @@ COMMANDS: Final[Mapping[str, Command[Any]]] = {
         ANSWER,
         CREDENTIAL,
         SECRET_SET,
+        SECRET_RM,
         WORKFLOW_START,
         WORKFLOW_RESUME,
         SESSIONS,
