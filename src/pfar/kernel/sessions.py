@@ -47,6 +47,11 @@ class SessionSupervisor:
         self._running: dict[str, agent_process.AgentProcess] = {}
         self._watchers: dict[str, asyncio.Task[None]] = {}
 
+    def configure(self, config: SessionsConfig) -> None:
+        """New settings (`pfar reload`): the next agent started uses them; a running one
+        goes on as it was started."""
+        self._config = config
+
     def is_running(self, session_id: str) -> bool:
         """Its agent runs under this kernel."""
         return session_id in self._running

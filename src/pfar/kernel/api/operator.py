@@ -28,6 +28,7 @@ from ...runners.loop.tasks import LoopRequest
 from ...vault.knowledge import KnowledgeStore, Learning
 from ..admission import Waiting
 from ..holds import HoldResult
+from ..reload import Reloaded
 from .attach import Shown, stream
 from .offline import check_subscriber
 from .reader import HomeReader
@@ -127,6 +128,11 @@ class Operator(HomeReader):
         """Store secret `name` in the vault; from now on it is redacted wherever it appears."""
         self._kernel.set_secret(name, value)
         return SecretStored(name)
+
+    async def reload(self) -> Reloaded:
+        """Read templates, hooks and the settings that can change live again; the answer
+        names what changed but needs a restart, and what did not load."""
+        return await self._kernel.reload()
 
     def remove_secret(self, name: str) -> SecretStored:
         """Drop secret `name` from the vault (UnknownSecret when there is none)."""

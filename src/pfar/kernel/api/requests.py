@@ -187,6 +187,7 @@ class AckArgs:
 PING = Command("ping", NoArgs, lambda o, _: o.ping(), while_shutting_down=True)
 STATUS = Command("status", NoArgs, lambda o, _: o.status(), while_shutting_down=True)
 WAIT_IDLE = Command("wait_idle", NoArgs, lambda o, _: o.wait_idle(), while_shutting_down=True)
+RELOAD = Command("reload", NoArgs, lambda o, _: o.reload())
 SHUTDOWN = Command("shutdown", NoArgs, lambda o, _: o.request_shutdown(), while_shutting_down=True)
 SUBMIT = Command(
     "submit",
@@ -261,6 +262,7 @@ COMMANDS: Final[Mapping[str, Command[Any]]] = {
         STATUS,
         WAIT_IDLE,
         SHUTDOWN,
+        RELOAD,
         SUBMIT,
         LOOP,
         SEND,
