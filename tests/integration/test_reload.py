@@ -59,6 +59,11 @@ def test_reload_takes_new_templates_hooks_and_live_settings(tmp_path: Path) -> N
     hooked = tmp_path / "hooked"
     with running_kernel(home) as k:
         assert _schedules(home) == []
+        session = pfar(home, "session", "new", str(tmp_path), "t1")
+        assert session.returncode == 0, said(session)
+        session_id = session.stdout.split()[1]
+        refused = pfar(home, "session", "resume", session_id)
+        assert refused.returncode == 1 and "then `pfar reload`" in said(refused)
         (home.templates_dir / "greet.toml").write_text(GREET)
         (home.templates_dir / "tick.toml").write_text(tick("tick"))
         with (home.scripts_dir / "default.toml").open("a") as script:
@@ -98,10 +103,8 @@ def test_reload_takes_new_templates_hooks_and_live_settings(tmp_path: Path) -> N
         wait_for(hooked.exists, what="the TaskCompleted hook added by the reload")
 
         # a session started now runs the agent command set after the start
-        session = pfar(home, "session", "new", str(tmp_path), "t1")
-        assert session.returncode == 0, said(session)
-        started = pfar(home, "session", "resume", session.stdout.split()[1])
-        assert started.returncode == 0, said(started)  # before: no agent command is set
+        started = pfar(home, "session", "resume", session_id)
+        assert started.returncode == 0, said(started)
 
         # a template that does not load is named (exit 1); the others go on
         (home.templates_dir / "broken.toml").write_text('id = "broken"\nallowed_tools = [1]\n')

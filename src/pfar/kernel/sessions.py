@@ -152,7 +152,8 @@ class SessionSupervisor:
         if not self._config.agent_command:
             raise PfarError(
                 "no agent command is configured: set [sessions] agent_command in config.toml "
-                '(e.g. agent_command = ["my-agent", "--project", "{project_path}"])'
+                '(e.g. agent_command = ["my-agent", "--project", "{project_path}"]), '
+                "then `pfar reload` (a running kernel takes it without a restart)"
             )
         fill = {
             "session_id": s.session_id,
