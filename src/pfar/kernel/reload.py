@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import Config
 from ..errors import PfarError
+from ..hooks import HookPoint
 from ..hooks.loading import load_handlers
 
 if TYPE_CHECKING:
@@ -112,6 +113,14 @@ async def reload_kernel(kernel: Kernel) -> Reloaded:
             problems.append(f"{exc} (the hooks are as they were)")
         else:
             kernel.hooks.replace(handlers)
+            # the lock manager calls its observer only when a lock point is listened at
+            locking = (
+                HookPoint.ResourceLockWait,
+                HookPoint.ResourceLockAcquired,
+                HookPoint.ResourceLockReleased,
+            )
+            wanted = any(kernel.hooks.wants(p) for p in locking)
+            kernel.locks.observe = kernel.hooks.observe if wanted else None
             update: dict[str, Any] = {"hooks": config.hooks}
             if "sessions" in changed and kernel.sessions is not None:
                 kernel.sessions.configure(config.sessions)
