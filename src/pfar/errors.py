@@ -132,6 +132,12 @@ class UnknownTask(JournalError):
         self.task_id = task_id
 
 
+class UnknownSecret(PfarError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no secret named {name!r} in the vault; `pfar secret list` lists them")
+        self.name = name
+
+
 class UnknownLearning(PfarError):
     def __init__(self, learning_id: str) -> None:
         super().__init__(

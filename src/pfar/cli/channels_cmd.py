@@ -6,8 +6,7 @@ import click
 from rich.table import Table
 
 from ..kernel.api.requests import CHANNELS, NoArgs
-from . import client
-from .output import emit, home_of, out
+from .output import ask, emit, home_of, out
 
 
 @click.command()
@@ -16,7 +15,7 @@ from .output import emit, home_of, out
 def channels(ctx: click.Context, as_json: bool) -> None:
     """The owner's chat channels: connected, retrying or degraded (with the last error),
     each one's position (a Telegram offset, a Slack cursor) and its messages by status."""
-    found = client.send(home_of(ctx), CHANNELS, NoArgs())
+    found = ask(home_of(ctx), CHANNELS, NoArgs(), lambda r: r.channels())
     if as_json:
         emit(found, True)
         return

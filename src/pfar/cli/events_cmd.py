@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from typing import Any
 
 import click
 
+from ..errors import KernelNotReady, KernelNotRunning
+from ..journal.bus_sql import BusEvent
+from ..kernel.api import HomeReader
 from ..kernel.api.requests import EVENTS, EVENTS_ACK, AckArgs, EventsArgs
 from . import client
-from .output import home_of, out
+from .output import ask, err, home_of, out
 
 PAGE = 200
 
@@ -36,9 +40,12 @@ def events(
     home = home_of(ctx)
     shown = 0
     while True:
-        page: list[dict[str, Any]] = client.send(
-            home, EVENTS, EventsArgs(after=after, subscriber=subscriber, limit=PAGE)
-        )
+        args = EventsArgs(after=after, subscriber=subscriber, limit=PAGE)
+        page: list[dict[str, Any]]
+        if subscriber is None:  # read from the vault when no kernel runs
+            page = ask(home, EVENTS, args, functools.partial(_read, after=after))
+        else:
+            page = _as_subscriber(home, args)
         for event in page:
             click.echo(json.dumps(event, sort_keys=True) if as_json else _line(event))
         shown += len(page)
@@ -56,6 +63,26 @@ def events(
                 out.print("no events yet" if fresh else "no new events", style="dim")
             return
         time.sleep(0.3)
+
+
+async def _read(reader: HomeReader, *, after: int | None) -> list[BusEvent]:
+    return await reader.events(after, limit=PAGE)
+
+
+def _as_subscriber(home: Any, args: EventsArgs) -> list[dict[str, Any]]:
+    """A subscriber's page: only a running kernel moves its offset, so `--as` needs one."""
+    try:
+        page: list[dict[str, Any]] = client.send(home, EVENTS, args)
+    except KernelNotReady:
+        raise
+    except KernelNotRunning:
+        err.print(
+            f"error: no kernel is running on {home.root}, and `--as {args.subscriber}` moves "
+            "that subscriber's offset, which only a running kernel writes; start one with "
+            "`pfar run`, or leave out --as to read the events from the vault"
+        )
+        raise SystemExit(2) from None
+    return page
 
 
 def _line(event: dict[str, Any]) -> str:

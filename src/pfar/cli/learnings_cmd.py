@@ -7,7 +7,7 @@ from rich.table import Table
 
 from ..kernel.api.requests import LEARNING_FORGET, LEARNINGS, LearningArgs, LearningsArgs
 from . import client
-from .output import emit, home_of, out
+from .output import ask, emit, home_of, out
 
 
 @click.group(invoke_without_command=True)
@@ -39,7 +39,7 @@ def forget(ctx: click.Context, learning_id: str) -> None:
 
 
 def _show(ctx: click.Context, text: str | None, as_json: bool) -> None:
-    found = client.send(home_of(ctx), LEARNINGS, LearningsArgs(search=text))
+    found = ask(home_of(ctx), LEARNINGS, LearningsArgs(search=text), lambda r: r.learnings(text))
     if as_json:
         emit(found, True)
         return

@@ -3,17 +3,22 @@ kernel."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 import click
 
+from ..errors import KernelNotReady, KernelNotRunning
+from ..kernel.api import HomeReader
+from ..kernel.api.records import Sent
 from ..kernel.api.requests import LOOP, SEND, WAIT_IDLE, LoopArgs, NoArgs, SendArgs
 from ..kernel.holds import describe
 from ..policy.printable import printable
 from ..runners.loop.context import ContextStats
 from ..runners.loop.tasks import TIERS
+from ..vault.home import Home
 from . import client
-from .output import emit, err, home_of, out, read
+from .output import ask, emit, err, home_of, out, read
 
 
 @click.command()
@@ -108,7 +113,8 @@ def attach(ctx: click.Context, task_id: str, from_start: bool) -> None:
     text as the model writes it, each tool call and result, and its state. Ctrl-C
     detaches; the task goes on."""
     request = {"op": "attach", "task_id": task_id, "from_start": from_start}
-    shown = client.stream(home_of(ctx), request)
+    home = home_of(ctx)
+    shown = _watched(home, request)
     midline = False
     try:
         for item in shown:
@@ -137,6 +143,27 @@ def attach(ctx: click.Context, task_id: str, from_start: bool) -> None:
         shown.close()
 
 
+def _watched(home: Home, request: dict[str, Any]) -> Generator[dict[str, Any], None, None]:
+    """The kernel's stream; with no kernel running, what the journal holds (the task,
+    if it has not ended, goes on when one starts)."""
+    live = client.stream(home, request)
+    try:
+        first = next(live, None)  # the stream connects on its first step
+    except KernelNotReady:
+        raise
+    except KernelNotRunning:
+        task_id, from_start = str(request["task_id"]), bool(request["from_start"])
+        found = read(home, lambda r: r.replay(task_id, from_start=from_start))
+        yield from (shown.to_json() for shown in found)
+        return
+    try:
+        if first is not None:
+            yield first
+        yield from live
+    finally:
+        live.close()
+
+
 _HINTS = {
     "WaitingForUser": " waits for you: pfar send ID MESSAGE (or /done)",
     "AwaitingApproval": " asks you: pfar approvals",
@@ -152,7 +179,14 @@ _HINTS = {
 def context_cmd(ctx: click.Context, task_id: str, as_json: bool) -> None:
     """How full a loop task's context is: tokens of its next request against the
     model's budget, turns shown and summarized, tokens and cost so far (`/context`)."""
-    _print_context(client.send(home_of(ctx), SEND, SendArgs(task_id, "/context")), as_json)
+    home = home_of(ctx)
+
+    async def offline(r: HomeReader) -> Sent:
+        stats = await r.context(task_id)
+        task = await r.journal.tasks.get(await r.journal.tasks.resolve_id(task_id))
+        return Sent(task.task_id, task.state, "/context", context=stats.to_json())
+
+    _print_context(ask(home, SEND, SendArgs(task_id, "/context"), offline), as_json)
 
 
 @click.command("retry")

@@ -36,6 +36,7 @@ from .learnings_cmd import learnings
 from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .output import emit, err, home_of, out, read, table
 from .queue_cmd import queue
+from .reload_cmd import reload
 from .sessions_cmd import secret, session
 from .workflows_cmd import workflow
 
@@ -388,6 +389,7 @@ cli.add_command(resume)
 cli.add_command(workflow)
 cli.add_command(session)
 cli.add_command(secret)
+cli.add_command(reload)
 
 
 def main() -> None:

@@ -12,11 +12,15 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..errors import KernelNotReady, KernelNotRunning
 from ..kernel.api import HomeReader
+from ..kernel.api.requests import Command
 from ..policy.printable import printable
 from ..vault.home import Home
+from . import client
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 
 class _Terminal(Console):
@@ -78,3 +82,23 @@ def read(home: Home, ask: Callable[[HomeReader], Awaitable[T]]) -> T:
             return await ask(r)
 
     return asyncio.run(asking())
+
+
+def ask(
+    home: Home,
+    command: Command[A],
+    arguments: A,
+    offline: Callable[[HomeReader], Awaitable[Any]],
+) -> Any:
+    """A read-only view: the running kernel's answer (it knows what is live), or, when
+    no kernel runs on `home`, the same view read from its vault, as JSON either way.
+    A kernel that holds the home but does not answer yet is not read around."""
+    try:
+        return client.send(home, command, arguments)
+    except KernelNotReady:
+        raise
+    except KernelNotRunning:
+        reply = read(home, offline)
+    if isinstance(reply, list):
+        return [r.to_json() for r in reply]
+    return reply.to_json()

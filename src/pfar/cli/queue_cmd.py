@@ -6,8 +6,7 @@ import click
 from rich.table import Table
 
 from ..kernel.api.requests import QUEUE, NoArgs
-from . import client
-from .output import emit, home_of, out
+from .output import ask, emit, home_of, out
 
 
 @click.command()
@@ -15,7 +14,7 @@ from .output import emit, home_of, out
 @click.pass_context
 def queue(ctx: click.Context, as_json: bool) -> None:
     """Tasks waiting to run ([scheduler] max_concurrent), highest priority first."""
-    found = client.send(home_of(ctx), QUEUE, NoArgs())
+    found = ask(home_of(ctx), QUEUE, NoArgs(), lambda r: r.queue())
     if as_json:
         emit(found, True)
         return

@@ -1,4 +1,4 @@
-"""`pfar session ...` and `pfar secret set`."""
+"""`pfar session ...` and `pfar secret set|list|rm`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from typing import TypeVar
 
 import click
 
+from ..errors import UnknownSecret
 from ..journal.sessions import SessionStatus
 from ..kernel.api.requests import (
+    SECRET_RM,
     SECRET_SET,
     SESSION_NEW,
     SESSION_PAUSE,
@@ -19,10 +21,12 @@ from ..kernel.api.requests import (
     Command,
     NewSessionArgs,
     SecretArgs,
+    SecretNameArgs,
     SessionArgs,
 )
 from ..policy.printable import printable
 from ..vault.secrets import SecretStore, checked_secret
+from ..vault.sqlite import open_vault_db
 from . import client
 from .output import emit, home_of, out, read, table
 
@@ -132,3 +136,35 @@ def secret_set(ctx: click.Context, name: str) -> None:
     out.print(
         f"secret {name} stored; a template sends it with [[credentials]] as {{{{secret:{name}}}}}"
     )
+
+
+@secret.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def secret_list(ctx: click.Context, as_json: bool) -> None:
+    """The secrets in the vault: each one's name, service and when it was set; never a
+    value. Read from the vault, with or without a kernel."""
+    store = SecretStore(open_vault_db(home_of(ctx).secrets_db, "secrets", readonly=True))
+    try:
+        rows = [e.to_json() for e in store.listing()]
+    finally:
+        store.close()
+    emit(rows, as_json, table(rows, ["name", "service", "updated_at"], f"{len(rows)} secret(s)"))
+
+
+@secret.command("rm")
+@click.argument("name")
+@click.pass_context
+def secret_rm(ctx: click.Context, name: str) -> None:
+    """Drop secret NAME from the vault; a template step that needs it asks for it again."""
+    home = home_of(ctx)
+    if client.kernel_running(home):
+        client.send(home, SECRET_RM, SecretNameArgs(name))
+    else:
+        store = SecretStore.open(home.secrets_db)
+        try:
+            if not store.remove(name):
+                raise UnknownSecret(name)
+        finally:
+            store.close()
+    out.print(f"secret {name} removed")

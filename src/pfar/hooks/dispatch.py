@@ -21,10 +21,17 @@ log = logging.getLogger("pfar.hooks")
 
 class Hooks:
     def __init__(self, handlers: Sequence[Handler] = ()) -> None:
+        self.replace(handlers)
+
+    def replace(self, handlers: Sequence[Handler]) -> None:
+        """Listen with `handlers` from now on (`pfar reload`): in place, since the
+        runners, the lock manager and the lifecycle feed hold this object. A fire
+        already under way goes on with the handlers it started with."""
+        by_point: dict[HookPoint, tuple[Handler, ...]] = {}
+        for h in handlers:
+            by_point[h.point] = (*by_point.get(h.point, ()), h)
         self.handlers = tuple(handlers)
-        self._by_point: dict[HookPoint, tuple[Handler, ...]] = {}
-        for h in self.handlers:
-            self._by_point[h.point] = (*self._by_point.get(h.point, ()), h)
+        self._by_point = by_point
 
     def wants(self, point: HookPoint, tool: str | None = None) -> bool:
         """Whether any handler listens at `point` (for `tool`): the hot path's one check."""

@@ -28,23 +28,26 @@ PAGE = 100
 
 
 async def run(journal: Journal, hooks: Hooks, wake: asyncio.Event) -> None:
-    """Fire lifecycle hooks for the kernel's life (returns at once without any)."""
-    points = {p for p in LIFECYCLE if hooks.wants(p)}
-    if not points:
-        await asyncio.Event().wait()  # a duty for the kernel's life: nothing to do
-    after = await journal.events.bus_offset(SUBSCRIBER)
-    if after is None:
-        after = await journal.events.bus_last()
-        await journal.events.bus_ack(SUBSCRIBER, after)
+    """Fire lifecycle hooks for the kernel's life. The handlers are looked at each
+    round: `pfar reload` may add the first ones (the feed then starts, at the bus's end
+    when it never ran here) or take the last ones away."""
+    after: int | None = None
     while True:
-        events = await journal.events.bus(after, PAGE)
-        for event in events:
-            if event.kind in points:
-                await hooks.observe(HookPoint(event.kind), event.to_json())
-            after = event.seq
-        if events:
-            await journal.events.bus_ack(SUBSCRIBER, after)
-            continue
+        points = {p for p in LIFECYCLE if hooks.wants(p)}
+        if points and after is None:
+            after = await journal.events.bus_offset(SUBSCRIBER)
+            if after is None:
+                after = await journal.events.bus_last()
+                await journal.events.bus_ack(SUBSCRIBER, after)
+        if points and after is not None:
+            events = await journal.events.bus(after, PAGE)
+            for event in events:
+                if event.kind in points:
+                    await hooks.observe(HookPoint(event.kind), event.to_json())
+                after = event.seq
+            if events:
+                await journal.events.bus_ack(SUBSCRIBER, after)
+                continue
         wake.clear()
         try:
             async with asyncio.timeout(POLL_SECONDS):

@@ -50,6 +50,7 @@ from ..errors import (
     PfarError,
     ShuttingDown,
     TaskStateRefused,
+    UnknownSecret,
     VaultMissing,
 )
 from ..hooks import NO_HOOKS, HookPoint, Hooks
@@ -99,6 +100,7 @@ from .learning import Learner
 from .locks import LockManager, LockTable
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel, OwnerLogSink, Sink
+from .reload import Reloaded, reload_kernel
 from .scheduler import Scheduler
 from .sessions import SANDBOX_PREFIX, SessionSupervisor
 from .workflows import workflow_task
@@ -962,6 +964,21 @@ class Kernel:
         self.secrets.set(name, checked_secret(name, value))
         self.redactor.refresh()
         self.audit.log("secret_set", name=name)
+
+    async def reload(self) -> Reloaded:
+        """`pfar reload` and SIGHUP: templates, hooks and the live settings, again."""
+        if not self._accepting:
+            raise ShuttingDown()
+        done = await reload_kernel(self)
+        self.audit.log("reloaded", **done.to_json())
+        return done
+
+    def remove_secret(self, name: str) -> None:
+        """Drop a secret from secrets.db. Its value stays masked in what this kernel
+        writes until it stops: text that held it may still come back from a tool."""
+        if not self.secrets.remove(name):
+            raise UnknownSecret(name)
+        self.audit.log("secret_removed", name=name)
 
     # -- background duties -----------------------------------------------------
 

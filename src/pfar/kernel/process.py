@@ -8,6 +8,7 @@ import signal
 from collections.abc import Awaitable, Callable
 
 from ..config import Config
+from ..errors import PfarError
 from ..vault.home import Home
 from . import descriptors
 from .control import ControlServer
@@ -35,6 +36,19 @@ async def serve(
     descriptors.AcceptErrors(loop).install(loop)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    started = asyncio.Event()
+    reloads: set[asyncio.Task[None]] = set()
+
+    def hangup() -> None:  # SIGHUP: `pfar reload`, its answer on the terminal
+        if not started.is_set():
+            say("pfar: SIGHUP while the kernel starts: nothing reloaded (it is loading now)")
+            return
+        task = asyncio.create_task(_reload(kernel))
+        reloads.add(task)
+        task.add_done_callback(reloads.discard)
+
+    # set before the start: SIGHUP's default would end the process
+    loop.add_signal_handler(signal.SIGHUP, hangup)
     if before_start is not None:
         await before_start(kernel)
     await kernel.start()
@@ -50,6 +64,7 @@ async def serve(
     kernel.owner.notify()
     control = ControlServer(kernel)
     await control.start()
+    started.set()
     if on_started is not None:
         on_started(kernel)
     extras = extra(kernel) if extra else []
@@ -80,3 +95,13 @@ async def serve(
         return 4
     say("pfar kernel shut down cleanly")
     return 0
+
+
+async def _reload(kernel: Kernel) -> None:
+    try:
+        done = await kernel.reload()
+    except PfarError as exc:
+        say(f"pfar: reload: {exc}")
+        return
+    for line in done.lines():
+        say(f"pfar: reload: {line}")

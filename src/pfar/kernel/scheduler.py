@@ -12,6 +12,7 @@ template's `catch_up`, and the recovery report says what was caught up or skippe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -41,6 +42,12 @@ class Scheduler:
     def __init__(self, kernel: Kernel, clock: Callable[[], datetime] | None = None) -> None:
         self._kernel = kernel
         self._clock = clock or (lambda: datetime.now(UTC))
+        self._wake = asyncio.Event()
+
+    def nudge(self) -> None:
+        """Look at the templates again now (`pfar reload`): a new schedule's first slot
+        may come before the round the loop sleeps until."""
+        self._wake.set()
 
     def _scheduled(self) -> list[Template]:
         templates = self._kernel.templates
@@ -112,6 +119,7 @@ class Scheduler:
         """Fire due slots until cancelled, sleeping until the next one (a minute at most)."""
         plans = first
         while True:
+            self._wake.clear()  # a nudge from here on wakes the sleep below
             try:
                 for due in plans if plans is not None else await self.plans():
                     if due.fire or due.last != await self._saved(due.template_id):
@@ -122,7 +130,9 @@ class Scheduler:
             except Exception:  # a schedule's bug must not stop the kernel or the others
                 log.exception("schedules: a round failed; trying again in a minute")
                 wait = LONGEST_SLEEP
-            await asyncio.sleep(wait)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):  # not wait_for: it may swallow a cancel
+                    await self._wake.wait()
             plans = None
 
     async def _saved(self, template_id: str) -> datetime | None:

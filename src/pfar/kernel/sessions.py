@@ -47,6 +47,11 @@ class SessionSupervisor:
         self._running: dict[str, agent_process.AgentProcess] = {}
         self._watchers: dict[str, asyncio.Task[None]] = {}
 
+    def configure(self, config: SessionsConfig) -> None:
+        """New settings (`pfar reload`): the next agent started uses them; a running one
+        goes on as it was started."""
+        self._config = config
+
     def is_running(self, session_id: str) -> bool:
         """Its agent runs under this kernel."""
         return session_id in self._running
@@ -147,7 +152,8 @@ class SessionSupervisor:
         if not self._config.agent_command:
             raise PfarError(
                 "no agent command is configured: set [sessions] agent_command in config.toml "
-                '(e.g. agent_command = ["my-agent", "--project", "{project_path}"])'
+                '(e.g. agent_command = ["my-agent", "--project", "{project_path}"]), '
+                "then `pfar reload` (a running kernel takes it without a restart)"
             )
         fill = {
             "session_id": s.session_id,

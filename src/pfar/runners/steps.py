@@ -206,6 +206,14 @@ async def run_step(
             )
             return Parked()
 
+    missing = missing_secret(ctx, call.tool, call.args)
+    if missing is not None:
+        # the template sends a secret the vault lacks: ask for it (AwaitingCredential,
+        # re-sent after a restart); given, the step runs with it (asked
+        # before any approval, so a grant is not spent on a call that cannot run)
+        await park_credential(task, svc, i, secret_prompt(missing, call))
+        return Parked()
+
     # a read is asked about only by a runner with questions of its own (the loop's)
     asks = rules.ask is not None or semantics is Semantics.Write
     question = await _question(task, call, semantics, rules, answered, svc) if asks else None
@@ -510,3 +518,30 @@ def _idempotency(tool: Tool, args: dict[str, Any], rules: StepRules) -> Idempote
         if host and host in {h.lower() for h in rules.trusted_key_hosts}:
             return Idempotency.key
     return idem
+
+
+def missing_secret(ctx: ToolContext, tool: str, args: dict[str, Any]) -> str | None:
+    """The first secret a template's `[[credentials]]` would put into this call that the
+    vault does not hold (an http.request binding counts for its own host only)."""
+    url = str(args.get("url", ""))
+    for cred in ctx.credentials:
+        if cred.tool != tool or (cred.host is not None and not cred.fits_url(url)):
+            continue
+        for name in cred.secret_names():
+            if ctx.secret(name) is None:
+                return name
+    return None
+
+
+def secret_prompt(name: str, call: StepCall) -> dict[str, Any]:
+    """A credential prompt's arguments for a secret `[[credentials]]` names (its name,
+    never a value)."""
+    return {
+        "service": name,
+        "credential_type": "api_key",
+        "instructions": (
+            f"{call.where} ({call.tool}) needs the secret {name!r}, which is not in the "
+            f"vault; the template's [[credentials]] sends it. Give it, and the step runs."
+        ),
+        "vault_ref": f"vault:{name}",
+    }

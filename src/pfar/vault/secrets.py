@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,6 +45,24 @@ def check_secret_size(value: str) -> None:
             f"the secret is {size} bytes; at most {MAX_SECRET} ({MAX_SECRET >> 10} KiB) "
             "are stored; nothing was stored"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class SecretEntry:
+    """A secret as `pfar secret list` shows it: what it is, never what it holds."""
+
+    name: str
+    service: str | None
+    created_at: str
+    updated_at: str  # when its value was last set
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "name": self.name,
+            "service": self.service,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
 
 
 class SecretStore:
@@ -86,6 +105,23 @@ class SecretStore:
         with self._lock:
             rows = self._conn.execute("SELECT name, value FROM secrets").fetchall()
         return {str(n): str(v) for n, v in rows}
+
+    def listing(self) -> list[SecretEntry]:
+        """Every secret's name, service and times, by name; never a value."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT name, service, created_at, updated_at FROM secrets ORDER BY name"
+            ).fetchall()
+        return [
+            SecretEntry(str(n), None if s is None else str(s), str(c), str(u))
+            for n, s, c, u in rows
+        ]
+
+    def remove(self, name: str) -> bool:
+        """Drop secret `name`; whether there was one."""
+        with self._lock:
+            gone = self._conn.execute("DELETE FROM secrets WHERE name = ?", (name,))
+        return gone.rowcount > 0
 
     def names(self) -> list[str]:
         with self._lock:

@@ -65,15 +65,23 @@ class Viewers:
                     del self._queues[task_id]
 
 
-def _mark_key(task_id: str) -> str:
+def mark_key(task_id: str) -> str:
     return f"attach:{task_id}"
+
+
+async def turns_shown(journal: Store, task_id: str, after: int) -> tuple[list[Shown], int]:
+    """The turns after `after` as a viewer is shown them, and the last one's seq; the
+    viewer's mark is not moved (a look at a home no kernel runs changes nothing)."""
+    seen = _Seen(after)
+    shown = await seen.read(journal, task_id)
+    return shown, seen.seq
 
 
 async def stream(
     journal: Store, viewers: Viewers, task_id: str, *, from_start: bool = False
 ) -> AsyncIterator[Shown]:
     """What a viewer of `task_id` is shown, until the task ends (or the viewer leaves)."""
-    mark = None if from_start else await journal.adapters.get(_mark_key(task_id))
+    mark = None if from_start else await journal.adapters.get(mark_key(task_id))
     seen = _Seen(int(mark["seq"]) if mark and isinstance(mark.get("seq"), int) else -1)
     state = None
     with viewers.watching(task_id) as queue:
@@ -127,6 +135,13 @@ class _Seen:
     shown_whole: str = ""  # the text of the answer the last look showed whole
 
     async def turns(self, journal: Store, task_id: str) -> list[Shown]:
+        before = self.seq
+        out = await self.read(journal, task_id)
+        if self.seq != before:
+            await journal.adapters.put(mark_key(task_id), {"seq": self.seq})
+        return out
+
+    async def read(self, journal: Store, task_id: str) -> list[Shown]:
         new = await journal.loops.turns(task_id, after=self.seq)
         out = []
         self.shown_whole = ""
@@ -144,6 +159,4 @@ class _Seen:
             if text:
                 out.append(Shown("turn", text, stored.seq))
             self.seq = stored.seq
-        if new:
-            await journal.adapters.put(_mark_key(task_id), {"seq": self.seq})
         return out

@@ -16,20 +16,21 @@ for the socket); a refusal is a `PfarError` whose message says what to do.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from ...answers import IN_PROCESS, Actor, Answer
 from ...errors import BadRequest, KnowledgeUnavailable, UnknownLearning
 from ...journal import TaskKind
-from ...journal.bus_sql import BusEvent
 from ...journal.sessions import SessionRecord
+from ...runners.loop.context import ContextStats
 from ...runners.loop.tasks import LoopRequest
 from ...vault.knowledge import KnowledgeStore, Learning
 from ..admission import Waiting
 from ..holds import HoldResult
+from ..reload import Reloaded
 from .attach import Shown, stream
+from .offline import check_subscriber
 from .reader import HomeReader
 from .records import (
     Answered,
@@ -128,6 +129,16 @@ class Operator(HomeReader):
         self._kernel.set_secret(name, value)
         return SecretStored(name)
 
+    async def reload(self) -> Reloaded:
+        """Read templates, hooks and the settings that can change live again; the answer
+        names what changed but needs a restart, and what did not load."""
+        return await self._kernel.reload()
+
+    def remove_secret(self, name: str) -> SecretStored:
+        """Drop secret `name` from the vault (UnknownSecret when there is none)."""
+        self._kernel.remove_secret(name)
+        return SecretStored(name)
+
     # -- loop tasks --------------------------------------------------------------------
 
     async def start_loop(
@@ -187,6 +198,10 @@ class Operator(HomeReader):
         )
         return Sent(task.task_id, task.state, "/done" if done else None)
 
+    async def context(self, task_id: str) -> ContextStats:
+        """How full a loop task's context is (`/context`), as the kernel sees it."""
+        return await self._kernel.loop_context(task_id)
+
     async def attach(self, task_id: str, *, from_start: bool = False) -> AsyncIterator[Shown]:
         """A loop task's output, live: the turns since this task was last watched (all of
         them, `from_start`), then its streamed text, turns and states until it ends.
@@ -204,24 +219,10 @@ class Operator(HomeReader):
 
     # -- the event bus ------------------------------------------------------------------
 
-    async def events(
-        self, after: int | None = None, *, subscriber: str | None = None, limit: int = 100
-    ) -> list[BusEvent]:
-        """Task events in commit order after `after` (by default after `subscriber`'s
-        offset, or from the first one kept)."""
-        if subscriber is not None:
-            _check_subscriber(subscriber)
-        if not 1 <= limit <= 1000:
-            raise BadRequest("limit", "must be between 1 and 1000")
-        events = self._kernel.journal.events
-        if after is None:
-            after = (await events.bus_offset(subscriber) if subscriber else None) or 0
-        return await events.bus(after, limit)
-
     async def ack_events(self, subscriber: str, seq: int) -> EventOffset:
         """`subscriber` has handled every event up to `seq`: it goes on after it, also
         after a restart of its own or of the kernel."""
-        _check_subscriber(subscriber)
+        check_subscriber(subscriber)
         if seq < 0:
             raise BadRequest("seq", "must be 0 or more")
         await self._kernel.journal.events.bus_ack(subscriber, seq)
@@ -310,11 +311,3 @@ class Operator(HomeReader):
     async def terminate_session(self, session_id: str) -> SessionRecord:
         """End the session for good."""
         return await self._kernel.sessions.terminate(session_id)
-
-
-_SUBSCRIBER = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
-
-
-def _check_subscriber(name: str) -> None:
-    if not _SUBSCRIBER.fullmatch(name):
-        raise BadRequest("subscriber", f"{name!r}: 1 to 64 letters, digits, '.', '_' or '-'")

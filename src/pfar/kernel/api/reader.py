@@ -23,10 +23,16 @@ from ...journal import (
     Journal,
     TaskState,
 )
+from ...journal.bus_sql import BusEvent
 from ...journal.sessions import SessionRecord, SessionStatus
 from ...recovery import plan_recovery
+from ...runners.loop.context import ContextStats
 from ...vault.home import Home, HomeLock
-from .records import Questions, TaskSummary, TaskTimeline
+from ...vault.knowledge import Learning
+from ..admission import Waiting
+from . import offline
+from .attach import Shown
+from .records import ChannelView, Questions, TaskSummary, TaskTimeline
 from .timeline import task_timeline
 from .trace import task_as_trace
 from .workflow_check import WorkflowCheck, check_workflow
@@ -155,6 +161,49 @@ class HomeReader:
         """The whole question, with every argument of the action it lets run."""
         questions = self.journal.questions
         return await questions.approval(await questions.resolve_approval_id(approval_id))
+
+    # -- views a kernel answers live, read here from the vault when none runs ----------
+
+    async def events(
+        self, after: int | None = None, *, subscriber: str | None = None, limit: int = 100
+    ) -> list[BusEvent]:
+        """Task events in commit order after `after` (by default after `subscriber`'s
+        offset, or from the first one kept)."""
+        if subscriber is not None:
+            offline.check_subscriber(subscriber)
+        if not 1 <= limit <= 1000:
+            raise BadRequest("limit", "must be between 1 and 1000")
+        events = self.journal.events
+        if after is None:
+            after = (await events.bus_offset(subscriber) if subscriber else None) or 0
+        return await events.bus(after, limit)
+
+    async def learnings(self, search: str | None = None, limit: int = 50) -> list[Learning]:
+        """What tasks learned: the newest, or the ones most relevant to `search`."""
+        if not 1 <= limit <= 1000:
+            raise BadRequest("limit", "must be between 1 and 1000")
+        return offline.learnings(self.home, search, limit)
+
+    async def queue(self) -> list[Waiting]:
+        """With no kernel running: the tasks queued for a slot, in the order a kernel
+        would start them (a running kernel's `Operator` tells its live queue)."""
+        return await offline.queue(self.journal)
+
+    async def channels(self) -> list[ChannelView]:
+        """With no kernel running: each enabled channel, stopped, with its position and
+        its deliveries by status as the vault keeps them."""
+        return await offline.channels(self.journal, Config.load(self.home.config))
+
+    async def context(self, task_id: str) -> ContextStats:
+        """How full a loop task's context is, as its next model call would be sent."""
+        task = await self.task(task_id)
+        return await offline.context(self.journal, task.task_id, Config.load(self.home.config))
+
+    async def replay(self, task_id: str, *, from_start: bool = False) -> list[Shown]:
+        """With no kernel running, `attach`: the turns journaled since the task was last
+        watched (all of them, `from_start`), and its state; nothing moves meanwhile."""
+        task = await self.task(task_id)
+        return await offline.replay(self.journal, task.task_id, from_start=from_start)
 
     # -- sessions and workflows ---------------------------------------------------
 

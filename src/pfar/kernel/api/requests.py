@@ -113,6 +113,11 @@ class SecretArgs:
 
 
 @dataclass(frozen=True, slots=True)
+class SecretNameArgs:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class WorkflowArgs:
     definition: str
     directory: str
@@ -182,6 +187,7 @@ class AckArgs:
 PING = Command("ping", NoArgs, lambda o, _: o.ping(), while_shutting_down=True)
 STATUS = Command("status", NoArgs, lambda o, _: o.status(), while_shutting_down=True)
 WAIT_IDLE = Command("wait_idle", NoArgs, lambda o, _: o.wait_idle(), while_shutting_down=True)
+RELOAD = Command("reload", NoArgs, lambda o, _: o.reload())
 SHUTDOWN = Command("shutdown", NoArgs, lambda o, _: o.request_shutdown(), while_shutting_down=True)
 SUBMIT = Command(
     "submit",
@@ -231,6 +237,7 @@ CREDENTIAL = Command(
     "credential", CredentialArgs, lambda o, a: o.provide_credential(a.prompt_id, a.secret)
 )
 SECRET_SET = Command("secret_set", SecretArgs, lambda o, a: o.set_secret(a.name, a.value))
+SECRET_RM = Command("secret_rm", SecretNameArgs, lambda o, a: o.remove_secret(a.name))
 WORKFLOW_START = Command(
     "workflow_start", WorkflowArgs, lambda o, a: o.start_workflow(a.definition, a.directory)
 )
@@ -255,6 +262,7 @@ COMMANDS: Final[Mapping[str, Command[Any]]] = {
         STATUS,
         WAIT_IDLE,
         SHUTDOWN,
+        RELOAD,
         SUBMIT,
         LOOP,
         SEND,
@@ -274,6 +282,7 @@ COMMANDS: Final[Mapping[str, Command[Any]]] = {
         ANSWER,
         CREDENTIAL,
         SECRET_SET,
+        SECRET_RM,
         WORKFLOW_START,
         WORKFLOW_RESUME,
         SESSIONS,

@@ -31,9 +31,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...config import LoopConfig
 from ...errors import PfarError, ProviderError, ToolFailed, VaultError
 from ...hooks import HookPoint
-from ...journal import OwnerMessage, StepRecord, StepStatus, TaskRecord, TaskState, TaskUpdate
+from ...journal import (
+    Journal,
+    OwnerMessage,
+    StepRecord,
+    StepStatus,
+    TaskRecord,
+    TaskState,
+    TaskUpdate,
+)
 from ...journal.payloads import Completed, Executing, Paused, Synthesizing, WaitingForUser
 from ...journal.records import Idempotency, Semantics, now_rfc3339, parse_rfc3339
 from ...journal.turns import (
@@ -51,6 +60,7 @@ from ...journal.turns import (
 from ...llm.events import EventSink
 from ...llm.messages import ChatRequest, ChatResponse, Message, StopReason, ToolSchema
 from ...policy.approvals import ApprovalRule
+from ...tools import ToolRegistry
 from .. import hooking
 from ..asking import ask_owner
 from ..services import Services
@@ -373,14 +383,20 @@ def _viewer(svc: Services, task: TaskRecord) -> EventSink | None:
 
 
 def _schemas(svc: Services, settings: LoopSettings) -> tuple[ToolSchema, ...]:
+    return offered_tools(svc.tools, svc.loop, settings)
+
+
+def offered_tools(
+    tools: ToolRegistry, loop: LoopConfig, settings: LoopSettings
+) -> tuple[ToolSchema, ...]:
     """The tools offered, in `[loop] tools` order; Task only above the depth limit."""
     out = []
-    for name in svc.loop.tools:
+    for name in loop.tools:
         if name == subtasks.TASK:
-            if settings.depth < svc.loop.max_depth:
+            if settings.depth < loop.max_depth:
                 out.append(subtasks.SCHEMA)
-        elif name in svc.tools:
-            t = svc.tools.get(name)
+        elif name in tools:
+            t = tools.get(name)
             out.append(ToolSchema(t.name, t.description, t.args_schema))
     return tuple(out)
 
@@ -488,25 +504,39 @@ async def _summarize(
 async def context_stats(task_id: str, svc: Services) -> context.ContextStats:
     """`/context`: the task's context as its next model call would assemble it (without
     summarizing: a look changes nothing)."""
-    settings = await svc.journal.loops.settings(task_id)
-    convo = await svc.journal.loops.turns(task_id)
-    model = svc.model.model_for(settings.tier)
-    tools = _schemas(svc, settings)
+    return await context_stats_of(
+        svc.journal, task_id, svc.model.model_for, lambda s: _schemas(svc, s), svc.loop
+    )
+
+
+async def context_stats_of(
+    journal: Journal,
+    task_id: str,
+    model_for: Callable[[str], str],
+    schemas: Callable[[LoopSettings], tuple[ToolSchema, ...]],
+    loop: LoopConfig,
+) -> context.ContextStats:
+    """`context_stats` from its parts: also what a reader of a home with no kernel
+    running answers (`pfar task context`), from the config and the built-in tools."""
+    settings = await journal.loops.settings(task_id)
+    convo = await journal.loops.turns(task_id)
+    model = model_for(settings.tier)
+    tools = schemas(settings)
     system = context.system_prompt(settings, task_id, await context.environment(settings), model)
     shown = context.visible(convo)
     schema_chars = sum(len(json.dumps(t.input_schema)) + len(t.description) for t in tools)
     msgs = context.messages(shown)
     summaries = [t.turn for t in shown if isinstance(t.turn, SummaryTurn)]
     answers = [t.turn for t in shown if isinstance(t.turn, AssistantTurn)]
-    usage = await svc.journal.tasks.llm_usage(task_id)
+    usage = await journal.tasks.llm_usage(task_id)
     return context.ContextStats(
         turns=len(convo),
         shown=len(shown),
         summarized_upto=summaries[-1].upto if summaries else None,
         estimated_tokens=context.size(system, msgs, schema_chars),
-        budget=svc.loop.context_tokens - svc.loop.reserve_tokens,
-        context_tokens=svc.loop.context_tokens,
-        reserve_tokens=svc.loop.reserve_tokens,
+        budget=loop.context_tokens - loop.reserve_tokens,
+        context_tokens=loop.context_tokens,
+        reserve_tokens=loop.reserve_tokens,
         last_input_tokens=answers[-1].input_tokens if answers else 0,
         last_output_tokens=answers[-1].output_tokens if answers else 0,
         total_tokens=int(usage.get("input_tokens", 0) or 0)
