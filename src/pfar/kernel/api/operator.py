@@ -117,7 +117,10 @@ class Operator(HomeReader):
         pfar.answers, or its name). The same answer again changes nothing (`changed` is
         False); one that does not fit the question is refused (AnswerDoesNotFit)."""
         a, changed = await self._kernel.answer(approval_id, answer, self.actor)
-        return Answered(a.approval_id, a.status, a.decision, changed, a.task_id)
+        task = await self._kernel.journal.tasks.get(a.task_id)
+        return Answered(
+            a.approval_id, a.status, a.decision, changed, a.task_id, task.state.value, task.error
+        )
 
     async def provide_credential(self, prompt_id: str, secret: str) -> TaskRef:
         """Store the secret a credential prompt asks for; its task resumes."""
