@@ -104,9 +104,10 @@ def send(ctx: click.Context, task_id: str, message: str, wait: bool, as_json: bo
 )
 @click.pass_context
 def attach(ctx: click.Context, task_id: str, from_start: bool) -> None:
-    """Watch a loop task live: what it said and did since you last looked, then its
-    text as the model writes it, each tool call and result, and its state. Ctrl-C
-    detaches; the task goes on."""
+    """Watch a task live. A loop task: what it said and did since you last looked,
+    then its text as the model writes it, each tool call and result, and its state.
+    A pipeline or workflow task: its timeline so far, then each step, question and
+    message as it happens, and its state. Ctrl-C detaches; the task goes on."""
     request = {"op": "attach", "task_id": task_id, "from_start": from_start}
     shown = client.stream(home_of(ctx), request)
     midline = False

@@ -30,6 +30,7 @@ from ...vault.knowledge import KnowledgeStore, Learning
 from ..admission import Waiting
 from ..holds import HoldResult
 from .attach import Shown, stream
+from .attach_timeline import timeline_stream
 from .reader import HomeReader
 from .records import (
     Answered,
@@ -191,16 +192,15 @@ class Operator(HomeReader):
         return Sent(task.task_id, task.state, "/done" if done else None)
 
     async def attach(self, task_id: str, *, from_start: bool = False) -> AsyncIterator[Shown]:
-        """A loop task's output, live: the turns since this task was last watched (all of
-        them, `from_start`), then its streamed text, turns and states until it ends.
-        Leaving (closing the iterator) stops nothing."""
+        """A task's work, live. A loop task: the turns since it was last watched (all of
+        them, `from_start`), then its streamed text, turns and states until it ends. A
+        pipeline or workflow task: its timeline so far, then each new line and state
+        until it ends. Leaving (closing the iterator) stops nothing."""
         task = await self._kernel.journal.tasks.get(
             await self._kernel.journal.tasks.resolve_id(task_id)
         )
         if task.kind is not TaskKind.loop:
-            raise BadRequest(
-                "task_id", f"{task.task_id} is a {task.kind.value} task; only loop tasks stream"
-            )
+            return timeline_stream(self._kernel.journal, task.task_id)
         return stream(
             self._kernel.journal, self._kernel.viewers, task.task_id, from_start=from_start
         )
