@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from ...answers import IN_PROCESS, Actor, Answer
-from ...errors import BadRequest, KnowledgeUnavailable, UnknownLearning
+from ...errors import BadRequest, KnowledgeUnavailable, PfarError, UnknownLearning
 from ...journal import TaskKind
 from ...journal.bus_sql import BusEvent
 from ...journal.sessions import SessionRecord
@@ -118,7 +118,10 @@ class Operator(HomeReader):
         pfar.answers, or its name). The same answer again changes nothing (`changed` is
         False); one that does not fit the question is refused (AnswerDoesNotFit)."""
         a, changed = await self._kernel.answer(approval_id, answer, self.actor)
-        task = await self._kernel.journal.tasks.get(a.task_id)
+        try:
+            task = await self._kernel.journal.tasks.get(a.task_id)
+        except PfarError:  # the answer is kept; a damaged task row only leaves this unsaid
+            return Answered(a.approval_id, a.status, a.decision, changed, a.task_id)
         return Answered(
             a.approval_id, a.status, a.decision, changed, a.task_id, task.state.value, task.error
         )
