@@ -5,12 +5,17 @@ it stopped on, and a mistyped config key gets a suggestion."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from pfar import Operator, open_kernel
+from pfar.adapters.cli import read_commands
 from pfar.vault.home import Home
 
 from ..support import db, make_home, pfar, running_kernel, said, task_states, wait_for
@@ -181,3 +186,31 @@ def test_an_unknown_config_key_gets_the_nearest_known_one(tmp_path: Path) -> Non
         in out
     ), out
     assert "loop.always_alow: unknown key (did you mean `always_allow`?)" in out, out
+
+
+def test_a_chat_or_stdin_answer_says_the_decision_plainly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = make_home(tmp_path / "home", script="")
+    work = tmp_path / "work"
+    work.mkdir()
+    definition = tmp_path / "wf.toml"
+    definition.write_text(WORKFLOW)
+
+    async def main() -> None:
+        async with open_kernel(home) as kernel:
+            operator = Operator(kernel)
+            started = await operator.start_workflow(str(definition), str(work))
+            await operator.wait_idle()
+            (asked,) = (await operator.questions()).approvals
+            assert asked.task_id == started.task_id
+            stream = asyncio.StreamReader()
+            stream.feed_data(f"answer {asked.approval_id[:8]} skip\n".encode())
+            stream.feed_eof()
+            await read_commands(operator, stream)
+            await operator.wait_idle()
+
+    asyncio.run(main())
+    printed = capsys.readouterr().out
+    assert "answered skip" in printed, printed
+    assert "denied" not in printed, printed

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..answers import Actor
+from ..answers import Actor, in_words
 from ..errors import KernelNotRunning, PfarError
 from ..journal import TaskState
 from ..kernel.api import MAX_LIMIT
@@ -282,18 +282,11 @@ def approval_show(ctx: click.Context, approval_id: str, as_json: bool) -> None:
 
 def _answer(ctx: click.Context, approval_id: str, decision: str) -> None:
     r = client.send(home_of(ctx), ANSWER, AnswerArgs(approval_id, decision))
-    chose = _chosen(r["decision"])
+    chose = in_words(r["decision"])
     if r["changed"]:
         out.print(f"approval {r['approval_id']}: {chose}; task {r['task_id']} {_after(r)}")
     else:
         out.print(f"approval {r['approval_id']} was already {chose}; nothing changed")
-
-
-def _chosen(decision: str | None) -> str:
-    """The owner's decision in plain words ("denied (skip)" read as a refusal)."""
-    return {"approve": "approved", "deny": "denied", None: "answered"}.get(
-        decision, f"answered {decision}"
-    )
 
 
 def _after(answered: dict[str, Any]) -> str:
