@@ -35,9 +35,10 @@ def install_system_packages() -> None:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         print(f"==> not installed: {', '.join(names)} (the tests that need them skip)")
         return
-    print(f"==> installing {', '.join(names)}", flush=True)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *names]
+    # system packages change the machine: the owner is told which, and with what
+    print(f"==> installing {', '.join(names)} (as root: {' '.join(install)})", flush=True)
     if subprocess.call(install, env=env, stdout=subprocess.DEVNULL) != 0:
         subprocess.call(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL)
         subprocess.call(install, env=env, stdout=subprocess.DEVNULL)

@@ -186,3 +186,11 @@ def parse_answer(text: object, field: str = "decision") -> Answer:
 def answer_of(kind: str) -> Answer:
     """A stored answer (a question's option, a decision in the journal) as its record."""
     return parse_answer(kind)
+
+
+def in_words(decision: str | None) -> str:
+    """A decision as the owner is told it: "approved", "denied", "answered skip" (an
+    approval's status alone reads a skip or a retry as a refusal: "denied (skip)")."""
+    if decision is None:
+        return "answered"
+    return {"approve": "approved", "deny": "denied"}.get(decision, f"answered {decision}")

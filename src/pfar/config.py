@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .errors import ConfigError, ConfigErrors
 from .hook_points import TOOL_POINTS, parse_point
+from .key_hints import suggestion
 from .vault.perms import check_private
 
 M = TypeVar("M", bound=BaseModel)
@@ -472,17 +473,17 @@ def validate_model(
     try:
         return model.model_validate(data, context=context)
     except ValidationError as exc:
-        errors = [_problem(path, err) for err in exc.errors()]
+        errors = [_problem(path, err, model) for err in exc.errors()]
     raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
 
 
-def _problem(path: Path, err: Mapping[str, Any]) -> ConfigError:
+def _problem(path: Path, err: Mapping[str, Any], model: type[BaseModel]) -> ConfigError:
     # one of `ValidationError.errors()` (pydantic-core's ErrorDetails: not imported, as
     # pydantic-core is pydantic's dependency, not pfar's)
     key = ".".join(str(p) for p in err["loc"])
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
-        msg = "unknown key"
+        msg = "unknown key" + suggestion(model, err["loc"])
     elif err["type"] == "value_error":  # our own validators' words, without pydantic's prefix
         msg = msg.removeprefix("Value error, ")
     return ConfigError(str(path), key, msg)

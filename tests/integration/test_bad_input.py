@@ -319,12 +319,10 @@ def test_approving_twice_has_one_effect(tmp_path: Path) -> None:
 
         first = pfar(home, "approve", short)
         assert first.returncode == 0, said(first)
-        assert f"approval {approval_id}: approved (approve); task" in said(first)
+        assert f"approval {approval_id}: approved; task" in said(first)
         second = pfar(home, "approve", short)
         assert second.returncode == 0, said(second)
-        assert f"approval {approval_id} was already approved (approve); nothing changed" in said(
-            second
-        )
+        assert f"approval {approval_id} was already approved; nothing changed" in said(second)
         wait_for(lambda: set(task_states(home).values()) <= TERMINAL, what="the task to end")
         third = pfar(home, "deny", short)
         assert third.returncode == 1

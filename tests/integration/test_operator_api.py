@@ -176,12 +176,18 @@ def test_the_control_socket_runs_the_same_verbs_and_refuses_bad_fields_by_name(
             k.request("launch")
         with pytest.raises(RemoteError, match=r"^value: must be a string, not list"):
             k.request("secret_set", name="x", value=["not", "a", "string"])
+        shown_error = (
+            "denied by the owner: Task Run a command wants to run shell.run (step 1 of 1): "
+            "the template requires approval for shell.run."
+        )
         assert k.request("answer", approval_id=approval["approval_id"], decision="deny") == {
             "approval_id": approval["approval_id"],
             "status": "denied",
             "decision": "deny",
             "changed": True,
             "task_id": task_id,
+            "task_state": "Failed",  # what the answer did: a denial fails this template's task
+            "task_error": shown_error,
         }
         k.request("wait_idle")
         shown = k.request("task_show", task_id=task_id)

@@ -20,7 +20,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..answers import parse_answer
+from ..answers import in_words, parse_answer
 from ..errors import AlreadyDecided, PfarError
 from ..kernel.api import Operator
 from ..kernel.holds import describe
@@ -178,7 +178,7 @@ async def command(
             ):
                 return refused
             a = await operator.answer(approval_id, parse_answer(option))
-            return f"approval {a.approval_id[:8]}: {a.status.value} ({a.decision})" + (
+            return f"approval {a.approval_id[:8]}: {in_words(a.decision)}" + (
                 "" if a.changed else " (already)"
             )
         case ["cancel", task_id]:

@@ -60,7 +60,9 @@ def events(
         if not follow:
             if not page and not shown:
                 fresh = after is None and subscriber is None
-                out.print("no events yet" if fresh else "no new events", style="dim")
+                said = "no events yet" if fresh else "no new events"
+                # with --json, stdout holds JSON lines only (none here): the note is for people
+                (err if as_json else out).print(said, style="dim")
             return
         time.sleep(0.3)
 

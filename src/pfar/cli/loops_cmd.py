@@ -109,9 +109,10 @@ def send(ctx: click.Context, task_id: str, message: str, wait: bool, as_json: bo
 )
 @click.pass_context
 def attach(ctx: click.Context, task_id: str, from_start: bool) -> None:
-    """Watch a loop task live: what it said and did since you last looked, then its
-    text as the model writes it, each tool call and result, and its state. Ctrl-C
-    detaches; the task goes on."""
+    """Watch a task live. A loop task: what it said and did since you last looked,
+    then its text as the model writes it, each tool call and result, and its state.
+    A pipeline or workflow task: its timeline so far, then each step, question and
+    message as it happens, and its state. Ctrl-C detaches; the task goes on."""
     request = {"op": "attach", "task_id": task_id, "from_start": from_start}
     home = home_of(ctx)
     shown = _watched(home, request)
@@ -223,3 +224,26 @@ def _show(ctx: click.Context, result: dict[str, object], wait: bool, as_json: bo
         said = [e.event for e in timeline.entries if e.event.startswith("model: ")]
         if said:
             out.print(printable(said[-1], indent="  "))
+        if result["state"] in ("AwaitingApproval", "AwaitingCredential"):
+            _print_questions(home, task_id)
+
+
+def _print_questions(home: Any, task_id: str) -> None:
+    """What a task stopped to ask, and the commands that answer it: `--wait` ended
+    because the task waits on the owner."""
+    asked = read(home, lambda r: r.questions(answered=False)).to_json()
+    for a in asked["approvals"]:
+        if a["task_id"] != task_id:
+            continue
+        aid = a["approval_id"]
+        out.print(f"it asks (approval {aid}): {printable(str(a['description']), indent='  ')}")
+        others = [o for o in a["options"] if o not in ("approve", "deny")]
+        ways = [f"pfar approve {aid}", f"pfar deny {aid}"]
+        ways += [f"pfar answer {aid} {o}" for o in others]
+        out.print("answer with: " + " | ".join(ways))
+    for c in asked["credentials"]:
+        if c["task_id"] == task_id:
+            out.print(
+                f"it needs a credential for {printable(str(c['service']), indent='  ')}: "
+                f"pfar credential {c['prompt_id']} (the secret is read from stdin)"
+            )

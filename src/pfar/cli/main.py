@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..answers import Actor
+from ..answers import Actor, in_words
 from ..errors import KernelNotRunning, PfarError
 from ..journal import TaskState
 from ..kernel.api import MAX_LIMIT
@@ -161,8 +161,8 @@ def submit(
     "--state",
     "states",
     multiple=True,
-    type=click.Choice([st.value for st in TaskState]),
-    help="Only tasks in this state (repeatable).",
+    type=click.Choice([st.value for st in TaskState], case_sensitive=False),
+    help="Only tasks in this state (repeatable; any case).",
 )
 @click.option(
     "--limit",
@@ -283,16 +283,22 @@ def approval_show(ctx: click.Context, approval_id: str, as_json: bool) -> None:
 
 def _answer(ctx: click.Context, approval_id: str, decision: str) -> None:
     r = client.send(home_of(ctx), ANSWER, AnswerArgs(approval_id, decision))
+    chose = in_words(r["decision"])
     if r["changed"]:
-        out.print(
-            f"approval {r['approval_id']}: {r['status']} ({r['decision']}); "
-            f"task {r['task_id']} resumes"
-        )
+        out.print(f"approval {r['approval_id']}: {chose}; task {r['task_id']} {_after(r)}")
     else:
-        out.print(
-            f"approval {r['approval_id']} was already {r['status']} ({r['decision']}); "
-            "nothing changed"
-        )
+        out.print(f"approval {r['approval_id']} was already {chose}; nothing changed")
+
+
+def _after(answered: dict[str, Any]) -> str:
+    """What the answer did to its task, read from the task right after it (a denied step
+    may fail the task rather than let it go on)."""
+    state, error = answered.get("task_state") or "", answered.get("task_error")
+    if state == TaskState.Failed.value:
+        return "failed" + (f": {printable(error, indent='  ')}" if error else "")
+    if state in (TaskState.Completed.value, TaskState.Cancelled.value, TaskState.Abandoned.value):
+        return f"is {state}"
+    return f"goes on ({state})" if state else "goes on"
 
 
 @cli.command()

@@ -485,6 +485,8 @@ class Kernel:
         """Create a task from an event and start it. The same event id twice: one task."""
         if not self._accepting:
             raise ShuttingDown()
+        if not text.strip():  # refused as a loop's empty prompt is: a task about nothing
+            raise BadRequest("text", "is empty: say what the task is about")
         if event_id is not None:
             check_event_id(event_id)
         tpl = self._reload_template(template_id)

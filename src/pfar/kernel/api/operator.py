@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from ...answers import IN_PROCESS, Actor, Answer
-from ...errors import BadRequest, KnowledgeUnavailable, UnknownLearning
+from ...errors import BadRequest, KnowledgeUnavailable, PfarError, UnknownLearning
 from ...journal import TaskKind
 from ...journal.sessions import SessionRecord
 from ...runners.loop.context import ContextStats
@@ -30,6 +30,7 @@ from ..admission import Waiting
 from ..holds import HoldResult
 from ..reload import Reloaded
 from .attach import Shown, stream
+from .attach_timeline import timeline_stream
 from .offline import check_subscriber
 from .reader import HomeReader
 from .records import (
@@ -118,7 +119,13 @@ class Operator(HomeReader):
         pfar.answers, or its name). The same answer again changes nothing (`changed` is
         False); one that does not fit the question is refused (AnswerDoesNotFit)."""
         a, changed = await self._kernel.answer(approval_id, answer, self.actor)
-        return Answered(a.approval_id, a.status, a.decision, changed, a.task_id)
+        try:
+            task = await self._kernel.journal.tasks.get(a.task_id)
+        except PfarError:  # the answer is kept; a damaged task row only leaves this unsaid
+            return Answered(a.approval_id, a.status, a.decision, changed, a.task_id)
+        return Answered(
+            a.approval_id, a.status, a.decision, changed, a.task_id, task.state.value, task.error
+        )
 
     async def provide_credential(self, prompt_id: str, secret: str) -> TaskRef:
         """Store the secret a credential prompt asks for; its task resumes."""
@@ -203,16 +210,15 @@ class Operator(HomeReader):
         return await self._kernel.loop_context(task_id)
 
     async def attach(self, task_id: str, *, from_start: bool = False) -> AsyncIterator[Shown]:
-        """A loop task's output, live: the turns since this task was last watched (all of
-        them, `from_start`), then its streamed text, turns and states until it ends.
-        Leaving (closing the iterator) stops nothing."""
+        """A task's work, live. A loop task: the turns since it was last watched (all of
+        them, `from_start`), then its streamed text, turns and states until it ends. A
+        pipeline or workflow task: its timeline so far, then each new line and state
+        until it ends. Leaving (closing the iterator) stops nothing."""
         task = await self._kernel.journal.tasks.get(
             await self._kernel.journal.tasks.resolve_id(task_id)
         )
         if task.kind is not TaskKind.loop:
-            raise BadRequest(
-                "task_id", f"{task.task_id} is a {task.kind.value} task; only loop tasks stream"
-            )
+            return timeline_stream(self._kernel.journal, task.task_id)
         return stream(
             self._kernel.journal, self._kernel.viewers, task.task_id, from_start=from_start
         )

@@ -214,6 +214,10 @@ class Answered:
     decision: str | None
     changed: bool
     task_id: str
+    # the task's state and error right after the answer: what the answer did to it
+    # (a denied step may fail the task, not resume it)
+    task_state: str = ""
+    task_error: str | None = None
 
     def to_json(self) -> JSON:
         return {
@@ -222,6 +226,8 @@ class Answered:
             "decision": self.decision,
             "changed": self.changed,
             "task_id": self.task_id,
+            "task_state": self.task_state,
+            "task_error": self.task_error,
         }
 
 

@@ -214,7 +214,8 @@ def decide(
         which = f" {trace.workflow}" if trace.workflow else ""
         done = f" ({_done(completed)})" if completed else ""
         message = (
-            f"Workflow{which} completed in a prior session{done}. "
+            # the trace says it completed, not when: maybe in this very session
+            f"Workflow{which} completed{done}. "
             "Not re-running it; ask explicitly if it should run again."
         )
         resume = None

@@ -448,7 +448,13 @@ async def _end(task: TaskRecord, svc: Services, state: TaskState, text: str) -> 
             task.task_id,
             Completed(),
             point="completed",
-            update=TaskUpdate(execute_progress={"result": text[:_MAX_OUTPUT]}),
+            # past its last step, as a pipeline's end records it (not "0/2")
+            update=TaskUpdate(
+                execute_progress={
+                    "current_step": len(current.plan_steps),
+                    "result": text[:_MAX_OUTPUT],
+                }
+            ),
             messages=[message],
         )
     else:
