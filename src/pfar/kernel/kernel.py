@@ -331,6 +331,8 @@ class Kernel:
             "pfar-schedules": lambda again: scheduler.run(None if again else schedule_plans),
             "pfar-hooks": lambda again: hook_feed.run(self.journal, self.hooks, self._bus_moved),
             "pfar-leases": lambda again: self._lease_loop(config),
+            # learnings a dying kernel left undecided or unstored (kernel/learning.py)
+            "pfar-learnings": lambda again: self.learner.run(),
         }
         # a duty that runs out of file descriptors (a flooded listener) waits and goes
         # on; any other end of a duty stops the kernel (_background_ended)
