@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from pfar.vault.home import Home
+from pfar.vault.secrets import SecretStore
 
+from ..integration.openai_server import OpenAIServer, Stream, text_stream
 from ..support import make_home, pfar, wait_for
 from .test_regressions import kernel, rows
 
@@ -89,3 +91,48 @@ def test_a_kill_at_an_extraction_commit_keeps_the_learning_once(tmp_path: Path, 
         assert k.killed_by_fault()
     assert _completed(home)
     _check_kept_once(home)
+
+
+def test_a_kill_while_the_cheap_tier_refines_keeps_the_learning_once(tmp_path: Path) -> None:
+    """Hybrid mode: the kernel dies while the cheap tier's call is in flight; the next
+    start asks it again, and keeps what it answered, once."""
+    refined = "The parser in config.rs line 42 expects an array, not an object."
+    server = OpenAIServer()
+    server.script(
+        Stream(text_stream(f"Found it. {LESSON}")),  # the task's own answer
+        Stream(text_stream(json.dumps([refined])), stall=30),  # the kernel dies meanwhile
+        Stream(text_stream(json.dumps([refined]))),
+    )
+    try:
+        work = tmp_path / "work"
+        work.mkdir()
+        home = make_home(
+            tmp_path / "home",
+            config=f"""
+                [llm]
+                provider = "openai"
+                model = "gpt-test"
+                base_url = "{server.base_url}"
+                [loop]
+                tools = ["Read"]
+                learnings = "hybrid"
+            """,
+        )
+        store = SecretStore.open(home.secrets_db)
+        store.set("openai_api_key", "sk-local")
+        store.close()
+        with kernel(home) as k:
+            k.request("loop", prompt="Find the bug", directory=str(work), once=True)
+            wait_for(lambda: len(server.received) == 2, timeout=30, what="the cheap tier's call")
+            assert _completed(home)
+            k.kill()
+        assert _extracted(home) == 0
+        with kernel(home):
+            wait_for(lambda: _extracted(home) == 1, timeout=30, what="LearningExtracted")
+            assert [x["content"] for x in _learnings(home)] == [refined]
+        with kernel(home):
+            assert [x["content"] for x in _learnings(home)] == [refined]
+            assert _extracted(home) == 1
+        assert len(server.received) == 3  # the task's call once, the cheap tier's twice
+    finally:
+        server.close()
