@@ -70,10 +70,12 @@ def moved_txn(
 def created_txn(
     conn: sqlite3.Connection, task_id: str, kind: str, state: TaskState, at: str
 ) -> None:
-    """A task's creation: created and, with no queue in front of it yet, started."""
+    """A task's creation: created and started, or, created straight into the queue (no
+    slot free), created and queued; such a task starts with its TaskScheduled."""
     body = {"task_kind": kind, "state": state.value}
     append_txn(conn, "TaskCreated", task_id, body, at)
-    append_txn(conn, "TaskStarted", task_id, body, at)
+    started = "TaskQueued" if state is TaskState.Queued else "TaskStarted"
+    append_txn(conn, started, task_id, body, at)
 
 
 def append_txn(

@@ -81,11 +81,14 @@ class SQLiteEventStore:
         """The newest event's number (0 when none): where a new subscriber may start."""
         return bus_sql.last_seq(self._db.reader)
 
-    async def bus_ack(self, subscriber: str, seq: int) -> None:
+    async def bus_ack(self, subscriber: str, seq: int, *, point: str | None = "bus_ack") -> None:
+        """`point`: the fault point of the commit (None: the kernel's own mark, which every
+        start moves, is no subscriber's acknowledgement)."""
+
         def op(conn: sqlite3.Connection) -> None:
             bus_sql.ack_txn(conn, subscriber, seq, now_rfc3339())
 
-        await self._db.write(op, "bus_ack")
+        await self._db.write(op, point)
 
     async def publish(self, kind: str, task_id: str | None, body: dict[str, Any]) -> None:
         """An event that is no task's move (a learning kept): its own commit."""

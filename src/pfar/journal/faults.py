@@ -52,6 +52,8 @@ POINTS = (
     "session_activated",
     "session_paused",
     "session_terminated",
+    "learnings_decided",
+    "learnings_kept",
 )
 
 

@@ -7,6 +7,11 @@ from typing import Any
 
 from .records import dumps, loads
 
+# a completed task's learnings (kernel/learning.py) are kept here too: what was decided
+# (before any is stored), then the mark that they are stored and their events published
+LEARNINGS_DECIDED = "learnings:decided"
+LEARNINGS_KEPT = "learnings:kept"
+
 
 def get(conn: sqlite3.Connection, task_id: str, key: str) -> dict[str, Any] | None:
     row = conn.execute(

@@ -7,7 +7,7 @@ import json
 import math
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from ..errors import MalformedTaskRow
-from .payloads import Payload, state_of, step_of
+from .payloads import Payload, Queued, Working, state_of, step_of
 from .states import TaskState
 from .turns import PermissionRule
 
@@ -220,6 +220,15 @@ class TaskRecord:
             recovery_attempts=0,
             kind=kind,
         )
+
+    def queued(self, priority: int) -> TaskRecord:
+        """This new task created straight into the queue (no slot was free): journaled
+        Queued from its first commit, so it is never said to have started before its
+        TaskScheduled (kernel/admission.py)."""
+        if not isinstance(self.payload, Working):
+            return self  # only a working task waits for a slot
+        payload = Queued(then=self.payload, priority=priority)
+        return replace(self, state=TaskState.Queued, payload=payload, phase=TaskState.Queued.phase)
 
     @property
     def current_step(self) -> int:

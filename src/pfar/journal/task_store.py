@@ -19,6 +19,7 @@ from . import (
     tasks_sql,
 )
 from .backing import Backing
+from .hooks_sql import LEARNINGS_DECIDED, LEARNINGS_KEPT
 from .ids import resolve_id
 from .moves import NO_UPDATE, executing_txn, park_approval_txn, transition_txn
 from .payloads import Payload
@@ -225,6 +226,35 @@ class SQLiteTaskStore:
             return verdict
 
         return await self._db.write(op, "hook_verdict")
+
+    async def learnings_decided(
+        self, task_id: str, learnings: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """A completed task's learnings as decided (after its LearningExtracted hook and
+        the cheap tier): kept with the task before any is stored, so a restart stores
+        these and does not decide again. The first kept wins; returns it."""
+
+        def op(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            verdict = {"learnings": learnings}
+            if not hooks_sql.put_txn(conn, task_id, LEARNINGS_DECIDED, verdict, now_rfc3339()):
+                verdict = hooks_sql.get(conn, task_id, LEARNINGS_DECIDED) or verdict
+            return list(verdict["learnings"])
+
+        return await self._db.write(op, "learnings_decided")
+
+    async def learnings_kept(self, task_id: str, events: Sequence[dict[str, Any]]) -> bool:
+        """The mark that a task's learnings are stored, with their LearningExtracted events,
+        in one commit; False (nothing published) when it was marked before."""
+
+        def op(conn: sqlite3.Connection) -> bool:
+            at = now_rfc3339()
+            if not hooks_sql.put_txn(conn, task_id, LEARNINGS_KEPT, {"count": len(events)}, at):
+                return False
+            for body in events:
+                bus_sql.append_txn(conn, "LearningExtracted", task_id, body, at)
+            return True
+
+        return await self._db.write(op, "learnings_kept")
 
     async def step_process(self, task_id: str, step: int, process: dict[str, Any]) -> None:
         """Record the process a running step started, so a restart can end it."""

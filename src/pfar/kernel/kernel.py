@@ -333,6 +333,8 @@ class Kernel:
             "pfar-schedules": lambda again: scheduler.run(None if again else schedule_plans),
             "pfar-hooks": lambda again: hook_feed.run(self.journal, self.hooks, self._bus_moved),
             "pfar-leases": lambda again: self._lease_loop(config),
+            # learnings a dying kernel left undecided or unstored (kernel/learning.py)
+            "pfar-learnings": lambda again: self.learner.run(),
         }
         # a duty that runs out of file descriptors (a flooded listener) waits and goes
         # on; any other end of a duty stops the kernel (_background_ended)
@@ -346,11 +348,23 @@ class Kernel:
         collector.hold()  # what it loaded lives as long as it runs (kernel/collector.py)
         self._holds_collector = True
 
-        # Stage 5: notify, then resume
+        # Stage 5: notify, then resume; every task enters the queue before any takes a
+        # slot, so they start by priority, not in the order recovery listed them
         self.owner.notify()
+        if self.admission.max_concurrent:
+            await self._enter_recovered(to_resume)
         for task_id in to_resume:
             self.advance(task_id)
         return report
+
+    async def _enter_recovered(self, task_ids: list[str]) -> None:
+        """The tasks recovery goes on with, into the queue together: by priority, then in
+        recovery's order, the longest unmoved first (docs/config.md, "queued again in
+        its turn")."""
+        entering = []
+        for task_id in task_ids:
+            entering.append((task_id, await self._priority(await self.journal.tasks.get(task_id))))
+        self.admission.enter_all(entering)
 
     async def _recover_sessions(self) -> list[str]:
         recovered = await self.sessions.recover_after_crash()
@@ -428,6 +442,9 @@ class Kernel:
             loop=config.loop,
             loop_policy=Policy.of(config.loop, home=self.home.root),
             advance=self.advance,
+            # late-bound: the admission is made at start, after the services
+            enter=lambda task_id, priority: self.admission.enter(task_id, priority),  # noqa: PLW0108
+            forget=lambda task_id: self.admission.forget(task_id),  # noqa: PLW0108
             loop_events=self.viewers.publish,
             sandbox=self._sandboxer(config),
             hold=self.locks.hold,
@@ -506,7 +523,9 @@ class Kernel:
             output_sinks=list(tpl.output_sinks),
             template_hash=tpl.content_hash,
         )
-        stored, created = await self.journal.tasks.create(task, event)
+        stored, created = await self._create_entered(
+            task, tpl.priority, lambda row: self.journal.tasks.create(row, event)
+        )
         if not created:
             self._same_event(stored, event)
         if created:
@@ -561,6 +580,24 @@ class Kernel:
             )
         return tpl
 
+    async def _create_entered(
+        self,
+        task: TaskRecord,
+        priority: int,
+        create: Callable[[TaskRecord], Awaitable[tuple[TaskRecord, bool]]],
+    ) -> tuple[TaskRecord, bool]:
+        """Create a task with its place decided: it takes a slot, or it is created
+        Queued, so its creation's commit says TaskStarted only if it starts."""
+        started = self.admission.enter(task.task_id, priority)
+        try:
+            stored, created = await create(task if started else task.queued(priority))
+        except BaseException:
+            self.admission.forget(task.task_id)
+            raise
+        if not created:
+            self.admission.forget(task.task_id)  # a redelivered event: its task exists
+        return stored, created
+
     def advance(self, task_id: str, *, created: TaskRecord | None = None) -> None:
         """Advance a task from the journal, now. The one way any task continues: after a
         submit, an answer, a restart or the owner's resume alike. `created`: the task's
@@ -613,6 +650,7 @@ class Kernel:
             else:
                 log.error("task %s: %s", task_id, exc)
         finally:
+            self.admission.forget(task_id)  # ended before taking the place it entered
             self._running.pop(task_id, None)
             self._end_processes_if_ended(task_id)
             self._bus_moved.set()
@@ -785,7 +823,11 @@ class Kernel:
         # the learnings it is given are fixed now, with the task: a resumed task sees
         # the same ones (seed 001, 2.3)
         settings = dataclasses.replace(settings, learnings=await self.learner.learnings_for(prompt))
-        stored, created = await self.journal.loops.create(task, settings, prompt, event)
+        stored, created = await self._create_entered(
+            task,
+            settings.priority,
+            lambda row: self.journal.loops.create(row, settings, prompt, event),
+        )
         if not created:
             self._same_event(stored, event)
             return stored
@@ -858,7 +900,7 @@ class Kernel:
         if not workdir.is_dir():
             raise PfarError(f"workflow directory {workdir} does not exist")
         task = workflow_task(definition, definition_file, workdir)
-        stored, _ = await self.journal.tasks.create(task)
+        stored, _ = await self._create_entered(task, 0, self.journal.tasks.create)
         self.audit.log("workflow_started", task_id=stored.task_id, directory=str(workdir))
         self.advance(stored.task_id)
         return stored

@@ -41,6 +41,10 @@ class Services:
     loop_events: Callable[[str, ChatEvent], None] | None = None
     # start advancing another task now (a subtask the runner started, a parent it woke)
     advance: Callable[[str], None] | None = None
+    # before a subtask is created: whether it starts at once (True) or waits for a slot
+    # (kernel/admission.py), and undoing that when no new task came of it
+    enter: Callable[[str, int], bool] | None = None
+    forget: Callable[[str], None] | None = None
     # resource locks (seed 001, 4.3): holds what a loop call declares while it runs;
     # orchestration provides them, and without them no call waits on another
     hold: Callable[[str, tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None

@@ -175,6 +175,14 @@ def refined(answer: str, candidates: list[str]) -> list[tuple[str, tuple[str, ..
     return out
 
 
+def learning_id_for(task_id: str, n: int) -> str:
+    """The id of a task's `n`th learning: the same each time it is stored."""
+    return str(uuid.uuid5(_LEARNING_IDS, f"{task_id}:{n}"))
+
+
+_LEARNING_IDS = uuid.UUID("5d0f1c1e-8d0a-4b8e-9a55-6c6561726e73")
+
+
 def tags_of(text: str) -> tuple[str, ...]:
     words = [w.lower().strip(".-") for w in _WORD.findall(text)]
     kept = sorted({w for w in words if w not in _STOP and len(w) >= 4}, key=lambda w: -len(w))
@@ -208,10 +216,17 @@ class KnowledgeStore:
         self._conn.execute("COMMIT")
 
     def add(
-        self, content: str, source_task: str | None, tags: tuple[str, ...], at: str
+        self,
+        content: str,
+        source_task: str | None,
+        tags: tuple[str, ...],
+        at: str,
+        learning_id: str | None = None,
     ) -> Learning | None:
-        """Keep a learning; None when the same one is kept already."""
-        learning = Learning(str(uuid.uuid4()), content, source_task, tags, at)
+        """Keep a learning; None when the same one is kept already. With `learning_id`
+        (learning_id_for), adding it again returns the one kept the first time: a
+        restart that stores a task's learnings again stores each once."""
+        learning = Learning(learning_id or str(uuid.uuid4()), content, source_task, tags, at)
         with self._lock, self._txn():
             try:
                 self._conn.execute(
@@ -220,7 +235,13 @@ class KnowledgeStore:
                     (learning.learning_id, content, source_task, json.dumps(list(tags)), at),
                 )
             except sqlite3.IntegrityError:
-                return None  # said before: kept once
+                row = self._conn.execute(
+                    "SELECT learning_id, content, source_task, tags_json, created_at "
+                    "FROM learnings WHERE learning_id = ?",
+                    (learning.learning_id,),
+                ).fetchone()
+                # this very learning, stored before a crash; else said before: kept once
+                return None if learning_id is None or row is None else _learning(row)
             self._conn.execute(
                 "INSERT INTO learnings_fts(learning_id, content, tags) VALUES (?, ?, ?)",
                 (learning.learning_id, content, " ".join(tags)),

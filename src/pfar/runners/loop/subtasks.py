@@ -99,7 +99,17 @@ async def spawn(task: TaskRecord, settings: LoopSettings, call: LoopCall, svc: S
     )
     started = now_rfc3339()
     row = _row(task.task_id, call, StepStatus.started, started, None, None)
-    spawned = await svc.journal.loops.spawn(row, child, child_settings, prompt, event)
+    # a new child takes a slot or is created Queued (TaskStarted only if it starts)
+    if svc.enter is not None and not svc.enter(child.task_id, settings.priority):
+        child = child.queued(settings.priority)
+    forget = svc.forget or (lambda _: None)
+    try:
+        spawned = await svc.journal.loops.spawn(row, child, child_settings, prompt, event)
+    except BaseException:
+        forget(child.task_id)
+        raise
+    if spawned.task_id != child.task_id:
+        forget(child.task_id)  # the call ran before a crash: its child exists already
     if svc.advance is not None:
         svc.advance(spawned.task_id)
 
