@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -28,7 +29,7 @@ from ..kernel.setup_home import init_home
 from ..policy.printable import printable
 from ..vault.home import Home
 from ..vault.secrets import check_secret_size
-from . import client
+from . import client, ready
 from .channels_cmd import channels
 from .events_cmd import events
 from .holds_cmd import cancel, pause, resume
@@ -68,8 +69,14 @@ def init(ctx: click.Context) -> None:
 
 @cli.command()
 @click.option("--no-stdin", is_flag=True, help="Do not read commands from stdin.")
+@click.option(
+    "--ready-file",
+    type=click.Path(dir_okay=False),
+    help="Write this file (the kernel's pid) once the kernel takes requests; removed "
+    "when it stops. A script waits for it instead of sleeping.",
+)
 @click.pass_context
-def run(ctx: click.Context, no_stdin: bool) -> None:
+def run(ctx: click.Context, no_stdin: bool, ready_file: str | None) -> None:
     """Run the kernel in the foreground (CLI adapter on stdin/stdout)."""
     from ..adapters import run as channels_run
     from ..adapters.cli import StdoutSink, read_commands, stdin_reader
@@ -79,6 +86,8 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
     from ..kernel.terminal import say
 
     home = home_of(ctx)
+    if ready_file is not None:
+        ready.clear(Path(ready_file))
 
     async def main() -> int:
         commands = None if no_stdin else await stdin_reader()
@@ -91,6 +100,8 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
                 f"pfar kernel running on {home.root} (pid {__import__('os').getpid()}, "
                 f"boot {kernel.boot_id[:8]})"
             )
+            if ready_file is not None:
+                ready.write(Path(ready_file))
 
         config = Config.load(home.config)
         chats: list[Any] = []
@@ -121,7 +132,12 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
             before_start=before_start,
         )
 
-    sys.exit(asyncio.run(main()))
+    try:
+        code = asyncio.run(main())
+    finally:
+        if ready_file is not None:
+            ready.remove(Path(ready_file))
+    sys.exit(code)
 
 
 @cli.command()

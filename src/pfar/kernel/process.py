@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 from collections.abc import Awaitable, Callable
 
@@ -38,6 +39,7 @@ async def serve(
     if before_start is not None:
         await before_start(kernel)
     await kernel.start()
+    await _slow_start()
     # pfar's log lines go to stderr through one handler that redacts secrets, escapes
     # control characters and never raises
     handler = StderrHandler()
@@ -80,3 +82,14 @@ async def serve(
         return 4
     say("pfar kernel shut down cleanly")
     return 0
+
+
+# Test-only, like PFAR_FAULT: seconds the kernel waits between taking its home and opening
+# its control socket, so that tests see a start as slow as a loaded machine's.
+SLOW_START_ENV = "PFAR_FAULT_SLOW_START"
+
+
+async def _slow_start() -> None:
+    raw = os.environ.get(SLOW_START_ENV)
+    if raw:
+        await asyncio.sleep(float(raw))
