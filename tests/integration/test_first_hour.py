@@ -5,6 +5,7 @@ graceful stop that says what it does."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pty
 import signal
@@ -18,7 +19,18 @@ from pathlib import Path
 
 from pfar.vault.home import Home, HomeLock
 
-from ..support import KernelProcess, make_home, pfar, said, wait_for
+from ..support import (
+    KernelProcess,
+    make_home,
+    pfar,
+    running_kernel,
+    said,
+    task_states,
+    wait_for,
+)
+
+PFAR = [sys.executable, "-m", "pfar"]
+TERMINAL = {"Completed", "Failed", "Cancelled", "Abandoned"}
 
 SLOW_START = {"PFAR_FAULT_SLOW_START": "6"}
 
@@ -172,3 +184,171 @@ def test_a_kernel_in_the_background_never_reads_the_terminal(tmp_path: Path) -> 
             lambda: b"commands on the terminal are not read" in b"".join(seen),
             what="the kernel to say it does not read the terminal",
         )
+
+
+# -- `--wait` waits for its own task ----------------------------------------------------
+
+SLOW_TEMPLATE = """
+    id = "cmd"
+    description = "Run a shell command"
+    allowed_tools = ["shell.run"]
+    [timeouts]
+    step_seconds = 300
+"""
+
+SLOW_SCRIPT = """
+    [[responses]]
+    template = "cmd"
+    phase = "plan"
+    json = { steps = [ { tool = "shell.run", args = { argv = ["sh", "-c", "$input"] } } ] }
+
+    [[responses]]
+    template = "cmd"
+    phase = "synthesize"
+    text = "ran: $step0"
+"""
+
+
+def _cmd_home(tmp_path: Path) -> Home:
+    return make_home(tmp_path / "home", templates={"cmd": SLOW_TEMPLATE}, script=SLOW_SCRIPT)
+
+
+def _until_file(path: Path) -> str:
+    """A command that runs until `path` exists: an unrelated task, as slow as we like."""
+    return f"while [ ! -e {path} ]; do sleep 0.1; done; echo released"
+
+
+def test_wait_waits_for_its_own_task_and_prints_its_answer(tmp_path: Path) -> None:
+    home = _cmd_home(tmp_path)
+    go = tmp_path / "go"
+    with running_kernel(home):
+        slow = pfar(home, "submit", "cmd", _until_file(go), "--json")
+        assert slow.returncode == 0, said(slow)
+        slow_id = json.loads(slow.stdout)["task_id"]
+        try:
+            r = pfar(home, "submit", "cmd", "echo hello from a task", "--wait", timeout=120)
+            assert r.returncode == 0, said(r)
+            assert "Completed" in r.stdout
+            assert "hello from a task" in r.stdout  # its answer, not only its state
+            # the unrelated task is still at work: --wait did not wait for it
+            assert task_states(home)[slow_id] not in TERMINAL
+            mine = r.stdout.split()[1]
+            shown = pfar(home, "task", "show", mine)
+            assert "input: echo hello from a task" in shown.stdout, shown.stdout
+            assert "answer: ran:" in shown.stdout and "hello from a task" in shown.stdout
+            as_json = json.loads(pfar(home, "task", "show", mine, "--json").stdout)
+            assert as_json["input"] == "echo hello from a task"
+            assert "hello from a task" in as_json["answer"]
+        finally:
+            go.touch()
+
+
+def test_wait_exits_non_zero_for_a_failed_or_cancelled_task(tmp_path: Path) -> None:
+    home = _cmd_home(tmp_path)
+    go = tmp_path / "go"
+    with running_kernel(home):
+        failed = pfar(home, "submit", "cmd", "echo broken >&2; exit 7", "--wait", timeout=120)
+        assert failed.returncode == 3, said(failed)
+        assert "Failed" in failed.stdout and "error:" in failed.stdout
+        as_json = pfar(home, "submit", "cmd", "exit 7", "--wait", "--json", timeout=120)
+        assert as_json.returncode == 3, said(as_json)
+        assert json.loads(as_json.stdout)["state"] == "Failed"
+        # a waiter on a task that is cancelled meanwhile
+        env = {**os.environ, "COLUMNS": "1000"}
+        env.pop("PFAR_HOME", None)
+        waiter = subprocess.Popen(
+            [*PFAR, "--home", str(home.root), "submit", "cmd", _until_file(go), "--wait"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            running = wait_for(
+                lambda: [t for t, st in task_states(home).items() if st == "Executing"],
+                what="the task to run",
+            )
+            r = pfar(home, "cancel", running[0])
+            assert r.returncode == 0, said(r)
+            out, err = waiter.communicate(timeout=120)
+            assert waiter.returncode == 4, out + err
+            assert "Cancelled" in out
+        finally:
+            go.touch()
+            if waiter.poll() is None:
+                waiter.kill()
+
+
+# -- a graceful stop says what it does ---------------------------------------------------
+
+
+def _long_shutdown_wait(home: Home) -> None:
+    """A wait longer than any test: a stop that does not end at once would hang."""
+    text = home.config.read_text()
+    assert "shutdown_timeout_seconds = 30" in text
+    home.config.write_text(
+        text.replace("shutdown_timeout_seconds = 30", "shutdown_timeout_seconds = 600")
+    )
+
+
+def _executing(home: Home) -> str:
+    running = wait_for(
+        lambda: [t for t, st in task_states(home).items() if st == "Executing"],
+        what="a task to run",
+    )
+    return str(running[0])
+
+
+def test_a_graceful_stop_says_what_it_waits_for_and_prints_a_result_once(
+    tmp_path: Path,
+) -> None:
+    home = _cmd_home(tmp_path)
+    _long_shutdown_wait(home)
+    go = tmp_path / "go"
+    k = KernelProcess(home)
+    try:
+        k.wait_ready()
+        assert pfar(home, "submit", "cmd", _until_file(go)).returncode == 0
+        task_id = _executing(home)
+        k.proc.send_signal(signal.SIGINT)
+        wait_for(lambda: "waiting up to 600s" in k.output(), what="the stop to say so")
+        said_then = k.output()
+        assert f"1 running task ({task_id[:8]})" in said_then, said_then
+        assert "Ctrl-C again stops at once" in said_then
+        go.touch()  # the task finishes during the wait: its result is printed, once
+        assert k.wait_exit(60) == 0, k.output()
+    finally:
+        go.touch()
+        if k.proc.poll() is None:
+            k.kill()
+    out = k.output()
+    assert out.count("[pfar → owner] Task") == 1, out
+    assert "shut down cleanly" in out
+
+
+def test_a_second_ctrl_c_stops_at_once_and_leaves_the_task_to_recovery(
+    tmp_path: Path,
+) -> None:
+    home = _cmd_home(tmp_path)
+    _long_shutdown_wait(home)
+    go = tmp_path / "go"
+    k = KernelProcess(home)
+    try:
+        k.wait_ready()
+        assert pfar(home, "submit", "cmd", _until_file(go)).returncode == 0
+        task_id = _executing(home)
+        k.proc.send_signal(signal.SIGINT)
+        wait_for(lambda: "waiting up to 600s" in k.output(), what="the stop to say so")
+        k.proc.send_signal(signal.SIGINT)
+        assert k.wait_exit(120) == 130, k.output()
+    finally:
+        go.touch()
+        if k.proc.poll() is None:
+            k.kill()
+    out = k.output()
+    assert "stopping at once" in out, out
+    assert "1 task(s) left in the journal for the next start" in out, out
+    # left as it was, for the next start's recovery; the journal was closed cleanly
+    assert task_states(home)[task_id] not in TERMINAL
+    preview = pfar(home, "recover", "--dry-run", "--json")
+    assert task_id in preview.stdout, said(preview)

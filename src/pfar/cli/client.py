@@ -34,12 +34,13 @@ def kernel_running(home: Home) -> bool:
     return True
 
 
-def send(home: Home, command: Command[A], arguments: A, timeout: float = 60.0) -> Any:
+def send(home: Home, command: Command[A], arguments: A, timeout: float | None = 60.0) -> Any:
     """Run `command` on the kernel; its result as JSON (RemoteError if it was refused)."""
     return call(home, command.request(arguments), timeout)
 
 
-def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:
+def call(home: Home, request: dict[str, Any], timeout: float | None = 60.0) -> Any:
+    """One request and its answer; `timeout` None waits as long as the kernel takes."""
     _check_size(json.dumps(request).encode() + b"\n")
     sock = _connect(home)
     sock.settimeout(timeout)

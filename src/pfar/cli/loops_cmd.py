@@ -7,13 +7,14 @@ from typing import Any
 
 import click
 
-from ..kernel.api.requests import LOOP, SEND, WAIT_IDLE, LoopArgs, NoArgs, SendArgs
+from ..kernel.api.requests import LOOP, SEND, LoopArgs, SendArgs
 from ..kernel.holds import describe
 from ..policy.printable import printable
 from ..runners.loop.context import ContextStats
 from ..runners.loop.tasks import TIERS
 from . import client
-from .output import emit, err, home_of, out, read
+from .output import emit, err, home_of, out
+from .waiting import WAIT_HELP, wait_and_show
 
 
 @click.command()
@@ -44,7 +45,7 @@ from .output import emit, err, home_of, out, read
     help="When tasks wait for a slot ([scheduler] max_concurrent), higher goes first.",
 )
 @click.option("--event-id", help="Idempotency: the same event id twice starts one task.")
-@click.option("--wait", is_flag=True, help="Wait until no task is running, then show the reply.")
+@click.option("--wait", is_flag=True, help=WAIT_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def loop(
@@ -77,7 +78,7 @@ def loop(
 @click.command()
 @click.argument("task_id")
 @click.argument("message")
-@click.option("--wait", is_flag=True, help="Wait until no task is running, then show the reply.")
+@click.option("--wait", is_flag=True, help=WAIT_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def send(ctx: click.Context, task_id: str, message: str, wait: bool, as_json: bool) -> None:
@@ -157,7 +158,7 @@ def context_cmd(ctx: click.Context, task_id: str, as_json: bool) -> None:
 
 @click.command("retry")
 @click.argument("task_id")
-@click.option("--wait", is_flag=True, help="Wait until no task is running, then show the reply.")
+@click.option("--wait", is_flag=True, help=WAIT_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def retry_cmd(ctx: click.Context, task_id: str, wait: bool, as_json: bool) -> None:
@@ -175,17 +176,10 @@ def _print_context(result: dict[str, Any], as_json: bool) -> None:
 
 
 def _show(ctx: click.Context, result: dict[str, object], wait: bool, as_json: bool) -> None:
-    home = home_of(ctx)
     task_id = str(result["task_id"])
     if wait:
-        client.send(home, WAIT_IDLE, NoArgs(), timeout=3600)
-        result = read(home, lambda r: r.task(task_id)).to_json()
-    if as_json:
+        wait_and_show(home_of(ctx), task_id, as_json)
+    elif as_json:
         emit(result, True)
-        return
-    out.print(f"task {task_id} {result['state']}")
-    if wait:
-        timeline = read(home, lambda r: r.timeline(task_id))
-        said = [e.event for e in timeline.entries if e.event.startswith("model: ")]
-        if said:
-            out.print(printable(said[-1], indent="  "))
+    else:
+        out.print(f"task {task_id} {result['state']}")

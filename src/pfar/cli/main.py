@@ -19,10 +19,8 @@ from ..kernel.api.requests import (
     ANSWER,
     CREDENTIAL,
     SUBMIT,
-    WAIT_IDLE,
     AnswerArgs,
     CredentialArgs,
-    NoArgs,
     SubmitArgs,
 )
 from ..kernel.setup_home import init_home
@@ -38,6 +36,7 @@ from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .output import emit, err, home_of, out, read, table
 from .queue_cmd import queue
 from .sessions_cmd import secret, session
+from .waiting import WAIT_HELP, wait_and_show
 from .workflows_cmd import workflow
 
 
@@ -147,7 +146,7 @@ def run(ctx: click.Context, no_stdin: bool, ready_file: str | None) -> None:
     "--event-id",
     help="Idempotency: the same event (id, template, text) twice creates one task.",
 )
-@click.option("--wait", is_flag=True, help="Wait until no task is running, then show it.")
+@click.option("--wait", is_flag=True, help=WAIT_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def submit(
@@ -162,9 +161,8 @@ def submit(
             "[REDACTED:…] in its place (a template's [[credentials]] is how a task uses a secret)"
         )
     if wait:
-        client.send(home, WAIT_IDLE, NoArgs(), timeout=3600)
-        task_id = result["task_id"]
-        result = read(home, lambda r: r.task(task_id)).to_json()
+        wait_and_show(home, result["task_id"], as_json)
+        return
     if as_json:
         emit(result, True)
     else:
@@ -221,6 +219,10 @@ def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
     # errors and events quote tools and servers: their lines after the first are indented
     if t.error:
         out.print(f"error: {printable(t.error, indent='       ')}")
+    if timeline.input is not None:
+        out.print(f"input: {printable(timeline.input, indent='       ')}")
+    if timeline.answer is not None:
+        out.print(f"answer: {printable(timeline.answer, indent='        ')}")
     for entry in timeline.entries:
         out.print(f"  {entry.at}  {printable(entry.event, indent='    ')}")
 

@@ -73,6 +73,7 @@ async def serve(
         return 3
     # the socket answers "shutting down" while in-flight tasks finish: a client that
     # finds no socket would tell its user that no kernel is running
+    _stopping(kernel, loop)
     left = await kernel.shutdown()
     await control.close()
     if left:
@@ -81,7 +82,35 @@ async def serve(
         say(f"pfar: the kernel stopped itself: {kernel.failure}")
         return 4
     say("pfar kernel shut down cleanly")
-    return 0
+    # stopped at once by a second signal: 130, as a shell reports an interrupted command
+    return STOPPED_AT_ONCE if kernel.stop_now.is_set() and left else 0
+
+
+STOPPED_AT_ONCE = 130
+
+
+def _stopping(kernel: Kernel, loop: asyncio.AbstractEventLoop) -> None:
+    """Say what a graceful stop waits for and for how long; a second SIGINT or SIGTERM
+    ends the wait at once (the tasks it cuts short are resumed by the next start)."""
+
+    def at_once() -> None:
+        if not kernel.stop_now.is_set():
+            say("pfar: stopping at once; running tasks are left to the next start's recovery")
+            kernel.stop_now.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, at_once)
+    running = kernel.running_ids()
+    if not running:
+        say("pfar: stopping (no task is running)")
+        return
+    ids = ", ".join(t[:8] for t in running[:5]) + (", …" if len(running) > 5 else "")
+    timeout = kernel.config.recovery.shutdown_timeout_seconds
+    say(
+        f"pfar: stopping: waiting up to {timeout:g}s for {len(running)} running "
+        f"task{'s' if len(running) != 1 else ''} ({ids}) to finish their step; Ctrl-C "
+        "again stops at once (the next start resumes them)"
+    )
 
 
 # Test-only, like PFAR_FAULT: seconds the kernel waits between taking its home and opening

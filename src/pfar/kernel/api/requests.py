@@ -182,6 +182,9 @@ class AckArgs:
 PING = Command("ping", NoArgs, lambda o, _: o.ping(), while_shutting_down=True)
 STATUS = Command("status", NoArgs, lambda o, _: o.status(), while_shutting_down=True)
 WAIT_IDLE = Command("wait_idle", NoArgs, lambda o, _: o.wait_idle(), while_shutting_down=True)
+WAIT_TASK = Command(
+    "wait_task", TaskArgs, lambda o, a: o.wait_task(a.task_id), while_shutting_down=True
+)
 SHUTDOWN = Command("shutdown", NoArgs, lambda o, _: o.request_shutdown(), while_shutting_down=True)
 SUBMIT = Command(
     "submit",
@@ -254,6 +257,7 @@ COMMANDS: Final[Mapping[str, Command[Any]]] = {
         PING,
         STATUS,
         WAIT_IDLE,
+        WAIT_TASK,
         SHUTDOWN,
         SUBMIT,
         LOOP,
