@@ -352,3 +352,80 @@ def test_a_second_ctrl_c_stops_at_once_and_leaves_the_task_to_recovery(
     assert task_states(home)[task_id] not in TERMINAL
     preview = pfar(home, "recover", "--dry-run", "--json")
     assert task_id in preview.stdout, said(preview)
+
+
+# -- big input -----------------------------------------------------------------------------
+
+
+def test_submit_and_loop_take_their_text_from_stdin_or_a_file(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home", examples=True)
+    big = "buy milk and " * 50_000  # 650 KB: far over what one argv word may be
+    note = tmp_path / "note.txt"
+    note.write_text(big + "\n")
+    with running_kernel(home):
+        r = pfar(home, "submit", "note", "--file", str(note), "--wait", "--json", timeout=120)
+        assert r.returncode == 0, said(r)
+        shown = json.loads(
+            pfar(home, "task", "show", json.loads(r.stdout)["task_id"], "--json").stdout
+        )
+        assert shown["input"] == big  # whole, its final newline aside
+        r = pfar(home, "submit", "note", "-", "--wait", "--json", stdin="from stdin\n")
+        assert r.returncode == 0, said(r)
+        shown = json.loads(
+            pfar(home, "task", "show", json.loads(r.stdout)["task_id"], "--json").stdout
+        )
+        assert shown["input"] == "from stdin"
+        prompt = (
+            "tidy up " * 30_000
+        )  # 240 KB: over argv's 128 KiB a word, within the model's budget
+        r = pfar(
+            home, "loop", "-", "--once", "--dir", str(tmp_path), "--wait", "--json", stdin=prompt
+        )
+        assert r.returncode == 0, said(r)
+        shown = json.loads(
+            pfar(home, "task", "show", json.loads(r.stdout)["task_id"], "--json").stdout
+        )
+        assert shown["input"] == prompt
+        # what cannot be sent is refused with the file or the limit named, nothing sent
+        missing = pfar(home, "submit", "note", "--file", str(tmp_path / "nope.txt"))
+        assert missing.returncode == 1 and "nope.txt" in missing.stderr, said(missing)
+        huge = tmp_path / "huge.txt"
+        huge.write_text("x" * (2 << 20))
+        over = pfar(home, "loop", "--file", str(huge), "--dir", str(tmp_path))
+        assert over.returncode == 1 and "at most 1 MiB" in over.stderr, said(over)
+        binary = tmp_path / "binary"
+        binary.write_bytes(b"\xff\xfe")
+        bad = pfar(home, "submit", "note", "--file", str(binary))
+        assert bad.returncode == 1 and "not UTF-8" in bad.stderr, said(bad)
+        both = pfar(home, "submit", "note", "text", "--file", str(note))
+        assert both.returncode != 0 and "not both" in both.stderr, said(both)
+
+
+def test_a_huge_line_on_stdin_does_not_hold_up_the_kernel(tmp_path: Path) -> None:
+    """One word just under 1 MiB takes shlex many seconds: it is parsed off the event
+    loop, so a command over the control socket meanwhile is answered first."""
+    home = _cmd_home(tmp_path)
+    env = {**os.environ, "PFAR_HOME": str(home.root)}
+    env.pop("PFAR_FAULT", None)
+    out_path = tmp_path / "kernel.out"
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen(
+            [*PFAR, "run"], env=env, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT
+        )
+    assert proc.stdin is not None
+    try:
+        wait_for(home.control_socket.exists, timeout=60, what="the kernel's socket")
+        proc.stdin.write(b"submit nosuch " + b"a" * 1_000_000 + b"\n")
+        proc.stdin.flush()
+        r = pfar(home, "submit", "cmd", "echo served meanwhile", "--wait", timeout=300)
+        assert r.returncode == 0, said(r)
+        # the huge line's answer comes after: the kernel was not held up by it
+        assert "no such template" not in out_path.read_text(errors="replace")
+        wait_for(
+            lambda: "no such template" in out_path.read_text(errors="replace"),
+            timeout=300,
+            what="the huge line's answer",
+        )
+    finally:
+        proc.kill()
+        proc.wait()

@@ -13,12 +13,14 @@ from ..policy.printable import printable
 from ..runners.loop.context import ContextStats
 from ..runners.loop.tasks import TIERS
 from . import client
+from .input_text import FILE_HELP, text_from
 from .output import emit, err, home_of, out
 from .waiting import WAIT_HELP, wait_and_show
 
 
 @click.command()
-@click.argument("prompt")
+@click.argument("prompt", required=False)
+@click.option("--file", "prompt_file", type=click.Path(dir_okay=False), help=FILE_HELP)
 @click.option(
     "--dir",
     "directory",
@@ -50,7 +52,8 @@ from .waiting import WAIT_HELP, wait_and_show
 @click.pass_context
 def loop(
     ctx: click.Context,
-    prompt: str,
+    prompt: str | None,
+    prompt_file: str | None,
     directory: str,
     tier: str,
     once: bool,
@@ -63,8 +66,10 @@ def loop(
 ) -> None:
     """Start an agent on PROMPT: it reads, writes, edits and runs commands in DIR with its
     tools, asking you before anything risky, until it ends its turn and waits for
-    `pfar send`. Every turn and tool call survives a crash."""
+    `pfar send`. Every turn and tool call survives a crash. PROMPT `-` reads it from
+    stdin."""
     home = home_of(ctx)
+    prompt = text_from(prompt, prompt_file, "PROMPT")
     args = LoopArgs(prompt, directory, tier, once, title, event_id, "cli", worktree, priority)
     result = client.send(home, LOOP, args)
     if result.get("redacted"):

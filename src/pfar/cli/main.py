@@ -31,6 +31,7 @@ from . import client, ready
 from .channels_cmd import channels
 from .events_cmd import events
 from .holds_cmd import cancel, pause, resume
+from .input_text import FILE_HELP, text_from
 from .learnings_cmd import learnings
 from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .output import emit, err, home_of, out, read, table
@@ -141,7 +142,8 @@ def run(ctx: click.Context, no_stdin: bool, ready_file: str | None) -> None:
 
 @cli.command()
 @click.argument("template")
-@click.argument("text")
+@click.argument("text", required=False)
+@click.option("--file", "text_file", type=click.Path(dir_okay=False), help=FILE_HELP)
 @click.option(
     "--event-id",
     help="Idempotency: the same event (id, template, text) twice creates one task.",
@@ -150,10 +152,17 @@ def run(ctx: click.Context, no_stdin: bool, ready_file: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def submit(
-    ctx: click.Context, template: str, text: str, event_id: str | None, wait: bool, as_json: bool
+    ctx: click.Context,
+    template: str,
+    text: str | None,
+    text_file: str | None,
+    event_id: str | None,
+    wait: bool,
+    as_json: bool,
 ) -> None:
-    """Submit a task to the running kernel."""
+    """Submit a task to the running kernel. TEXT `-` reads it from stdin."""
     home = home_of(ctx)
+    text = text_from(text, text_file, "TEXT")
     result = client.send(home, SUBMIT, SubmitArgs(template, text, event_id=event_id, adapter="cli"))
     if result.get("redacted"):
         err.print(
