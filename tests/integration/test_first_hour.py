@@ -21,6 +21,7 @@ from pfar.vault.home import Home, HomeLock
 
 from ..support import (
     KernelProcess,
+    db,
     make_home,
     pfar,
     running_kernel,
@@ -429,3 +430,29 @@ def test_a_huge_line_on_stdin_does_not_hold_up_the_kernel(tmp_path: Path) -> Non
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_wait_exits_5_for_an_abandoned_task(tmp_path: Path) -> None:
+    home = _cmd_home(tmp_path)
+    go = tmp_path / "go"
+    command = _until_file(go)
+    k = KernelProcess(home)
+    try:
+        k.wait_ready()
+        r = pfar(home, "submit", "cmd", command, "--event-id", "e-1")
+        assert r.returncode == 0, said(r)
+        task_id = _executing(home)
+    finally:
+        k.kill()
+    go.touch()
+    with db(home) as conn:  # it last moved long ago: the next start abandons it
+        conn.execute(
+            "UPDATE task_journal SET updated_at = '2000-01-01T00:00:00Z' WHERE task_id = ?",
+            (task_id,),
+        )
+    with running_kernel(home):
+        assert task_states(home)[task_id] == "Abandoned"
+        # the same event again is the same task: --wait reports how it ended
+        r = pfar(home, "submit", "cmd", command, "--event-id", "e-1", "--wait")
+        assert r.returncode == 5, said(r)
+        assert f"task {task_id} Abandoned" in r.stdout
