@@ -1147,7 +1147,7 @@ class Kernel:
     async def _wait_running(self, timeout: float) -> set[asyncio.Task[None]]:
         """Wait up to `timeout` for the running tasks, or until `stop_now`; those still
         running."""
-        still = set(self._running.values())
+        still = {t for t in self._running.values() if not t.done()}
         now = asyncio.create_task(self.stop_now.wait())
         deadline = asyncio.get_running_loop().time() + timeout
         try:
