@@ -236,7 +236,7 @@ def test_a_kernel_whose_stdout_and_stderr_are_closed_pipes_keeps_working(
             assert r.returncode == 0, said(r)
             assert json.loads(r.stdout)["state"] == "Completed"
         failing = pfar(home, "submit", "cmd", "exit 3", "--wait", "--json")  # logs an error
-        assert failing.returncode == 0, said(failing)
+        assert failing.returncode == 3, said(failing)  # --wait's code for a Failed task
         # the stdin adapter answers on the broken stdout, then reads the next line
         proc.stdin.write(b"submit cmd echo one\nbogus\nsubmit cmd echo two\n")
         proc.stdin.flush()

@@ -37,8 +37,11 @@ def ok(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 def submit_and_wait(home: Home, template: str, text: str) -> dict[str, object]:
-    done = json.loads(ok(pfar(home, "submit", template, text, "--wait", "--json")))
-    assert isinstance(done, dict)
+    r = pfar(home, "submit", template, text, "--wait", "--json")
+    done = json.loads(r.stdout)
+    assert isinstance(done, dict), r.stdout + r.stderr
+    # --wait exits 3 for a task that failed (some here fail on purpose)
+    assert r.returncode == (3 if done["state"] == "Failed" else 0), r.stdout + r.stderr
     return done
 
 

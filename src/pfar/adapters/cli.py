@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import stat
 import sys
 from typing import TextIO
@@ -17,7 +18,7 @@ from typing import TextIO
 from ..journal import OwnerMessage
 from ..kernel.api import Operator
 from ..kernel.lines import MAX_LINE_TEXT, read_lines
-from ..kernel.terminal import write
+from ..kernel.terminal import say, write
 from ..policy.printable import printable
 from .commands import Origin, handle
 
@@ -45,6 +46,15 @@ class StdoutSink:
 
 async def read_commands(operator: Operator, stream: asyncio.StreamReader) -> None:
     """Run each line of `stream` as a command through the operator API; print its reply."""
+    try:
+        await _read_commands(operator, stream)
+    except OSError as exc:
+        # EIO: the kernel went to the background (Ctrl-Z, bg) and may not read its
+        # terminal any more; it goes on without it
+        say(f"pfar: stdin is not read any more ({exc.strerror}); use the pfar commands")
+
+
+async def _read_commands(operator: Operator, stream: asyncio.StreamReader) -> None:
     n = 0
     async for line in read_lines(stream):
         n += 1
@@ -73,6 +83,15 @@ async def stdin_reader() -> asyncio.StreamReader | None:
         # /dev/null (a background job, a service) or a file: nothing to watch (the event
         # loop cannot poll them, and would say so in a traceback)
         return None
+    if sys.stdin.isatty():
+        # a kernel in the background never stops on its terminal: a read gets EIO instead
+        # of SIGTTIN (read_commands then stops reading), a write goes on (no SIGTTOU)
+        signal.signal(signal.SIGTTIN, signal.SIG_IGN)
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        if not in_foreground(sys.stdin.fileno()):
+            # `pfar run &`: the terminal is the shell's; the kernel does not read it
+            say("pfar: started in the background: commands on the terminal are not read")
+            return None
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     try:
@@ -80,3 +99,11 @@ async def stdin_reader() -> asyncio.StreamReader | None:
     except (ValueError, OSError):
         return None
     return reader
+
+
+def in_foreground(fd: int) -> bool:
+    """This process's group owns the terminal on `fd` (it may read it without stopping)."""
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:  # no controlling terminal: reading it would not stop us, nor work
+        return False

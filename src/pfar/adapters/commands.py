@@ -15,6 +15,7 @@ vault, and the reply says nothing of it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import shlex
 from dataclasses import dataclass
@@ -113,7 +114,9 @@ async def _handle(
         prompt_id = key.split(":")[1]
         task = await operator.provide_credential(prompt_id, text)
         return f"credential stored in the vault; task {task.task_id[:8]} goes on"
-    words = shlex.split(text) if text else []
+    # on a thread: shlex takes time quadratic in a word's length (~20 s for a word of
+    # 1 MiB), and the event loop serves every task and channel meanwhile
+    words = await asyncio.to_thread(shlex.split, text) if text else []
     if words and words[0].lstrip("/").lower() in (*_VERBS, "help"):
         words[0] = words[0].lstrip("/").lower()
         return await command(operator, words, origin, defaults)

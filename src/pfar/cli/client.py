@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
+import sys
+import time
 from collections.abc import Generator
 from typing import Any, TypeVar
 
@@ -31,32 +34,20 @@ def kernel_running(home: Home) -> bool:
     return True
 
 
-def send(home: Home, command: Command[A], arguments: A, timeout: float = 60.0) -> Any:
+def send(home: Home, command: Command[A], arguments: A, timeout: float | None = 60.0) -> Any:
     """Run `command` on the kernel; its result as JSON (RemoteError if it was refused)."""
     return call(home, command.request(arguments), timeout)
 
 
-def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:
-    path = str(home.control_socket)
-    data = json.dumps(_signed(home, request)).encode() + b"\n"
-    if len(data) > MAX_LINE:
-        raise PfarError(
-            f"the request is {len(data)} bytes; the kernel takes at most {MAX_LINE_TEXT}; "
-            "nothing was sent"
-        )
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def call(home: Home, request: dict[str, Any], timeout: float | None = 60.0) -> Any:
+    """One request and its answer; `timeout` None waits as long as the kernel takes."""
+    _check_size(json.dumps(request).encode() + b"\n")
+    sock = _connect(home)
     sock.settimeout(timeout)
     try:
-        sock.connect(path)
-    except (FileNotFoundError, ConnectionRefusedError):
-        sock.close()
-        if _lock_held(home):
-            raise KernelNotReady(str(home.root)) from None
-        raise KernelNotRunning(str(home.root)) from None
-    except OSError as exc:
-        sock.close()
-        raise PfarError(f"cannot reach the kernel at {path}: {exc}") from None
-    try:
+        # signed once connected: a kernel that was starting wrote its boot's token since
+        data = json.dumps(_signed(home, request)).encode() + b"\n"
+        _check_size(data)
         # a kernel that refused the connection (busy) said why first: read it
         with contextlib.suppress(BrokenPipeError):
             sock.sendall(data)
@@ -81,18 +72,19 @@ def call(home: Home, request: dict[str, Any], timeout: float = 60.0) -> Any:
     return response.get("result")
 
 
+def _check_size(data: bytes) -> None:
+    if len(data) > MAX_LINE:
+        raise PfarError(
+            f"the request is {len(data)} bytes; the kernel takes at most {MAX_LINE_TEXT}; "
+            "nothing was sent"
+        )
+
+
 def stream(home: Home, request: dict[str, Any]) -> Generator[dict[str, Any], None, None]:
     """A streaming op (`attach`): each {"shown": ...} line's object, as it comes, until the
     kernel's closing answer (RemoteError if that is a refusal). Closing the iterator
     hangs up, which is how a viewer detaches."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(str(home.control_socket))
-    except (FileNotFoundError, ConnectionRefusedError):
-        sock.close()
-        if _lock_held(home):
-            raise KernelNotReady(str(home.root)) from None
-        raise KernelNotRunning(str(home.root)) from None
+    sock = _connect(home)
     try:
         sock.sendall(json.dumps(_signed(home, request)).encode() + b"\n")
         with sock.makefile("rb") as lines:
@@ -108,6 +100,60 @@ def stream(home: Home, request: dict[str, Any]) -> Generator[dict[str, Any], Non
         raise PfarError("the kernel closed the connection (it is shutting down)")
     finally:
         sock.close()
+
+
+# How long a command waits for a kernel that holds its home but does not answer yet (it
+# is starting: recovery, a slow provider, a loaded machine). 0: do not wait.
+START_WAIT_ENV = "PFAR_START_WAIT"
+START_WAIT_SECONDS = 60.0
+
+
+def start_wait_seconds() -> float:
+    raw = os.environ.get(START_WAIT_ENV, "")
+    if not raw:
+        return START_WAIT_SECONDS
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise PfarError(
+            f"{START_WAIT_ENV}={raw!r}: not a number of seconds (e.g. 60, or 0 not to wait)"
+        ) from None
+    if not seconds >= 0:
+        raise PfarError(f"{START_WAIT_ENV}={raw!r}: must be 0 or more seconds")
+    return seconds
+
+
+def _connect(home: Home) -> socket.socket:
+    """A connection to the kernel's control socket. A kernel that holds the home but has
+    no socket yet is starting: wait for it (bounded, said once on stderr), so that
+    `pfar run & pfar submit ...` works however long the start takes."""
+    path = str(home.control_socket)
+    deadline: float | None = None
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if not _lock_held(home):
+                raise KernelNotRunning(str(home.root)) from None
+        except OSError as exc:
+            sock.close()
+            raise PfarError(f"cannot reach the kernel at {path}: {exc}") from None
+        if deadline is None:
+            wait = start_wait_seconds()
+            if wait == 0:
+                raise KernelNotReady(str(home.root))
+            deadline = time.monotonic() + wait
+            sys.stderr.write(
+                f"pfar: the kernel on {home.root} is starting; waiting up to {wait:g}s "
+                f"for it to answer (set {START_WAIT_ENV} to change)\n"
+            )
+            sys.stderr.flush()
+        elif time.monotonic() >= deadline:
+            raise KernelNotReady(str(home.root))
+        time.sleep(0.1)
 
 
 def _signed(home: Home, request: dict[str, Any]) -> dict[str, Any]:

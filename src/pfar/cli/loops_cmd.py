@@ -11,18 +11,21 @@ import click
 from ..errors import KernelNotReady, KernelNotRunning
 from ..kernel.api import HomeReader
 from ..kernel.api.records import Sent
-from ..kernel.api.requests import LOOP, SEND, WAIT_IDLE, LoopArgs, NoArgs, SendArgs
+from ..kernel.api.requests import LOOP, SEND, LoopArgs, SendArgs
 from ..kernel.holds import describe
 from ..policy.printable import printable
 from ..runners.loop.context import ContextStats
 from ..runners.loop.tasks import TIERS
 from ..vault.home import Home
 from . import client
+from .input_text import FILE_HELP, text_from
 from .output import ask, emit, err, home_of, out, read
+from .waiting import WAIT_HELP, wait_and_show
 
 
 @click.command()
-@click.argument("prompt")
+@click.argument("prompt", required=False)
+@click.option("--file", "prompt_file", type=click.Path(dir_okay=False), help=FILE_HELP)
 @click.option(
     "--dir",
     "directory",
@@ -49,12 +52,13 @@ from .output import ask, emit, err, home_of, out, read
     help="When tasks wait for a slot ([scheduler] max_concurrent), higher goes first.",
 )
 @click.option("--event-id", help="Idempotency: the same event id twice starts one task.")
-@click.option("--wait", is_flag=True, help="Wait until no task is running, then show the reply.")
+@click.option("--wait", is_flag=True, help=WAIT_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def loop(
     ctx: click.Context,
-    prompt: str,
+    prompt: str | None,
+    prompt_file: str | None,
     directory: str,
     tier: str,
     once: bool,
@@ -67,8 +71,10 @@ def loop(
 ) -> None:
     """Start an agent on PROMPT: it reads, writes, edits and runs commands in DIR with its
     tools, asking you before anything risky, until it ends its turn and waits for
-    `pfar send`. Every turn and tool call survives a crash."""
+    `pfar send`. Every turn and tool call survives a crash. PROMPT `-` reads it from
+    stdin."""
     home = home_of(ctx)
+    prompt = text_from(prompt, prompt_file, "PROMPT")
     args = LoopArgs(prompt, directory, tier, once, title, event_id, "cli", worktree, priority)
     result = client.send(home, LOOP, args)
     if result.get("redacted"):
@@ -82,7 +88,7 @@ def loop(
 @click.command()
 @click.argument("task_id")
 @click.argument("message")
-@click.option("--wait", is_flag=True, help="Wait until no task is running, then show the reply.")
+@click.option("--wait", is_flag=True, help=WAIT_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def send(ctx: click.Context, task_id: str, message: str, wait: bool, as_json: bool) -> None:
@@ -192,7 +198,7 @@ def context_cmd(ctx: click.Context, task_id: str, as_json: bool) -> None:
 
 @click.command("retry")
 @click.argument("task_id")
-@click.option("--wait", is_flag=True, help="Wait until no task is running, then show the reply.")
+@click.option("--wait", is_flag=True, help=WAIT_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def retry_cmd(ctx: click.Context, task_id: str, wait: bool, as_json: bool) -> None:
@@ -210,40 +216,10 @@ def _print_context(result: dict[str, Any], as_json: bool) -> None:
 
 
 def _show(ctx: click.Context, result: dict[str, object], wait: bool, as_json: bool) -> None:
-    home = home_of(ctx)
     task_id = str(result["task_id"])
     if wait:
-        client.send(home, WAIT_IDLE, NoArgs(), timeout=3600)
-        result = read(home, lambda r: r.task(task_id)).to_json()
-    if as_json:
+        wait_and_show(home_of(ctx), task_id, as_json)
+    elif as_json:
         emit(result, True)
-        return
-    out.print(f"task {task_id} {result['state']}")
-    if wait:
-        timeline = read(home, lambda r: r.timeline(task_id))
-        said = [e.event for e in timeline.entries if e.event.startswith("model: ")]
-        if said:
-            out.print(printable(said[-1], indent="  "))
-        if result["state"] in ("AwaitingApproval", "AwaitingCredential"):
-            _print_questions(home, task_id)
-
-
-def _print_questions(home: Any, task_id: str) -> None:
-    """What a task stopped to ask, and the commands that answer it: `--wait` ended
-    because the task waits on the owner."""
-    asked = read(home, lambda r: r.questions(answered=False)).to_json()
-    for a in asked["approvals"]:
-        if a["task_id"] != task_id:
-            continue
-        aid = a["approval_id"]
-        out.print(f"it asks (approval {aid}): {printable(str(a['description']), indent='  ')}")
-        others = [o for o in a["options"] if o not in ("approve", "deny")]
-        ways = [f"pfar approve {aid}", f"pfar deny {aid}"]
-        ways += [f"pfar answer {aid} {o}" for o in others]
-        out.print("answer with: " + " | ".join(ways))
-    for c in asked["credentials"]:
-        if c["task_id"] == task_id:
-            out.print(
-                f"it needs a credential for {printable(str(c['service']), indent='  ')}: "
-                f"pfar credential {c['prompt_id']} (the secret is read from stdin)"
-            )
+    else:
+        out.print(f"task {task_id} {result['state']}")

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -18,26 +19,26 @@ from ..kernel.api.requests import (
     ANSWER,
     CREDENTIAL,
     SUBMIT,
-    WAIT_IDLE,
     AnswerArgs,
     CredentialArgs,
-    NoArgs,
     SubmitArgs,
 )
 from ..kernel.setup_home import init_home
 from ..policy.printable import printable
 from ..vault.home import Home
 from ..vault.secrets import check_secret_size
-from . import client
+from . import client, ready
 from .channels_cmd import channels
 from .events_cmd import events
 from .holds_cmd import cancel, pause, resume
+from .input_text import FILE_HELP, text_from
 from .learnings_cmd import learnings
 from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .output import emit, err, home_of, out, read, table
 from .queue_cmd import queue
 from .reload_cmd import reload
 from .sessions_cmd import secret, session
+from .waiting import WAIT_HELP, wait_and_show
 from .workflows_cmd import workflow
 
 
@@ -69,8 +70,14 @@ def init(ctx: click.Context) -> None:
 
 @cli.command()
 @click.option("--no-stdin", is_flag=True, help="Do not read commands from stdin.")
+@click.option(
+    "--ready-file",
+    type=click.Path(dir_okay=False),
+    help="Write this file (the kernel's pid) once the kernel takes requests; removed "
+    "when it stops. A script waits for it instead of sleeping.",
+)
 @click.pass_context
-def run(ctx: click.Context, no_stdin: bool) -> None:
+def run(ctx: click.Context, no_stdin: bool, ready_file: str | None) -> None:
     """Run the kernel in the foreground (CLI adapter on stdin/stdout)."""
     from ..adapters import run as channels_run
     from ..adapters.cli import StdoutSink, read_commands, stdin_reader
@@ -80,6 +87,8 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
     from ..kernel.terminal import say
 
     home = home_of(ctx)
+    if ready_file is not None:
+        ready.clear(Path(ready_file))
 
     async def main() -> int:
         commands = None if no_stdin else await stdin_reader()
@@ -92,6 +101,8 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
                 f"pfar kernel running on {home.root} (pid {__import__('os').getpid()}, "
                 f"boot {kernel.boot_id[:8]})"
             )
+            if ready_file is not None:
+                ready.write(Path(ready_file))
 
         config = Config.load(home.config)
         chats: list[Any] = []
@@ -122,24 +133,37 @@ def run(ctx: click.Context, no_stdin: bool) -> None:
             before_start=before_start,
         )
 
-    sys.exit(asyncio.run(main()))
+    try:
+        code = asyncio.run(main())
+    finally:
+        if ready_file is not None:
+            ready.remove(Path(ready_file))
+    sys.exit(code)
 
 
 @cli.command()
 @click.argument("template")
-@click.argument("text")
+@click.argument("text", required=False)
+@click.option("--file", "text_file", type=click.Path(dir_okay=False), help=FILE_HELP)
 @click.option(
     "--event-id",
     help="Idempotency: the same event (id, template, text) twice creates one task.",
 )
-@click.option("--wait", is_flag=True, help="Wait until no task is running, then show it.")
+@click.option("--wait", is_flag=True, help=WAIT_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def submit(
-    ctx: click.Context, template: str, text: str, event_id: str | None, wait: bool, as_json: bool
+    ctx: click.Context,
+    template: str,
+    text: str | None,
+    text_file: str | None,
+    event_id: str | None,
+    wait: bool,
+    as_json: bool,
 ) -> None:
-    """Submit a task to the running kernel."""
+    """Submit a task to the running kernel. TEXT `-` reads it from stdin."""
     home = home_of(ctx)
+    text = text_from(text, text_file, "TEXT")
     result = client.send(home, SUBMIT, SubmitArgs(template, text, event_id=event_id, adapter="cli"))
     if result.get("redacted"):
         err.print(
@@ -147,9 +171,8 @@ def submit(
             "[REDACTED:…] in its place (a template's [[credentials]] is how a task uses a secret)"
         )
     if wait:
-        client.send(home, WAIT_IDLE, NoArgs(), timeout=3600)
-        task_id = result["task_id"]
-        result = read(home, lambda r: r.task(task_id)).to_json()
+        wait_and_show(home, result["task_id"], as_json)
+        return
     if as_json:
         emit(result, True)
     else:
@@ -206,6 +229,10 @@ def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
     # errors and events quote tools and servers: their lines after the first are indented
     if t.error:
         out.print(f"error: {printable(t.error, indent='       ')}")
+    if timeline.input is not None:
+        out.print(f"input: {printable(timeline.input, indent='       ')}")
+    if timeline.answer is not None:
+        out.print(f"answer: {printable(timeline.answer, indent='        ')}")
     for entry in timeline.entries:
         out.print(f"  {entry.at}  {printable(entry.event, indent='    ')}")
 

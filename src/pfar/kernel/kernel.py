@@ -174,6 +174,9 @@ class Kernel:
         self._stopped = asyncio.Event()
         # set by the operator API: the process serving this kernel shuts it down gracefully
         self.shutdown_requested = asyncio.Event()
+        # set by the process serving this kernel (a second Ctrl-C): a shutdown's wait for
+        # running tasks ends now; they are left in the journal for the next start
+        self.stop_now = asyncio.Event()
         self.report: RecoveryReport | None = None
         self.failure: str | None = None  # why the kernel stopped itself, if it did
         self._disk: disk.DiskWatch | None = None  # the home's free space (kernel/disk.py)
@@ -799,6 +802,24 @@ class Kernel:
             await self._idle.wait()
             await asyncio.sleep(0)
 
+    async def wait_task(self, task_id: str) -> TaskRecord:
+        """Wait until the task `task_id` ends or waits on the owner (`--wait`): while a
+        coroutine advances it, or it waits on its subtasks (Blocked: it holds none then),
+        other tasks do not count."""
+        while True:
+            if (running := self._running.get(task_id)) is not None:
+                await asyncio.wait({running})
+                continue
+            task = await self.journal.tasks.get(task_id)
+            if task.state is TaskState.Cancelling:  # the cancel request ends it, shortly
+                await asyncio.sleep(0.05)
+                continue
+            others = set(self._running.values())
+            if task.state is not TaskState.Blocked or not others:
+                return task  # a Blocked task with nothing running waits on a question
+            # what it waits on wakes it from a task's end (advance, before that task ends)
+            await asyncio.wait(others, return_when=asyncio.FIRST_COMPLETED)
+
     # -- loop tasks -----------------------------------------------------------------
 
     async def start_loop(
@@ -1147,11 +1168,7 @@ class Kernel:
         self._accepting = False
         if timeout is None:
             timeout = self.config.recovery.shutdown_timeout_seconds
-        pending = list(self._running.values())
-        if pending:
-            _, still = await asyncio.wait(pending, timeout=timeout)
-        else:
-            still = set()
+        still = await self._wait_running(timeout)
         left = [t.get_name().removeprefix("task-") for t in still]
         for t in still:
             t.cancel()
@@ -1183,6 +1200,29 @@ class Kernel:
         self._give_back_collector()
         self._stopped.set()
         return left
+
+    def running_ids(self) -> list[str]:
+        """The tasks a coroutine advances now (what a shutdown waits for)."""
+        return list(self._running)
+
+    async def _wait_running(self, timeout: float) -> set[asyncio.Task[None]]:
+        """Wait up to `timeout` for the running tasks, or until `stop_now`; those still
+        running."""
+        still = {t for t in self._running.values() if not t.done()}
+        now = asyncio.create_task(self.stop_now.wait())
+        deadline = asyncio.get_running_loop().time() + timeout
+        try:
+            while still and not self.stop_now.is_set():
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    break
+                done, _ = await asyncio.wait(
+                    [*still, now], timeout=left, return_when=asyncio.FIRST_COMPLETED
+                )
+                still -= done
+        finally:
+            now.cancel()
+        return still
 
     async def abort(self) -> None:
         """Stop without the graceful steps (tests and fail-stop): the journal is as it is."""

@@ -110,6 +110,9 @@ class OwnerChannel:
         self._sinks: list[Sink] = []
         self._wake = asyncio.Event()
         self._handed: set[str] = set()
+        # one delivery at a time: two at once (the channel's own, a shutdown's) would both
+        # read the same pending messages and hand each to the sinks twice
+        self._delivering = asyncio.Lock()
 
     def add_sink(self, sink: Sink) -> None:
         self._sinks.append(sink)
@@ -124,6 +127,10 @@ class OwnerChannel:
             await self.deliver_pending()
 
     async def deliver_pending(self) -> int:
+        async with self._delivering:
+            return await self._deliver_pending()
+
+    async def _deliver_pending(self) -> int:
         # Marking delivered rides on a later commit, so a message may still read as
         # pending for a moment after it went out: `_handed` remembers it meanwhile.
         messages = [

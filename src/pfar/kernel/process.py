@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 from collections.abc import Awaitable, Callable
 
@@ -52,6 +53,7 @@ async def serve(
     if before_start is not None:
         await before_start(kernel)
     await kernel.start()
+    await _slow_start()
     # pfar's log lines go to stderr through one handler that redacts secrets, escapes
     # control characters and never raises
     handler = StderrHandler()
@@ -86,6 +88,7 @@ async def serve(
         return 3
     # the socket answers "shutting down" while in-flight tasks finish: a client that
     # finds no socket would tell its user that no kernel is running
+    _stopping(kernel, loop)
     left = await kernel.shutdown()
     await control.close()
     if left:
@@ -94,7 +97,46 @@ async def serve(
         say(f"pfar: the kernel stopped itself: {kernel.failure}")
         return 4
     say("pfar kernel shut down cleanly")
-    return 0
+    # stopped at once by a second signal: 130, as a shell reports an interrupted command
+    return STOPPED_AT_ONCE if kernel.stop_now.is_set() and left else 0
+
+
+STOPPED_AT_ONCE = 130
+
+
+def _stopping(kernel: Kernel, loop: asyncio.AbstractEventLoop) -> None:
+    """Say what a graceful stop waits for and for how long; a second SIGINT or SIGTERM
+    ends the wait at once (the tasks it cuts short are resumed by the next start)."""
+
+    def at_once() -> None:
+        if not kernel.stop_now.is_set():
+            say("pfar: stopping at once; running tasks are left to the next start's recovery")
+            kernel.stop_now.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, at_once)
+    running = kernel.running_ids()
+    if not running:
+        say("pfar: stopping (no task is running)")
+        return
+    ids = ", ".join(t[:8] for t in running[:5]) + (", …" if len(running) > 5 else "")
+    timeout = kernel.config.recovery.shutdown_timeout_seconds
+    say(
+        f"pfar: stopping: waiting up to {timeout:g}s for {len(running)} running "
+        f"task{'s' if len(running) != 1 else ''} ({ids}) to finish their step; Ctrl-C "
+        "again stops at once (the next start resumes them)"
+    )
+
+
+# Test-only, like PFAR_FAULT: seconds the kernel waits between taking its home and opening
+# its control socket, so that tests see a start as slow as a loaded machine's.
+SLOW_START_ENV = "PFAR_FAULT_SLOW_START"
+
+
+async def _slow_start() -> None:
+    raw = os.environ.get(SLOW_START_ENV)
+    if raw:
+        await asyncio.sleep(float(raw))
 
 
 async def _reload(kernel: Kernel) -> None:

@@ -42,6 +42,7 @@ from .records import (
     Sent,
     Submitted,
     TaskRef,
+    TaskSummary,
 )
 
 # the messages `send` acts on instead of sending ("//text" sends "/text")
@@ -78,6 +79,11 @@ class Operator(HomeReader):
     async def wait_idle(self) -> None:
         """Wait until no task is being advanced (tasks parked on the owner do not count)."""
         await self._kernel.wait_idle()
+
+    async def wait_task(self, task_id: str) -> TaskSummary:
+        """Wait until this task ends or waits on the owner (other tasks do not count)."""
+        whole = await self._kernel.journal.tasks.resolve_id(task_id)
+        return TaskSummary.of(await self._kernel.wait_task(whole))
 
     @property
     def accepting(self) -> bool:

@@ -111,10 +111,14 @@ class TaskTimeline:
     extracted_metadata: dict[str, Any] | None
     steps: tuple[StepRecord, ...]
     entries: tuple[TimelineEntry, ...]
+    input: str | None = None  # what the task was started with
+    answer: str | None = None  # what it said back (answer.py)
 
     def to_json(self) -> JSON:
         return {
             "task": self.task.to_json(),
+            "input": self.input,
+            "answer": self.answer,
             "plan": self.plan,
             "extracted_metadata": self.extracted_metadata,
             "steps": [_step_json(s) for s in self.steps],

@@ -188,6 +188,9 @@ PING = Command("ping", NoArgs, lambda o, _: o.ping(), while_shutting_down=True)
 STATUS = Command("status", NoArgs, lambda o, _: o.status(), while_shutting_down=True)
 WAIT_IDLE = Command("wait_idle", NoArgs, lambda o, _: o.wait_idle(), while_shutting_down=True)
 RELOAD = Command("reload", NoArgs, lambda o, _: o.reload())
+WAIT_TASK = Command(
+    "wait_task", TaskArgs, lambda o, a: o.wait_task(a.task_id), while_shutting_down=True
+)
 SHUTDOWN = Command("shutdown", NoArgs, lambda o, _: o.request_shutdown(), while_shutting_down=True)
 SUBMIT = Command(
     "submit",
@@ -261,6 +264,7 @@ COMMANDS: Final[Mapping[str, Command[Any]]] = {
         PING,
         STATUS,
         WAIT_IDLE,
+        WAIT_TASK,
         SHUTDOWN,
         RELOAD,
         SUBMIT,

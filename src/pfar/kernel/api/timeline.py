@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...journal import Semantics, TaskKind
 from ...journal.store import Store
 from ...journal.turns import AssistantTurn, DiscardTurn, ResultsTurn, SummaryTurn, Turn, UserTurn
+from .answer import task_answer, task_input
 from .records import TaskSummary, TaskTimeline, TimelineEntry
 
 _HELD = frozenset({"TaskPaused", "TaskResumed"})
@@ -59,6 +60,8 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
         extracted_metadata=t.extracted_metadata,
         steps=tuple(steps),
         entries=tuple(TimelineEntry(at, event) for at, event in events),
+        input=task_input(t),
+        answer=await task_answer(journal, t),
     )
 
 
