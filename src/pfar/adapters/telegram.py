@@ -148,10 +148,12 @@ class TelegramChannel:
             raise ChannelDown(f"getUpdates failed: {exc.message}") from None
         log.warning("telegram: no saved offset; updates from before this start are skipped")
         link.audit("telegram_offset_missing", skipped=len(latest))
-        if not latest:
-            return 0
-        await link.save_position({"last_offset": latest[-1].update_id}, [])
-        return latest[-1].update_id + 1
+        # the position is saved even when nothing waited: a later start (a crash before
+        # the first message) polls from it, and never skips what came since (0: update
+        # ids are positive, so offset 1 takes every update not yet confirmed)
+        last = latest[-1].update_id if latest else 0
+        await link.save_position({"last_offset": last}, [])
+        return last + 1
 
     async def _update(self, link: Link, update: TgUpdate, event_id: str) -> None:
         try:
