@@ -1,5 +1,7 @@
 """Chat channels under ordinary faults, across a SIGKILL: a new bot killed before the
-owner's first message still gets every message sent while it was down."""
+owner's first message still gets every message sent while it was down; a message the
+server stored before the connection broke reaches the owner once; `pfar channels` shows
+a send that waits for its retry."""
 
 from __future__ import annotations
 
@@ -7,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from ..integration.telegram_server import BotApi
-from ..support import wait_for
-from .channel_support import prompts
-from .test_regressions import kernel
+from pfar.vault.home import Home
+
+from ..integration.telegram_server import BotApi, unescape
+from ..support import pfar, wait_for
+from .channel_support import prompts, settled
+from .test_regressions import kernel, rows
 from .test_telegram_crash import _home, _offset
 
 pytestmark = pytest.mark.crash
@@ -39,5 +43,71 @@ def test_a_new_bot_killed_before_the_first_message_loses_none_sent_meanwhile(
         polls = [p for m, p in api.calls[calls_before:] if m == "getUpdates"]
         assert all(int(p["offset"]) >= 0 for p in polls), polls  # never -1 again
         assert prompts(home) == ["message one", "message two", "message three"]
+    finally:
+        api.close()
+
+
+def _first_report(home: Home) -> tuple[str, str]:
+    """The first message queued (the first start's report): its key and its text."""
+    (row,) = rows(home, "SELECT message_key, body FROM owner_outbox ORDER BY seq LIMIT 1")
+    return row["message_key"], row["body"]
+
+
+def _status(home: Home, key: str) -> str | None:
+    found = rows(home, "SELECT status FROM channel_outbox WHERE message_key = ?", key)
+    return found[0]["status"] if found else None
+
+
+def test_a_message_stored_before_the_connection_broke_reaches_the_owner_once(
+    tmp_path: Path,
+) -> None:
+    """The server stores the start report and the connection breaks before its answer:
+    pfar cannot know it arrived, so it never sends it again (not after a SIGKILL and a
+    restart either) and says once that a message may be missing, naming it."""
+    api = BotApi()
+    api.cut_next("sendMessage", after_handling=True)
+    try:
+        home = _home(tmp_path, api)
+        with kernel(home) as k:
+            wait_for(lambda: api.sent, what="the report stored by the server")
+            key, text = _first_report(home)
+            wait_for(lambda: _status(home, key) not in (None, "sending"), what="its outcome")
+            k.kill()
+        with kernel(home) as k:
+            wait_for(lambda: len(rows(home, "SELECT 1 FROM owner_outbox")) >= 3, what="a report")
+            k.request("wait_idle")
+            wait_for(lambda: settled(home), what="every delivery settled")
+        texts = [unescape(s.text) for s in api.sent]
+        # each report with this text (the second start's may say the same) once
+        queued = rows(home, "SELECT 1 FROM owner_outbox WHERE body = ?", text)
+        assert texts.count(text) == len(queued), texts
+        notices = [t for t in texts if "may not have arrived" in t]
+        assert len(notices) == 1 and text[:40] in notices[0], texts  # told once, named
+        assert _status(home, key) == "in_doubt"
+    finally:
+        api.close()
+
+
+def test_pfar_channels_shows_a_send_waiting_for_its_retry(tmp_path: Path) -> None:
+    api = BotApi()
+    api.fail_next("sendMessage", 502, "Bad Gateway")
+    try:
+        home = _home(tmp_path, api)
+        home.config.write_text(
+            home.config.read_text().replace(
+                "adapter_retry_backoff_seconds = 0.1", "adapter_retry_backoff_seconds = 60"
+            )
+        )
+        with kernel(home) as k:
+            wait_for(lambda: api.refusals, what="the 502")
+
+            def shown() -> str | None:
+                out = pfar(home, "channels").stdout
+                return out if "next try" in out else None
+
+            out = wait_for(shown, what="`pfar channels` showing the retry")
+            assert "1 pending" in out and "Bad Gateway" in out and "connected" in out, out
+            assert not api.sent  # held until its retry
+            k.kill()
     finally:
         api.close()

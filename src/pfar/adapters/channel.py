@@ -10,8 +10,10 @@ position, and it reports `ready()` once it is connected, so the kernel knows.
 Outbound, the supervisor hands it one `Outbound` at a time, in the order they were
 queued, each committed as `sending` first: `send` returns the message's id on the
 channel (kept, so a re-sent question can take the buttons off the old one) or raises
-`RateLimited` (sent later, after `retry_after`), `ChannelDown` (the connection is gone:
-sent once the channel is back) or `Undeliverable` (this message never will be).
+`RateLimited` (sends pause for `retry_after`), `ChannelDown` (the message surely did not
+arrive: a server error, a connection refused; sent again on the channel's backoff while
+the rest of the channel works), `InDoubt` (it may have arrived: never sent again) or
+`Undeliverable` (this message never will be). Any other error counts as `InDoubt`.
 """
 
 from __future__ import annotations
@@ -35,7 +37,13 @@ class RateLimited(ChannelError):
 
 
 class ChannelDown(ChannelError):
-    """The connection is gone (or not up yet): the message waits for it."""
+    """The connection is gone (or not up yet), or the service answered with a server
+    error: the message surely did not arrive, and is sent again later."""
+
+
+class InDoubt(ChannelError):
+    """The message may have arrived (the connection broke after the request went out):
+    it is not sent again; the owner is told once that it may be missing."""
 
 
 class Undeliverable(ChannelError):

@@ -12,9 +12,11 @@ One structured task group holds, for every channel, its connection and its sende
   once, with how to renew it. The kernel runs on with whatever works.
 * **sender**: the channel's pending deliveries, in the order they were queued, while it
   is connected. Each is journaled `sending` before the channel's API is called and
-  `sent` after, with the message's id there; a rate limit or a lost connection puts it
-  back (after `retry_after`); an error that leaves it unknown whether the message
-  arrived makes it `in_doubt`: never sent twice.
+  `sent` after, with the message's id there; a rate limit puts it back until
+  `retry_after`, a send that surely failed (a server error, no connection) until the
+  channel's backoff, and nothing queued after it overtakes it; an error that leaves it
+  unknown whether the message arrived makes it `in_doubt`: never sent twice, and the
+  owner is told once, on that channel, that it may be missing.
 """
 
 from __future__ import annotations
@@ -229,7 +231,8 @@ class Supervisor:
             for delivery in await adapters.due(name):
                 if not self._connected[name].is_set():
                     break
-                await self._deliver(channel, delivery)
+                if not await self._deliver(channel, delivery):
+                    break  # held back: what follows waits behind it (order is kept)
             else:
                 self._wake[name].clear()
                 if not await adapters.due(name, limit=1):
@@ -249,33 +252,51 @@ class Supervisor:
             async with asyncio.timeout(timeout):
                 await self._wake[name].wait()
 
-    async def _deliver(self, channel: Channel, delivery: Delivery) -> None:
+    async def _deliver(self, channel: Channel, delivery: Delivery) -> bool:
+        """Send one delivery; False when it is held back (sent again later)."""
         adapters = self._kernel.journal.adapters
-        key = delivery.message.message_key
-        outbound = await self._outbound(channel.name, delivery.message)
-        await adapters.sending(channel.name, key)
+        name, key = channel.name, delivery.message.message_key
+        outbound = await self._outbound(name, delivery.message)
+        await adapters.sending(name, key)
         try:
             remote_id = await channel.send(outbound)
         except RateLimited as exc:
+            # the service says when: nothing goes to the chat before (the rest waits)
             later = rfc3339(datetime.now(UTC) + timedelta(seconds=exc.retry_after))
-            await adapters.later(channel.name, key, str(exc), later)
-            log.warning("channel %s: rate limited for %g s", channel.name, exc.retry_after)
-        except (ChannelDown, AuthFailed) as exc:
-            # not sent: it waits for the connection (a refused token ends the channel's
-            # run too, which degrades it and tells the owner how to renew it)
-            await adapters.later(channel.name, key, str(exc), now_rfc3339())
-            self._connected[channel.name].clear()
+            await adapters.later(name, key, str(exc), later)
+            log.warning("channel %s: rate limited for %g s", name, exc.retry_after)
+            return False
+        except AuthFailed as exc:
+            # not sent: a refused token ends the channel's run too, which degrades it and
+            # tells the owner how to renew it; the message waits for the connection
+            await adapters.later(name, key, str(exc), now_rfc3339())
+            self._connected[name].clear()
+            return False
+        except ChannelDown as exc:
+            # surely not sent (a server error, no connection): tried again on the
+            # channel's backoff. Not "the channel is down": polling says that, and a
+            # sender waiting for a reconnect that never comes would be silent for good
+            wait = self._backoff.delay(delivery.attempts + 1)
+            later = rfc3339(datetime.now(UTC) + timedelta(seconds=wait))
+            error = self._kernel.redactor.text(str(exc))
+            await adapters.later(name, key, error, later)
+            log.warning(
+                "channel %s: message %s not sent, again in %g s: %s", name, key, wait, error
+            )
+            return False
         except Undeliverable as exc:
-            await adapters.failed(channel.name, key, str(exc))
-            log.error("channel %s: message %s cannot be delivered: %s", channel.name, key, exc)
+            await adapters.failed(name, key, str(exc))
+            log.error("channel %s: message %s cannot be delivered: %s", name, key, exc)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
-            # it may have arrived: never sent again blind (the owner.log has it)
-            await adapters.failed(channel.name, key, f"in doubt: {type(exc).__name__}: {exc}")
-            log.error("channel %s: message %s may not have arrived: %s", channel.name, key, exc)
+        except Exception as exc:  # InDoubt, and anything a library raised unforeseen
+            # it may have arrived: never sent again blind; the owner is told once, here
+            error = self._kernel.redactor.text(f"{type(exc).__name__}: {exc}")
+            await adapters.in_doubt(name, key, error)
+            log.error("channel %s: message %s may not have arrived: %s", name, key, error)
         else:
-            await adapters.sent(channel.name, key, remote_id)
+            await adapters.sent(name, key, remote_id)
+        return True
 
     async def _outbound(self, channel: str, message: OwnerMessage) -> Outbound:
         """The message as a channel shows it: a question with its answers as buttons, and

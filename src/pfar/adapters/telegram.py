@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import httpx
 from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from telegram import Update as TgUpdate
 from telegram.error import (
@@ -40,6 +41,7 @@ from .channel import (
     AuthFailed,
     ChannelDown,
     ChannelError,
+    InDoubt,
     Link,
     Outbound,
     Press,
@@ -285,12 +287,12 @@ class TelegramChannel:
             ) from None
         except BadRequest as exc:
             raise Undeliverable(f"Telegram refused the message: {exc.message}") from None
-        except TimedOut:
-            raise  # it may have arrived
-        except NetworkError as exc:
-            if sent_id is None:
-                raise ChannelDown(f"Telegram cannot be reached: {exc.message}") from None
-            raise
+        except NetworkError as exc:  # TimedOut too
+            if sent_id is None and _never_sent(exc):
+                raise ChannelDown(f"Telegram: {exc.message}") from None
+            # the request went out and no answer came back (or part of a long message
+            # went out): Telegram may have stored it, and has no key to send it again safely
+            raise InDoubt(f"Telegram: {exc.message}") from None
         return sent_id
 
     async def close(self) -> None:
@@ -303,6 +305,16 @@ class TelegramChannel:
 def _refused(exc: TelegramError) -> AuthFailed:
     # never exc.message: python-telegram-bot quotes the refused token in it
     return AuthFailed("Telegram refused the bot token", _RENEW)
+
+
+def _never_sent(exc: NetworkError) -> bool:
+    """The message surely did not arrive: the server answered with an error (no cause, or
+    its unreadable body), or no connection was made (python-telegram-bot raises its
+    errors from httpx's)."""
+    cause = exc.__cause__
+    return cause is None or isinstance(
+        cause, TelegramError | httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
+    )
 
 
 def _seconds(value: Any) -> float:
