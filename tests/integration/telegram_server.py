@@ -224,7 +224,11 @@ class BotApi:
         if method == "getUpdates":
             return 200, {"ok": True, "result": self._get_updates(params)}
         with self._lock:
-            return 200, {"ok": True, "result": self._method(method, params)}
+            try:
+                return 200, {"ok": True, "result": self._method(method, params)}
+            except _Refused as refused:
+                error = {"error_code": refused.status, "description": refused.description}
+                return refused.status, {"ok": False, **error}
 
     def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         offset = int(params.get("offset") or 0)
@@ -249,6 +253,10 @@ class BotApi:
         if method == "getMe":
             return {"id": 1, "is_bot": True, "first_name": "pfar", "username": "pfar_bot"}
         if method == "sendMessage":
+            replied = _reply_to(params)
+            if replied is not None and (int(params["chat_id"]), replied) in self.deleted:
+                # as Telegram does (without allow_sending_without_reply)
+                raise _Refused(400, "Bad Request: message to be replied not found")
             self.next_message += 1
             sent = Sent(
                 self.next_message,
@@ -278,6 +286,11 @@ class BotApi:
         if method in {"close", "logOut"}:
             return True
         raise AssertionError(f"the loopback Bot API has no method {method}")
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, description: str) -> None:
+        self.status, self.description = status, description
 
 
 def _reply_to(params: dict[str, Any]) -> int | None:

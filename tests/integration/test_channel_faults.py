@@ -15,7 +15,7 @@ from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
 from ..support import db, make_home
-from .channel_support import kernel_with_channels, until
+from .channel_support import kernel_with_channels, known, until
 from .telegram_server import OWNER, TOKEN, BotApi, Sent, unescape
 
 REPORT = "System restarted"  # the start report: the first message a new home sends
@@ -143,5 +143,37 @@ def test_a_429_holds_every_later_message_until_retry_after_in_order(tmp_path: Pa
         assert queued == [s.message_id for s in out], (queued, texts)
         # the server's own clock: nothing of pfar's reached the chat before retry_after
         assert all(s.at >= refused[1] + 2 for s in out), [(s.at - refused[1]) for s in out]
+
+    asyncio.run(body())
+
+
+def test_credential_stored_arrives_without_quoting_the_deleted_message(tmp_path: Path) -> None:
+    api = BotApi()
+    home = _home(tmp_path, api)
+    home.config.write_text(
+        home.config.read_text().replace(
+            'tools = ["Write"]',
+            'tools = ["admin.prompt_credential"]\nalways_allow = ["admin.prompt_credential"]',
+        )
+    )
+
+    async def body() -> None:
+        async with kernel_with_channels(home) as (kernel, _):
+            api.say("key please")
+            prompt: Sent = await until(
+                lambda: next((s for s in api.sent if "credential" in unescape(s.text)), None),
+                "the credential prompt",
+            )
+            await known(kernel, "telegram", prompt.message_id)
+            owners = api.say("s3cr3t-value", reply_to=prompt.message_id)
+            assert owners
+            stored: Sent = await until(
+                lambda: next(
+                    (s for s in api.sent if "credential stored" in unescape(s.text)), None
+                ),
+                "the confirmation",
+            )
+            assert stored.reply_to is None  # the owner's message is gone from the chat
+            assert api.deleted
 
     asyncio.run(body())

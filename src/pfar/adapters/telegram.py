@@ -199,13 +199,16 @@ class TelegramChannel:
         key, task, kind = replied if replied else (None, None, None)
         origin = Origin("telegram", event_id, key, task)
         answer = await link.handle(message.text, origin)
+        quote = True
         if kind == "credential":
-            # the owner's message holds the secret: take it out of the chat
+            # the owner's message holds the secret: take it out of the chat (and answer
+            # without quoting it: Telegram refuses a reply to a deleted message)
             try:
                 await self._client().delete_message(message.chat_id, message.message_id)
+                quote = False
             except TelegramError as exc:
                 answer += f"\n(your message could not be deleted: {exc.message}; delete it)"
-        await self._reply(message, answer)
+        await self._reply(message, answer, quote=quote)
 
     async def _pressed(self, link: Link, query: CallbackQuery) -> None:
         bot = self._client()
@@ -233,13 +236,13 @@ class TelegramChannel:
                     query.message.chat.id, query.message.message_id, reply_markup=None
                 )
 
-    async def _reply(self, message: Message, text: str) -> None:
+    async def _reply(self, message: Message, text: str, *, quote: bool = True) -> None:
         for piece in chunks(text):
             await self._client().send_message(
                 message.chat_id,
                 escape_markdown(piece, version=2),
                 parse_mode="MarkdownV2",
-                reply_to_message_id=message.message_id,
+                reply_to_message_id=message.message_id if quote else None,
             )
 
     # -- out -----------------------------------------------------------------------
