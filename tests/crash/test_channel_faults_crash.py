@@ -111,3 +111,30 @@ def test_pfar_channels_shows_a_send_waiting_for_its_retry(tmp_path: Path) -> Non
             k.kill()
     finally:
         api.close()
+
+
+SLOW_SCRIPT = """
+[[turns]]
+text = "slow answer: $input"
+delay_seconds = 2
+"""
+
+
+def test_a_result_that_comes_during_the_shutdown_wait_reaches_the_chat(tmp_path: Path) -> None:
+    """SIGTERM while a task still runs: the kernel waits for it, and its answer goes out
+    on the channel before the channel stops (not at the next start)."""
+    api = BotApi()
+    try:
+        home = _home(tmp_path, api, script=SLOW_SCRIPT)
+        with kernel(home) as k:
+            wait_for(
+                lambda: any(m == "getUpdates" and int(p["offset"]) >= 0 for m, p in api.calls),
+                what="the channel polling",
+            )
+            api.say("hello")
+            wait_for(lambda: prompts(home) == ["hello"], what="the task")
+            assert k.terminate() == 0, k.output()
+        texts = [unescape(s.text) for s in api.sent]
+        assert any("slow answer: hello" in t for t in texts), texts
+    finally:
+        api.close()

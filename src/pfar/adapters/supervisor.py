@@ -53,6 +53,7 @@ from .commands import ChatDefaults, Origin, chat_directory, handle
 log = logging.getLogger("pfar.adapters")
 
 IDLE_LOOK = 5.0  # seconds between looks for deliveries when nothing wakes the sender
+FLUSH_SECONDS = 10.0  # at most, at shutdown, for the channels to send what is due
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,26 @@ class Supervisor:
         self._connected = {c.name: asyncio.Event() for c in self._channels}
         self._wake = {c.name: asyncio.Event() for c in self._channels}
         self._defaults = ChatDefaults(settings.on_message, chat_directory(settings.directory))
+
+    async def flush(self) -> None:
+        """At shutdown, after the wait: until every connected channel has sent what is
+        due (what is held back, or more than FLUSH_SECONDS of it, waits for the next
+        start: it is in the journal)."""
+        self.wake()
+        adapters = self._kernel.journal.adapters
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(FLUSH_SECONDS):
+                while True:
+                    busy = False
+                    for channel in self._channels:
+                        name = channel.name
+                        if not channel.receives_messages or not self._connected[name].is_set():
+                            continue
+                        counts = await adapters.delivery_counts(name)
+                        busy = busy or bool(counts.get("sending") or await adapters.due(name, 1))
+                    if not busy:
+                        return
+                    await asyncio.sleep(0.05)
 
     def wake(self) -> None:
         """New owner messages are queued: every sender looks."""
