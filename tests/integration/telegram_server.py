@@ -255,8 +255,11 @@ class BotApi:
         if method == "sendMessage":
             replied = _reply_to(params)
             if replied is not None and (int(params["chat_id"]), replied) in self.deleted:
-                # as Telegram does (without allow_sending_without_reply)
-                raise _Refused(400, "Bad Request: message to be replied not found")
+                given = params.get("reply_parameters")
+                if not (isinstance(given, dict) and given.get("allow_sending_without_reply")):
+                    # as Telegram does
+                    raise _Refused(400, "Bad Request: message to be replied not found")
+                replied = None
             self.next_message += 1
             sent = Sent(
                 self.next_message,
@@ -264,7 +267,7 @@ class BotApi:
                 str(params["text"]),
                 params.get("parse_mode"),
                 params.get("reply_markup"),
-                _reply_to(params),
+                replied,
                 time.monotonic(),
             )
             self.sent.append(sent)

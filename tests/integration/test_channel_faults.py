@@ -126,7 +126,7 @@ def test_a_429_holds_every_later_message_until_retry_after_in_order(tmp_path: Pa
                     break
                 await asyncio.sleep(0.01)
         (refused,) = api.refusals
-        out = _from_outbox(api)
+        out = api.sent  # the answers to the owner's words go through the outbox too
         texts = _texts(out)
         assert texts[0].startswith(REPORT), texts
         assert any("You said: one" in t for t in texts), texts
@@ -175,5 +175,27 @@ def test_credential_stored_arrives_without_quoting_the_deleted_message(tmp_path:
             )
             assert stored.reply_to is None  # the owner's message is gone from the chat
             assert api.deleted
+
+    asyncio.run(body())
+
+
+def test_a_reply_to_a_command_waits_out_a_429_and_arrives_once(tmp_path: Path) -> None:
+    api = BotApi()
+    home = _home(tmp_path, api)
+
+    async def body() -> None:
+        async with kernel_with_channels(home) as (kernel, _):
+            await until(lambda: api.sent, "the start report")
+            api.fail_next("sendMessage", 429, "Too Many Requests: retry after 1", retry_after=1)
+            api.say("tasks")
+            await until(lambda: [s for s in api.sent if s.reply_to], "the reply", 20)
+            for _ in range(500):  # its `sent` committed
+                if set(await kernel.journal.adapters.delivery_counts("telegram")) == {"sent"}:
+                    break
+                await asyncio.sleep(0.01)
+        (refused,) = api.refusals
+        (reply,) = [s for s in api.sent if s.reply_to]  # once: not dropped, not twice
+        assert reply.at >= refused[1] + 1  # after the time the 429 gave
+        assert len(api.sent) == 2, _texts(api.sent)
 
     asyncio.run(body())

@@ -99,7 +99,7 @@ class Outbound:
     """One owner message as a channel sends it."""
 
     key: str
-    kind: str  # "report", "approval", "credential", "result", "notice"
+    kind: str  # "report", "approval", "credential", "result", "notice", "reply"
     text: str
     task_id: str | None = None
     # a question's id (an approval or a credential prompt) and the answers it offers
@@ -108,6 +108,22 @@ class Outbound:
     # the ids of earlier messages (on this channel) asking the same question: a channel
     # that can, takes their buttons off ("answered elsewhere / re-sent")
     replaces: tuple[str, ...] = ()
+    # the owner's message this answers (its id on the channel), for a reply to a command
+    reply_to: str | None = None
+
+
+REPLY_KIND = "reply"  # an answer to the owner's words on one channel (Link.reply)
+
+
+def reply_key(channel: str, event_id: str, reply_to: str | None) -> str:
+    """The outbox key of the answer to update `event_id`: one answer per update, and the
+    message it quotes after the last `@` (no schema of its own)."""
+    return f"{REPLY_KIND}:{channel}:{event_id}@{reply_to or ''}"
+
+
+def quoted(key: str) -> str | None:
+    """The owner's message a reply's key names, if any."""
+    return key.rpartition("@")[2] or None
 
 
 @dataclass(slots=True)
@@ -128,6 +144,9 @@ class Link:
     # the pfar message with this id on the channel: (its key, its task, its kind)
     replied_to: Callable[[str], Awaitable[tuple[str, str | None, str] | None]]
     audit: Callable[..., None] = field(default=lambda *a, **k: None)
+    # the answer to an update (text, the owner's message it quotes or None, the update's
+    # id), queued in the channel's outbox: sent in order, retried, once
+    reply: Callable[[str, str | None, str], Awaitable[None]] | None = None
 
 
 class Channel(Protocol):

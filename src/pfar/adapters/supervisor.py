@@ -39,6 +39,7 @@ from ..kernel.kernel import Kernel
 from ..policy.printable import printable
 from . import whole_action
 from .channel import (
+    REPLY_KIND,
     AuthFailed,
     Button,
     Channel,
@@ -47,6 +48,8 @@ from .channel import (
     Outbound,
     RateLimited,
     Undeliverable,
+    quoted,
+    reply_key,
 )
 from .commands import ChatDefaults, Origin, chat_directory, handle
 
@@ -211,6 +214,14 @@ class Supervisor:
         async def replied_to(remote_id: str) -> tuple[str, str | None, str] | None:
             return await adapters.replied_to(name, remote_id)
 
+        async def reply(text: str, to: str | None, event_id: str) -> None:
+            key = reply_key(name, event_id, to)
+            # sink "channel:NAME": for this chat alone (owner.log keeps it too)
+            message = OwnerMessage(key, REPLY_KIND, text, None, f"channel:{name}")
+            if await adapters.queue_for(name, message):
+                self._kernel.owner.notify()
+                self._wake[name].set()
+
         return Link(
             name=name,
             operator=operator,
@@ -221,6 +232,7 @@ class Supervisor:
             secret=self._kernel.secrets.get,
             handle=answer,
             replied_to=replied_to,
+            reply=reply,
             audit=lambda event, **fields: self._kernel.audit.log(event, channel=name, **fields),
         )
 
@@ -348,6 +360,7 @@ class Supervisor:
             question_id,
             buttons,
             replaces,
+            quoted(key) if kind == REPLY_KIND else None,
         )
 
 

@@ -23,7 +23,14 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import httpx
-from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
+from telegram import (
+    Bot,
+    CallbackQuery,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    ReplyParameters,
+)
 from telegram import Update as TgUpdate
 from telegram.error import (
     BadRequest,
@@ -191,7 +198,7 @@ class TelegramChannel:
             await self._client().send_message(self._config.owner_user_id, _ONLY_PRIVATE)
             return
         if message.text is None:
-            await self._reply(message, "pfar reads text messages only")
+            await self._reply(link, message, "pfar reads text messages only", event_id)
             return
         replied = None
         if message.reply_to_message is not None:
@@ -208,7 +215,7 @@ class TelegramChannel:
                 quote = False
             except TelegramError as exc:
                 answer += f"\n(your message could not be deleted: {exc.message}; delete it)"
-        await self._reply(message, answer, quote=quote)
+        await self._reply(link, message, answer, event_id, quote=quote)
 
     async def _pressed(self, link: Link, query: CallbackQuery) -> None:
         bot = self._client()
@@ -236,14 +243,14 @@ class TelegramChannel:
                     query.message.chat.id, query.message.message_id, reply_markup=None
                 )
 
-    async def _reply(self, message: Message, text: str, *, quote: bool = True) -> None:
-        for piece in chunks(text):
-            await self._client().send_message(
-                message.chat_id,
-                escape_markdown(piece, version=2),
-                parse_mode="MarkdownV2",
-                reply_to_message_id=message.message_id if quote else None,
-            )
+    async def _reply(
+        self, link: Link, message: Message, text: str, event_id: str, *, quote: bool = True
+    ) -> None:
+        """The answer goes through the channel's outbox (sent in order, retried on a 429
+        or a 502, once), quoting the owner's message when it is still there."""
+        if link.reply is None:  # a link without an outbox: sent now, or logged
+            raise ChannelError("this channel has no outbox for replies")
+        await link.reply(text, str(message.message_id) if quote else None, event_id)
 
     # -- out -----------------------------------------------------------------------
 
@@ -269,11 +276,18 @@ class TelegramChannel:
                             ]
                         ]
                     )
+                quote = message.reply_to if n == 0 else None  # a reply quotes the owner's
                 sent = await bot.send_message(
                     self._chat,
                     escape_markdown(piece, version=2),
                     parse_mode="MarkdownV2",
                     reply_markup=markup,
+                    reply_parameters=(
+                        # gone since (deleted)? then sent as a plain message
+                        ReplyParameters(int(quote), allow_sending_without_reply=True)
+                        if quote
+                        else None
+                    ),
                 )
                 sent_id = str(sent.message_id)
         except RetryAfter as exc:

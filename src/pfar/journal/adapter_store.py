@@ -90,6 +90,15 @@ class SQLiteAdapterStore:
 
         await self._db.write(op, None)
 
+    async def queue_for(self, channel: str, msg: OwnerMessage) -> bool:
+        """A message for one channel only (a reply to the owner's words there), sent by
+        its outbox like any other: in order, retried, once. False if queued before."""
+
+        def op(conn: sqlite3.Connection) -> bool:
+            return _queue_for_txn(conn, channel, msg, now_rfc3339())
+
+        return await self._db.write(op, None)
+
     async def outbox_state(self, channel: str) -> channels_sql.OutboxState:
         return channels_sql.outbox_state(self._db.reader, channel)
 
@@ -152,8 +161,15 @@ def _doubt_txn(conn: sqlite3.Connection, channel: str, key: str, error: str, at:
         None,
         f"channel:{channel}",  # no fan-out: only this channel missed it
     )
-    if events_sql.enqueue_message_txn(conn, notice, at):
-        seq = conn.execute(
-            "SELECT seq FROM owner_outbox WHERE message_key = ?", (notice.message_key,)
-        ).fetchone()[0]
-        channels_sql.deliver_to_txn(conn, channel, notice.message_key, int(seq), at)
+    _queue_for_txn(conn, channel, notice, at)
+
+
+def _queue_for_txn(conn: sqlite3.Connection, channel: str, msg: OwnerMessage, at: str) -> bool:
+    """`msg` for `channel` alone (its sink says so: no fan-out); False if queued before."""
+    if not events_sql.enqueue_message_txn(conn, msg, at):
+        return False
+    seq = conn.execute(
+        "SELECT seq FROM owner_outbox WHERE message_key = ?", (msg.message_key,)
+    ).fetchone()[0]
+    channels_sql.deliver_to_txn(conn, channel, msg.message_key, int(seq), at)
+    return True
