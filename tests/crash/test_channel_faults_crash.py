@@ -138,3 +138,32 @@ def test_a_result_that_comes_during_the_shutdown_wait_reaches_the_chat(tmp_path:
         assert any("slow answer: hello" in t for t in texts), texts
     finally:
         api.close()
+
+
+def test_a_kill_right_after_a_messages_commit_still_answers_it(tmp_path: Path) -> None:
+    """The task the owner's message created is committed, and the kernel dies before its
+    answer is queued: delivered again after the restart, the message makes no second
+    task, and the owner gets one answer to it, naming the task."""
+    api = BotApi()
+    try:
+        home = _home(tmp_path, api)
+        with kernel(home) as k:  # the bot's first connection: its position is saved
+            wait_for(
+                lambda: any(m == "getUpdates" and int(p["offset"]) >= 0 for m, p in api.calls),
+                what="the channel polling",
+            )
+            k.kill()
+        api.say("hello")
+        with kernel(home, fault="task_created") as k:
+            assert k.killed_by_fault(), k.output()
+        assert not [s for s in api.sent if s.reply_to]  # no answer went out
+        with kernel(home) as k:
+            k.request("wait_idle")
+            wait_for(lambda: [s for s in api.sent if s.reply_to], what="the answer")
+            wait_for(lambda: settled(home), what="every delivery settled")
+        (task,) = rows(home, "SELECT task_id FROM task_journal")
+        (answer,) = [unescape(s.text) for s in api.sent if s.reply_to]
+        assert task["task_id"][:8] in answer, answer
+        assert prompts(home) == ["hello"]
+    finally:
+        api.close()

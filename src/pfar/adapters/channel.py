@@ -147,6 +147,9 @@ class Link:
     # the answer to an update (text, the owner's message it quotes or None, the update's
     # id), queued in the channel's outbox: sent in order, retried, once
     reply: Callable[[str, str | None, str], Awaitable[None]] | None = None
+    # an update delivered again after a restart (seen before): its answer, if a kill
+    # came between the update's commit and the answer's (update id, message it quotes)
+    answer_lost: Callable[[str, str | None], Awaitable[None]] | None = None
 
 
 class Channel(Protocol):

@@ -222,6 +222,16 @@ class Supervisor:
                 self._kernel.owner.notify()
                 self._wake[name].set()
 
+        async def answer_lost(event_id: str, to: str | None) -> None:
+            task = await adapters.event_task(event_id)
+            if not task or await adapters.queued(reply_key(name, event_id, None)):
+                return  # it created nothing, or its answer is queued
+            text = (
+                f"your message was taken just before pfar restarted (task {task[:8]}); "
+                "the answer it had then was lost in the restart: `tasks` shows where it is"
+            )
+            await reply(text, to, event_id)
+
         return Link(
             name=name,
             operator=operator,
@@ -233,6 +243,7 @@ class Supervisor:
             handle=answer,
             replied_to=replied_to,
             reply=reply,
+            answer_lost=answer_lost,
             audit=lambda event, **fields: self._kernel.audit.log(event, channel=name, **fields),
         )
 

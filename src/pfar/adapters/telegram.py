@@ -143,6 +143,8 @@ class TelegramChannel:
                 event_id = f"telegram:{update.update_id}"
                 if not await link.seen(event_id):
                     await self._update(link, update, event_id)
+                elif update.message is not None and link.answer_lost is not None:
+                    await link.answer_lost(event_id, str(update.message.message_id))
                 handled.append(event_id)
             offset = updates[-1].update_id + 1
             await link.save_position({"last_offset": offset - 1}, handled)

@@ -99,6 +99,14 @@ class SQLiteAdapterStore:
 
         return await self._db.write(op, None)
 
+    async def event_task(self, event_id: str) -> str | None:
+        """The task an inbound update created or spoke to ('' for none; None: unseen)."""
+        return events_sql.seen_event(self._db.reader, event_id)
+
+    async def queued(self, key_prefix: str) -> bool:
+        """Some owner message's key starts with `key_prefix`."""
+        return channels_sql.queued(self._db.reader, key_prefix)
+
     async def outbox_state(self, channel: str) -> channels_sql.OutboxState:
         return channels_sql.outbox_state(self._db.reader, channel)
 

@@ -104,6 +104,14 @@ def deliver_to_txn(conn: sqlite3.Connection, channel: str, key: str, seq: int, a
     )
 
 
+def queued(conn: sqlite3.Connection, key_prefix: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM owner_outbox WHERE message_key >= ? AND message_key < ? LIMIT 1",
+        (key_prefix, key_prefix + "\uffff"),
+    ).fetchone()
+    return row is not None
+
+
 def body_of(conn: sqlite3.Connection, key: str) -> str | None:
     row = conn.execute("SELECT body FROM owner_outbox WHERE message_key = ?", (key,)).fetchone()
     return None if row is None else str(row[0])
