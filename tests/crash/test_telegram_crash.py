@@ -73,6 +73,8 @@ def test_r6_telegram_resumes_from_its_last_offset_after_a_kill(tmp_path: Path, p
             wait_for(lambda: _offset(home) == ids[-1], what="the last offset")
             wait_for(lambda: len(prompts(home)) == 4, what="four tasks")
             k.request("wait_idle")
+            # the replies are in the outbox, sent in turn
+            wait_for(lambda: settled(home), what="every delivery settled")
         polls = [p for m, p in api.calls[calls_before:] if m == "getUpdates"]
         # every start polled from the offset it had saved: never -1 (a gap) again
         assert all(int(p["offset"]) > first for p in polls), polls

@@ -5,7 +5,8 @@ getUpdates keeps updates until a request's offset confirms them (as Telegram doe
 an update is delivered again until an offset above its id is sent), long-polls up to
 its timeout, and honours `-1` (only the latest update). sendMessage numbers messages;
 the owner (or anyone) "says" things with `say`, `reply` and `press`. `fail_next`
-answers a method's next call with an error (a 429 with retry_after, a 401, ...).
+answers a method's next call with an error (a 429 with retry_after, a 401, ...), and
+`cut_next` closes its connection with no answer (before handling it, or after).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Sent:
     parse_mode: str | None
     reply_markup: dict[str, Any] | None
     reply_to: int | None
+    at: float = 0.0  # time.monotonic() when the server stored it
 
 
 @dataclass
@@ -49,6 +51,9 @@ class BotApi:
     next_update: int = 100
     next_message: int = 1000
     confirmed: int = 0  # the highest offset a getUpdates sent (updates below it are gone)
+    # (method, time.monotonic(), HTTP status) of each answer an error gave
+    refusals: list[tuple[str, float, int]] = field(default_factory=list)
+    cuts: dict[str, deque[bool]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._lock = threading.Condition()
@@ -69,7 +74,16 @@ class BotApi:
                 raw = self.rfile.read(n).decode()
                 params = _params(self.headers.get("Content-Type") or "", raw)
                 token, _, method = self.path.removeprefix("/bot").partition("/")
+                with api._lock:
+                    queued = api.cuts.get(method)
+                    cut = queued.popleft() if queued else None
+                if cut is False:  # cut before the request was handled
+                    self._cut()
+                    return
                 status, body = api.call(token, method, params)
+                if cut:  # handled (a message stored), and the answer never leaves
+                    self._cut()
+                    return
                 out = json.dumps(body).encode()
                 try:
                     self.send_response(status)
@@ -81,6 +95,11 @@ class BotApi:
                     pass  # the kernel was killed during its long poll
 
             do_GET = do_POST
+
+            def _cut(self) -> None:
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.connection.shutdown(socket.SHUT_RDWR)
 
         self._handler = Handler
         self._connections: set[socket.socket] = set()
@@ -179,6 +198,12 @@ class BotApi:
     def fail_next(self, method: str, status: int, description: str, **extra: Any) -> None:
         self.failures.setdefault(method, deque()).append((status, description, extra))
 
+    def cut_next(self, method: str, *, after_handling: bool) -> None:
+        """The connection of `method`'s next call is closed with no answer: before the
+        server handled it, or after (a sendMessage's message is stored: it arrived)."""
+        with self._lock:
+            self.cuts.setdefault(method, deque()).append(after_handling)
+
     # -- the API --------------------------------------------------------------------
 
     def call(self, token: str, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -189,6 +214,7 @@ class BotApi:
             queued = self.failures.get(method)
             if queued:
                 status, description, extra = queued.popleft()
+                self.refusals.append((method, time.monotonic(), status))
                 return status, {
                     "ok": False,
                     "error_code": status,
@@ -198,7 +224,11 @@ class BotApi:
         if method == "getUpdates":
             return 200, {"ok": True, "result": self._get_updates(params)}
         with self._lock:
-            return 200, {"ok": True, "result": self._method(method, params)}
+            try:
+                return 200, {"ok": True, "result": self._method(method, params)}
+            except _Refused as refused:
+                error = {"error_code": refused.status, "description": refused.description}
+                return refused.status, {"ok": False, **error}
 
     def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         offset = int(params.get("offset") or 0)
@@ -223,6 +253,13 @@ class BotApi:
         if method == "getMe":
             return {"id": 1, "is_bot": True, "first_name": "pfar", "username": "pfar_bot"}
         if method == "sendMessage":
+            replied = _reply_to(params)
+            if replied is not None and (int(params["chat_id"]), replied) in self.deleted:
+                given = params.get("reply_parameters")
+                if not (isinstance(given, dict) and given.get("allow_sending_without_reply")):
+                    # as Telegram does
+                    raise _Refused(400, "Bad Request: message to be replied not found")
+                replied = None
             self.next_message += 1
             sent = Sent(
                 self.next_message,
@@ -230,7 +267,8 @@ class BotApi:
                 str(params["text"]),
                 params.get("parse_mode"),
                 params.get("reply_markup"),
-                _reply_to(params),
+                replied,
+                time.monotonic(),
             )
             self.sent.append(sent)
             return {
@@ -251,6 +289,11 @@ class BotApi:
         if method in {"close", "logOut"}:
             return True
         raise AssertionError(f"the loopback Bot API has no method {method}")
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, description: str) -> None:
+        self.status, self.description = status, description
 
 
 def _reply_to(params: dict[str, Any]) -> int | None:

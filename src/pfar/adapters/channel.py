@@ -10,8 +10,10 @@ position, and it reports `ready()` once it is connected, so the kernel knows.
 Outbound, the supervisor hands it one `Outbound` at a time, in the order they were
 queued, each committed as `sending` first: `send` returns the message's id on the
 channel (kept, so a re-sent question can take the buttons off the old one) or raises
-`RateLimited` (sent later, after `retry_after`), `ChannelDown` (the connection is gone:
-sent once the channel is back) or `Undeliverable` (this message never will be).
+`RateLimited` (sends pause for `retry_after`), `ChannelDown` (the message surely did not
+arrive: a server error, a connection refused; sent again on the channel's backoff while
+the rest of the channel works), `InDoubt` (it may have arrived: never sent again) or
+`Undeliverable` (this message never will be). Any other error counts as `InDoubt`.
 """
 
 from __future__ import annotations
@@ -35,7 +37,13 @@ class RateLimited(ChannelError):
 
 
 class ChannelDown(ChannelError):
-    """The connection is gone (or not up yet): the message waits for it."""
+    """The connection is gone (or not up yet), or the service answered with a server
+    error: the message surely did not arrive, and is sent again later."""
+
+
+class InDoubt(ChannelError):
+    """The message may have arrived (the connection broke after the request went out):
+    it is not sent again; the owner is told once that it may be missing."""
 
 
 class Undeliverable(ChannelError):
@@ -91,7 +99,7 @@ class Outbound:
     """One owner message as a channel sends it."""
 
     key: str
-    kind: str  # "report", "approval", "credential", "result", "notice"
+    kind: str  # "report", "approval", "credential", "result", "notice", "reply"
     text: str
     task_id: str | None = None
     # a question's id (an approval or a credential prompt) and the answers it offers
@@ -100,6 +108,22 @@ class Outbound:
     # the ids of earlier messages (on this channel) asking the same question: a channel
     # that can, takes their buttons off ("answered elsewhere / re-sent")
     replaces: tuple[str, ...] = ()
+    # the owner's message this answers (its id on the channel), for a reply to a command
+    reply_to: str | None = None
+
+
+REPLY_KIND = "reply"  # an answer to the owner's words on one channel (Link.reply)
+
+
+def reply_key(channel: str, event_id: str, reply_to: str | None) -> str:
+    """The outbox key of the answer to update `event_id`: one answer per update, and the
+    message it quotes after the last `@` (no schema of its own)."""
+    return f"{REPLY_KIND}:{channel}:{event_id}@{reply_to or ''}"
+
+
+def quoted(key: str) -> str | None:
+    """The owner's message a reply's key names, if any."""
+    return key.rpartition("@")[2] or None
 
 
 @dataclass(slots=True)
@@ -120,6 +144,12 @@ class Link:
     # the pfar message with this id on the channel: (its key, its task, its kind)
     replied_to: Callable[[str], Awaitable[tuple[str, str | None, str] | None]]
     audit: Callable[..., None] = field(default=lambda *a, **k: None)
+    # the answer to an update (text, the owner's message it quotes or None, the update's
+    # id), queued in the channel's outbox: sent in order, retried, once
+    reply: Callable[[str, str | None, str], Awaitable[None]] | None = None
+    # an update delivered again after a restart (seen before): its answer, if a kill
+    # came between the update's commit and the answer's (update id, message it quotes)
+    answer_lost: Callable[[str, str | None], Awaitable[None]] | None = None
 
 
 class Channel(Protocol):

@@ -36,8 +36,8 @@ class StdoutSink:
         self._dead = False
 
     async def deliver(self, message: OwnerMessage) -> None:
-        if self._dead:
-            return
+        if self._dead or message.sink.startswith("channel:"):
+            return  # a chat's own answer (or notice): said there, and in owner.log
         text = f"\n[pfar → owner] {printable(message.body, indent='    ')}\n"
         if not write(self._out, text):
             self._dead = True

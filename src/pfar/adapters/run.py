@@ -64,5 +64,6 @@ def start(kernel: Kernel, config: Config, channels: Sequence[Channel]) -> asynci
         kernel, channels, backoff=Backoff.of(config.recovery), settings=config.channels
     )
     kernel.add_sink(_Waker(supervisor))
+    kernel.before_close.append(supervisor.flush)  # at shutdown, after the wait
     supervisor.wake()
     return asyncio.create_task(supervisor.run(), name="pfar-channels")

@@ -401,6 +401,9 @@ class SlackChannel:
                 raise RateLimited("Slack: rate limited", _retry_after(exc)) from None
             if error in _AUTH_ERRORS:
                 raise AuthFailed(f"Slack refused the bot token ({error})", _RENEW) from None
+            if exc.response.status_code >= 500:
+                # Slack's own failure, answered: not posted, and Slack says to retry
+                raise ChannelDown(f"Slack failed ({exc.response.status_code}): {error}") from None
             raise Undeliverable(f"Slack refused the message: {error}") from None
         except aiohttp.ClientConnectorError as exc:
             raise ChannelDown(f"Slack cannot be reached: {exc.os_error}") from None

@@ -12,9 +12,11 @@ One structured task group holds, for every channel, its connection and its sende
   once, with how to renew it. The kernel runs on with whatever works.
 * **sender**: the channel's pending deliveries, in the order they were queued, while it
   is connected. Each is journaled `sending` before the channel's API is called and
-  `sent` after, with the message's id there; a rate limit or a lost connection puts it
-  back (after `retry_after`); an error that leaves it unknown whether the message
-  arrived makes it `in_doubt`: never sent twice.
+  `sent` after, with the message's id there; a rate limit puts it back until
+  `retry_after`, a send that surely failed (a server error, no connection) until the
+  channel's backoff, and nothing queued after it overtakes it; an error that leaves it
+  unknown whether the message arrived makes it `in_doubt`: never sent twice, and the
+  owner is told once, on that channel, that it may be missing.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ..kernel.kernel import Kernel
 from ..policy.printable import printable
 from . import whole_action
 from .channel import (
+    REPLY_KIND,
     AuthFailed,
     Button,
     Channel,
@@ -45,12 +48,15 @@ from .channel import (
     Outbound,
     RateLimited,
     Undeliverable,
+    quoted,
+    reply_key,
 )
 from .commands import ChatDefaults, Origin, chat_directory, handle
 
 log = logging.getLogger("pfar.adapters")
 
 IDLE_LOOK = 5.0  # seconds between looks for deliveries when nothing wakes the sender
+FLUSH_SECONDS = 10.0  # at most, at shutdown, for the channels to send what is due
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,26 @@ class Supervisor:
         self._connected = {c.name: asyncio.Event() for c in self._channels}
         self._wake = {c.name: asyncio.Event() for c in self._channels}
         self._defaults = ChatDefaults(settings.on_message, chat_directory(settings.directory))
+
+    async def flush(self) -> None:
+        """At shutdown, after the wait: until every connected channel has sent what is
+        due (what is held back, or more than FLUSH_SECONDS of it, waits for the next
+        start: it is in the journal)."""
+        self.wake()
+        adapters = self._kernel.journal.adapters
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(FLUSH_SECONDS):
+                while True:
+                    busy = False
+                    for channel in self._channels:
+                        name = channel.name
+                        if not channel.receives_messages or not self._connected[name].is_set():
+                            continue
+                        counts = await adapters.delivery_counts(name)
+                        busy = busy or bool(counts.get("sending") or await adapters.due(name, 1))
+                    if not busy:
+                        return
+                    await asyncio.sleep(0.05)
 
     def wake(self) -> None:
         """New owner messages are queued: every sender looks."""
@@ -188,6 +214,24 @@ class Supervisor:
         async def replied_to(remote_id: str) -> tuple[str, str | None, str] | None:
             return await adapters.replied_to(name, remote_id)
 
+        async def reply(text: str, to: str | None, event_id: str) -> None:
+            key = reply_key(name, event_id, to)
+            # sink "channel:NAME": for this chat alone (owner.log keeps it too)
+            message = OwnerMessage(key, REPLY_KIND, text, None, f"channel:{name}")
+            if await adapters.queue_for(name, message):
+                self._kernel.owner.notify()
+                self._wake[name].set()
+
+        async def answer_lost(event_id: str, to: str | None) -> None:
+            task = await adapters.event_task(event_id)
+            if not task or await adapters.queued(reply_key(name, event_id, None)):
+                return  # it created nothing, or its answer is queued
+            text = (
+                f"your message was taken just before pfar restarted (task {task[:8]}); "
+                "the answer it had then was lost in the restart: `tasks` shows where it is"
+            )
+            await reply(text, to, event_id)
+
         return Link(
             name=name,
             operator=operator,
@@ -198,6 +242,8 @@ class Supervisor:
             secret=self._kernel.secrets.get,
             handle=answer,
             replied_to=replied_to,
+            reply=reply,
+            answer_lost=answer_lost,
             audit=lambda event, **fields: self._kernel.audit.log(event, channel=name, **fields),
         )
 
@@ -229,7 +275,8 @@ class Supervisor:
             for delivery in await adapters.due(name):
                 if not self._connected[name].is_set():
                     break
-                await self._deliver(channel, delivery)
+                if not await self._deliver(channel, delivery):
+                    break  # held back: what follows waits behind it (order is kept)
             else:
                 self._wake[name].clear()
                 if not await adapters.due(name, limit=1):
@@ -249,33 +296,51 @@ class Supervisor:
             async with asyncio.timeout(timeout):
                 await self._wake[name].wait()
 
-    async def _deliver(self, channel: Channel, delivery: Delivery) -> None:
+    async def _deliver(self, channel: Channel, delivery: Delivery) -> bool:
+        """Send one delivery; False when it is held back (sent again later)."""
         adapters = self._kernel.journal.adapters
-        key = delivery.message.message_key
-        outbound = await self._outbound(channel.name, delivery.message)
-        await adapters.sending(channel.name, key)
+        name, key = channel.name, delivery.message.message_key
+        outbound = await self._outbound(name, delivery.message)
+        await adapters.sending(name, key)
         try:
             remote_id = await channel.send(outbound)
         except RateLimited as exc:
+            # the service says when: nothing goes to the chat before (the rest waits)
             later = rfc3339(datetime.now(UTC) + timedelta(seconds=exc.retry_after))
-            await adapters.later(channel.name, key, str(exc), later)
-            log.warning("channel %s: rate limited for %g s", channel.name, exc.retry_after)
-        except (ChannelDown, AuthFailed) as exc:
-            # not sent: it waits for the connection (a refused token ends the channel's
-            # run too, which degrades it and tells the owner how to renew it)
-            await adapters.later(channel.name, key, str(exc), now_rfc3339())
-            self._connected[channel.name].clear()
+            await adapters.later(name, key, str(exc), later)
+            log.warning("channel %s: rate limited for %g s", name, exc.retry_after)
+            return False
+        except AuthFailed as exc:
+            # not sent: a refused token ends the channel's run too, which degrades it and
+            # tells the owner how to renew it; the message waits for the connection
+            await adapters.later(name, key, str(exc), now_rfc3339())
+            self._connected[name].clear()
+            return False
+        except ChannelDown as exc:
+            # surely not sent (a server error, no connection): tried again on the
+            # channel's backoff. Not "the channel is down": polling says that, and a
+            # sender waiting for a reconnect that never comes would be silent for good
+            wait = self._backoff.delay(delivery.attempts + 1)
+            later = rfc3339(datetime.now(UTC) + timedelta(seconds=wait))
+            error = self._kernel.redactor.text(str(exc))
+            await adapters.later(name, key, error, later)
+            log.warning(
+                "channel %s: message %s not sent, again in %g s: %s", name, key, wait, error
+            )
+            return False
         except Undeliverable as exc:
-            await adapters.failed(channel.name, key, str(exc))
-            log.error("channel %s: message %s cannot be delivered: %s", channel.name, key, exc)
+            await adapters.failed(name, key, str(exc))
+            log.error("channel %s: message %s cannot be delivered: %s", name, key, exc)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
-            # it may have arrived: never sent again blind (the owner.log has it)
-            await adapters.failed(channel.name, key, f"in doubt: {type(exc).__name__}: {exc}")
-            log.error("channel %s: message %s may not have arrived: %s", channel.name, key, exc)
+        except Exception as exc:  # InDoubt, and anything a library raised unforeseen
+            # it may have arrived: never sent again blind; the owner is told once, here
+            error = self._kernel.redactor.text(f"{type(exc).__name__}: {exc}")
+            await adapters.in_doubt(name, key, error)
+            log.error("channel %s: message %s may not have arrived: %s", name, key, error)
         else:
-            await adapters.sent(channel.name, key, remote_id)
+            await adapters.sent(name, key, remote_id)
+        return True
 
     async def _outbound(self, channel: str, message: OwnerMessage) -> Outbound:
         """The message as a channel shows it: a question with its answers as buttons, and
@@ -306,6 +371,7 @@ class Supervisor:
             question_id,
             buttons,
             replaces,
+            quoted(key) if kind == REPLY_KIND else None,
         )
 
 

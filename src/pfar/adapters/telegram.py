@@ -22,7 +22,15 @@ import logging
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
+import httpx
+from telegram import (
+    Bot,
+    CallbackQuery,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    ReplyParameters,
+)
 from telegram import Update as TgUpdate
 from telegram.error import (
     BadRequest,
@@ -40,6 +48,7 @@ from .channel import (
     AuthFailed,
     ChannelDown,
     ChannelError,
+    InDoubt,
     Link,
     Outbound,
     Press,
@@ -134,6 +143,8 @@ class TelegramChannel:
                 event_id = f"telegram:{update.update_id}"
                 if not await link.seen(event_id):
                     await self._update(link, update, event_id)
+                elif update.message is not None and link.answer_lost is not None:
+                    await link.answer_lost(event_id, str(update.message.message_id))
                 handled.append(event_id)
             offset = updates[-1].update_id + 1
             await link.save_position({"last_offset": offset - 1}, handled)
@@ -148,10 +159,12 @@ class TelegramChannel:
             raise ChannelDown(f"getUpdates failed: {exc.message}") from None
         log.warning("telegram: no saved offset; updates from before this start are skipped")
         link.audit("telegram_offset_missing", skipped=len(latest))
-        if not latest:
-            return 0
-        await link.save_position({"last_offset": latest[-1].update_id}, [])
-        return latest[-1].update_id + 1
+        # the position is saved even when nothing waited: a later start (a crash before
+        # the first message) polls from it, and never skips what came since (0: update
+        # ids are positive, so offset 1 takes every update not yet confirmed)
+        last = latest[-1].update_id if latest else 0
+        await link.save_position({"last_offset": last}, [])
+        return last + 1
 
     async def _update(self, link: Link, update: TgUpdate, event_id: str) -> None:
         try:
@@ -187,7 +200,7 @@ class TelegramChannel:
             await self._client().send_message(self._config.owner_user_id, _ONLY_PRIVATE)
             return
         if message.text is None:
-            await self._reply(message, "pfar reads text messages only")
+            await self._reply(link, message, "pfar reads text messages only", event_id)
             return
         replied = None
         if message.reply_to_message is not None:
@@ -195,13 +208,16 @@ class TelegramChannel:
         key, task, kind = replied if replied else (None, None, None)
         origin = Origin("telegram", event_id, key, task)
         answer = await link.handle(message.text, origin)
+        quote = True
         if kind == "credential":
-            # the owner's message holds the secret: take it out of the chat
+            # the owner's message holds the secret: take it out of the chat (and answer
+            # without quoting it: Telegram refuses a reply to a deleted message)
             try:
                 await self._client().delete_message(message.chat_id, message.message_id)
+                quote = False
             except TelegramError as exc:
                 answer += f"\n(your message could not be deleted: {exc.message}; delete it)"
-        await self._reply(message, answer)
+        await self._reply(link, message, answer, event_id, quote=quote)
 
     async def _pressed(self, link: Link, query: CallbackQuery) -> None:
         bot = self._client()
@@ -229,14 +245,14 @@ class TelegramChannel:
                     query.message.chat.id, query.message.message_id, reply_markup=None
                 )
 
-    async def _reply(self, message: Message, text: str) -> None:
-        for piece in chunks(text):
-            await self._client().send_message(
-                message.chat_id,
-                escape_markdown(piece, version=2),
-                parse_mode="MarkdownV2",
-                reply_to_message_id=message.message_id,
-            )
+    async def _reply(
+        self, link: Link, message: Message, text: str, event_id: str, *, quote: bool = True
+    ) -> None:
+        """The answer goes through the channel's outbox (sent in order, retried on a 429
+        or a 502, once), quoting the owner's message when it is still there."""
+        if link.reply is None:  # a link without an outbox: sent now, or logged
+            raise ChannelError("this channel has no outbox for replies")
+        await link.reply(text, str(message.message_id) if quote else None, event_id)
 
     # -- out -----------------------------------------------------------------------
 
@@ -262,11 +278,18 @@ class TelegramChannel:
                             ]
                         ]
                     )
+                quote = message.reply_to if n == 0 else None  # a reply quotes the owner's
                 sent = await bot.send_message(
                     self._chat,
                     escape_markdown(piece, version=2),
                     parse_mode="MarkdownV2",
                     reply_markup=markup,
+                    reply_parameters=(
+                        # gone since (deleted)? then sent as a plain message
+                        ReplyParameters(int(quote), allow_sending_without_reply=True)
+                        if quote
+                        else None
+                    ),
                 )
                 sent_id = str(sent.message_id)
         except RetryAfter as exc:
@@ -283,12 +306,12 @@ class TelegramChannel:
             ) from None
         except BadRequest as exc:
             raise Undeliverable(f"Telegram refused the message: {exc.message}") from None
-        except TimedOut:
-            raise  # it may have arrived
-        except NetworkError as exc:
-            if sent_id is None:
-                raise ChannelDown(f"Telegram cannot be reached: {exc.message}") from None
-            raise
+        except NetworkError as exc:  # TimedOut too
+            if sent_id is None and _never_sent(exc):
+                raise ChannelDown(f"Telegram: {exc.message}") from None
+            # the request went out and no answer came back (or part of a long message
+            # went out): Telegram may have stored it, and has no key to send it again safely
+            raise InDoubt(f"Telegram: {exc.message}") from None
         return sent_id
 
     async def close(self) -> None:
@@ -301,6 +324,16 @@ class TelegramChannel:
 def _refused(exc: TelegramError) -> AuthFailed:
     # never exc.message: python-telegram-bot quotes the refused token in it
     return AuthFailed("Telegram refused the bot token", _RENEW)
+
+
+def _never_sent(exc: NetworkError) -> bool:
+    """The message surely did not arrive: the server answered with an error (no cause, or
+    its unreadable body), or no connection was made (python-telegram-bot raises its
+    errors from httpx's)."""
+    cause = exc.__cause__
+    return cause is None or isinstance(
+        cause, TelegramError | httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
+    )
 
 
 def _seconds(value: Any) -> float:

@@ -27,6 +27,9 @@ def channels(ctx: click.Context, as_json: bool) -> None:
         table.add_column(column)
     for c in found:
         deliveries = ", ".join(f"{n} {status}" for status, n in sorted(c["deliveries"].items()))
+        if c.get("send_error"):  # the outbox, as it is: why the next message waits
+            when = (c.get("next_try") or "")[:19].replace("T", " ")
+            deliveries += f"; next try {when} UTC (last send: {c['send_error']})"
         table.add_row(
             c["name"],
             c["state"] + (f" ({c['failures']} failed starts)" if c["failures"] else ""),

@@ -10,7 +10,7 @@ from typing import Any
 from . import channels_sql, events_sql
 from .backing import Backing
 from .channels_sql import Delivery
-from .records import now_rfc3339
+from .records import OwnerMessage, now_rfc3339
 
 
 class SQLiteAdapterStore:
@@ -52,7 +52,10 @@ class SQLiteAdapterStore:
         def op(conn: sqlite3.Connection) -> int:
             at = now_rfc3339()
             channels_sql.register_txn(conn, names, at)
-            return channels_sql.doubts_txn(conn, at)
+            cut = channels_sql.sending_now(conn)
+            for channel, key in cut:
+                _doubt_txn(conn, channel, key, "the kernel stopped while it was sent", at)
+            return len(cut)
 
         return await self._db.write(op, None)
 
@@ -77,6 +80,35 @@ class SQLiteAdapterStore:
 
     async def failed(self, channel: str, key: str, error: str) -> None:
         await self._mark(channel, key, "failed", error=error)
+
+    async def in_doubt(self, channel: str, key: str, error: str) -> None:
+        """It may have arrived: never sent again; the owner is told so on that channel,
+        in the same commit (so once)."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            _doubt_txn(conn, channel, key, error, now_rfc3339())
+
+        await self._db.write(op, None)
+
+    async def queue_for(self, channel: str, msg: OwnerMessage) -> bool:
+        """A message for one channel only (a reply to the owner's words there), sent by
+        its outbox like any other: in order, retried, once. False if queued before."""
+
+        def op(conn: sqlite3.Connection) -> bool:
+            return _queue_for_txn(conn, channel, msg, now_rfc3339())
+
+        return await self._db.write(op, None)
+
+    async def event_task(self, event_id: str) -> str | None:
+        """The task an inbound update created or spoke to ('' for none; None: unseen)."""
+        return events_sql.seen_event(self._db.reader, event_id)
+
+    async def queued(self, key_prefix: str) -> bool:
+        """Some owner message's key starts with `key_prefix`."""
+        return channels_sql.queued(self._db.reader, key_prefix)
+
+    async def outbox_state(self, channel: str) -> channels_sql.OutboxState:
+        return channels_sql.outbox_state(self._db.reader, channel)
 
     async def sent_ids(self, channel: str, key_prefix: str) -> list[tuple[str, str]]:
         return channels_sql.remote_ids(self._db.reader, channel, key_prefix)
@@ -115,3 +147,37 @@ class SQLiteAdapterStore:
             )
 
         await self._db.write(op, point)
+
+
+DOUBT_PREFIX = "in-doubt:"
+_QUOTED = 200  # characters of the missing message quoted in the notice
+
+
+def _doubt_txn(conn: sqlite3.Connection, channel: str, key: str, error: str, at: str) -> None:
+    """The delivery is in doubt; a notice naming it is queued for that channel alone (the
+    others have it, or will). A notice in doubt itself is not told again."""
+    channels_sql.mark_txn(conn, channel, key, "in_doubt", at, error=error)
+    if key.startswith(DOUBT_PREFIX):
+        return
+    body = channels_sql.body_of(conn, key) or ""
+    quoted = body[:_QUOTED] + ("…" if len(body) > _QUOTED else "")
+    notice = OwnerMessage(
+        f"{DOUBT_PREFIX}{channel}:{key}",
+        "notice",
+        "A message from pfar may not have arrived here (the connection broke as it was "
+        f"sent, so it is not sent again: you would have it twice). It began:\n{quoted}",
+        None,
+        f"channel:{channel}",  # no fan-out: only this channel missed it
+    )
+    _queue_for_txn(conn, channel, notice, at)
+
+
+def _queue_for_txn(conn: sqlite3.Connection, channel: str, msg: OwnerMessage, at: str) -> bool:
+    """`msg` for `channel` alone (its sink says so: no fan-out); False if queued before."""
+    if not events_sql.enqueue_message_txn(conn, msg, at):
+        return False
+    seq = conn.execute(
+        "SELECT seq FROM owner_outbox WHERE message_key = ?", (msg.message_key,)
+    ).fetchone()[0]
+    channels_sql.deliver_to_txn(conn, channel, msg.message_key, int(seq), at)
+    return True

@@ -4,8 +4,8 @@ Every owner message (sink "owner") fans out to each enabled channel in the commi
 queues it (`fan_out_txn`, called by `events_sql.enqueue_message_txn`). A delivery goes
 pending → sending (committed before the channel's API is called) → sent (with the
 message's id on the channel). A kernel that dies between the two leaves it `sending`;
-the next start marks it `in_doubt` (`doubts_txn`): it may have reached the owner, so it
-is never sent again blind.
+the next start marks it `in_doubt`: it may have reached the owner, so it is never sent
+again blind (the owner is told once, on that channel, that it may be missing).
 """
 
 from __future__ import annotations
@@ -47,11 +47,15 @@ def fan_out_txn(conn: sqlite3.Connection, key: str, seq: int, at: str) -> None:
 
 
 def due(conn: sqlite3.Connection, channel: str, now: str, limit: int) -> list[Delivery]:
+    """The pending deliveries in queue order, up to the first one held back (a rate
+    limit, a retry): nothing overtakes a held message, so the owner reads them in order."""
     rows = conn.execute(
         "SELECT o.message_key, o.kind, o.body, o.task_id, o.sink, c.attempts, c.seq "
         "FROM channel_outbox c JOIN owner_outbox o ON o.message_key = c.message_key "
-        "WHERE c.channel = ? AND c.status = 'pending' "
-        "AND (c.not_before IS NULL OR c.not_before <= ?) ORDER BY c.seq LIMIT ?",
+        "WHERE c.channel = ? AND c.status = 'pending' AND c.seq < coalesce(("
+        "SELECT min(h.seq) FROM channel_outbox h WHERE h.channel = c.channel "
+        "AND h.status = 'pending' AND h.not_before > ?), 9223372036854775807) "
+        "ORDER BY c.seq LIMIT ?",
         (channel, now, limit),
     ).fetchall()
     return [Delivery(channel, OwnerMessage(r[0], r[1], r[2], r[3], r[4]), r[5], r[6]) for r in rows]
@@ -85,13 +89,54 @@ def mark_txn(
     )
 
 
-def doubts_txn(conn: sqlite3.Connection, at: str) -> int:
-    """Deliveries a dead kernel left `sending`: in doubt from now on."""
-    cur = conn.execute(
-        "UPDATE channel_outbox SET status = 'in_doubt', updated_at = ? WHERE status = 'sending'",
-        (at,),
+def sending_now(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(channel, message key) of the deliveries a dead kernel left `sending`."""
+    rows = conn.execute("SELECT channel, message_key FROM channel_outbox WHERE status = 'sending'")
+    return [(r[0], r[1]) for r in rows]
+
+
+def deliver_to_txn(conn: sqlite3.Connection, channel: str, key: str, seq: int, at: str) -> None:
+    """A message for one channel only (what it says concerns that channel)."""
+    conn.execute(
+        "INSERT OR IGNORE INTO channel_outbox(channel, message_key, seq, updated_at) "
+        "VALUES (?, ?, ?, ?)",
+        (channel, key, seq, at),
     )
-    return cur.rowcount
+
+
+def queued(conn: sqlite3.Connection, key_prefix: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM owner_outbox WHERE message_key >= ? AND message_key < ? LIMIT 1",
+        (key_prefix, key_prefix + "\uffff"),
+    ).fetchone()
+    return row is not None
+
+
+def body_of(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT body FROM owner_outbox WHERE message_key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxState:
+    """What waits on a channel: the first pending delivery's last error and next try."""
+
+    pending: int
+    last_error: str | None
+    next_try: str | None
+
+
+def outbox_state(conn: sqlite3.Connection, channel: str) -> OutboxState:
+    (count,) = conn.execute(
+        "SELECT count(*) FROM channel_outbox WHERE channel = ? AND status = 'pending'",
+        (channel,),
+    ).fetchone()
+    first = conn.execute(
+        "SELECT last_error, not_before FROM channel_outbox WHERE channel = ? "
+        "AND status = 'pending' ORDER BY seq LIMIT 1",
+        (channel,),
+    ).fetchone()
+    return OutboxState(int(count), *(first if first else (None, None)))
 
 
 def supersede_prompts_txn(conn: sqlite3.Connection, at: str) -> None:

@@ -167,6 +167,9 @@ class Kernel:
         self._again: set[str] = set()
         self._accepting = False
         self._background: list[asyncio.Task[None]] = []
+        # run at shutdown after the wait and the flush, while the journal is still open:
+        # the chat channels send what the wait produced, then stop
+        self.before_close: list[Callable[[], Awaitable[None]]] = []
         self._idle = asyncio.Event()
         self.hooks = NO_HOOKS
         self._bus_moved = asyncio.Event()  # wakes the lifecycle hooks' feed early
@@ -1179,6 +1182,11 @@ class Kernel:
             await self.owner.deliver_pending()
         except (PfarError, OSError) as exc:  # they stay in the outbox for the next start
             log.error("owner messages not delivered at shutdown: %s", exc)
+        for step in self.before_close:
+            try:
+                await step()
+            except Exception:
+                log.exception("a shutdown step failed; the journal is closed all the same")
         await self.sessions.close()
         for bg in self._background:
             bg.cancel()

@@ -76,9 +76,16 @@ async def serve(
         asyncio.create_task(kernel.stopped.wait()),
     ]
     await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    for w in waiters + extras:
+    for w in waiters:
         w.cancel()
+
+    async def stop_extras() -> None:
+        for t in extras:
+            t.cancel()
+        await asyncio.gather(*extras, return_exceptions=True)
+
     if kernel.journal.writer.failure is not None:
+        await stop_extras()
         await control.close()
         say(
             "pfar: the journal could not be written; stopped without a clean "
@@ -87,8 +94,10 @@ async def serve(
         await kernel.abort()
         return 3
     # the socket answers "shutting down" while in-flight tasks finish: a client that
-    # finds no socket would tell its user that no kernel is running
+    # finds no socket would tell its user that no kernel is running. The chat channels
+    # (extras) stop after the wait, so what tasks finishing during it say reaches chat
     _stopping(kernel, loop)
+    kernel.before_close.append(stop_extras)
     left = await kernel.shutdown()
     await control.close()
     if left:

@@ -283,6 +283,7 @@ class Operator(HomeReader):
         out = []
         for name, st in self._kernel.channel_states.items():
             journal = self._kernel.journal
+            waiting = await journal.adapters.outbox_state(name)
             out.append(
                 ChannelView(
                     name,
@@ -292,6 +293,8 @@ class Operator(HomeReader):
                     st.failures,
                     await journal.adapters.get(name),
                     await journal.adapters.delivery_counts(name),
+                    waiting.last_error,
+                    waiting.next_try,
                 )
             )
         return out

@@ -276,6 +276,9 @@ class ChannelView:
     failures: int
     position: dict[str, Any] | None
     deliveries: dict[str, int]
+    # the first message waiting: why its last send failed, and when it is tried again
+    send_error: str | None = None
+    next_try: str | None = None
 
     def to_json(self) -> JSON:
         return {
@@ -286,6 +289,8 @@ class ChannelView:
             "failures": self.failures,
             "position": self.position,
             "deliveries": self.deliveries,
+            "send_error": self.send_error,
+            "next_try": self.next_try,
         }
 
 
