@@ -68,6 +68,18 @@ class LoopCall:
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RejectedCall:
+    """A tool call of the model that could not be used (a tool that does not exist, bad
+    JSON, a wrong schema): sent back as the model made it, with `error` as its result."""
+
+    __pydantic_config__ = _STRICT
+    id: str
+    name: str
+    input: dict[str, Any]
+    error: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class LoopResult:
     """What a tool call came to, as the model is shown it."""
 
@@ -101,9 +113,12 @@ class AssistantTurn:
     model: str = ""
     input_tokens: int = 0
     output_tokens: int = 0
-    # tool calls the model made that could not be used (bad JSON, a wrong schema):
+    # tool calls the model made that could not be used, as older kernels kept them:
     # never sent back as calls, so the next turn tells the model about them in words
     unusable: tuple[str, ...] = ()
+    # the same, kept whole: sent back as calls, each answered by its error in the
+    # next user message (the calls' own results never hold them)
+    rejected: tuple[RejectedCall, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -92,6 +92,7 @@ from .messages import (
     ToolResult,
     ToolSchema,
     Usage,
+    sendable_name,
 )
 from .retry import (
     AttemptFailed,
@@ -332,6 +333,7 @@ class _Accumulator:
         self._order: list[int] = []
         self._tool_calls: list[ToolCall] = []
         self._invalid: list[ToolResult] = []
+        self._rejected: list[ToolCall] = []
         self._chars = 0
         self._model = ""
         self._input_tokens = 0
@@ -407,20 +409,28 @@ class _Accumulator:
 
     def _finish_tool(self, block: _Block) -> None:
         raw = "".join(block.parts)
+        bad_json: ValueError | None = None
+        try:
+            value: Any = json.loads(raw) if raw.strip() else {}
+        except ValueError as exc:
+            value, bad_json = None, exc
         tool = self._tools.get(block.tool_name)
         if tool is None:
             known = ", ".join(sorted(self._tools)) or "none"
-            self._reject(block, f"unknown tool {block.tool_name!r} (available tools: {known})")
+            self._reject(
+                block, value, f"unknown tool {block.tool_name!r} (available tools: {known})"
+            )
             return
-        try:
-            value = json.loads(raw) if raw.strip() else {}
-        except ValueError as exc:
-            self._reject(block, f"tool {tool.name!r}: the input is not valid JSON ({exc})")
+        if bad_json is not None:
+            self._reject(
+                block, value, f"tool {tool.name!r}: the input is not valid JSON ({bad_json})"
+            )
             return
         problems = validate_schema(value, tool.input_schema)
         if problems:
             self._reject(
                 block,
+                value,
                 f"tool {tool.name!r}: the input does not match its schema: " + "; ".join(problems),
             )
             return
@@ -428,8 +438,14 @@ class _Accumulator:
         self._tool_calls.append(call)
         self._emit(ToolCallDone(call))
 
-    def _reject(self, block: _Block, message: str) -> None:
+    def _reject(self, block: _Block, value: object, message: str) -> None:
         self._invalid.append(ToolResult(tool_call_id=block.tool_id, content=message, is_error=True))
+        # the call itself, kept in the conversation with its error (the API takes only an
+        # object as a tool_use's input)
+        given = value if isinstance(value, dict) else {}
+        self._rejected.append(
+            ToolCall(id=block.tool_id, name=sendable_name(block.tool_name), input=given)
+        )
 
     def progress(self, max_tokens: int) -> tuple[int, int]:
         """(output tokens received, output tokens expected), for the partial rule."""
@@ -458,4 +474,5 @@ class _Accumulator:
             ),
             total_time=finished - self._started,
             invalid_tool_calls=tuple(self._invalid),
+            rejected_calls=tuple(self._rejected),
         )

@@ -7,6 +7,7 @@ these.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -35,6 +36,18 @@ class ToolResult:
     tool_call_id: str
     content: str
     is_error: bool = False
+
+
+# what both APIs take as a tool's name, in a request's tools and in the calls it sends back
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def sendable_name(name: str) -> str:
+    """A called tool's name as it may be sent back to the API: a model can call a tool
+    with a name no tool may have (spaces, dots, nothing), which the API would refuse."""
+    if _TOOL_NAME.fullmatch(name):
+        return name
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64] or "unnamed"
 
 
 # what a message with nothing to say carries: the APIs refuse a message without content
@@ -98,3 +111,6 @@ class ChatResponse:
     # tool calls the model made that could not be used (bad JSON, unknown tool,
     # input not matching the schema): returned to the model as error tool results
     invalid_tool_calls: tuple[ToolResult, ...] = field(default=())
+    # those calls as the model made them (its name; its input, or {} when that was no
+    # JSON object), one per error above: kept in the conversation with their errors
+    rejected_calls: tuple[ToolCall, ...] = field(default=())

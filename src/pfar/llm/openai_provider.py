@@ -73,6 +73,7 @@ from .messages import (
     ToolResult,
     ToolSchema,
     Usage,
+    sendable_name,
 )
 from .retry import (
     AttemptFailed,
@@ -343,7 +344,7 @@ class _Accumulator:
                 self.emit(ToolCallDelta(call.index, slot.id, slot.name, fn.arguments))
 
     def response(self, request: ChatRequest, stop: StopReason, started: float) -> ChatResponse:
-        valid, invalid = _check_calls(self.slots, request.tools)
+        valid, invalid, rejected = _check_calls(self.slots, request.tools)
         for call in valid:
             self.emit(ToolCallDone(call))
         return ChatResponse(
@@ -355,6 +356,7 @@ class _Accumulator:
             time_to_first_token=self.first_token,
             total_time=time.monotonic() - started,
             invalid_tool_calls=tuple(invalid),
+            rejected_calls=tuple(rejected),
         )
 
 
@@ -368,42 +370,43 @@ def _stop_reason(acc: _Accumulator) -> StopReason:
 
 def _check_calls(
     slots: dict[int, _Slot], tools: tuple[ToolSchema, ...]
-) -> tuple[list[ToolCall], list[ToolResult]]:
+) -> tuple[list[ToolCall], list[ToolResult], list[ToolCall]]:
+    """The calls that can run; the errors of those that cannot; and those calls as the
+    model made them (input {} when it was no JSON object), kept with their errors."""
     by_name = {t.name: t for t in tools}
     valid: list[ToolCall] = []
     invalid: list[ToolResult] = []
+    rejected: list[ToolCall] = []
     for index in sorted(slots):
         slot = slots[index]
         call_id = slot.id or f"call_{uuid.uuid4().hex[:24]}"
         raw = "".join(slot.arguments).strip()
+        bad_json: json.JSONDecodeError | None = None
+        try:
+            value: Any = json.loads(raw) if raw else {}
+        except json.JSONDecodeError as exc:
+            value, bad_json = None, exc
         tool = by_name.get(slot.name)
+        problem: str | None = None
         if tool is None:
             known = ", ".join(sorted(by_name)) or "none"
-            invalid.append(
-                _error(call_id, f"unknown tool {slot.name!r} (available tools: {known})")
-            )
+            problem = f"unknown tool {slot.name!r} (available tools: {known})"
+        elif bad_json is not None:
+            problem = f"tool {slot.name!r}: arguments are not valid JSON ({bad_json}): {raw}"
+        elif not isinstance(value, dict):
+            problem = f"tool {slot.name!r}: arguments must be a JSON object, got {raw}"
+        else:
+            problems = validate(value, tool.input_schema)
+            if problems:
+                shown = "; ".join(problems[:_MAX_SCHEMA_ERRORS])
+                problem = f"tool {slot.name!r}: input does not match its schema: {shown}"
+        if problem is None:
+            valid.append(ToolCall(id=call_id, name=slot.name, input=value))
             continue
-        try:
-            value = json.loads(raw) if raw else {}
-        except json.JSONDecodeError as exc:
-            invalid.append(
-                _error(call_id, f"tool {slot.name!r}: arguments are not valid JSON ({exc}): {raw}")
-            )
-            continue
-        if not isinstance(value, dict):
-            invalid.append(
-                _error(call_id, f"tool {slot.name!r}: arguments must be a JSON object, got {raw}")
-            )
-            continue
-        problems = validate(value, tool.input_schema)
-        if problems:
-            shown = "; ".join(problems[:_MAX_SCHEMA_ERRORS])
-            invalid.append(
-                _error(call_id, f"tool {slot.name!r}: input does not match its schema: {shown}")
-            )
-            continue
-        valid.append(ToolCall(id=call_id, name=slot.name, input=value))
-    return valid, invalid
+        invalid.append(_error(call_id, problem))
+        given = value if isinstance(value, dict) else {}
+        rejected.append(ToolCall(id=call_id, name=sendable_name(slot.name), input=given))
+    return valid, invalid, rejected
 
 
 def _error(call_id: str, message: str) -> ToolResult:

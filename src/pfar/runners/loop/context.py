@@ -193,11 +193,15 @@ def messages(turns: Sequence[StoredTurn], *, cut: int | None = None) -> tuple[Me
     last two turns, keep their first and last lines."""
     out: list[Message] = []
     last_two = {t.seq for t in turns[-2:]}
+    # the errors of the last answer's rejected calls: they open the next user message
+    owed: tuple[ToolResult, ...] = ()
     for stored in turns:
         turn = stored.turn
         if isinstance(turn, AssistantTurn):
             calls = tuple(ToolCall(c.id, c.name, c.input) for c in turn.calls)
+            calls += tuple(ToolCall(r.id, r.name, r.input) for r in turn.rejected)
             out.append(Message("assistant", _said(turn), tool_calls=calls))
+            owed = tuple(ToolResult(r.id, r.error, is_error=True) for r in turn.rejected)
             continue
         if isinstance(turn, UserTurn):
             msg = Message("user", turn.text)
@@ -210,6 +214,9 @@ def messages(turns: Sequence[StoredTurn], *, cut: int | None = None) -> tuple[Me
                 ToolResult(r.call_id, truncate(r.content, short), r.is_error) for r in turn.results
             )
             msg = Message("user", turn.note, tool_results=results)
+        if owed:
+            msg = Message("user", msg.text, tool_results=owed + msg.tool_results)
+            owed = ()
         if out and out[-1].role == "user":
             prev = out.pop()
             text = "\n\n".join(t for t in (prev.text, msg.text) if t)
@@ -222,7 +229,7 @@ def _said(turn: AssistantTurn) -> str:
     """An answer's text as the model is shown it. An answer with no text and no usable
     call (an empty one, or a lone call of an unknown tool, which the API's message may
     not carry) is never sent empty: the APIs refuse it and the task would fail."""
-    if turn.text.strip() or turn.calls:
+    if turn.text.strip() or turn.calls or turn.rejected:
         return turn.text
     if turn.unusable:
         ids = ", ".join(u.split(":", 1)[0] for u in turn.unusable)

@@ -51,6 +51,7 @@ from ...journal.turns import (
     LoopResult,
     LoopSettings,
     PermissionRule,
+    RejectedCall,
     ResultsTurn,
     StoredTurn,
     SummaryTurn,
@@ -74,6 +75,8 @@ from .tasks import TIERS
 log = logging.getLogger("pfar.loop")
 
 CONTINUE = "Your answer was cut off at its token limit. Continue exactly where you stopped."
+# pfar's turn after an answer whose every call was rejected; the errors are their results
+REJECTED = "None of your tool calls could be used: each one's result says why."
 _NO_APPROVALS = ApprovalRule(require=frozenset(), tainted_writes=False, on_deny="skip")
 
 
@@ -273,7 +276,13 @@ async def _answered(
         model=response.model,
         input_tokens=response.usage.input_tokens,
         output_tokens=response.usage.output_tokens,
-        unusable=tuple(f"{r.tool_call_id}: {r.content}" for r in response.invalid_tool_calls),
+        rejected=_rejected(response, svc),
+        # an error a provider gave without the call it is about can only be told in words
+        unusable=tuple(
+            f"{r.tool_call_id}: {svc.redactor.text(r.content)}"
+            for r in response.invalid_tool_calls
+            if r.tool_call_id not in {c.id for c in response.rejected_calls}
+        ),
     )
     added, to, messages = _route(task, settings, turn, convo[-1].seq + 1, first)
     # the model's turn is a boundary: a pause asked for while it answered stops the task
@@ -305,9 +314,10 @@ def _route(
     cut_off = turn.stop_reason in (StopReason.max_tokens.value, StopReason.partial.value)
     if turn.calls:
         return [], Executing(current_step=first), []
-    if cut_off or turn.unusable:
+    if cut_off or turn.unusable or turn.rejected:
         # nothing to run: pfar's own message takes the user's turn and the loop goes on
-        note = CONTINUE if cut_off else _unusable_note(turn)
+        # (the errors of rejected calls go with it, as their tool results)
+        note = CONTINUE if cut_off else _unusable_note(turn) if turn.unusable else REJECTED
         return [UserTurn(text=note, source="continue")], Executing(current_step=first), []
     if settings.once:
         return [], Synthesizing(), []
@@ -353,6 +363,20 @@ def _tier(
         "task %s: %d tool calls failed in a row; asking the %s tier", task.task_id, failures, up
     )
     return up
+
+
+def _rejected(response: ChatResponse, svc: Services) -> tuple[RejectedCall, ...]:
+    """The calls of the answer that cannot run, each with the error it is answered by."""
+    errors = {r.tool_call_id: r.content for r in response.invalid_tool_calls}
+    return tuple(
+        RejectedCall(
+            id=c.id,
+            name=c.name,
+            input=svc.redactor.value(c.input),
+            error=svc.redactor.text(errors.get(c.id, f"tool {c.name!r} could not be used")),
+        )
+        for c in response.rejected_calls
+    )
 
 
 def _unusable_note(turn: AssistantTurn) -> str:
