@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from pfar.kernel.kernel import Kernel
+from pfar.llm import anthropic_provider, openai_provider
+from pfar.llm.messages import ChatRequest, Message, ToolCall, ToolResult, ToolSchema
 
 from .llm_servers import (
     ScriptedLLMServer,
@@ -21,7 +23,9 @@ from .llm_servers import (
     anthropic_text_block,
     anthropic_tool_use_block,
 )
-from .test_loop_providers import _anthropic, _converse, _state
+from .openai_server import OpenAIServer, Stream, chunk, text_stream, tool_piece, usage_chunk
+from .test_loop_providers import _anthropic, _converse, _home, _state
+from .test_loop_requests import _openai_problem
 
 READ = {"file_path": "a.txt"}
 
@@ -105,3 +109,62 @@ def test_a_call_of_an_unknown_tool_is_answered_by_its_error_and_the_loop_goes_on
     assert bodies[3]["messages"][: len(bodies[2]["messages"])] == bodies[2]["messages"]
     state, error, _ = _state(home, task_id)
     assert state == "WaitingForUser", error
+
+
+def test_on_openai_an_unknown_call_is_answered_by_a_tool_message(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    server = OpenAIServer()
+    try:
+        server.script(
+            Stream(
+                [
+                    chunk(role="assistant"),
+                    # a name no tool may have, and arguments that are no JSON
+                    chunk(
+                        tool_calls=[tool_piece(0, id="call_x", name="no such.tool", arguments="{")]
+                    ),
+                    chunk(finish="tool_calls"),
+                    usage_chunk(20, 5),
+                ]
+            ),
+            Stream(text_stream("Sorry, done.")),
+        )
+        llm = f'[llm]\nprovider = "openai"\nmodel = "gpt-test"\nbase_url = "{server.base_url}"\n'
+        home = _home(tmp_path, llm, ("openai_api_key", "sk-test-openai-1"))
+        _, task_id, _ = asyncio.run(_converse(home, work))
+        bodies = [r.body for r in server.received]
+    finally:
+        server.close()
+    messages = bodies[1]["messages"]
+    assert _openai_problem(messages) is None
+    assistant = next(m for m in messages if m["role"] == "assistant")
+    call = assistant["tool_calls"][0]
+    assert call["id"] == "call_x" and call["function"] == {
+        "name": "no_such_tool",
+        "arguments": "{}",
+    }
+    (answer,) = [m for m in messages if m["role"] == "tool"]
+    assert answer["tool_call_id"] == "call_x"
+    assert "unknown tool 'no such.tool'" in answer["content"] and "Read" in answer["content"]
+    state, error, _ = _state(home, task_id)
+    assert state == "WaitingForUser", error
+
+
+def test_the_request_builders_take_a_rejected_call_and_its_error() -> None:
+    request = ChatRequest(
+        model="m",
+        system="s",
+        messages=(
+            Message("user", "hi"),
+            Message("assistant", "", tool_calls=(ToolCall("t1", "NoSuchTool", {}),)),
+            Message(
+                "user",
+                "None of your tool calls could be used.",
+                tool_results=(ToolResult("t1", "unknown tool", is_error=True),),
+            ),
+        ),
+        tools=(ToolSchema("Read", "read", {"type": "object"}),),
+    )
+    assert anthropic_request_problem(anthropic_provider.build_params(request)) is None
+    assert _openai_problem(openai_provider.build_params(request)["messages"]) is None
