@@ -76,9 +76,12 @@ def said(turn: Turn, limit: int = 2000) -> str:
             return f"pfar: {cut(text)}"
         case UserTurn(text=text):
             return f"you: {cut(text)}"
-        case AssistantTurn(text=text, calls=calls):
+        case AssistantTurn(text=text, calls=calls, rejected=rejected):
             named = ", ".join(f"{c.name} #{c.step + 1}" for c in calls)
-            return f"model: {cut(text) or '(no text)'}" + (f" [calls: {named}]" if named else "")
+            said = f"model: {cut(text) or '(no text)'}" + (f" [calls: {named}]" if named else "")
+            if rejected:  # calls that never ran: their errors are not in a results turn
+                said += " [could not be used: " + " | ".join(cut(r.error) for r in rejected) + "]"
+            return said
         case ResultsTurn(results=results):
             parts = [
                 f"#{r.step + 1}{' error' if r.is_error else ''}: {cut(r.content)}" for r in results

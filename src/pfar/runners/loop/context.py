@@ -278,6 +278,7 @@ def transcript(turns: Sequence[StoredTurn], limit: int = 200_000) -> str:
         elif isinstance(turn, AssistantTurn):
             calls = "; ".join(f"{c.name}({c.input})" for c in turn.calls)
             parts.append(f"ASSISTANT: {turn.text}" + (f" [calls: {calls}]" if calls else ""))
+            parts.extend(f"RESULT (error): {r.name}({r.input}): {r.error}" for r in turn.rejected)
         else:
             assert isinstance(turn, ResultsTurn)
             for r in turn.results:
