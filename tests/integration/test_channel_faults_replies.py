@@ -15,9 +15,11 @@ import pytest
 
 from pfar.kernel.api import Operator
 from pfar.kernel.kernel import Kernel
+from pfar.vault.home import Home
 
+from ..support import db
 from .channel_support import kernel_with_channels, until
-from .slack_server import SlackApi
+from .slack_server import DM, OWNER, TEAM, SlackApi
 from .test_slack import slack_home
 from .test_whatsapp import _with as with_whatsapp
 from .test_whatsapp import whatsapp_home
@@ -143,3 +145,81 @@ def test_whatsapp_a_reply_cut_by_a_5xx_is_not_repeated_and_the_owner_is_told(
         assert len(posts) == len(graph.sent) + 1
 
     asyncio.run(with_whatsapp(home, body))
+
+
+def _forget_reply(home: Home, channel: str, event_id: str) -> None:
+    """The journal as a kill between a message's task and its answer's commit leaves it:
+    the task there, the answer never queued."""
+    with db(home) as conn:
+        prefix = f"reply:{channel}:{event_id}@"
+        for table in ("channel_outbox", "owner_outbox"):
+            gone = conn.execute(
+                f"DELETE FROM {table} WHERE message_key >= ? AND message_key < ?",
+                (prefix, prefix + "\uffff"),
+            ).rowcount
+            assert gone == 1, table
+
+
+def test_whatsapp_a_message_redelivered_after_its_answer_was_lost_is_answered(
+    tmp_path: Path, graph: GraphApi
+) -> None:
+    home = whatsapp_home(tmp_path, graph)
+    hello = Meta("").message("hello")
+
+    async def first(kernel: Kernel, op: Operator, meta: Meta) -> None:
+        assert (await meta.deliver(hello)).status_code == 200
+        await until(lambda: _quoting(graph.sent).count(hello["id"]), "the task's start")
+        await _all_sent(kernel, "whatsapp")
+
+    async def again(kernel: Kernel, op: Operator, meta: Meta) -> None:
+        # Meta never got its 200 (the kill): it delivers the message again
+        assert (await meta.deliver(hello)).status_code == 200
+        told = await until(
+            lambda: [s for s in graph.sent if "just before pfar restarted" in s.text],
+            "the lost answer's replacement",
+        )
+        assert _quoting(told) == [hello["id"]]
+        assert len(await op.tasks()) == 1  # and no second task
+
+    asyncio.run(with_whatsapp(home, first))
+    _forget_reply(home, "whatsapp", f"whatsapp:{hello['id']}")
+    asyncio.run(with_whatsapp(home, again))
+
+
+def test_slack_a_message_redelivered_after_its_answer_was_lost_is_answered(
+    tmp_path: Path, slack: SlackApi
+) -> None:
+    home = slack_home(tmp_path, slack)
+
+    async def first() -> str:
+        async with kernel_with_channels(home) as (kernel, _):
+            await until(lambda: slack.posted, "the start report")
+            ts = slack.say("hello")
+            await until(lambda: [p for p in slack.posted if p.thread_ts == ts], "the start")
+            await _all_sent(kernel, "slack")
+            return ts
+
+    async def again(ts: str) -> None:
+        async with kernel_with_channels(home) as (kernel, _):
+            await until(lambda: slack.connected, "the new connection")
+            # Slack's retry of the envelope whose acknowledgement the kill prevented
+            event = {"type": "message", "channel": DM, "user": OWNER, "text": "hello", "ts": ts}
+            slack._push(
+                {
+                    "type": "events_api",
+                    "envelope_id": "env-retry",
+                    "retry_attempt": 1,
+                    "retry_reason": "timeout",
+                    "payload": {"type": "event_callback", "team_id": TEAM, "event": event},
+                }
+            )
+            told = await until(
+                lambda: [p for p in slack.posted if "just before pfar restarted" in p.text],
+                "the lost answer's replacement",
+            )
+            assert [p.thread_ts for p in told] == [ts]  # in the thread of the owner's message
+            assert len(await Operator(kernel).tasks()) == 1  # and no second task
+
+    ts = asyncio.run(first())
+    _forget_reply(home, "slack", f"slack:{DM}:{ts}")
+    asyncio.run(again(ts))

@@ -236,6 +236,9 @@ class SlackChannel:
             return False
         event_id = f"slack:{channel}:{ts}"
         if await link.seen(event_id):
+            if link.answer_lost is not None:  # a kill before its answer was queued?
+                thread = event.get("thread_ts")
+                await link.answer_lost(event_id, thread if isinstance(thread, str) else ts)
             return False
         text = event.get("text")
         thread = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None

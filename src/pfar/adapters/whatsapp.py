@@ -285,6 +285,8 @@ class WhatsAppChannel:
             return
         event_id = f"whatsapp:{wamid}"
         if await link.seen(event_id):
+            if link.answer_lost is not None:  # a kill before its answer was queued?
+                await link.answer_lost(event_id, wamid)
             return
         age = _age(message.get("timestamp"))
         if age is None or age > self._max_age:
