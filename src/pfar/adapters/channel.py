@@ -152,6 +152,15 @@ class Link:
     answer_lost: Callable[[str, str | None], Awaitable[None]] | None = None
 
 
+async def queue_reply(link: Link, text: str, quoting: str | None, event_id: str) -> None:
+    """The answer to the owner's update `event_id`, queued in the channel's outbox (sent
+    in order, retried on the channel's backoff, once; in doubt never repeated), quoting
+    the owner's message `quoting` where the channel can."""
+    if link.reply is None:  # only a link made without the supervisor (a test's)
+        raise ChannelError("this channel has no outbox for replies")
+    await link.reply(text, quoting, event_id)
+
+
 class Channel(Protocol):
     name: ClassVar[str]
     # False for a channel that only takes events in (webhooks): no messages go to it

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -47,6 +46,7 @@ from .channel import (
     RateLimited,
     Undeliverable,
     field_dict,
+    queue_reply,
     retry_after,
     split_text,
 )
@@ -55,7 +55,7 @@ from .run import FACTORIES
 
 log = logging.getLogger("pfar.adapters.slack")
 
-# an answer to the owner, posted after its envelope was acknowledged
+# what a button press shows, posted after its envelope was acknowledged
 _Answer = Callable[[], Awaitable[object]]
 
 SECTION_TEXT = 3000  # Block Kit's limit for a section's text
@@ -167,7 +167,7 @@ class SlackChannel:
                 if first:
                     link.ready()
                 if first or gap > self._config.catch_up_after_seconds:
-                    await self._catch_up(link, first, answers)
+                    await self._catch_up(link, first)
                 first = False
                 continue
             try:
@@ -187,14 +187,7 @@ class SlackChannel:
         if req.type == "events_api":
             event = payload.get("event")
             if isinstance(event, dict) and event.get("type") == "message":
-                reply = await self._message(link, event, payload.get("team_id"))
-                if reply is not None:
-                    text, thread = reply
-
-                    async def answer() -> None:
-                        await self._post(text, thread=thread)
-
-                    after = answer
+                await self._message(link, event, payload.get("team_id"))
         elif req.type == "interactive" and payload.get("type") == "block_actions":
             after = await self._pressed(link, payload)
         with contextlib.suppress(ConnectionError, aiohttp.ClientError):
@@ -203,9 +196,9 @@ class SlackChannel:
         return after
 
     async def _answer(self, answers: asyncio.Queue[_Answer]) -> None:
-        """The owner's answers, in order, apart from the envelopes: a slow or rate-limited
-        post never holds back the next envelope's acknowledgement (Slack wants it within
-        3 s)."""
+        """What a button press shows, in order, apart from the envelopes: a slow or
+        rate-limited post never holds back the next envelope's acknowledgement (Slack wants
+        it within 3 s). The answers to the owner's words go through the outbox instead."""
         while True:
             answer = await answers.get()
             try:
@@ -224,30 +217,35 @@ class SlackChannel:
 
     async def _message(
         self, link: Link, event: dict[str, Any], team: Any, *, caught_up: bool = False
-    ) -> tuple[str, str | None] | None:
-        """A message in a channel the app is in: the reply to post, if it is the owner's."""
+    ) -> bool:
+        """A message in a channel the app is in: if it is the owner's, handled and its answer
+        queued in the channel's outbox (sent in order, retried on a 429 or a 5xx, once)."""
         if event.get("subtype") or event.get("bot_id"):
-            return None  # edits, deletions, joins and bots (pfar itself) are not words
+            return False  # edits, deletions, joins and bots (pfar itself) are not words
         user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
         if not isinstance(ts, str) or not isinstance(channel, str):
             link.audit("slack_ignored", why="a message without ts or channel")
-            return None
+            return False
         team = event.get("team", team)
         if not self._owner(user, team):
             log.warning("slack: ignored a message from user %s of team %s", user, team)
             link.audit("slack_ignored", user=str(user), team=str(team), why="not the owner")
-            return None
+            return False
         if channel != self._dm:
             link.audit("slack_ignored", user=str(user), why="not in the owner's DM with pfar")
-            return None
+            return False
         event_id = f"slack:{channel}:{ts}"
         if await link.seen(event_id):
-            return None
+            if link.answer_lost is not None:  # a kill before its answer was queued?
+                thread = event.get("thread_ts")
+                await link.answer_lost(event_id, thread if isinstance(thread, str) else ts)
+            return False
         text = event.get("text")
         thread = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
         if not isinstance(text, str) or not text.strip():
             await link.save_position(self._position(ts), [event_id])
-            return ("pfar reads text messages only", thread)
+            await queue_reply(link, "pfar reads text messages only", thread, event_id)
+            return True
         replied = await link.replied_to(thread) if thread else None
         key, task, kind = replied if replied else (None, None, None)
         answer = await link.handle(text, Origin("slack", event_id, key, task))
@@ -263,7 +261,8 @@ class SlackChannel:
                 )
         if caught_up:
             answer = f"(caught up after a disconnection) {answer}"
-        return answer, thread or ts
+        await queue_reply(link, answer, thread or ts, event_id)  # in the owner's thread
+        return True
 
     async def _pressed(self, link: Link, payload: dict[str, Any]) -> Any:
         """A button under a question: answered once; then what to show for it."""
@@ -316,7 +315,6 @@ class SlackChannel:
         self,
         link: Link,
         starting: bool,
-        answers: asyncio.Queue[_Answer],
     ) -> None:
         """The owner's DM since the last message handled: what Slack did not redeliver."""
         saved = await link.load_position() or {}
@@ -339,10 +337,8 @@ class SlackChannel:
         taken = 0
         for message in found:
             event = {**message, "channel": self._dm}
-            reply = await self._message(link, event, self._config.owner_team_id, caught_up=True)
-            if reply is not None:
+            if await self._message(link, event, self._config.owner_team_id, caught_up=True):
                 taken += 1
-                answers.put_nowait(functools.partial(self._post, reply[0], thread=reply[1]))
         if taken:
             log.warning("slack: caught up %d message(s) missed while disconnected", taken)
             link.audit("slack_caught_up", messages=taken, starting=starting)
@@ -394,7 +390,8 @@ class SlackChannel:
             if message.question_id
         ]
         try:
-            return await self._post(message.text, buttons=buttons or None)
+            # a reply to the owner's words goes in the thread of the message it answers
+            return await self._post(message.text, thread=message.reply_to, buttons=buttons or None)
         except SlackApiError as exc:
             error = _error(exc)
             if exc.response.status_code == 429 or error == "ratelimited":

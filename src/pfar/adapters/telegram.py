@@ -54,6 +54,7 @@ from .channel import (
     Press,
     RateLimited,
     Undeliverable,
+    queue_reply,
     split_text,
 )
 from .commands import Origin, press
@@ -250,9 +251,7 @@ class TelegramChannel:
     ) -> None:
         """The answer goes through the channel's outbox (sent in order, retried on a 429
         or a 502, once), quoting the owner's message when it is still there."""
-        if link.reply is None:  # a link without an outbox: sent now, or logged
-            raise ChannelError("this channel has no outbox for replies")
-        await link.reply(text, str(message.message_id) if quote else None, event_id)
+        await queue_reply(link, text, str(message.message_id) if quote else None, event_id)
 
     # -- out -----------------------------------------------------------------------
 

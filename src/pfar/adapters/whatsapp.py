@@ -34,7 +34,6 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import httpx
@@ -54,6 +53,7 @@ from .channel import (
     RateLimited,
     Undeliverable,
     field_dict,
+    queue_reply,
     retry_after,
     split_text,
 )
@@ -86,12 +86,6 @@ def verified(app_secret: str, body: bytes, header: str | None) -> bool:
     return header is not None and hmac.compare_digest(signature(app_secret, body), header)
 
 
-@dataclass(frozen=True, slots=True)
-class _Reply:
-    text: str
-    to: str  # the owner's message it answers (shown quoted)
-
-
 MIN_WINDOW = 600.0  # seconds: the shortest age past which a message is refused
 
 
@@ -121,7 +115,6 @@ class WhatsAppChannel:
             request_timeout=config.request_timeout_seconds,
         )
         self._http: httpx.AsyncClient | None = None
-        self._replies: asyncio.Queue[_Reply] = asyncio.Queue()
         self._refused: asyncio.Event = asyncio.Event()
         self._refusal: AuthFailed | None = None
         self._one_at_a_time = asyncio.Lock()
@@ -213,7 +206,6 @@ class WhatsAppChannel:
             waits = {
                 asyncio.create_task(self._listener.wait()),
                 asyncio.create_task(self._refused.wait()),
-                asyncio.create_task(self._answer()),
             }
             try:
                 await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
@@ -293,6 +285,8 @@ class WhatsAppChannel:
             return
         event_id = f"whatsapp:{wamid}"
         if await link.seen(event_id):
+            if link.answer_lost is not None:  # a kill before its answer was queued?
+                await link.answer_lost(event_id, wamid)
             return
         age = _age(message.get("timestamp"))
         if age is None or age > self._max_age:
@@ -321,7 +315,9 @@ class WhatsAppChannel:
             answer = "pfar reads text messages only"
         position = {"last_message_id": wamid, "timestamp": str(message.get("timestamp"))}
         await link.save_position(position, [event_id])
-        self._replies.put_nowait(_Reply(answer, wamid))
+        # through the channel's outbox, after Meta got its 200: in order, retried on a
+        # 429 or a 5xx, once; quoting the owner's message
+        await queue_reply(link, answer, wamid, event_id)
 
     async def _said(self, link: Link, message: dict[str, Any], event_id: str) -> str:
         text = field_dict(message, "text").get("body")
@@ -338,21 +334,6 @@ class WhatsAppChannel:
             )
         return answer
 
-    async def _answer(self) -> None:
-        """Replies to the owner, in order, after Meta got its 200 (Meta wants one soon)."""
-        while True:
-            reply = await self._replies.get()
-            try:
-                for piece in split_text(reply.text, TEXT_LIMIT):
-                    await self._post(_text(self._config.owner_number, piece, reply.to))
-            except RateLimited as exc:
-                await asyncio.sleep(exc.retry_after)
-                self._replies.put_nowait(reply)
-            except AuthFailed:
-                return  # the run ends with it
-            except (ChannelError, httpx.HTTPError) as exc:
-                log.error("whatsapp: a reply to the owner could not be sent: %s", exc)
-
     # -- out -----------------------------------------------------------------------
 
     async def _post(self, payload: dict[str, Any]) -> str | None:
@@ -363,7 +344,11 @@ class WhatsAppChannel:
     async def send(self, message: Outbound) -> str | None:
         owner = self._config.owner_number
         pieces = split_text(message.text, TEXT_LIMIT)
-        payloads = [_text(owner, piece) for piece in pieces]
+        # a reply to the owner's words quotes it (its first piece)
+        payloads = [
+            _text(owner, piece, message.reply_to if n == 0 else None)
+            for n, piece in enumerate(pieces)
+        ]
         if message.buttons and message.question_id:
             # the last piece becomes the question's body when it fits there
             body = pieces[-1] if len(pieces[-1]) <= INTERACTIVE_BODY else "Your answer:"
