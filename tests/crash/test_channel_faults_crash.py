@@ -76,6 +76,12 @@ def test_a_message_stored_before_the_connection_broke_reaches_the_owner_once(
         with kernel(home) as k:
             wait_for(lambda: len(rows(home, "SELECT 1 FROM owner_outbox")) >= 3, what="a report")
             k.request("wait_idle")
+            # the notice is queued when the channel starts again, after the report: wait
+            # for it to be sent, not only for what was queued before it to settle
+            wait_for(
+                lambda: any("may not have arrived" in unescape(s.text) for s in api.sent),
+                what="the notice that a message may not have arrived",
+            )
             wait_for(lambda: settled(home), what="every delivery settled")
         texts = [unescape(s.text) for s in api.sent]
         # each report with this text (the second start's may say the same) once
