@@ -58,8 +58,6 @@ def refusal(peer: Peer, kernel_pid: int) -> str | None:
     """Why `peer` may not act as the owner, or None."""
     if peer.uid != os.geteuid():
         return f"the connection comes from another user (uid {peer.uid})"
-    if _parent(peer.pid) is None:  # gone (or hidden) before it could be looked at
-        return f"the connection's process (pid {peer.pid}) cannot be looked at"
     pid = peer.pid
     for _ in range(_MAX_ANCESTORS):
         if pid == kernel_pid:
@@ -67,6 +65,8 @@ def refusal(peer: Peer, kernel_pid: int) -> str | None:
         if _labelled(pid):
             return f"the connection comes from a task's process (pid {peer.pid})"
         parent = _parent(pid)
+        if parent is None and pid == peer.pid:  # gone (or hidden) before it was looked at
+            return f"the connection's process (pid {peer.pid}) cannot be looked at"
         if parent is None or parent <= 1:
             return None
         pid = parent
