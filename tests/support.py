@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -23,6 +22,8 @@ from pfar import init_home
 from pfar.cli.client import call
 from pfar.journal import TaskState, payloads
 from pfar.journal.payloads import Payload
+from pfar.vault import keys
+from pfar.vault.driver import sqlite
 from pfar.vault.home import Home
 
 
@@ -131,10 +132,20 @@ def wait_for(predicate: Any, timeout: float = 20.0, what: str = "condition") -> 
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def db(home: Home) -> sqlite3.Connection:
-    """A plain connection to the journal, for assertions (and for aging rows in tests)."""
-    conn = sqlite3.connect(home.sessions_db, isolation_level=None, timeout=10)
-    conn.row_factory = sqlite3.Row
+def vault_db(home: Home, path: Path | None = None, **kw: Any) -> sqlite.Connection:
+    """A bare connection to the journal (or to another of the home's vault files), with
+    the vault's key when it is encrypted: what `sqlite3.connect` is to a plain file."""
+    conn = sqlite.connect(path or home.sessions_db, **{"timeout": 10, **kw})
+    key = keys.unlock(home)
+    if key is not None:
+        conn.execute(f"PRAGMA key = {key.pragma()}")
+    return conn
+
+
+def db(home: Home) -> sqlite.Connection:
+    """A connection to the journal, rows by name, for assertions (and for aging rows)."""
+    conn = vault_db(home, isolation_level=None)
+    conn.row_factory = sqlite.Row
     return conn
 
 

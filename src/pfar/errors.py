@@ -109,6 +109,16 @@ class VaultCorrupt(VaultError):
     pass
 
 
+class VaultKeyMissing(VaultError):
+    """The vault is encrypted and its key could not be had (not in the keychain, no key
+    file, no passphrase). Nothing was opened; the message says where pfar looked."""
+
+
+class VaultKeyWrong(VaultError):
+    """A key was found but it is not this vault's (its check value differs): the files
+    were not touched, and are not damaged for it."""
+
+
 class VaultIOError(VaultError):
     pass
 

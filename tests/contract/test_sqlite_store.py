@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import sqlite3
 from pathlib import Path
 from typing import ClassVar
 
 from pfar.journal import Journal
 from pfar.journal import store as store_protocol
+from pfar.vault.driver import sqlite
 
 from .store_contract import StoreContract
 
@@ -26,7 +26,7 @@ class TestSQLiteStore(StoreContract):
         return open_store(path)
 
     def integrity_problems(self, path: Path) -> list[str]:
-        conn = sqlite3.connect(path / "sessions.db")
+        conn = sqlite.connect(path / "sessions.db")
         try:
             rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
         finally:

@@ -33,14 +33,21 @@ pytestmark = pytest.mark.crash
 # lease of LEASE seconds, says so, and lives on without renewing it
 HOLDER = textwrap.dedent(
     """
-    import os, socket, sqlite3, sys, time
+    import os, socket, sys, time
     from datetime import UTC, datetime, timedelta
+    from pathlib import Path
     from pfar.tools.processes import start_time
+    from pfar.vault import keys
+    from pfar.vault.driver import sqlite
+    from pfar.vault.home import Home
 
     db, name, lease = sys.argv[1], sys.argv[2], float(sys.argv[3])
     fmt = "%Y-%m-%dT%H:%M:%S.%fZ"
     now = datetime.now(UTC)
-    conn = sqlite3.connect(db, timeout=30)
+    conn = sqlite.connect(db, timeout=30)
+    key = keys.unlock(Home(Path(db).parent.parent))
+    if key is not None:
+        conn.execute(f"PRAGMA key = {key.pragma()}")
     with conn:
         conn.execute(
             "INSERT INTO resource_locks(kind, name, holder, mode, task_id, boot_id, host, "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from pfar.cli.client import RemoteError, call
 from pfar.tools.registry import ToolRegistry
+from pfar.vault.driver import sqlite
 from pfar.vault.home import Home
 
 from ..support import (
@@ -24,6 +24,7 @@ from ..support import (
     running_kernel,
     said,
     task_states,
+    vault_db,
     wait_for,
 )
 
@@ -138,7 +139,7 @@ def test_an_emptied_sessions_db_is_refused_not_reinitialised(tmp_path: Path) -> 
 def test_a_foreign_sqlite_database_is_refused_not_migrated_into(tmp_path: Path) -> None:
     home = make_home(tmp_path / "home")
     home.sessions_db.unlink()
-    with sqlite3.connect(home.sessions_db) as conn:
+    with vault_db(home) as conn:
         conn.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY, data BLOB)")
         conn.execute("INSERT INTO photos (data) VALUES (x'00ff')")
     conn.close()
@@ -378,7 +379,7 @@ def test_a_credential_for_an_expired_prompt_is_refused(tmp_path: Path) -> None:
         status = conn.execute("SELECT status FROM pending_credentials").fetchone()[0]
     assert error == "credential prompt timeout"
     assert status == "expired"
-    with sqlite3.connect(home.secrets_db) as conn:
+    with vault_db(home, home.secrets_db) as conn:
         assert conn.execute("SELECT count(*) FROM secrets").fetchone()[0] == 0
     for f in home.root.rglob("*"):
         if f.is_file():
@@ -465,7 +466,7 @@ def test_an_ended_task_cannot_be_cancelled_paused_or_resumed(tmp_path: Path) -> 
 # -- tools that fail -----------------------------------------------------------------
 
 
-def _task_row(home: Home, task_id: str) -> sqlite3.Row:
+def _task_row(home: Home, task_id: str) -> sqlite.Row:
     with db(home) as conn:
         return conn.execute(
             "SELECT state, error FROM task_journal WHERE task_id = ?", (task_id,)
@@ -477,7 +478,7 @@ def _submit_and_wait(home: Home, text: str) -> tuple[str, str, str | None]:
     assert r.returncode == 0, said(r)
     task_id = json.loads(r.stdout)["task_id"]
 
-    def ended() -> sqlite3.Row | None:
+    def ended() -> sqlite.Row | None:
         row = _task_row(home, task_id)
         return row if row["state"] in TERMINAL else None
 
@@ -806,7 +807,7 @@ def test_a_workflow_artifact_that_is_a_symlink_leading_out_is_not_taken_as_made(
         assert r.returncode == 0, said(r)
         task_id = r.stdout.split()[2]
 
-        def asked() -> sqlite3.Row | None:
+        def asked() -> sqlite.Row | None:
             with db(home) as conn:
                 return conn.execute(
                     "SELECT description FROM pending_approvals WHERE task_id = ?", (task_id,)

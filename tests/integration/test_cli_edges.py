@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from pfar import Operator, open_kernel
 from pfar.adapters.cli import read_commands
+from pfar.vault.driver import sqlite
 from pfar.vault.home import Home
 
 from ..support import db, make_home, pfar, running_kernel, said, task_states, wait_for
@@ -23,8 +23,8 @@ from ..support import db, make_home, pfar, running_kernel, said, task_states, wa
 TERMINAL_STATES = {"Completed", "Failed", "Abandoned", "Cancelled"}
 
 
-def _pending_approval(home: Home, task_id: str | None = None) -> sqlite3.Row:
-    def find() -> sqlite3.Row | None:
+def _pending_approval(home: Home, task_id: str | None = None) -> sqlite.Row:
+    def find() -> sqlite.Row | None:
         with db(home) as conn:
             rows = conn.execute(
                 "SELECT approval_id, options_json, task_id FROM pending_approvals "

@@ -10,16 +10,16 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from pfar.vault.driver import sqlite
 from pfar.vault.home import Home
 
-from ..support import make_home, running_kernel, wait_for
+from ..support import make_home, running_kernel, vault_db, wait_for
 from .test_bad_input import pfar, said
 
 MANY_STEPS = 30  # enough rows that task_steps spans several leaf pages
@@ -51,7 +51,7 @@ def populated(tmp_path_factory: pytest.TempPathFactory) -> Home:
     # The tests below damage bytes of the database file itself: every page must be in
     # it, none only in the write-ahead log (a kernel's own checkpoint at shutdown may
     # have been held back by a reader).
-    with contextlib.closing(sqlite3.connect(home.sessions_db)) as conn:
+    with contextlib.closing(vault_db(home)) as conn:
         busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
     assert busy == 0, "the journal could not be checkpointed"
     return home
@@ -69,7 +69,7 @@ def _sha(path: Path) -> str:
 
 def _pages(db: Path, table: str) -> list[int]:
     """Leaf pages of `table`, from SQLite's dbstat table."""
-    with contextlib.closing(sqlite3.connect(db)) as conn:
+    with contextlib.closing(sqlite.connect(db)) as conn:
         rows = conn.execute(
             "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY pageno",
             (table,),
@@ -80,7 +80,7 @@ def _pages(db: Path, table: str) -> list[int]:
 
 
 def _ids(home: Home, table: str, column: str) -> list[str]:
-    with contextlib.closing(sqlite3.connect(home.sessions_db)) as conn:
+    with contextlib.closing(vault_db(home)) as conn:
         return [r[0] for r in conn.execute(f"SELECT {column} FROM {table} ORDER BY created_at")]
 
 
@@ -135,7 +135,7 @@ def test_a_damaged_page_is_reported_by_every_command(
 def test_steps_hidden_by_a_damaged_page_are_reported_not_dropped(home: Home) -> None:
     # the tasks that ran all their steps (by their steps, not by creation time: two
     # tasks created in the same instant come back in any order)
-    with contextlib.closing(sqlite3.connect(home.sessions_db)) as conn:
+    with contextlib.closing(vault_db(home)) as conn:
         task_ids = [
             r[0]
             for r in conn.execute(
@@ -159,7 +159,7 @@ def test_steps_hidden_by_a_damaged_page_are_reported_not_dropped(home: Home) -> 
         data = bytearray(original)
         data[hit + 5] ^= 0x20
         home.sessions_db.write_bytes(bytes(data))
-        with contextlib.closing(sqlite3.connect(home.sessions_db)) as conn:
+        with contextlib.closing(vault_db(home)) as conn:
             seen = conn.execute(
                 "SELECT count(*) FROM task_steps WHERE task_id = ?", (victim,)
             ).fetchone()[0]

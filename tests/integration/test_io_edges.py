@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -33,6 +32,7 @@ from ..support import (
     running_kernel,
     said,
     task_states,
+    vault_db,
     wait_for,
 )
 from .test_bad_input import CMD_SCRIPT, CMD_TEMPLATE
@@ -422,7 +422,7 @@ def test_secret_set_over_the_limit_is_refused_with_the_limit(tmp_path: Path) -> 
     big = "k" * ((64 << 10) + 1)
 
     def stored() -> int:
-        with sqlite3.connect(home.secrets_db) as conn:
+        with vault_db(home, home.secrets_db) as conn:
             return int(conn.execute("SELECT count(*) FROM secrets").fetchone()[0])
 
     expected = "the secret is 65537 bytes; at most 65536 (64 KiB) are stored; nothing was stored"

@@ -20,6 +20,7 @@ from pfar.llm.events import TextDelta
 from pfar.runners.loop.tasks import LoopRequest
 from pfar.vault.secrets import SecretStore
 
+from ..support import vault_db
 from .llm_servers import (
     ScriptedLLMServer,
     SSEReply,
@@ -79,9 +80,8 @@ async def _finish(kernel: Kernel, task_id: str) -> None:
 
 
 def _turns(home: Home, task_id: str) -> list[dict[str, Any]]:
-    import sqlite3
 
-    conn = sqlite3.connect(home.sessions_db)
+    conn = vault_db(home)
     try:
         rows = conn.execute(
             "SELECT body_json FROM loop_turns WHERE task_id = ? ORDER BY seq", (task_id,)
@@ -92,9 +92,8 @@ def _turns(home: Home, task_id: str) -> list[dict[str, Any]]:
 
 
 def _state(home: Home, task_id: str) -> tuple[str, str | None, dict[str, Any]]:
-    import sqlite3
 
-    conn = sqlite3.connect(home.sessions_db)
+    conn = vault_db(home)
     try:
         state, error, progress = conn.execute(
             "SELECT state, error, execute_progress FROM task_journal WHERE task_id = ?",

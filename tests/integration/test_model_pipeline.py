@@ -14,6 +14,7 @@ from pfar import Home, init_home
 from pfar.errors import ConfigError
 from pfar.kernel.kernel import Kernel
 
+from ..support import vault_db
 from .llm_servers import (
     ScriptedLLMServer,
     SSEReply,
@@ -217,9 +218,8 @@ async def _start_stop(kernel: Kernel) -> None:
 
 
 def _only_task(home: Home) -> str:
-    import sqlite3
 
-    conn = sqlite3.connect(home.sessions_db)
+    conn = vault_db(home)
     try:
         return str(conn.execute("SELECT task_id FROM task_journal").fetchone()[0])
     finally:
@@ -392,9 +392,8 @@ rate_window_seconds = {window}
             assert states == {"Completed"}
         finally:
             await kernel.shutdown()
-        import sqlite3
 
-        conn = sqlite3.connect(home.sessions_db)
+        conn = vault_db(home)
         try:
             return [r[0] for r in conn.execute("SELECT granted_at FROM llm_calls")]
         finally:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from pfar.kernel import Kernel
 from pfar.kernel.api import Operator
 from pfar.vault.home import Home
 
-from ..support import make_home
+from ..support import make_home, vault_db
 
 SCRIPT = """
 [[responses]]
@@ -48,7 +47,7 @@ input = "tick tock"
 
 def seed_position(home: Home, template: str, last: datetime) -> None:
     """As if a kernel had last looked at `template`'s schedule at `last`."""
-    with contextlib.closing(sqlite3.connect(home.sessions_db)) as conn, conn:
+    with contextlib.closing(vault_db(home)) as conn, conn:
         conn.execute(
             "INSERT INTO adapter_state(adapter, state_json, updated_at) VALUES (?, ?, ?)",
             (
@@ -94,7 +93,7 @@ def test_a_new_schedule_starts_after_now(tmp_path: Path) -> None:
     home = make_home(tmp_path / "home", templates={"tick": tick("all")}, script=SCRIPT)
     report, tasks = asyncio.run(_run(home))
     assert tasks == [] and not report.schedules
-    with contextlib.closing(sqlite3.connect(home.sessions_db)) as conn:
+    with contextlib.closing(vault_db(home)) as conn:
         (state,) = conn.execute(
             "SELECT state_json FROM adapter_state WHERE adapter = 'schedule:tick'"
         ).fetchone()
@@ -142,7 +141,7 @@ def test_catch_up_all_and_none(tmp_path: Path) -> None:
     _, tasks = asyncio.run(_run(every))
     assert 4 <= len(tasks) <= 6  # one a minute since the seeded slot
     ids = set()
-    with contextlib.closing(sqlite3.connect(every.sessions_db)) as conn:
+    with contextlib.closing(vault_db(every)) as conn:
         ids = {r[0] for r in conn.execute("SELECT event_id FROM task_journal")}
     assert all(i.startswith("cron:tick:") for i in ids) and len(ids) == len(tasks)
     skip = make_home(tmp_path / "none", templates={"tick": tick("none")}, script=SCRIPT)

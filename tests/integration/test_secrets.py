@@ -12,7 +12,6 @@ import base64
 import hashlib
 import json
 import shlex
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -26,7 +25,15 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import RecordingServer, make_home, owner_messages, pfar, running_kernel, wait_for
+from ..support import (
+    RecordingServer,
+    make_home,
+    owner_messages,
+    pfar,
+    running_kernel,
+    vault_db,
+    wait_for,
+)
 
 SECRET = "tok-" + uuid.uuid4().hex  # long and unique: grep finds it anywhere it leaked
 
@@ -335,7 +342,7 @@ def test_a_secret_too_short_to_redact_is_refused_and_not_stored(tmp_path: Path) 
     with running_kernel(home):
         r = pfar(home, "secret", "set", "pin", stdin="1234\n")
         assert r.returncode != 0 and "at least 8" in r.stdout + r.stderr
-    conn = sqlite3.connect(home.secrets_db)
+    conn = vault_db(home, home.secrets_db)
     assert conn.execute("SELECT count(*) FROM secrets").fetchone()[0] == 0
 
 

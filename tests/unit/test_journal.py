@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -49,6 +48,7 @@ from pfar.journal.payloads import SPENT_BY_A_RUN, AwaitingApproval, Completed, E
 from pfar.journal.records import now_rfc3339, rfc3339
 from pfar.runners.asking import answer_outcome, approval_message, credential_message
 from pfar.runners.workflow.runner import answer_outcome as workflow_answer_outcome
+from pfar.vault.driver import sqlite
 from tests.support import payload_for
 
 S = TaskState
@@ -192,7 +192,7 @@ def test_create_without_event_always_creates(journal: Journal) -> None:
 def test_same_task_id_twice_is_refused_and_first_kept(journal: Journal) -> None:
     t = _task("dup", text="first")
     run(journal.tasks.create(t))
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(sqlite.IntegrityError):
         run(journal.tasks.create(_task("dup", text="second")))
     assert run(journal.tasks.get("dup")).input_text == "first"
 
@@ -716,7 +716,7 @@ def test_no_pickle_every_stored_value_is_text_or_number(journal: Journal, tmp_pa
         )
     )
 
-    conn = sqlite3.connect(tmp_path / "sessions.db")
+    conn = sqlite.connect(tmp_path / "sessions.db")
     try:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         checked = 0

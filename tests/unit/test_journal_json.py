@@ -4,9 +4,8 @@ JSON, which SQLite's JSON functions read: NaN and the infinities are written as 
 
 from __future__ import annotations
 
-import sqlite3
-
 from pfar.journal.records import dumps, loads
+from pfar.vault.driver import sqlite
 
 
 def test_an_integer_past_64_bits_reads_back_exact() -> None:
@@ -22,7 +21,7 @@ def test_a_lone_surrogate_reads_back() -> None:
 
 def test_the_journal_holds_standard_json_that_sqlite_reads() -> None:
     odd = {"mean": float("nan"), "max": float("inf"), "min": [float("-inf")]}
-    conn = sqlite3.connect(":memory:")
+    conn = sqlite.connect(":memory:")
     # orjson writes the first; an int past 64 bits sends the second through json
     for value, more in ((odd, {}), ({**odd, "n": 2**70}, {"n": 2**70})):
         text = dumps(value)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from importlib import resources
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from pfar.journal.payloads import Payload
 from pfar.journal.records import UnreadableTask
 from pfar.kernel.api import HomeReader
 from pfar.kernel.kernel import _answer_outcome
+from pfar.vault.driver import sqlite
 from pfar.vault.home import Home
 from tests.contract.builders import task
 
@@ -136,7 +136,7 @@ def test_a_malformed_payload_is_reported_by_task_and_field(
 
 def _old_vault(path: Path, rows: list[tuple[str, str, str, str]]) -> None:
     """A vault at schema version 5, holding `rows` (task_id, template_id, state, detail)."""
-    conn = sqlite3.connect(path)
+    conn = sqlite.connect(path)
     folder = resources.files("pfar.vault").joinpath("migrations")
     for n in range(1, 6):
         (entry,) = [e for e in folder.iterdir() if e.name.startswith(f"sessions_{n:04d}_")]
@@ -314,7 +314,7 @@ def _journal_with(tmp_path: Path, rows: list[tuple[str, str, str, str]]) -> Path
 
 
 def _corrupt(path: Path, task_id: str, detail: str) -> None:
-    conn = sqlite3.connect(path)
+    conn = sqlite.connect(path)
     conn.execute("UPDATE task_journal SET state_detail = ? WHERE task_id = ?", (detail, task_id))
     conn.commit()
     conn.close()
@@ -331,7 +331,7 @@ def test_an_unreadable_parked_task_times_out_without_holding_back_the_others(
         ],
     )
     _corrupt(path, "odd", '{"kind":"AwaitingApproval","approval_id":"a-odd","color":"red"}')
-    conn = sqlite3.connect(path)
+    conn = sqlite.connect(path)
     for approval_id, task_id in (("a-odd", "odd"), ("a-fine", "fine")):
         conn.execute(
             "INSERT INTO pending_approvals (approval_id, task_id, action_type, description, "

@@ -5,7 +5,6 @@ its neighbours, and a write is answered only once its commit is on disk."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from pfar.errors import SessionStoreError, SessionThreadBusy
 from pfar.journal import Journal, TaskState
 from pfar.journal.payloads import Planning
 from pfar.journal.sessions import SessionLifecycle, SessionManager, SessionStatus
+from pfar.vault.driver import sqlite
 from tests.contract.builders import task as make_task
 
 S = SessionStatus
@@ -37,7 +37,7 @@ def manager(journal: Journal) -> Iterator[SessionManager]:
 
 def committed_row(path: Path, session_id: str) -> tuple[Any, ...] | None:
     """The session's status and context as another connection sees them."""
-    conn = sqlite3.connect(path)
+    conn = sqlite.connect(path)
     try:
         row = conn.execute(
             "SELECT status, context FROM sessions WHERE session_id = ?", (session_id,)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -31,6 +30,7 @@ from pfar.journal.sessions import SessionLifecycle, SessionManager, SessionRecor
 from pfar.recovery.sessions import CrashRecovery, recovery_message
 from pfar.tools import agent_process
 from pfar.tools.processes import start_time
+from pfar.vault.driver import sqlite
 from pfar.vault.sqlite import open_vault_db
 
 CREATED, ACTIVE, PAUSED, TERMINATED = (
@@ -92,7 +92,7 @@ def kernels(db: Path) -> Iterator[Callable[[], Kernel]]:
 
 def rows(db: Path) -> list[tuple[Any, ...]]:
     """Every column of every session, read by a connection of the test's own."""
-    conn = sqlite3.connect(db)
+    conn = sqlite.connect(db)
     try:
         return conn.execute("SELECT * FROM sessions ORDER BY session_id").fetchall()
     finally:
@@ -229,7 +229,7 @@ def test_recovery_is_idempotent(kernels: Callable[[], Kernel], db: Path) -> None
 
 
 def _hold_write_lock(db: Path, kernel: Kernel) -> Callable[[], None]:
-    holder = sqlite3.connect(db, isolation_level=None)
+    holder = sqlite.connect(db, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     kernel.conn.execute("PRAGMA busy_timeout = 50")  # fail fast instead of after 10 s
 
@@ -241,7 +241,7 @@ def _hold_write_lock(db: Path, kernel: Kernel) -> Callable[[], None]:
 
 
 def _rename_table_away(db: Path) -> Callable[[], None]:
-    other = sqlite3.connect(db, isolation_level=None)
+    other = sqlite.connect(db, isolation_level=None)
     other.execute("ALTER TABLE sessions RENAME TO sessions_elsewhere")
 
     def release() -> None:
@@ -305,7 +305,7 @@ def test_a_failure_midway_names_what_was_recovered_and_leaves_the_rest_whole(
     s2 = first.activate("/p", "t2", context={"turn": 9}, process={"pid": 1, "start_time": -1})
     s3 = first.activate("/p", "t3")
     first.crash()
-    conn = sqlite3.connect(db, isolation_level=None)
+    conn = sqlite.connect(db, isolation_level=None)
     conn.execute(
         "CREATE TRIGGER refuse BEFORE UPDATE ON sessions WHEN old.session_id = "
         f"'{s2.session_id}' BEGIN SELECT RAISE(ABORT, 'disk says no'); END"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import sqlite3
 import threading
 import uuid
 from asyncio import run
@@ -42,6 +41,7 @@ from pfar.journal.sessions import (
     check_session_transition,
     is_legal_session_move,
 )
+from pfar.vault.driver import sqlite
 from pfar.vault.schema import schema_version
 from pfar.vault.sqlite import connect, open_vault_db
 
@@ -83,8 +83,8 @@ def bring_to(lifecycle: SessionLifecycle, rec: SessionRecord, status: SessionSta
 
 
 def raw_row(db: Path, session_id: str) -> dict[str, Any]:
-    conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
+    conn = sqlite.connect(db)
+    conn.row_factory = sqlite.Row
     try:
         row = conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
         return dict(row)
@@ -128,7 +128,7 @@ def test_a_version_1_vault_is_migrated_to_sessions(tmp_path: Path) -> None:
         .joinpath("migrations", "sessions_0001_journal.sql")
         .read_text(encoding="utf-8")
     )
-    conn = sqlite3.connect(path)
+    conn = sqlite.connect(path)
     conn.executescript(v1)
     conn.execute(
         "INSERT INTO schema_version VALUES (1, 'sessions_0001_journal.sql', '2025-01-01T00:00:00Z')"
@@ -147,16 +147,16 @@ def test_a_version_1_vault_is_migrated_to_sessions(tmp_path: Path) -> None:
 
 
 def test_the_table_itself_refuses_unknown_statuses_and_non_object_context(db: Path) -> None:
-    conn = sqlite3.connect(db)
+    conn = sqlite.connect(db)
     row = ("id1", "/p", "t", "RUNNING", "{}", "x", "x", None)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(sqlite.IntegrityError):
         conn.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(sqlite.IntegrityError):
         conn.execute(
             "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             ("id1", "/p", "t", "CREATED", "[1]", "x", "x", None),
         )
-    with pytest.raises(sqlite3.IntegrityError):  # a process only while ACTIVE
+    with pytest.raises(sqlite.IntegrityError):  # a process only while ACTIVE
         conn.execute(
             "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             ("id1", "/p", "t", "PAUSED", "{}", "x", "x", '{"pid": 1}'),
@@ -212,7 +212,7 @@ def test_get_accepts_an_unambiguous_prefix_of_four_or_more(
     with pytest.raises(IdPrefixTooShort):
         run(manager.get(rec.session_id[:3]))
     # two ids sharing a prefix, written as another program would
-    conn = sqlite3.connect(db)
+    conn = sqlite.connect(db)
     for sid, thread in (("abcd-1111", "ta"), ("abcd-2222", "tb")):
         conn.execute(
             "INSERT INTO sessions VALUES (?, '/p', ?, 'CREATED', '{}', 'x', 'x', NULL)",
@@ -331,8 +331,8 @@ def test_one_live_session_per_thread(
     assert {r.thread_id for r in run(manager.list())} == {"thread-1", "thread-2"}
     assert other.status is S.CREATED
     # the unique index holds even for a writer that skips the manager
-    conn = sqlite3.connect(db)
-    with pytest.raises(sqlite3.IntegrityError):
+    conn = sqlite.connect(db)
+    with pytest.raises(sqlite.IntegrityError):
         conn.execute(
             "INSERT INTO sessions VALUES ('x', '/p', 'thread-1', 'PAUSED', '{}', 'x', 'x', NULL)"
         )
@@ -538,7 +538,7 @@ def test_a_write_that_the_database_refuses_is_a_vault_error_naming_the_file(
 
 
 def test_a_missing_table_is_a_vault_error_on_read(db: Path, manager: SessionManager) -> None:
-    conn = sqlite3.connect(db)
+    conn = sqlite.connect(db)
     conn.execute("DROP TABLE sessions")
     conn.commit()
     conn.close()

@@ -4,7 +4,6 @@ with one per write when an operation in it is refused: what is committed is the 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from pfar.errors import VaultIOError
 from pfar.journal.writer import GroupCommitWriter
+from pfar.vault.driver import sqlite
 from pfar.vault.sqlite import connect
 
 
@@ -20,27 +20,27 @@ class Refused(Exception):
 
 
 @pytest.fixture
-def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+def conn(tmp_path: Path) -> Iterator[sqlite.Connection]:
     path = tmp_path / "w.sqlite"
-    sqlite3.connect(path).close()
+    sqlite.connect(path).close()
     c = connect(path)
     c.execute("CREATE TABLE t (k TEXT PRIMARY KEY)")
     yield c
     c.close()
 
 
-def _rows(conn: sqlite3.Connection) -> list[str]:
+def _rows(conn: sqlite.Connection) -> list[str]:
     return [k for (k,) in conn.execute("SELECT k FROM t ORDER BY k")]
 
 
 def test_a_refused_operation_leaves_no_row_and_its_neighbours_theirs(
-    conn: sqlite3.Connection,
+    conn: sqlite.Connection,
 ) -> None:
     writer = GroupCommitWriter(conn)
     runs: dict[str, int] = {}
 
-    def insert(key: str, refuse: bool = False) -> Callable[[sqlite3.Connection], str]:
-        def op(c: sqlite3.Connection) -> str:
+    def insert(key: str, refuse: bool = False) -> Callable[[sqlite.Connection], str]:
+        def op(c: sqlite.Connection) -> str:
             runs[key] = runs.get(key, 0) + 1
             c.execute("INSERT INTO t (k) VALUES (?)", (key,))
             if refuse:  # refused after it wrote: its row must not be committed
@@ -63,12 +63,12 @@ def test_a_refused_operation_leaves_no_row_and_its_neighbours_theirs(
     assert runs == {"a": 2, "b": 2, "c": 1}
 
 
-def test_a_batch_nobody_refuses_runs_each_operation_once(conn: sqlite3.Connection) -> None:
+def test_a_batch_nobody_refuses_runs_each_operation_once(conn: sqlite.Connection) -> None:
     writer = GroupCommitWriter(conn)
     runs: list[str] = []
 
-    def insert(key: str) -> Callable[[sqlite3.Connection], None]:
-        def op(c: sqlite3.Connection) -> None:
+    def insert(key: str) -> Callable[[sqlite.Connection], None]:
+        def op(c: sqlite.Connection) -> None:
             runs.append(key)
             c.execute("INSERT INTO t (k) VALUES (?)", (key,))
 
@@ -83,10 +83,10 @@ def test_a_batch_nobody_refuses_runs_each_operation_once(conn: sqlite3.Connectio
     assert writer.commits == 1
 
 
-def test_an_operation_alone_that_is_refused_commits_nothing(conn: sqlite3.Connection) -> None:
+def test_an_operation_alone_that_is_refused_commits_nothing(conn: sqlite.Connection) -> None:
     writer = GroupCommitWriter(conn)
 
-    def op(c: sqlite3.Connection) -> None:
+    def op(c: sqlite.Connection) -> None:
         c.execute("INSERT INTO t (k) VALUES ('x')")
         raise Refused("x")
 
@@ -97,7 +97,7 @@ def test_an_operation_alone_that_is_refused_commits_nothing(conn: sqlite3.Connec
     assert not conn.in_transaction  # its transaction was undone whole, and ended
     assert writer.commits == 0
 
-    def after(c: sqlite3.Connection) -> None:
+    def after(c: sqlite.Connection) -> None:
         c.execute("INSERT INTO t (k) VALUES ('y')")
 
     writer.run(after)  # the writer goes on
@@ -105,8 +105,8 @@ def test_an_operation_alone_that_is_refused_commits_nothing(conn: sqlite3.Connec
     assert writer.commits == 1
 
 
-def _insert(key: str) -> Callable[[sqlite3.Connection], str]:
-    def op(c: sqlite3.Connection) -> str:
+def _insert(key: str) -> Callable[[sqlite.Connection], str]:
+    def op(c: sqlite.Connection) -> str:
         c.execute("INSERT INTO t (k) VALUES (?)", (key,))
         return key
 
@@ -114,7 +114,7 @@ def _insert(key: str) -> Callable[[sqlite3.Connection], str]:
 
 
 def test_a_write_alone_commits_at_once_and_its_caller_does_not_yield(
-    conn: sqlite3.Connection,
+    conn: sqlite.Connection,
 ) -> None:
     writer = GroupCommitWriter(conn)
     writer.alone = lambda: True
@@ -131,8 +131,8 @@ def test_a_write_alone_commits_at_once_and_its_caller_does_not_yield(
     assert writer.commits == 1 and writer.failure is None
 
 
-def _refuse_after_insert(key: str) -> Callable[[sqlite3.Connection], None]:
-    def op(c: sqlite3.Connection) -> None:
+def _refuse_after_insert(key: str) -> Callable[[sqlite.Connection], None]:
+    def op(c: sqlite.Connection) -> None:
         c.execute("INSERT INTO t (k) VALUES (?)", (key,))
         raise Refused(key)
 
@@ -140,7 +140,7 @@ def _refuse_after_insert(key: str) -> Callable[[sqlite3.Connection], None]:
 
 
 def test_at_once_commits_give_the_loop_a_turn_after_a_run_of_them(
-    conn: sqlite3.Connection,
+    conn: sqlite.Connection,
 ) -> None:
     """A caller whose writes all commit at once would never yield: after a run of them,
     its next write waits for the loop's next turn like any other."""
@@ -164,7 +164,7 @@ def test_at_once_commits_give_the_loop_a_turn_after_a_run_of_them(
     assert turns and turns[0] < 40
 
 
-def test_writes_that_have_company_are_grouped_as_before(conn: sqlite3.Connection) -> None:
+def test_writes_that_have_company_are_grouped_as_before(conn: sqlite.Connection) -> None:
     writer = GroupCommitWriter(conn)
     writer.alone = lambda: False
 
@@ -179,7 +179,7 @@ def test_writes_that_have_company_are_grouped_as_before(conn: sqlite3.Connection
 
 
 def test_a_deferred_write_rides_on_a_write_committed_at_once(
-    conn: sqlite3.Connection,
+    conn: sqlite.Connection,
 ) -> None:
     writer = GroupCommitWriter(conn)
     writer.alone = lambda: True
@@ -196,7 +196,7 @@ def test_a_deferred_write_rides_on_a_write_committed_at_once(
 
 
 def test_a_commit_at_once_that_fails_stops_the_writer_and_tells_the_caller(
-    conn: sqlite3.Connection,
+    conn: sqlite.Connection,
 ) -> None:
     """A disk I/O error is fail-stop: the caller's future says so, even with a deferred
     write first in the batch (nobody waits on that one)."""
@@ -205,8 +205,8 @@ def test_a_commit_at_once_that_fails_stops_the_writer_and_tells_the_caller(
     stopped: list[BaseException] = []
     writer.on_failure = stopped.append
 
-    def broken_disk(c: sqlite3.Connection) -> None:
-        raise sqlite3.OperationalError("disk I/O error")
+    def broken_disk(c: sqlite.Connection) -> None:
+        raise sqlite.OperationalError("disk I/O error")
 
     async def go() -> None:
         writer.defer(_insert("later"), within=60.0)

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,9 @@ from rich.table import Table
 from ..journal import Journal, TaskRecord
 from ..kernel.setup_home import init_home
 from ..policy.printable import printable
+from ..vault import keys
 from ..vault.home import Home
+from ..vault.sqlite import connect
 from . import client
 
 con = Console(highlight=False)
@@ -216,7 +217,7 @@ def _until(pred: Callable[[], Any], timeout: float, what: str) -> Any:
 
 
 def _q(home: Home, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(f"file:{home.sessions_db}?mode=ro", uri=True, timeout=10)
+    conn = connect(home.sessions_db, key=keys.unlock(home), readonly=True)
     try:
         return conn.execute(sql, args).fetchall()
     finally:
@@ -236,7 +237,7 @@ def _tasks_table(home: Home, names: dict[str, str]) -> Table:
     t = Table(title_justify="left")
     for c in ("task", "task_id", "state", "step", "error"):
         t.add_column(c)
-    with Journal.open_readonly(home.sessions_db) as journal:
+    with Journal.open_readonly(home.sessions_db, key=keys.unlock(home)) as journal:
         listed = asyncio.run(journal.tasks.listing(limit=1000))
     tasks = sorted(
         (task for task in listed if isinstance(task, TaskRecord)), key=lambda t: t.created_at

@@ -59,12 +59,37 @@ def cli(ctx: click.Context, home_dir: str | None) -> None:
 
 
 @cli.command()
+@click.option(
+    "--keychain", "choice", flag_value="keychain", help="Keep the vault's key in the OS keychain."
+)
+@click.option(
+    "--key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Keep the vault's key in this new file (owner-only, outside the home).",
+)
+@click.option(
+    "--passphrase",
+    "choice",
+    flag_value="passphrase",
+    help="Keep no key: stretch it from a passphrase at every start (terminal, or the file "
+    "descriptor in PFAR_PASSPHRASE_FD).",
+)
+@click.option(
+    "--no-encrypt", "choice", flag_value="none", help="A plain, unencrypted vault (not advised)."
+)
 @click.pass_context
-def init(ctx: click.Context) -> None:
-    """Create a home: config.toml, the vault, example templates and a model script."""
+def init(ctx: click.Context, choice: str | None, key_file: Path | None) -> None:
+    """Create a home: config.toml, an encrypted vault, example templates and a model script.
+
+    The vault's key goes to the OS keychain where there is one, else to a key file
+    outside the home (printed); `--key-file`, `--passphrase` or `--no-encrypt` choose."""
+    from .vault_cmd import init_choice, say_where_the_key_went
+
     home = home_of(ctx)
-    for path in init_home(home):
+    encryption, passphrase = init_choice(choice, key_file)
+    for path in init_home(home, encryption=encryption, key_file=key_file, passphrase=passphrase):
         out.print(f"created {path}")
+    say_where_the_key_went(home, asked=choice or ("file" if key_file else None))
     out.print(f"\nhome ready: {home.root}\nnext: pfar --home {home.root} run")
 
 

@@ -25,8 +25,8 @@ from ..kernel.api.requests import (
     SessionArgs,
 )
 from ..policy.printable import printable
+from ..vault import keys
 from ..vault.secrets import SecretStore, checked_secret
-from ..vault.sqlite import open_vault_db
 from . import client
 from .output import emit, home_of, out, read, table
 
@@ -128,7 +128,7 @@ def secret_set(ctx: click.Context, name: str) -> None:
     if client.kernel_running(home):
         client.send(home, SECRET_SET, SecretArgs(name, checked))
     else:
-        store = SecretStore.open(home.secrets_db)
+        store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
         try:
             store.set(name, checked)
         finally:
@@ -144,7 +144,8 @@ def secret_set(ctx: click.Context, name: str) -> None:
 def secret_list(ctx: click.Context, as_json: bool) -> None:
     """The secrets in the vault: each one's name, service and when it was set; never a
     value. Read from the vault, with or without a kernel."""
-    store = SecretStore(open_vault_db(home_of(ctx).secrets_db, "secrets", readonly=True))
+    home = home_of(ctx)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home), readonly=True)
     try:
         rows = [e.to_json() for e in store.listing()]
     finally:
@@ -161,7 +162,7 @@ def secret_rm(ctx: click.Context, name: str) -> None:
     if client.kernel_running(home):
         client.send(home, SECRET_RM, SecretNameArgs(name))
     else:
-        store = SecretStore.open(home.secrets_db)
+        store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
         try:
             if not store.remove(name):
                 raise UnknownSecret(name)

@@ -3,10 +3,10 @@ and the owner's messages as each chat channel delivers them (channels_sql.py).""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from ..vault.driver import sqlite
 from . import channels_sql, events_sql
 from .backing import Backing
 from .channels_sql import Delivery
@@ -21,7 +21,7 @@ class SQLiteAdapterStore:
         return events_sql.get_adapter_state(self._db.reader, adapter)
 
     async def put(self, adapter: str, state: dict[str, Any]) -> None:
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             events_sql.put_adapter_state_txn(conn, adapter, state, now_rfc3339())
 
         await self._db.write(op, None)
@@ -30,7 +30,7 @@ class SQLiteAdapterStore:
         """An adapter's new position and the ids of the updates it handled up to it (each
         once: a redelivered one is found in `inbound_events`), in one commit."""
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             at = now_rfc3339()
             for event_id in event_ids:
                 if events_sql.seen_event(conn, event_id) is None:
@@ -49,7 +49,7 @@ class SQLiteAdapterStore:
         """The enabled channels are `names`; deliveries a dead kernel left `sending` are
         in doubt from now on (returned: how many)."""
 
-        def op(conn: sqlite3.Connection) -> int:
+        def op(conn: sqlite.Connection) -> int:
             at = now_rfc3339()
             channels_sql.register_txn(conn, names, at)
             cut = channels_sql.sending_now(conn)
@@ -85,7 +85,7 @@ class SQLiteAdapterStore:
         """It may have arrived: never sent again; the owner is told so on that channel,
         in the same commit (so once)."""
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             _doubt_txn(conn, channel, key, error, now_rfc3339())
 
         await self._db.write(op, None)
@@ -94,7 +94,7 @@ class SQLiteAdapterStore:
         """A message for one channel only (a reply to the owner's words there), sent by
         its outbox like any other: in order, retried, once. False if queued before."""
 
-        def op(conn: sqlite3.Connection) -> bool:
+        def op(conn: sqlite.Connection) -> bool:
             return _queue_for_txn(conn, channel, msg, now_rfc3339())
 
         return await self._db.write(op, None)
@@ -133,7 +133,7 @@ class SQLiteAdapterStore:
         attempt: bool = False,
         point: str | None = None,
     ) -> None:
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             channels_sql.mark_txn(
                 conn,
                 channel,
@@ -153,7 +153,7 @@ DOUBT_PREFIX = "in-doubt:"
 _QUOTED = 200  # characters of the missing message quoted in the notice
 
 
-def _doubt_txn(conn: sqlite3.Connection, channel: str, key: str, error: str, at: str) -> None:
+def _doubt_txn(conn: sqlite.Connection, channel: str, key: str, error: str, at: str) -> None:
     """The delivery is in doubt; a notice naming it is queued for that channel alone (the
     others have it, or will). A notice in doubt itself is not told again."""
     channels_sql.mark_txn(conn, channel, key, "in_doubt", at, error=error)
@@ -172,7 +172,7 @@ def _doubt_txn(conn: sqlite3.Connection, channel: str, key: str, error: str, at:
     _queue_for_txn(conn, channel, notice, at)
 
 
-def _queue_for_txn(conn: sqlite3.Connection, channel: str, msg: OwnerMessage, at: str) -> bool:
+def _queue_for_txn(conn: sqlite.Connection, channel: str, msg: OwnerMessage, at: str) -> bool:
     """`msg` for `channel` alone (its sink says so: no fan-out); False if queued before."""
     if not events_sql.enqueue_message_txn(conn, msg, at):
         return False

@@ -3,12 +3,12 @@ and its group-commit writer."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from ..vault.driver import sqlite
 from .writer import GroupCommitWriter
 
 T = TypeVar("T")
@@ -17,7 +17,7 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class Backing:
     path: Path
-    reader: sqlite3.Connection
+    reader: sqlite.Connection
     writer_or_none: GroupCommitWriter | None
 
     @property
@@ -27,7 +27,7 @@ class Backing:
         return self.writer_or_none
 
     async def write(
-        self, op: Callable[[sqlite3.Connection], T], point: str | tuple[str, ...] | None
+        self, op: Callable[[sqlite.Connection], T], point: str | tuple[str, ...] | None
     ) -> T:
         """Run `op` in the writer's next commit; return once it is committed."""
         return await self.writer.submit(op, point)

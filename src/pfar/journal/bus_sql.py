@@ -3,10 +3,10 @@ transaction of the move they describe, read in order from a subscriber's offset.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from ..vault.driver import sqlite
 from .records import dumps, loads
 from .states import TaskState
 
@@ -46,7 +46,7 @@ class BusEvent:
 
 
 def moved_txn(
-    conn: sqlite3.Connection, task_id: str, before: TaskState, after: TaskState, at: str
+    conn: sqlite.Connection, task_id: str, before: TaskState, after: TaskState, at: str
 ) -> None:
     """The event of a task's move from `before` to `after`, if the move is one."""
     if after is before:
@@ -68,7 +68,7 @@ def moved_txn(
 
 
 def created_txn(
-    conn: sqlite3.Connection, task_id: str, kind: str, state: TaskState, at: str
+    conn: sqlite.Connection, task_id: str, kind: str, state: TaskState, at: str
 ) -> None:
     """A task's creation: created and started, or, created straight into the queue (no
     slot free), created and queued; such a task starts with its TaskScheduled."""
@@ -79,7 +79,7 @@ def created_txn(
 
 
 def append_txn(
-    conn: sqlite3.Connection, kind: str, task_id: str | None, body: dict[str, Any], at: str
+    conn: sqlite.Connection, kind: str, task_id: str | None, body: dict[str, Any], at: str
 ) -> None:
     conn.execute(
         "INSERT INTO bus_events(kind, task_id, body_json, at) VALUES (?, ?, ?, ?)",
@@ -87,7 +87,7 @@ def append_txn(
     )
 
 
-def since(conn: sqlite3.Connection, after: int, limit: int) -> list[BusEvent]:
+def since(conn: sqlite.Connection, after: int, limit: int) -> list[BusEvent]:
     rows = conn.execute(
         "SELECT seq, kind, task_id, body_json, at FROM bus_events WHERE seq > ? "
         "ORDER BY seq LIMIT ?",
@@ -96,7 +96,7 @@ def since(conn: sqlite3.Connection, after: int, limit: int) -> list[BusEvent]:
     return [BusEvent(r[0], r[1], r[2], dict(loads(r[3]) or {}), r[4]) for r in rows]
 
 
-def for_task(conn: sqlite3.Connection, task_id: str, kinds: frozenset[str]) -> list[BusEvent]:
+def for_task(conn: sqlite.Connection, task_id: str, kinds: frozenset[str]) -> list[BusEvent]:
     """The task's events of `kinds`, in commit order (its pauses and resumes, say)."""
     marks = ", ".join("?" for _ in kinds)
     rows = conn.execute(
@@ -107,17 +107,17 @@ def for_task(conn: sqlite3.Connection, task_id: str, kinds: frozenset[str]) -> l
     return [BusEvent(r[0], r[1], r[2], dict(loads(r[3]) or {}), r[4]) for r in rows]
 
 
-def last_seq(conn: sqlite3.Connection) -> int:
+def last_seq(conn: sqlite.Connection) -> int:
     row = conn.execute("SELECT max(seq) FROM bus_events").fetchone()
     return int(row[0] or 0)
 
 
-def offset(conn: sqlite3.Connection, subscriber: str) -> int | None:
+def offset(conn: sqlite.Connection, subscriber: str) -> int | None:
     row = conn.execute("SELECT seq FROM bus_offsets WHERE subscriber = ?", (subscriber,)).fetchone()
     return None if row is None else int(row[0])
 
 
-def ack_txn(conn: sqlite3.Connection, subscriber: str, seq: int, at: str) -> None:
+def ack_txn(conn: sqlite.Connection, subscriber: str, seq: int, at: str) -> None:
     """The subscriber handled every event up to `seq` (an offset never goes back)."""
     conn.execute(
         "INSERT INTO bus_offsets(subscriber, seq, updated_at) VALUES (?, ?, ?) "
@@ -127,5 +127,5 @@ def ack_txn(conn: sqlite3.Connection, subscriber: str, seq: int, at: str) -> Non
     )
 
 
-def prune_before_txn(conn: sqlite3.Connection, cutoff: str) -> None:
+def prune_before_txn(conn: sqlite.Connection, cutoff: str) -> None:
     conn.execute("DELETE FROM bus_events WHERE at < ?", (cutoff,))

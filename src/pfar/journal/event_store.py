@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from ..vault.driver import sqlite
 from . import bus_sql, channels_sql, events_sql
 from .backing import Backing
 from .bus_sql import BusEvent
@@ -17,7 +17,7 @@ class SQLiteEventStore:
         self._db = db
 
     async def enqueue(self, messages: Sequence[OwnerMessage], point: str | None = None) -> None:
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             at = now_rfc3339()
             for msg in messages:
                 events_sql.enqueue_message_txn(conn, msg, at)
@@ -35,7 +35,7 @@ class SQLiteEventStore:
         before it only means the owner log's keys absorb a resend)."""
         keys = list(keys)
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             at = now_rfc3339()
             for key in keys:
                 events_sql.mark_message_txn(conn, key, "delivered", at)
@@ -43,13 +43,13 @@ class SQLiteEventStore:
         self._db.writer.defer(op, "message_delivered")
 
     async def start_boot(self, boot_id: str, pid: int, version: str) -> None:
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             events_sql.start_boot_txn(conn, boot_id, pid, version, now_rfc3339())
 
         await self._db.write(op, None)
 
     async def end_boot(self, boot_id: str) -> None:
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             events_sql.end_boot_txn(conn, boot_id, now_rfc3339())
 
         await self._db.write(op, None)
@@ -62,7 +62,7 @@ class SQLiteEventStore:
         `keep_boots` (at least one: the boot running now), at most `batch` of each a
         commit; how many rows went (the caller calls again while it is `batch` or more)."""
 
-        def op(conn: sqlite3.Connection) -> int:
+        def op(conn: sqlite.Connection) -> int:
             n = channels_sql.prune_done_txn(conn, before, batch)
             return n + events_sql.prune_boots_txn(conn, max(keep_boots, 1), batch)
 
@@ -85,7 +85,7 @@ class SQLiteEventStore:
         """`point`: the fault point of the commit (None: the kernel's own mark, which every
         start moves, is no subscriber's acknowledgement)."""
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             bus_sql.ack_txn(conn, subscriber, seq, now_rfc3339())
 
         await self._db.write(op, point)
@@ -93,7 +93,7 @@ class SQLiteEventStore:
     async def publish(self, kind: str, task_id: str | None, body: dict[str, Any]) -> None:
         """An event that is no task's move (a learning kept): its own commit."""
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             bus_sql.append_txn(conn, kind, task_id, body, now_rfc3339())
 
         await self._db.write(op, None)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
+from ..vault.driver import sqlite
 from . import channels_sql
 from .records import OwnerMessage, dumps, loads
 
 
-def seen_event(conn: sqlite3.Connection, event_id: str) -> str | None:
+def seen_event(conn: sqlite.Connection, event_id: str) -> str | None:
     """The task an event created, if the event was seen before ('' when it created none)."""
     row = conn.execute(
         "SELECT task_id FROM inbound_events WHERE event_id = ?", (event_id,)
@@ -18,7 +18,7 @@ def seen_event(conn: sqlite3.Connection, event_id: str) -> str | None:
 
 
 def record_event_txn(
-    conn: sqlite3.Connection, event_id: str, adapter: str, task_id: str | None, at: str
+    conn: sqlite.Connection, event_id: str, adapter: str, task_id: str | None, at: str
 ) -> None:
     conn.execute(
         "INSERT INTO inbound_events(event_id, adapter, task_id, received_at) VALUES (?, ?, ?, ?)",
@@ -26,7 +26,7 @@ def record_event_txn(
     )
 
 
-def get_adapter_state(conn: sqlite3.Connection, adapter: str) -> dict[str, Any] | None:
+def get_adapter_state(conn: sqlite.Connection, adapter: str) -> dict[str, Any] | None:
     row = conn.execute(
         "SELECT state_json FROM adapter_state WHERE adapter = ?", (adapter,)
     ).fetchone()
@@ -34,7 +34,7 @@ def get_adapter_state(conn: sqlite3.Connection, adapter: str) -> dict[str, Any] 
 
 
 def put_adapter_state_txn(
-    conn: sqlite3.Connection, adapter: str, state: dict[str, Any], at: str
+    conn: sqlite.Connection, adapter: str, state: dict[str, Any], at: str
 ) -> None:
     conn.execute(
         "INSERT INTO adapter_state(adapter, state_json, updated_at) VALUES (?, ?, ?) "
@@ -44,7 +44,7 @@ def put_adapter_state_txn(
     )
 
 
-def enqueue_message_txn(conn: sqlite3.Connection, msg: OwnerMessage, at: str) -> bool:
+def enqueue_message_txn(conn: sqlite.Connection, msg: OwnerMessage, at: str) -> bool:
     """Queue a message; False when its key was queued before (the resend is a no-op)."""
     seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM owner_outbox").fetchone()[0]
     cur = conn.execute(
@@ -57,7 +57,7 @@ def enqueue_message_txn(conn: sqlite3.Connection, msg: OwnerMessage, at: str) ->
     return cur.rowcount == 1
 
 
-def pending_messages(conn: sqlite3.Connection, limit: int = 500) -> list[OwnerMessage]:
+def pending_messages(conn: sqlite.Connection, limit: int = 500) -> list[OwnerMessage]:
     rows = conn.execute(
         "SELECT message_key, kind, body, task_id, sink FROM owner_outbox "
         "WHERE status = 'pending' ORDER BY seq LIMIT ?",
@@ -66,14 +66,14 @@ def pending_messages(conn: sqlite3.Connection, limit: int = 500) -> list[OwnerMe
     return [OwnerMessage(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
 
-def mark_message_txn(conn: sqlite3.Connection, key: str, status: str, at: str) -> None:
+def mark_message_txn(conn: sqlite.Connection, key: str, status: str, at: str) -> None:
     conn.execute(
         "UPDATE owner_outbox SET status = ?, delivered_at = ? WHERE message_key = ?",
         (status, at, key),
     )
 
 
-def supersede_prompts_txn(conn: sqlite3.Connection, at: str) -> int:
+def supersede_prompts_txn(conn: sqlite.Connection, at: str) -> int:
     """Prompts queued by an earlier boot are replaced by this boot's re-sent ones.
 
     An earlier boot's report that never went out is still delivered: what it says
@@ -94,7 +94,7 @@ def supersede_prompts_txn(conn: sqlite3.Connection, at: str) -> int:
     return len(keys)
 
 
-def messages_for_task(conn: sqlite3.Connection, task_id: str) -> list[dict[str, Any]]:
+def messages_for_task(conn: sqlite.Connection, task_id: str) -> list[dict[str, Any]]:
     rows = conn.execute(
         "SELECT message_key, kind, body, status, created_at, delivered_at FROM owner_outbox "
         "WHERE task_id = ? ORDER BY seq",
@@ -104,7 +104,7 @@ def messages_for_task(conn: sqlite3.Connection, task_id: str) -> list[dict[str, 
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
-def last_boot(conn: sqlite3.Connection) -> dict[str, Any] | None:
+def last_boot(conn: sqlite.Connection) -> dict[str, Any] | None:
     row = conn.execute(
         "SELECT boot_id, pid, started_at, ended_at, clean FROM kernel_boots "
         "ORDER BY started_at DESC LIMIT 1"
@@ -120,14 +120,14 @@ def last_boot(conn: sqlite3.Connection) -> dict[str, Any] | None:
     }
 
 
-def start_boot_txn(conn: sqlite3.Connection, boot_id: str, pid: int, version: str, at: str) -> None:
+def start_boot_txn(conn: sqlite.Connection, boot_id: str, pid: int, version: str, at: str) -> None:
     conn.execute(
         "INSERT INTO kernel_boots(boot_id, pid, version, started_at) VALUES (?, ?, ?, ?)",
         (boot_id, pid, version, at),
     )
 
 
-def prune_boots_txn(conn: sqlite3.Connection, keep: int, limit: int) -> int:
+def prune_boots_txn(conn: sqlite.Connection, keep: int, limit: int) -> int:
     """Up to `limit` boots older than the newest `keep`; how many."""
     cur = conn.execute(
         "DELETE FROM kernel_boots WHERE boot_id IN (SELECT boot_id FROM kernel_boots "
@@ -137,5 +137,5 @@ def prune_boots_txn(conn: sqlite3.Connection, keep: int, limit: int) -> int:
     return cur.rowcount
 
 
-def end_boot_txn(conn: sqlite3.Connection, boot_id: str, at: str) -> None:
+def end_boot_txn(conn: sqlite.Connection, boot_id: str, at: str) -> None:
     conn.execute("UPDATE kernel_boots SET ended_at = ?, clean = 1 WHERE boot_id = ?", (at, boot_id))

@@ -8,19 +8,19 @@ Cancelling, and a step's row once its task stopped executing).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from ..errors import IllegalTransition, MalformedTaskRow, TaskStateRefused, UnknownTask
+from ..vault.driver import sqlite
 from . import approvals_sql, payloads, steps_sql, tasks_sql
 from .payloads import Payload
 from .records import TaskUpdate, now_rfc3339
 from .states import TaskState
 
 # (conn, task_id, to, update, reset_attempts) -> the state the task is now in
-TransitionTxn = Callable[[sqlite3.Connection, str, Payload, TaskUpdate, bool], TaskState]
+TransitionTxn = Callable[[sqlite.Connection, str, Payload, TaskUpdate, bool], TaskState]
 
 CANCELLED_ERROR = "cancelled by the owner"
 CUT_OFF = "cut off by the owner's cancel while it ran: it may have had (some of) its effects"
@@ -49,7 +49,7 @@ class CancelIntent:
     already: bool = False
 
 
-def _row(conn: sqlite3.Connection, task_id: str) -> tuple[TaskState, Payload]:
+def _row(conn: sqlite.Connection, task_id: str) -> tuple[TaskState, Payload]:
     current = tasks_sql.get_state_payload(conn, task_id)
     if current is None:
         raise UnknownTask(task_id)
@@ -61,7 +61,7 @@ def _ended(task_id: str, state: TaskState, action: str) -> TaskStateRefused:
     return TaskStateRefused(task_id, state.value, action, "it has already ended")
 
 
-def pause_now_txn(conn: sqlite3.Connection, task_id: str, transition: TransitionTxn) -> TaskState:
+def pause_now_txn(conn: sqlite.Connection, task_id: str, transition: TransitionTxn) -> TaskState:
     """Paused now, holding the payload it goes back to (no coroutine holds the task)."""
     state, payload = _row(conn, task_id)
     if not isinstance(payload, payloads.Working):
@@ -71,7 +71,7 @@ def pause_now_txn(conn: sqlite3.Connection, task_id: str, transition: Transition
 
 
 def pause_txn(
-    conn: sqlite3.Connection,
+    conn: sqlite.Connection,
     task_id: str,
     running: Callable[[], bool],
     transition: TransitionTxn,
@@ -105,7 +105,7 @@ def pause_txn(
 
 
 def unpause_txn(
-    conn: sqlite3.Connection, task_id: str, transition: TransitionTxn
+    conn: sqlite.Connection, task_id: str, transition: TransitionTxn
 ) -> tuple[TaskState, ResumeOutcome]:
     state, payload = _row(conn, task_id)
     if isinstance(payload, payloads.Paused):
@@ -120,7 +120,7 @@ def unpause_txn(
 
 
 def begin_cancel_txn(
-    conn: sqlite3.Connection, task_id: str, transition: TransitionTxn
+    conn: sqlite.Connection, task_id: str, transition: TransitionTxn
 ) -> CancelIntent:
     """The intent: Cancelling, with the owner's pending questions withdrawn. Needs nothing
     from the task's payload, so that a task whose row is malformed can still be ended."""
@@ -147,7 +147,7 @@ def begin_cancel_txn(
 
 
 def finish_cancel_txn(
-    conn: sqlite3.Connection, task_id: str, transition: TransitionTxn
+    conn: sqlite.Connection, task_id: str, transition: TransitionTxn
 ) -> list[int] | None:
     """Cancelled, with the steps still marked running recorded as cut off (their numbers);
     None when the task was Cancelled already."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
+from ..vault.driver import sqlite
 from .records import dumps, loads
 
 # a completed task's learnings (kernel/learning.py) are kept here too: what was decided
@@ -13,7 +13,7 @@ LEARNINGS_DECIDED = "learnings:decided"
 LEARNINGS_KEPT = "learnings:kept"
 
 
-def get(conn: sqlite3.Connection, task_id: str, key: str) -> dict[str, Any] | None:
+def get(conn: sqlite.Connection, task_id: str, key: str) -> dict[str, Any] | None:
     row = conn.execute(
         "SELECT verdict_json FROM hook_verdicts WHERE task_id = ? AND key = ?", (task_id, key)
     ).fetchone()
@@ -21,7 +21,7 @@ def get(conn: sqlite3.Connection, task_id: str, key: str) -> dict[str, Any] | No
 
 
 def put_txn(
-    conn: sqlite3.Connection, task_id: str, key: str, verdict: dict[str, Any], at: str
+    conn: sqlite.Connection, task_id: str, key: str, verdict: dict[str, Any], at: str
 ) -> bool:
     """Keep the first verdict for `key` (a second firing never replaces it): whether this
     one was kept."""

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 
 from ..errors import AmbiguousId, IdPrefixTooShort, PfarError
+from ..vault.driver import sqlite
 
 MIN_PREFIX = 4
 
 
 def resolve_id(
-    conn: sqlite3.Connection,
+    conn: sqlite.Connection,
     table: str,
     column: str,
     given: str,

@@ -9,11 +9,12 @@ transaction, so the state machine cannot be raced past.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from ..vault.driver import sqlite
+from ..vault.keys import VaultKey
 from ..vault.sqlite import Synchronous, connect, open_vault_db
 from .adapter_store import SQLiteAdapterStore
 from .backing import Backing
@@ -37,13 +38,15 @@ class Journal:
     def __init__(
         self,
         path: Path,
-        writer_conn: sqlite3.Connection | None,
-        reader: sqlite3.Connection,
+        writer_conn: sqlite.Connection | None,
+        reader: sqlite.Connection,
         writer: GroupCommitWriter | None,
         synchronous: Synchronous = "FULL",
+        key: VaultKey | None = None,
     ) -> None:
         self.path = path
         self._synchronous: Synchronous = synchronous
+        self._key = key
         self._writer_conn = writer_conn
         self._db = Backing(path, reader, writer)
         self.tasks = SQLiteTaskStore(self._db)
@@ -61,20 +64,21 @@ class Journal:
         cls,
         path: Path,
         *,
+        key: VaultKey | None = None,
         create: bool = False,
         synchronous: Synchronous = "FULL",
         fault_hook: FaultHook | None = None,
     ) -> Journal:
-        wconn = open_vault_db(path, "sessions", create=create, synchronous=synchronous)
-        reader = connect(path, synchronous=synchronous)
+        wconn = open_vault_db(path, "sessions", key=key, create=create, synchronous=synchronous)
+        reader = connect(path, key=key, synchronous=synchronous)
         writer = GroupCommitWriter(wconn, fault_hook=fault_hook)
-        return cls(path, wconn, reader, writer, synchronous)
+        return cls(path, wconn, reader, writer, synchronous, key)
 
     @classmethod
-    def open_readonly(cls, path: Path) -> Journal:
+    def open_readonly(cls, path: Path, *, key: VaultKey | None = None) -> Journal:
         """For inspecting a vault no kernel owns: nothing can be written through it."""
-        conn = open_vault_db(path, "sessions", readonly=True)
-        return cls(path, None, conn, None)
+        conn = open_vault_db(path, "sessions", key=key, readonly=True)
+        return cls(path, None, conn, None, key=key)
 
     @property
     def sessions(self) -> SessionManager:
@@ -82,9 +86,9 @@ class Journal:
         writing through this journal's writer when it has one."""
         if self._sessions is None:
             if self._db.writer_or_none is None:
-                conn = open_vault_db(self.path, "sessions", readonly=True)
+                conn = open_vault_db(self.path, "sessions", key=self._key, readonly=True)
             else:
-                conn = connect(self.path, synchronous=self._synchronous)
+                conn = connect(self.path, key=self._key, synchronous=self._synchronous)
             self._sessions = SessionManager(conn, writer=self._db.writer_or_none)
         return self._sessions
 
@@ -110,7 +114,7 @@ class Journal:
     def writer(self) -> GroupCommitWriter:
         return self._db.writer
 
-    def write_sync(self, op: Callable[[sqlite3.Connection], T], point: str | None = None) -> T:
+    def write_sync(self, op: Callable[[sqlite.Connection], T], point: str | None = None) -> T:
         return self._db.writer.run(op, point)
 
 

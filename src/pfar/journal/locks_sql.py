@@ -3,9 +3,10 @@ lease (seed 001, 4.3 and "Lock Recovery")."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from ..vault.driver import sqlite
 
 # (pid, the pid's start time) -> whether that very process still runs (on this host)
 Alive = Callable[[int, int], bool]
@@ -53,7 +54,7 @@ def _held(row: Sequence[object]) -> HeldLock:
 
 
 def acquire_txn(
-    conn: sqlite3.Connection,
+    conn: sqlite.Connection,
     claims: Sequence[LockClaim],
     holder: str,
     task_id: str,
@@ -110,18 +111,18 @@ def acquire_txn(
     return None, taken_over
 
 
-def release_txn(conn: sqlite3.Connection, holder: str) -> None:
+def release_txn(conn: sqlite.Connection, holder: str) -> None:
     conn.execute("DELETE FROM resource_locks WHERE holder = ?", (holder,))
 
 
-def renew_txn(conn: sqlite3.Connection, boot_id: str, lease_until: str) -> int:
+def renew_txn(conn: sqlite.Connection, boot_id: str, lease_until: str) -> int:
     cur = conn.execute(
         "UPDATE resource_locks SET lease_until = ? WHERE boot_id = ?", (lease_until, boot_id)
     )
     return cur.rowcount
 
 
-def clear_stale_txn(conn: sqlite3.Connection, owner: LockOwner, now: str, alive: Alive) -> int:
+def clear_stale_txn(conn: sqlite.Connection, owner: LockOwner, now: str, alive: Alive) -> int:
     """Drop the locks whose holder is gone: another boot's on this host whose process no
     longer runs, or any whose lease expired."""
     gone = 0
@@ -140,7 +141,7 @@ def clear_stale_txn(conn: sqlite3.Connection, owner: LockOwner, now: str, alive:
 
 
 def wait_txn(
-    conn: sqlite3.Connection, holder: str, task_id: str, boot_id: str, reason: str, since: str
+    conn: sqlite.Connection, holder: str, task_id: str, boot_id: str, reason: str, since: str
 ) -> None:
     conn.execute(
         "INSERT INTO lock_waits(holder, task_id, boot_id, reason, since) VALUES (?, ?, ?, ?, ?) "
@@ -149,15 +150,15 @@ def wait_txn(
     )
 
 
-def unwait_txn(conn: sqlite3.Connection, holder: str) -> None:
+def unwait_txn(conn: sqlite.Connection, holder: str) -> None:
     conn.execute("DELETE FROM lock_waits WHERE holder = ?", (holder,))
 
 
-def clear_waits_txn(conn: sqlite3.Connection, boot_id: str) -> None:
+def clear_waits_txn(conn: sqlite.Connection, boot_id: str) -> None:
     conn.execute("DELETE FROM lock_waits WHERE boot_id != ?", (boot_id,))
 
 
-def waits(conn: sqlite3.Connection) -> dict[str, str]:
+def waits(conn: sqlite.Connection) -> dict[str, str]:
     """Each waiting task's reason (its oldest wait)."""
     found: dict[str, str] = {}
     for task_id, reason in conn.execute(
@@ -167,6 +168,6 @@ def waits(conn: sqlite3.Connection) -> dict[str, str]:
     return found
 
 
-def held(conn: sqlite3.Connection) -> list[HeldLock]:
+def held(conn: sqlite.Connection) -> list[HeldLock]:
     rows = conn.execute(f"SELECT {_COLUMNS} FROM resource_locks ORDER BY kind, name").fetchall()
     return [_held(r) for r in rows]

@@ -3,10 +3,10 @@ owner's standing permission answers."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from ..errors import TaskStateRefused, UnknownTask
+from ..vault.driver import sqlite
 from . import events_sql, loops_sql, payloads, steps_sql, tasks_sql
 from .backing import Backing
 from .moves import transition_txn
@@ -65,7 +65,7 @@ class SQLiteLoopStore:
         """A loop task, its settings and its first turn (the prompt), in one commit;
         with an event, exactly once: a redelivered event returns its task."""
 
-        def op(conn: sqlite3.Connection) -> tuple[TaskRecord, bool]:
+        def op(conn: sqlite.Connection) -> tuple[TaskRecord, bool]:
             if event is not None:
                 seen = events_sql.seen_event(conn, event.event_id)
                 if seen is not None:
@@ -96,7 +96,7 @@ class SQLiteLoopStore:
         again after a crash finds the child it started), the call's row marked started,
         and the parent blocked on the child, in one commit. Returns the child."""
 
-        def op(conn: sqlite3.Connection) -> TaskRecord:
+        def op(conn: sqlite.Connection) -> TaskRecord:
             seen = events_sql.seen_event(conn, event.event_id)
             found = None if seen is None else tasks_sql.get(conn, seen)
             if found is None:
@@ -123,7 +123,7 @@ class SQLiteLoopStore:
         """The subtask of a blocked task ended: the Task call's outcome (`call`) and the
         task's next tool call, in one commit. Returns the state the task is in now."""
 
-        def op(conn: sqlite3.Connection) -> TaskState:
+        def op(conn: sqlite.Connection) -> TaskState:
             found = tasks_sql.get_state_payload(conn, call.task_id)
             if found is None:
                 raise UnknownTask(call.task_id)
@@ -140,7 +140,7 @@ class SQLiteLoopStore:
     async def update_settings(
         self, task_id: str, settings: LoopSettings, messages: Sequence[OwnerMessage] = ()
     ) -> None:
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             loops_sql.update_settings_txn(conn, task_id, settings)
             at = now_rfc3339()
             for msg in messages:
@@ -169,7 +169,7 @@ class SQLiteLoopStore:
         `at_pause` instead of moving into `to`, and `messages` (which speak of `to`)
         are not sent; resuming routes the answer then."""
 
-        def op(conn: sqlite3.Connection) -> tuple[list[StoredTurn], TaskState | None]:
+        def op(conn: sqlite.Connection) -> tuple[list[StoredTurn], TaskState | None]:
             state = None
             sent = messages
             if at_pause is not None and _pause_stands(conn, task_id):
@@ -198,7 +198,7 @@ class SQLiteLoopStore:
         the state, while the task is not waiting: its model has the turn. `event` (its
         id, its adapter): a chat message delivered again is found and changes nothing."""
 
-        def op(conn: sqlite3.Connection) -> TaskState:
+        def op(conn: sqlite.Connection) -> TaskState:
             if event is not None and events_sql.seen_event(conn, event[0]) is not None:
                 current = tasks_sql.get_state(conn, task_id)
                 if current is None:
@@ -237,7 +237,7 @@ class SQLiteLoopStore:
         """Tool call `step`'s anomalies, the host it reaches (seen from now on) and the
         owner's warning, in one commit."""
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             at = now_rfc3339()
             loops_sql.record_anomalies_txn(conn, task_id, step, found, host, at)
             for msg in messages:
@@ -250,7 +250,7 @@ class SQLiteLoopStore:
         (a turn saying so is appended) and the model is asked again. Refused, naming the
         state, unless the task waits for the owner after its model's answer."""
 
-        def op(conn: sqlite3.Connection) -> TaskState:
+        def op(conn: sqlite.Connection) -> TaskState:
             found = tasks_sql.get_state_payload(conn, task_id)
             if found is None:
                 raise UnknownTask(task_id)
@@ -269,13 +269,13 @@ class SQLiteLoopStore:
         return await self._db.write(op, "user_input")
 
     async def forget_rule(self, tool: str, pattern: str) -> bool:
-        def op(conn: sqlite3.Connection) -> bool:
+        def op(conn: sqlite.Connection) -> bool:
             return loops_sql.forget_rule_txn(conn, tool, pattern)
 
         return await self._db.write(op, None)
 
 
-def _pause_stands(conn: sqlite3.Connection, task_id: str) -> bool:
+def _pause_stands(conn: sqlite.Connection, task_id: str) -> bool:
     found = tasks_sql.get_state_payload(conn, task_id)
     if found is None:
         raise UnknownTask(task_id)

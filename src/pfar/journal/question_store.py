@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 
 from ..answers import Answer
@@ -13,6 +12,7 @@ from ..errors import (
     UnknownCredentialPrompt,
     UnknownTask,
 )
+from ..vault.driver import sqlite
 from . import approvals_sql, events_sql, loops_sql, payloads, tasks_sql
 from .backing import Backing
 from .ids import resolve_id
@@ -89,7 +89,7 @@ class SQLiteQuestionStore:
         """Insert the approval, park the task on it (`parked`, whose approval_id is the
         approval's), and queue the prompt: one commit."""
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             park_approval_txn(conn, approval, parked)
             events_sql.enqueue_message_txn(conn, message, approval.created_at)
             approvals_sql.count_prompt_txn(conn, approval.approval_id)
@@ -97,7 +97,7 @@ class SQLiteQuestionStore:
         await self._db.write(op, "approval_parked")
 
     async def park_credential(self, prompt: CredentialPromptRecord, message: OwnerMessage) -> None:
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             approvals_sql.insert_credential_txn(conn, prompt)
             transition_txn(
                 conn,
@@ -133,7 +133,7 @@ class SQLiteQuestionStore:
         """
         decision = answer.kind
 
-        def op(conn: sqlite3.Connection) -> tuple[ApprovalRecord, bool]:
+        def op(conn: sqlite.Connection) -> tuple[ApprovalRecord, bool]:
             a = approvals_sql.get_approval(conn, approval_id)
             if a is None:
                 raise UnknownApproval(approval_id)
@@ -169,7 +169,7 @@ class SQLiteQuestionStore:
         """Mark a prompt answered by `by` and resume its task (the secret is already in
         secrets.db)."""
 
-        def op(conn: sqlite3.Connection) -> tuple[CredentialPromptRecord, bool]:
+        def op(conn: sqlite.Connection) -> tuple[CredentialPromptRecord, bool]:
             p = approvals_sql.get_credential(conn, prompt_id)
             if p is None:
                 raise UnknownCredentialPrompt(prompt_id)
@@ -194,7 +194,7 @@ class SQLiteQuestionStore:
         5.3), so its call is skipped and the loop continues.
         """
 
-        def op(conn: sqlite3.Connection) -> list[tuple[str, str | None]]:
+        def op(conn: sqlite.Connection) -> list[tuple[str, str | None]]:
             failed: list[tuple[str, str | None]] = []
             for a in approvals_sql.approvals_with_status(conn, ["pending"], 10_000):
                 if a.expires_at > now:
@@ -223,7 +223,7 @@ class SQLiteQuestionStore:
         return await self._db.write(op, "failed")
 
     async def supersede_old_prompts(self) -> int:
-        def op(conn: sqlite3.Connection) -> int:
+        def op(conn: sqlite.Connection) -> int:
             return events_sql.supersede_prompts_txn(conn, now_rfc3339())
 
         return await self._db.write(op, None)

@@ -24,7 +24,6 @@ import builtins
 import json
 import os
 import re
-import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +42,8 @@ from ..errors import (
     UnknownSession,
     VaultIOError,
 )
+from ..vault.driver import sqlite
+from ..vault.keys import VaultKey
 from ..vault.sqlite import Synchronous, open_vault_db
 from .ids import resolve_id
 from .records import now_rfc3339
@@ -163,14 +164,14 @@ def _row(row: Sequence[Any]) -> SessionRecord:
     )
 
 
-def _fetch(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+def _fetch(conn: sqlite.Connection, session_id: str) -> SessionRecord | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
     ).fetchone()
     return None if row is None else _row(row)
 
 
-def _resolve(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
+def _resolve(conn: sqlite.Connection, session_id: str) -> SessionRecord:
     """The session with this id or, failing that, the one whose id starts with it."""
     full = resolve_id(conn, "sessions", "session_id", session_id, "session", UnknownSession)
     rec = _fetch(conn, full)
@@ -179,7 +180,7 @@ def _resolve(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
     return rec
 
 
-def _live_for_thread(conn: sqlite3.Connection, thread_id: str) -> SessionRecord | None:
+def _live_for_thread(conn: sqlite.Connection, thread_id: str) -> SessionRecord | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM sessions WHERE thread_id = ? AND status != 'TERMINATED'",
         (thread_id,),
@@ -208,12 +209,12 @@ def _json_object(session_id: str, what: str, value: object) -> str:
     return text
 
 
-def _database_path(conn: sqlite3.Connection) -> str:
+def _database_path(conn: sqlite.Connection) -> str:
     try:
         for _seq, name, file in conn.execute("PRAGMA database_list").fetchall():
             if name == "main":
                 return str(file) or ":memory:"
-    except sqlite3.Error as exc:
+    except sqlite.Error as exc:
         raise SessionStoreError("sessions database", "reading its path", str(exc)) from exc
     return "sessions database"
 
@@ -231,9 +232,7 @@ class SessionManager:
     from several threads; writes run on the event loop that awaits them.
     """
 
-    def __init__(
-        self, conn: sqlite3.Connection, *, writer: GroupCommitWriter | None = None
-    ) -> None:
+    def __init__(self, conn: sqlite.Connection, *, writer: GroupCommitWriter | None = None) -> None:
         self._conn = conn
         self._lock = threading.RLock()
         self.path = _database_path(conn)
@@ -246,12 +245,13 @@ class SessionManager:
         cls,
         path: Path,
         *,
+        key: VaultKey | None = None,
         create: bool = False,
         synchronous: Synchronous = "FULL",
         writer: GroupCommitWriter | None = None,
     ) -> SessionManager:
         """Open (and migrate) sessions.db at `path`; write through `writer` when given."""
-        conn = open_vault_db(path, "sessions", create=create, synchronous=synchronous)
+        conn = open_vault_db(path, "sessions", key=key, create=create, synchronous=synchronous)
         return cls(conn, writer=writer)
 
     def close(self) -> None:
@@ -263,22 +263,22 @@ class SessionManager:
 
     # -- transactions ----------------------------------------------------------
 
-    def read(self, what: str, op: Callable[[sqlite3.Connection], T]) -> T:
+    def read(self, what: str, op: Callable[[sqlite.Connection], T]) -> T:
         """Run `op` outside a write transaction; a database error becomes SessionStoreError."""
         with self._lock:
             try:
                 return op(self._conn)
-            except sqlite3.Error as exc:
+            except sqlite.Error as exc:
                 raise SessionStoreError(self.path, what, str(exc)) from exc
 
     async def write(
-        self, what: str, op: Callable[[sqlite3.Connection], T], point: str | None = None
+        self, what: str, op: Callable[[sqlite.Connection], T], point: str | None = None
     ) -> T:
         """Run `op` in the writer's next commit, under its own savepoint: committed whole,
         or rolled back. Returns once it is committed (and `point` passed)."""
         try:
             return await self.writer.submit(op, point)
-        except (sqlite3.Error, VaultIOError) as exc:  # a stopped writer too: named here
+        except (sqlite.Error, VaultIOError) as exc:  # a stopped writer too: named here
             raise SessionStoreError(self.path, what, str(exc)) from exc
 
     # -- reads -----------------------------------------------------------------
@@ -293,7 +293,7 @@ class SessionManager:
     async def list(self, status: SessionStatus | None = None) -> builtins.list[SessionRecord]:
         """Sessions, oldest first; only those in `status` when it is given."""
 
-        def op(conn: sqlite3.Connection) -> builtins.list[SessionRecord]:
+        def op(conn: sqlite.Connection) -> builtins.list[SessionRecord]:
             if status is None:
                 rows = conn.execute(
                     f"SELECT {_COLUMNS} FROM sessions ORDER BY created_at, session_id"
@@ -339,7 +339,7 @@ class SessionManager:
             process=None,
         )
 
-        def op(conn: sqlite3.Connection) -> SessionRecord:
+        def op(conn: sqlite.Connection) -> SessionRecord:
             live = _live_for_thread(conn, thread_id)
             if live is not None:
                 raise SessionThreadBusy(thread_id, live.session_id, live.status.value)
@@ -390,7 +390,7 @@ class SessionManager:
     ) -> SessionRecord:
         """The one write path: resolve, compare-and-set the status, merge, write the row."""
 
-        def op(conn: sqlite3.Connection) -> SessionRecord:
+        def op(conn: sqlite.Connection) -> SessionRecord:
             rec = _resolve(conn, session_id)
             sid = rec.session_id
             if expect is not None and rec.status is not expect:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import IllegalTransition, UnknownTask
+from ..vault.driver import sqlite
 from ..vault.sqlite import DamagedDatabase, check_table, recovery_advice
 from . import (
     approvals_sql,
@@ -153,7 +153,7 @@ class SQLiteTaskStore:
     ) -> tuple[TaskRecord, bool]:
         """Create `task`; with an event, exactly once: a redelivered event returns its task."""
 
-        def op(conn: sqlite3.Connection) -> tuple[TaskRecord, bool]:
+        def op(conn: sqlite.Connection) -> tuple[TaskRecord, bool]:
             if event is not None:
                 seen = events_sql.seen_event(conn, event.event_id)
                 if seen is not None:
@@ -182,7 +182,7 @@ class SQLiteTaskStore:
         columns, and queue owner messages, atomically. Returns the state it is in now
         (Paused, when the owner's pause request stood and this move was its boundary)."""
 
-        def op(conn: sqlite3.Connection) -> TaskState:
+        def op(conn: sqlite.Connection) -> TaskState:
             now = transition_txn(conn, task_id, to, update, reset_attempts)
             at = now_rfc3339()
             for msg in messages:
@@ -194,7 +194,7 @@ class SQLiteTaskStore:
     async def step_started(self, rec: StepRecord) -> None:
         """A step is about to run: durable before the tool is called."""
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             executing_txn(conn, rec.task_id)
             steps_sql.start_txn(conn, rec)
             # The owner's answer covered the run that starts now, not any later one:
@@ -217,7 +217,7 @@ class SQLiteTaskStore:
         the owner is told of it): the verdict kept, which is the first one kept for
         `key` when two firings raced."""
 
-        def op(conn: sqlite3.Connection) -> dict[str, Any]:
+        def op(conn: sqlite.Connection) -> dict[str, Any]:
             at = now_rfc3339()
             if not hooks_sql.put_txn(conn, task_id, key, verdict, at):
                 return hooks_sql.get(conn, task_id, key) or verdict
@@ -234,7 +234,7 @@ class SQLiteTaskStore:
         the cheap tier): kept with the task before any is stored, so a restart stores
         these and does not decide again. The first kept wins; returns it."""
 
-        def op(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+        def op(conn: sqlite.Connection) -> list[dict[str, Any]]:
             verdict = {"learnings": learnings}
             if not hooks_sql.put_txn(conn, task_id, LEARNINGS_DECIDED, verdict, now_rfc3339()):
                 verdict = hooks_sql.get(conn, task_id, LEARNINGS_DECIDED) or verdict
@@ -246,7 +246,7 @@ class SQLiteTaskStore:
         """The mark that a task's learnings are stored, with their LearningExtracted events,
         in one commit; False (nothing published) when it was marked before."""
 
-        def op(conn: sqlite3.Connection) -> bool:
+        def op(conn: sqlite.Connection) -> bool:
             at = now_rfc3339()
             if not hooks_sql.put_txn(conn, task_id, LEARNINGS_KEPT, {"count": len(events)}, at):
                 return False
@@ -259,7 +259,7 @@ class SQLiteTaskStore:
     async def step_process(self, task_id: str, step: int, process: dict[str, Any]) -> None:
         """Record the process a running step started, so a restart can end it."""
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             steps_sql.set_process_txn(conn, task_id, step, process)
 
         await self._db.write(op, None)
@@ -277,7 +277,7 @@ class SQLiteTaskStore:
         progress = {"current_step": next_step, "last_completed": rec.step, "last_step_at": at}
         next_payload = payloads.Executing(current_step=next_step)
 
-        def op(conn: sqlite3.Connection) -> TaskState:
+        def op(conn: sqlite.Connection) -> TaskState:
             # the common case in one statement: still Executing, no pause asked for.
             # updated_at (in two indexes) moves at phase boundaries; a step's time lives
             # in execute_progress, so a step commit rewrites one row page, no index
@@ -304,7 +304,7 @@ class SQLiteTaskStore:
     ) -> None:
         """A step failed: its row, the task's failure and the owner's notice in one commit."""
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             executing_txn(conn, rec.task_id)  # a step's row only while it executes
             steps_sql.finish_txn(conn, rec)
             transition_txn(conn, rec.task_id, payloads.Failed(), TaskUpdate(error=error))
@@ -326,7 +326,7 @@ class SQLiteTaskStore:
         """Journal that a model call is about to go out: a crash before its answer is
         known to have lost only that call, which recovery makes again."""
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             # only a working state's payload has llm_request: a task the owner paused or
             # cancelled meanwhile is refused, never given a field its state does not have
             cur = conn.execute(
@@ -347,7 +347,7 @@ class SQLiteTaskStore:
         """A model call's usage and cost; rides on the next commit (accounting, not state)."""
         row = dict(call)
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             conn.execute(
                 "INSERT INTO llm_calls(task_id, provider, model, input_tokens, output_tokens, "
                 "time_to_first_token, total_time, cost_usd, queued_seconds, granted_at, at) "
@@ -375,13 +375,13 @@ class SQLiteTaskStore:
         """Pause now (`running()` False: no coroutine holds the task) or at the running
         task's next boundary; refused for a parked, cancelling or ended task."""
 
-        def op(conn: sqlite3.Connection) -> tuple[TaskState, holds.PauseOutcome]:
+        def op(conn: sqlite.Connection) -> tuple[TaskState, holds.PauseOutcome]:
             return holds.pause_txn(conn, task_id, running, transition_txn)
 
         return await self._db.write(op, None)
 
     async def unpause(self, task_id: str) -> tuple[TaskState, holds.ResumeOutcome]:
-        def op(conn: sqlite3.Connection) -> tuple[TaskState, holds.ResumeOutcome]:
+        def op(conn: sqlite.Connection) -> tuple[TaskState, holds.ResumeOutcome]:
             return holds.unpause_txn(conn, task_id, transition_txn)
 
         return await self._db.write(op, None)
@@ -390,7 +390,7 @@ class SQLiteTaskStore:
         """Commit the intent to cancel (before any process is ended): from here on the
         task is never resumed, and a restart finishes the cancel."""
 
-        def op(conn: sqlite3.Connection) -> holds.CancelIntent:
+        def op(conn: sqlite.Connection) -> holds.CancelIntent:
             return holds.begin_cancel_txn(conn, task_id, transition_txn)
 
         return await self._db.write(op, "cancel_intended")
@@ -398,7 +398,7 @@ class SQLiteTaskStore:
     async def finish_cancel(self, task_id: str, message: OwnerMessage) -> list[int] | None:
         """Cancelled, its running steps recorded as cut off, and the owner told: one commit."""
 
-        def op(conn: sqlite3.Connection) -> list[int] | None:
+        def op(conn: sqlite.Connection) -> list[int] | None:
             cut = holds.finish_cancel_txn(conn, task_id, transition_txn)
             if cut is not None:
                 events_sql.enqueue_message_txn(conn, message, now_rfc3339())
@@ -426,7 +426,7 @@ class SQLiteTaskStore:
         already): they are Cancelled.
         """
 
-        def op(conn: sqlite3.Connection) -> None:
+        def op(conn: sqlite.Connection) -> None:
             for task_id, reason in abandon:
                 transition_txn(conn, task_id, payloads.Abandoned(), TaskUpdate(error=reason), False)
             for approval, parked in park:
@@ -453,7 +453,7 @@ class SQLiteTaskStore:
         a commit; how many tasks and calls went (the caller calls again while it is
         `batch` or more)."""
 
-        def op(conn: sqlite3.Connection) -> int:
+        def op(conn: sqlite.Connection) -> int:
             n = tasks_sql.delete_finished_before_txn(conn, ["Completed"], completed_before, batch)
             n += tasks_sql.delete_finished_before_txn(
                 conn, ["Failed", "Abandoned", "Cancelled"], failed_before, batch

@@ -31,16 +31,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ..errors import VaultCorrupt, VaultIOError, VaultUnwritable
+from ..vault.driver import sqlite
 from .faults import FaultHook
 
 T = TypeVar("T")
-Op = Callable[[sqlite3.Connection], T]
+Op = Callable[[sqlite.Connection], T]
 
 _AT_ONCE_IN_A_ROW = 16
 
@@ -55,7 +55,7 @@ class _Job(Generic[T]):
 class GroupCommitWriter:
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        conn: sqlite.Connection,
         *,
         fault_hook: FaultHook | None = None,
         stop_when_busy: bool = True,
@@ -179,7 +179,7 @@ class GroupCommitWriter:
         try:
             try:
                 conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
+            except sqlite.OperationalError as exc:
                 if self._stop_when_busy or not _is_busy(exc):
                     raise
                 return self._refuse(batch, exc)  # no transaction began: nothing written
@@ -208,7 +208,7 @@ class GroupCommitWriter:
             self._failed = exc
             if self.on_failure is not None:
                 self.on_failure(exc)
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite.Error):
                 conn.execute("ROLLBACK")
             err = VaultIOError(f"journal commit failed, the kernel must stop: {exc}")
             for job in batch:
@@ -261,7 +261,7 @@ class GroupCommitWriter:
         or a damaged page is raised instead: the writer stops (fail-stop)."""
         try:
             return True, job.op(self._conn)
-        except sqlite3.OperationalError as exc:
+        except sqlite.OperationalError as exc:
             if _is_io_error(exc):
                 raise
             return False, exc
@@ -293,16 +293,16 @@ def _points(point: str | tuple[str, ...] | None) -> tuple[str, ...]:
     return (point,) if isinstance(point, str) else point
 
 
-def _rollback_op(conn: sqlite3.Connection) -> None:
+def _rollback_op(conn: sqlite.Connection) -> None:
     conn.execute("ROLLBACK TO op")
     conn.execute("RELEASE op")
 
 
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    return (exc.sqlite_errorcode or 0) & 0xFF == sqlite3.SQLITE_BUSY
+def _is_busy(exc: sqlite.OperationalError) -> bool:
+    return (exc.sqlite_errorcode or 0) & 0xFF == sqlite.SQLITE_BUSY
 
 
-def _is_io_error(exc: sqlite3.OperationalError) -> bool:
+def _is_io_error(exc: sqlite.OperationalError) -> bool:
     if isinstance(exc, VaultUnwritable):
         return True
     text = str(exc).lower()

@@ -19,7 +19,6 @@ import hashlib
 import logging
 import os
 import socket
-import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -86,7 +85,8 @@ from ..runners.workflow.definition import load_definition
 from ..tools import sandbox, sandbox_mounts
 from ..tools.processes import end_group_if_same, start_time
 from ..tools.registry import ToolRegistry
-from ..vault import knowledge
+from ..vault import keys, knowledge
+from ..vault.driver import sqlite
 from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
@@ -208,8 +208,10 @@ class Kernel:
         self._lock.acquire()
         opened: list[Any] = []
         try:
+            key = keys.unlock(self.home)
             self.journal = Journal.open(
                 self.home.sessions_db,
+                key=key,
                 synchronous=config.vault.synchronous,
                 fault_hook=self._faults,
             )
@@ -219,10 +221,10 @@ class Kernel:
             # commit: it commits at once (GroupCommitWriter.alone)
             self.journal.writer.alone = lambda: len(self._running) <= 1
             self.secrets = SecretStore.open(
-                self.home.secrets_db, synchronous=config.vault.synchronous
+                self.home.secrets_db, key=key, synchronous=config.vault.synchronous
             )
             opened.append(self.secrets)
-            self.knowledge = _open_knowledge(self.home.memory_db)
+            self.knowledge = _open_knowledge(self.home.memory_db, key)
             self.sessions = SessionSupervisor(
                 self.journal.sessions,
                 self.home.root / "sessions",
@@ -1331,12 +1333,12 @@ async def open_kernel(home: Home | str, **kwargs: Any) -> AsyncIterator[Kernel]:
         await kernel.shutdown()
 
 
-def _open_knowledge(path: Path) -> knowledge.KnowledgeStore | None:
+def _open_knowledge(path: Path, key: keys.VaultKey | None) -> knowledge.KnowledgeStore | None:
     """memory.db's learnings; None (logged) when it cannot be opened: tasks run on
     without learnings, since the store is a help, never a dependency."""
     try:
-        return knowledge.KnowledgeStore.open(path)
-    except (PfarError, sqlite3.Error, OSError) as exc:
+        return knowledge.KnowledgeStore.open(path, key=key)
+    except (PfarError, sqlite.Error, OSError) as exc:
         log.warning("knowledge store unavailable (%s): tasks get no learnings", exc)
         return None
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from ..config import DEFAULT_CONFIG_TOML
 from ..errors import VaultError
 from ..journal import Journal
+from ..vault import keys
 from ..vault.home import Home
 from ..vault.secrets import SecretStore
 from ..vault.sqlite import open_vault_db
@@ -37,8 +38,19 @@ FAULT_ENV = "PFAR_FAULT"
 FAULT_POINTS = ("staged", "vault_created", "synced", "moved", "placed")
 
 
-def init_home(home: Home, *, examples: bool = True) -> list[str]:
-    """Create what is missing; refuse to touch a vault that already exists."""
+def init_home(
+    home: Home,
+    *,
+    examples: bool = True,
+    encryption: keys.EncryptChoice = "auto",
+    key_file: Path | None = None,
+    passphrase: str | None = None,
+) -> list[str]:
+    """Create what is missing; refuse to touch a vault that already exists.
+
+    The vault is encrypted unless `encryption` is "none": "auto" keeps its key in the OS
+    keychain where one exists, else in a key file outside the home (vault/unlock.json
+    says which; `keys.read_unlock` reads it back)."""
     _remove_leftovers(home)
     existing = [p for p in (home.sessions_db, home.secrets_db, home.memory_db) if p.exists()]
     if existing:
@@ -57,7 +69,10 @@ def init_home(home: Home, *, examples: bool = True) -> list[str]:
     parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{home.root.name}.init-{os.getpid()}-", dir=parent))
     try:
-        _build(Home(staging), examples)
+        new_key = None
+        if encryption != "none":
+            new_key = keys.create_key(home, encryption, key_file=key_file, passphrase=passphrase)
+        _build(Home(staging), examples, new_key)
         _fault("staged")
         _sync_tree(staging)
         _fault("synced")
@@ -73,13 +88,17 @@ def init_home(home: Home, *, examples: bool = True) -> list[str]:
     return created
 
 
-def _build(home: Home, examples: bool) -> None:
+def _build(home: Home, examples: bool, new_key: keys.NewKey | None) -> None:
     for d in (home.vault_dir, home.templates_dir, home.workspaces_dir, home.scripts_dir):
         d.mkdir(mode=0o700)
     _write(home.config, DEFAULT_CONFIG_TOML)
-    Journal.open(home.sessions_db, create=True).close()
-    SecretStore.open(home.secrets_db, create=True).close()
-    open_vault_db(home.memory_db, "memory", create=True).close()
+    key = None
+    if new_key is not None:
+        keys.write_unlock(home.vault_dir, new_key.info)
+        key = new_key.key
+    Journal.open(home.sessions_db, key=key, create=True).close()
+    SecretStore.open(home.secrets_db, key=key, create=True).close()
+    open_vault_db(home.memory_db, "memory", key=key, create=True).close()
     _fault("vault_created")
     if examples:
         assets = resources.files("pfar.kernel").joinpath("assets")

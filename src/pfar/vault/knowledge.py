@@ -16,13 +16,14 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .driver import sqlite
+from .keys import VaultKey
 from .sqlite import open_vault_db
 
 TOP = 5  # learnings given to a new task
@@ -193,13 +194,15 @@ class KnowledgeStore:
     """`memory.db`'s learnings. Its own connection (not the journal's writer): learnings
     are a help, written at a task's end, never part of a task's state."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite.Connection) -> None:
         self._conn = conn
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, path: Path) -> KnowledgeStore:
-        return cls(open_vault_db(path, "memory"))
+    def open(
+        cls, path: Path, *, key: VaultKey | None = None, readonly: bool = False
+    ) -> KnowledgeStore:
+        return cls(open_vault_db(path, "memory", key=key, readonly=readonly))
 
     def close(self) -> None:
         self._conn.close()
@@ -234,7 +237,7 @@ class KnowledgeStore:
                     "created_at) VALUES (?, ?, ?, ?, ?)",
                     (learning.learning_id, content, source_task, json.dumps(list(tags)), at),
                 )
-            except sqlite3.IntegrityError:
+            except sqlite.IntegrityError:
                 row = self._conn.execute(
                     "SELECT learning_id, content, source_task, tags_json, created_at "
                     "FROM learnings WHERE learning_id = ?",

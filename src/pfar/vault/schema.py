@@ -7,11 +7,11 @@ SQL cannot write clearly runs in its file's transaction (upgrades.py).
 
 from __future__ import annotations
 
-import sqlite3
 from importlib import resources
 from pathlib import Path
 
 from ..errors import MigrationFailed, VaultCorrupt
+from .driver import sqlite
 from .upgrades import AFTER
 
 
@@ -27,7 +27,7 @@ def _migrations(kind: str) -> list[tuple[int, str, str]]:
     return found
 
 
-def schema_version(conn: sqlite3.Connection) -> int:
+def schema_version(conn: sqlite.Connection) -> int:
     row = conn.execute(
         "SELECT name FROM sqlite_master WHERE type='table' AND name='schema_version'"
     ).fetchone()
@@ -37,7 +37,7 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(version or 0)
 
 
-def migrate(conn: sqlite3.Connection, kind: str, path: Path) -> int:
+def migrate(conn: sqlite.Connection, kind: str, path: Path) -> int:
     """Bring `conn` to the newest schema for `kind`; return the version reached."""
     steps = _migrations(kind)
     latest = steps[-1][0] if steps else 0
@@ -62,7 +62,7 @@ def migrate(conn: sqlite3.Connection, kind: str, path: Path) -> int:
                 (number, name),
             )
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except sqlite.Error as exc:
             conn.execute("ROLLBACK")
             raise MigrationFailed(f"{path}: migration {name} failed: {exc}") from None
         current = number

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import PfarError
+from .driver import sqlite
+from .keys import VaultKey
 from .sqlite import Synchronous, open_vault_db
 
 # Redaction finds a secret by its value in every text pfar keeps or shows; a value this
@@ -66,15 +67,25 @@ class SecretEntry:
 
 
 class SecretStore:
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite.Connection) -> None:
         self._conn = conn
         self._lock = threading.Lock()
 
     @classmethod
     def open(
-        cls, path: Path, *, create: bool = False, synchronous: Synchronous = "FULL"
+        cls,
+        path: Path,
+        *,
+        key: VaultKey | None = None,
+        create: bool = False,
+        synchronous: Synchronous = "FULL",
+        readonly: bool = False,
     ) -> SecretStore:
-        return cls(open_vault_db(path, "secrets", create=create, synchronous=synchronous))
+        return cls(
+            open_vault_db(
+                path, "secrets", key=key, create=create, synchronous=synchronous, readonly=readonly
+            )
+        )
 
     def set(self, name: str, value: str, service: str | None = None) -> None:
         at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -10,38 +10,39 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, Self
 
 from ..errors import VaultCorrupt, VaultLocked, VaultMissing, VaultUnwritable
+from .driver import sqlite
+from .keys import VaultKey, is_plain_sqlite, unlock_path
 from .schema import migrate, schema_version
 
 Synchronous = Literal["FULL", "NORMAL"]
 
 
 # What a database error says about the file, by SQLite's primary result code.
-_DAMAGE = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+_DAMAGE = frozenset({sqlite.SQLITE_CORRUPT, sqlite.SQLITE_NOTADB})
 _UNWRITABLE = frozenset(
     {
-        sqlite3.SQLITE_READONLY,
-        sqlite3.SQLITE_CANTOPEN,
-        sqlite3.SQLITE_PERM,
-        sqlite3.SQLITE_FULL,
-        sqlite3.SQLITE_IOERR,
+        sqlite.SQLITE_READONLY,
+        sqlite.SQLITE_CANTOPEN,
+        sqlite.SQLITE_PERM,
+        sqlite.SQLITE_FULL,
+        sqlite.SQLITE_IOERR,
     }
 )
 
 
-class DamagedDatabase(VaultCorrupt, sqlite3.DatabaseError):
+class DamagedDatabase(VaultCorrupt, sqlite.DatabaseError):
     """A page of the file is damaged. Also a sqlite3 error, so that every handler that
     rolls a transaction back on a database error still does."""
 
 
-class UnwritableDatabase(VaultUnwritable, sqlite3.OperationalError):
+class UnwritableDatabase(VaultUnwritable, sqlite.OperationalError):
     """The file cannot be written (read-only, disk full, permission denied). Also a
-    sqlite3.OperationalError, so the journal writer still stops on it (fail-stop)."""
+    sqlite.OperationalError, so the journal writer still stops on it (fail-stop)."""
 
 
 def recovery_advice(path: Path) -> str:
@@ -53,7 +54,7 @@ def recovery_advice(path: Path) -> str:
     )
 
 
-def translate(path: Path, exc: sqlite3.Error) -> sqlite3.Error:
+def translate(path: Path, exc: sqlite.Error) -> sqlite.Error:
     """pfar's error for `exc` raised on `path`, naming the file and what to do, or `exc`
     itself when it is not about the file (a constraint, a busy database, a bug)."""
     if isinstance(exc, (DamagedDatabase, UnwritableDatabase)):
@@ -77,7 +78,7 @@ def unwritable(path: Path, code: int, cause: str) -> UnwritableDatabase:
 
 
 def _why_unwritable(path: Path, code: int) -> str:
-    if code == sqlite3.SQLITE_FULL or _disk_full(path):
+    if code == sqlite.SQLITE_FULL or _disk_full(path):
         return f"the disk holding {path.parent} is full; free some space"
     directory = path.parent
     if directory.exists() and not os.access(directory, os.W_OK | os.X_OK):
@@ -92,7 +93,7 @@ def _why_unwritable(path: Path, code: int) -> str:
                 f"{file} is read-only or unreadable to pfar; make it writable with "
                 f"`chmod u+rw {file}` (or check `lsattr` and the mount)"
             )
-    if code == sqlite3.SQLITE_IOERR:
+    if code == sqlite.SQLITE_IOERR:
         return "the disk reported an I/O error; check it (dmesg) before anything else"
     return "permission denied; check the permissions and the mount of the vault directory"
 
@@ -104,7 +105,7 @@ def _disk_full(path: Path) -> bool:
         return False
 
 
-def check_table(conn: sqlite3.Connection, path: Path, table: str) -> None:
+def check_table(conn: sqlite.Connection, path: Path, table: str) -> None:
     """Raise DamagedDatabase when SQLite's integrity check finds `table` damaged.
 
     For a read that looks inconsistent: a page whose keys were overwritten can still
@@ -121,7 +122,7 @@ def check_table(conn: sqlite3.Connection, path: Path, table: str) -> None:
         )
 
 
-class _Cursor(sqlite3.Cursor):
+class _Cursor(sqlite.Cursor):
     """Every error a statement meets on the way through the file is translated once,
     here: callers see pfar's error with the file named, never a bare sqlite3 one."""
 
@@ -132,41 +133,41 @@ class _Cursor(sqlite3.Cursor):
     def execute(self, sql: str, parameters: Any = (), /) -> Self:
         try:
             return super().execute(sql, parameters)
-        except sqlite3.Error as exc:
+        except sqlite.Error as exc:
             raise translate(self._path(), exc) from exc
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> Self:
         try:
             return super().executemany(sql, seq_of_parameters)
-        except sqlite3.Error as exc:
+        except sqlite.Error as exc:
             raise translate(self._path(), exc) from exc
 
     def fetchone(self) -> Any:
         try:
             return super().fetchone()
-        except sqlite3.Error as exc:
+        except sqlite.Error as exc:
             raise translate(self._path(), exc) from exc
 
     def fetchmany(self, size: int | None = 1) -> list[Any]:
         try:
             return super().fetchmany(size)
-        except sqlite3.Error as exc:
+        except sqlite.Error as exc:
             raise translate(self._path(), exc) from exc
 
     def fetchall(self) -> list[Any]:
         try:
             return super().fetchall()
-        except sqlite3.Error as exc:
+        except sqlite.Error as exc:
             raise translate(self._path(), exc) from exc
 
     def __next__(self) -> Any:
         try:
             return super().__next__()
-        except sqlite3.Error as exc:
+        except sqlite.Error as exc:
             raise translate(self._path(), exc) from exc
 
 
-class VaultConnection(sqlite3.Connection):
+class VaultConnection(sqlite.Connection):
     """A connection that knows its file and translates its errors (see _Cursor)."""
 
     path: Path
@@ -184,15 +185,22 @@ class VaultConnection(sqlite3.Connection):
 
 
 def connect(
-    path: Path, *, synchronous: Synchronous = "FULL", readonly: bool = False
-) -> sqlite3.Connection:
-    """A connection with pfar's pragmas. Autocommit mode: transactions are explicit."""
+    path: Path,
+    *,
+    key: VaultKey | None = None,
+    synchronous: Synchronous = "FULL",
+    readonly: bool = False,
+) -> sqlite.Connection:
+    """A connection with pfar's pragmas. Autocommit mode: transactions are explicit.
+
+    With `key`, SQLCipher encrypts every page of the file and of its WAL with it; the key
+    is given before anything else is read, and is checked by the first read."""
     uri = f"file:{path}?mode={'ro' if readonly else 'rw'}"
     if not readonly and path.exists() and not os.access(path, os.W_OK):
         # SQLite would quietly open it read-only and fail at the first write, much later
-        raise unwritable(path, sqlite3.SQLITE_READONLY, "the file is not writable")
+        raise unwritable(path, sqlite.SQLITE_READONLY, "the file is not writable")
     try:
-        conn = sqlite3.connect(
+        conn = sqlite.connect(
             uri,
             uri=True,
             isolation_level=None,
@@ -200,13 +208,15 @@ def connect(
             timeout=10.0,
             factory=VaultConnection,
         )
-    except sqlite3.OperationalError as exc:
+    except sqlite.OperationalError as exc:
         if path.exists():
             raise translate(path, exc) from None
         raise VaultMissing(f"{path}: cannot open ({exc})") from None
     assert isinstance(conn, VaultConnection)
     conn.path = path
     try:
+        if key is not None:
+            conn.execute(f"PRAGMA key = {key.pragma()}")
         conn.execute("PRAGMA busy_timeout = 10000")
         if not readonly:
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -217,13 +227,26 @@ def connect(
         # Reading the schema touches the header and the first page: a file that
         # is not a database fails here, before anything is written to it.
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.DatabaseError as exc:
+    except sqlite.DatabaseError as exc:
         conn.close()
         if "locked" in str(exc) or "busy" in str(exc):
             raise VaultLocked(f"{path}: database is locked by another process ({exc})") from None
-        cause = exc.__cause__ if isinstance(exc.__cause__, sqlite3.Error) else exc
+        cause = exc.__cause__ if isinstance(exc.__cause__, sqlite.Error) else exc
         if isinstance(exc, UnwritableDatabase):
             raise
+        if key is not None:
+            raise VaultCorrupt(
+                f"{path}: cannot be read with the vault's key, which is the right one (its "
+                f"check value matches): the file is damaged ({cause}); it was left "
+                f"untouched. {recovery_advice(path)}"
+            ) from None
+        if is_plain_sqlite(path) is False and not unlock_path(path.parent).exists():
+            raise VaultCorrupt(
+                f"{path}: not a plain SQLite file ({cause}), and the vault has no "
+                f"{unlock_path(path.parent).name}: either the vault is encrypted and that "
+                "file was lost (restore it from a backup: it says where the key is), or the "
+                f"file is damaged. It was left untouched. {recovery_advice(path)}"
+            ) from None
         raise VaultCorrupt(
             f"{path}: not a readable pfar database ({cause}); it was left untouched. "
             f"{recovery_advice(path)}"
@@ -235,11 +258,13 @@ def open_vault_db(
     path: Path,
     kind: str,
     *,
+    key: VaultKey | None = None,
     create: bool = False,
     synchronous: Synchronous = "FULL",
     readonly: bool = False,
-) -> sqlite3.Connection:
-    """Open (and migrate) the vault database `kind` ("sessions", "secrets", "memory")."""
+) -> sqlite.Connection:
+    """Open (and migrate) the vault database `kind` ("sessions", "secrets", "memory"),
+    with `key` when the vault is encrypted."""
     if not path.exists():
         if not create:
             raise VaultMissing(
@@ -253,9 +278,15 @@ def open_vault_db(
             f"{path} is empty: its data is gone (a truncated restore?). It was left as it is; "
             "restore it from a backup (the rest of the vault is untouched: keep it as it is)."
         )
+    if key is not None and is_plain_sqlite(path):
+        raise VaultCorrupt(
+            f"{path} is a plain SQLite file in an encrypted vault: it was put there by hand, "
+            "or `pfar vault encrypt` was interrupted. It was left untouched: finish with "
+            "`pfar vault encrypt`, or restore the vault from a backup"
+        )
     if not create:
         # Look before touching: even switching to WAL would write to a foreign file.
-        probe = connect(path, readonly=True)
+        probe = connect(path, key=key, readonly=True)
         try:
             is_vault = schema_version(probe) > 0
         finally:
@@ -265,7 +296,7 @@ def open_vault_db(
                 f"{path} is a SQLite database but not a pfar {kind} vault (no schema_version "
                 "table); it was left untouched"
             )
-    conn = connect(path, synchronous=synchronous, readonly=readonly)
+    conn = connect(path, key=key, synchronous=synchronous, readonly=readonly)
     if not readonly:
         try:
             migrate(conn, kind, path)

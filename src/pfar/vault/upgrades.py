@@ -5,15 +5,16 @@ were then, and never import what the journal is now."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from typing import Any
+
+from .driver import sqlite
 
 _WORKING = ("Extracting", "Planning", "Executing", "Synthesizing")
 _TERMINAL = ("Completed", "Failed", "Abandoned", "Cancelled")
 
 
-def typed_states(conn: sqlite3.Connection) -> None:
+def typed_states(conn: sqlite.Connection) -> None:
     """sessions_0006: `state_detail` from a loose dict to the state's typed record.
 
     A row whose detail is not a JSON object, or lacks what its state needs, is left
@@ -114,6 +115,6 @@ def _put(out: dict[str, Any], key: str, value: Any, default: Any) -> dict[str, A
 
 
 # migration file name -> the upgrade that runs after its statements, in its transaction
-AFTER: dict[str, Callable[[sqlite3.Connection], None]] = {
+AFTER: dict[str, Callable[[sqlite.Connection], None]] = {
     "sessions_0006_typed_states.sql": typed_states,
 }

@@ -18,9 +18,9 @@ from ...journal.payloads import Queued
 from ...runners.loop.context import ContextStats
 from ...runners.loop.runner import context_stats_of, offered_tools
 from ...tools import ToolRegistry
+from ...vault import keys
 from ...vault.home import Home
 from ...vault.knowledge import KnowledgeStore, Learning
-from ...vault.sqlite import open_vault_db
 from ..admission import Waiting
 from .attach import Shown, mark_key, turns_shown
 from .records import ChannelView
@@ -38,7 +38,7 @@ def learnings(home: Home, search: str | None, limit: int) -> list[Learning]:
     """`memory.db`'s learnings, read-only; none when the store was never made."""
     if not home.memory_db.exists():
         return []
-    store = KnowledgeStore(open_vault_db(home.memory_db, "memory", readonly=True))
+    store = KnowledgeStore.open(home.memory_db, key=keys.unlock(home), readonly=True)
     try:
         return store.search(search, limit)
     finally:

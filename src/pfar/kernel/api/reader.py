@@ -27,6 +27,7 @@ from ...journal.bus_sql import BusEvent
 from ...journal.sessions import SessionRecord, SessionStatus
 from ...recovery import plan_recovery
 from ...runners.loop.context import ContextStats
+from ...vault import keys
 from ...vault.home import Home, HomeLock
 from ...vault.knowledge import Learning
 from ..admission import Waiting
@@ -95,7 +96,7 @@ class HomeReader:
     @property
     def journal(self) -> Journal:
         if self._journal is None:
-            self._journal = Journal.open_readonly(self.home.sessions_db)
+            self._journal = Journal.open_readonly(self.home.sessions_db, key=keys.unlock(self.home))
             self._opened.append(self._journal)
         return self._journal
 

@@ -1,0 +1,61 @@
+"""`pfar vault ...`, and what `pfar init` says about the vault's key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+import click
+
+from ..errors import VaultError
+from ..vault import keys
+from ..vault.home import Home
+from .output import err, out
+
+
+def init_choice(choice: str | None, key_file: Path | None) -> tuple[keys.EncryptChoice, str | None]:
+    """The encryption `pfar init` was asked for, and the passphrase when it is one."""
+    if key_file is not None and choice not in (None, "file"):
+        raise click.UsageError(
+            "--key-file goes with no other of --keychain, --passphrase, --no-encrypt"
+        )
+    if key_file is not None:
+        return "file", None
+    if choice == "passphrase":
+        return "passphrase", new_passphrase()
+    return cast(keys.EncryptChoice, choice or "auto"), None
+
+
+def new_passphrase() -> str:
+    """A new passphrase: from PFAR_PASSPHRASE_FD, or typed twice at the terminal."""
+    import os
+
+    if os.environ.get(keys.PASSPHRASE_FD_ENV):
+        return keys.read_passphrase()
+    first = keys.read_passphrase("new vault passphrase: ")
+    if len(first) < 8:
+        raise VaultError("the passphrase is shorter than 8 characters; nothing was created")
+    if keys.read_passphrase("again: ") != first:
+        raise VaultError("the two passphrases differ; nothing was created")
+    return first
+
+
+def say_where_the_key_went(home: Home, *, asked: str | None) -> None:
+    info = keys.read_unlock(home.vault_dir)
+    if info is None:
+        err.print(
+            "vault: NOT encrypted (--no-encrypt): anyone who can read "
+            f"{home.vault_dir} can read your secrets. `pfar vault encrypt` encrypts it."
+        )
+        return
+    out.print(f"vault: encrypted (SQLCipher); its key is in {info.source.describe()}")
+    if isinstance(info.source, keys.KeyFile) and asked is None:
+        err.print(
+            "vault: no OS keychain is available here, so the key went to a key file "
+            f"(owner-only, outside the home): {info.source.path}. Keep a copy of it apart "
+            "from your backups; without it the vault cannot be read."
+        )
+    elif isinstance(info.source, keys.Passphrase):
+        out.print(
+            "vault: pfar asks for the passphrase at every start (or reads PFAR_PASSPHRASE_FD)"
+        )
