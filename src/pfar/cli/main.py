@@ -38,6 +38,7 @@ from .output import emit, err, home_of, out, read, table
 from .queue_cmd import queue
 from .reload_cmd import reload
 from .sessions_cmd import secret, session
+from .vault_cmd import vault
 from .waiting import WAIT_HELP, wait_and_show
 from .workflows_cmd import workflow
 
@@ -442,6 +443,7 @@ cli.add_command(queue)
 cli.add_command(attach)
 cli.add_command(send)
 cli.add_command(cancel)
+cli.add_command(vault)
 cli.add_command(pause)
 cli.add_command(resume)
 cli.add_command(workflow)

@@ -59,3 +59,8 @@ def say_where_the_key_went(home: Home, *, asked: str | None) -> None:
         out.print(
             "vault: pfar asks for the passphrase at every start (or reads PFAR_PASSPHRASE_FD)"
         )
+
+
+@click.group()
+def vault() -> None:
+    """The vault at rest: encryption, keys, integrity, backups (docs/vault.md)."""
