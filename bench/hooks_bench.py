@@ -75,7 +75,7 @@ async def _steps(calls: int, hooks: str, base: str | None) -> float:
         work.mkdir()
         (work / "a.txt").write_text("alpha\n")
         home = Home(d / "home")
-        init_home(home, examples=False)
+        init_home(home, examples=False, key_file=home.root.parent / f"{home.root.name}.key")
         home.config.write_text(
             '[loop]\ntools = ["Read"]\nmax_iterations = 100000\n'
             "max_minutes_without_progress = 10000\n" + hooks
@@ -97,7 +97,7 @@ async def _steps(calls: int, hooks: str, base: str | None) -> float:
 
 def _table(d: Path) -> tuple[Journal, LockTable]:
     home = Home(d / "home")
-    init_home(home, examples=False)
+    init_home(home, examples=False, key_file=home.root.parent / f"{home.root.name}.key")
     journal = Journal.open(home.sessions_db)
     owner = LockOwner("bench", "here", os.getpid(), start_time(os.getpid()) or 0)
     return journal, LockTable(journal.locks, owner, 60, lambda pid, started: True)

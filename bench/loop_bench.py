@@ -61,7 +61,7 @@ def _model(request: ChatRequest) -> ChatResponse:
 
 def _kernel(root: Path) -> Kernel:
     home = Home(root)
-    init_home(home, examples=False)
+    init_home(home, examples=False, key_file=home.root.parent / f"{home.root.name}.key")
     home.config.write_text('[loop]\ntools = ["bench.noop"]\nalways_allow = ["bench.noop"]\n')
     config = Config.load(home.config)
     return Kernel(home, config, tools=ToolRegistry([NoopRead()]), model=ScriptedChatModel(_model))
@@ -120,7 +120,7 @@ async def _append_cost(base: str | None, samples: int = 200) -> dict[str, float]
     about 10 turns, and of about 1,000."""
     with fresh_dir(base) as d:
         home = Home(d / "home")
-        init_home(home, examples=False)
+        init_home(home, examples=False, key_file=home.root.parent / f"{home.root.name}.key")
         journal = Journal.open(home.sessions_db, create=False)
         try:
             out: dict[str, float] = {}

@@ -34,7 +34,7 @@ import os
 import pstats
 import queue
 import signal
-import sqlite3
+import statistics
 import subprocess
 import sys
 import threading
@@ -53,8 +53,6 @@ try:
         environment,
         format_table,
         fresh_dir,
-        journal_mode,
-        scalar,
     )
 except ModuleNotFoundError:  # run as a script: python bench/pfar_bench.py
     from common import (  # type: ignore[no-redef]
@@ -64,8 +62,6 @@ except ModuleNotFoundError:  # run as a script: python bench/pfar_bench.py
         environment,
         format_table,
         fresh_dir,
-        journal_mode,
-        scalar,
     )
 
 from pfar import init_home
@@ -79,7 +75,9 @@ from pfar.llm.scripted import ScriptedChatModel
 from pfar.recovery import RecoveryAction, plan_recovery
 from pfar.tools.base import ToolContext
 from pfar.tools.registry import ToolRegistry
+from pfar.vault import keys
 from pfar.vault.home import Home
+from pfar.vault.sqlite import connect
 
 BaseDir = str | os.PathLike[str] | None
 
@@ -191,10 +189,16 @@ def bench_model() -> ScriptedChatModel:
     return ScriptedChatModel(ScriptHandler(script, "<bench>"))
 
 
-def make_home(root: Path, *, sinks: tuple[str, ...] = ("owner",)) -> Home:
-    """A fresh home (pfar init, default config: WAL, synchronous=FULL) with the templates."""
+def make_home(root: Path, *, sinks: tuple[str, ...] = ("owner",), encrypted: bool = True) -> Home:
+    """A fresh home (pfar init, default config: WAL, synchronous=FULL) with the templates:
+    encrypted as `pfar init` makes it (its key in a file beside the home), or plain."""
     home = Home(root)
-    init_home(home, examples=False)
+    if encrypted:
+        init_home(
+            home, examples=False, encryption="file", key_file=root.parent / f"{root.name}.key"
+        )
+    else:
+        init_home(home, examples=False, encryption="none")
     sink_list = ", ".join(f'"{s}"' for s in sinks)
     (home.templates_dir / f"{TEMPLATE}.toml").write_text(
         f'id = "{TEMPLATE}"\n'
@@ -217,17 +221,39 @@ def new_kernel(home: Home, **tool_kw: Any) -> Kernel:
     return Kernel(home, Config(), tools=bench_tools(**tool_kw), model=bench_model())
 
 
+def journal_scalar(home: Home, sql: str) -> int:
+    """The single integer `sql` returns from the home's journal (with its key, if any)."""
+    conn = connect(home.sessions_db, key=keys.unlock(home), readonly=True)
+    try:
+        (n,) = conn.execute(sql).fetchone()
+        return int(n)
+    finally:
+        conn.close()
+
+
+def _cipher(home: Home) -> str:
+    return "SQLCipher 4 (AES-256)" if keys.read_unlock(home.vault_dir) else "plain"
+
+
 def _verify(home: Home, tasks: int, *, note: str) -> str:
     """Check the journal after the kernel stopped: every task Completed, every step durable."""
-    db = home.sessions_db
-    done = scalar(db, "SELECT count(*) FROM task_journal WHERE state = 'Completed'")
-    steps = scalar(db, "SELECT count(*) FROM task_steps WHERE status = 'completed'")
+    done = journal_scalar(home, "SELECT count(*) FROM task_journal WHERE state = 'Completed'")
+    steps = journal_scalar(home, "SELECT count(*) FROM task_steps WHERE status = 'completed'")
     if done != tasks or steps != tasks * STEPS_PER_TASK:
         raise RuntimeError(
             f"pfar left {done} Completed tasks / {steps} completed steps, "
             f"expected {tasks} / {tasks * STEPS_PER_TASK}"
         )
-    return f"journal={journal_mode(db)}, synchronous=FULL, {note}, verified {steps} steps"
+    mode = journal_scalar_text(home, "PRAGMA journal_mode")
+    return f"{_cipher(home)}, journal={mode}, synchronous=FULL, {note}, verified {steps} steps"
+
+
+def journal_scalar_text(home: Home, sql: str) -> str:
+    conn = connect(home.sessions_db, key=keys.unlock(home), readonly=True)
+    try:
+        return str(conn.execute(sql).fetchone()[0])
+    finally:
+        conn.close()
 
 
 def _sinks_label(sinks: tuple[str, ...]) -> str:
@@ -324,10 +350,11 @@ def pfar_sequential(
     sinks: tuple[str, ...] = ("owner",),
     base_dir: BaseDir = None,
     profile: str | None = None,
+    encrypted: bool = True,
 ) -> Result:
     """pfar: one 10-step task at a time (submit, wait until Completed, next)."""
     with fresh_dir(base_dir) as d:
-        home = make_home(d / "home", sinks=sinks)
+        home = make_home(d / "home", sinks=sinks, encrypted=encrypted)
         win = _profiled(profile, lambda: asyncio.run(_sequential_run(home, tasks, warmup)))
         note = _verify(
             home,
@@ -338,8 +365,13 @@ def pfar_sequential(
             ),
         )
     return Result.measured(
-        "pfar", "sequential", tasks * STEPS_PER_TASK, win.seconds, tasks=tasks, note=note
+        _name(encrypted), "sequential", tasks * STEPS_PER_TASK, win.seconds, tasks=tasks, note=note
     )
+
+
+def _name(encrypted: bool) -> str:
+    """The row's name: pfar as `pfar init` makes it (encrypted), or its plain vault."""
+    return "pfar" if encrypted else "pfar-plain"
 
 
 def pfar_concurrent(
@@ -350,10 +382,11 @@ def pfar_concurrent(
     sinks: tuple[str, ...] = ("owner",),
     base_dir: BaseDir = None,
     profile: str | None = None,
+    encrypted: bool = True,
 ) -> Result:
     """pfar: `tasks` tasks with `width` in flight, all driven by one kernel's event loop."""
     with fresh_dir(base_dir) as d:
-        home = make_home(d / "home", sinks=sinks)
+        home = make_home(d / "home", sinks=sinks, encrypted=encrypted)
         win = _profiled(profile, lambda: asyncio.run(_concurrent_run(home, tasks, width, warmup)))
         per_commit = win.writes / win.commits if win.commits else 0.0
         note = _verify(
@@ -365,7 +398,7 @@ def pfar_concurrent(
             ),
         )
     return Result.measured(
-        "pfar",
+        _name(encrypted),
         "concurrent",
         tasks * STEPS_PER_TASK,
         win.seconds,
@@ -533,18 +566,21 @@ class RecoveryFigures:
     resumed: int
 
 
-def pfar_recovery(tasks: int = 1000, *, base_dir: BaseDir = None) -> RecoveryFigures:
+def pfar_recovery(
+    tasks: int = 1000, *, base_dir: BaseDir = None, encrypted: bool = True
+) -> RecoveryFigures:
     """SIGKILL a kernel with `tasks` tasks all inside step HOLD_STEP, restart, time it."""
     with fresh_dir(base_dir) as d:
-        home = make_home(d / "home")
+        home = make_home(d / "home", encrypted=encrypted)
         first = _Child("hold", home, tasks)
         try:
             first.wait_for("held", timeout=120)
         finally:
             first.kill()
-        db = home.sessions_db
-        executing = scalar(db, "SELECT count(*) FROM task_journal WHERE state = 'Executing'")
-        durable = scalar(db, "SELECT count(*) FROM task_steps WHERE status = 'completed'")
+        executing = journal_scalar(
+            home, "SELECT count(*) FROM task_journal WHERE state = 'Executing'"
+        )
+        durable = journal_scalar(home, "SELECT count(*) FROM task_steps WHERE status = 'completed'")
         if executing != tasks or durable != tasks * HOLD_STEP:
             raise RuntimeError(
                 f"after the kill: {executing} Executing tasks, {durable} durable steps; "
@@ -560,7 +596,7 @@ def pfar_recovery(tasks: int = 1000, *, base_dir: BaseDir = None) -> RecoveryFig
         finally:
             second.reap()
         completed = done["counts"].get("Completed", 0)
-        steps = scalar(db, "SELECT count(*) FROM task_steps WHERE status = 'completed'")
+        steps = journal_scalar(home, "SELECT count(*) FROM task_steps WHERE status = 'completed'")
         if completed != tasks or steps != tasks * STEPS_PER_TASK:
             raise RuntimeError(
                 f"after recovery: {done['counts']} and {steps} completed steps, expected "
@@ -576,6 +612,34 @@ def pfar_recovery(tasks: int = 1000, *, base_dir: BaseDir = None) -> RecoveryFig
         spawn_to_imported=imported["t"] - t_spawn,
         resumed=ready["resumed"],
     )
+
+
+# ---------------------------------------------------------------- start-up
+
+
+def pfar_startup(
+    *, history: int = 200, repeats: int = 5, encrypted: bool = True, base_dir: BaseDir = None
+) -> float:
+    """Median seconds from `Kernel(...)` to a started kernel (key, vault checks, migrations,
+    recovery of nothing) on a home whose journal holds `history` finished tasks."""
+    with fresh_dir(base_dir) as d:
+        home = make_home(d / "home", encrypted=encrypted)
+        asyncio.run(_sequential_run(home, history, 0))
+        keys.forget(home)  # each start finds the key as a new process would
+
+        async def once() -> float:
+            t0 = time.perf_counter()
+            kernel = new_kernel(home)
+            await kernel.start()
+            seconds = time.perf_counter() - t0
+            await kernel.shutdown()
+            return seconds
+
+        times = []
+        for _ in range(max(1, repeats)):
+            keys.forget(home)
+            times.append(asyncio.run(once()))
+    return statistics.median(times)
 
 
 # ---------------------------------------------------------------- 4: plan_recovery
@@ -629,9 +693,9 @@ def _template_task(task_id: str, state: TaskState, current_step: int, at: str) -
     )
 
 
-def _build_journal(path: Path, unfinished: int, finished: int) -> None:
+def _build_journal(home: Home, unfinished: int, finished: int) -> None:
     """Rows written with pfar's own insert (one prototype each), copied in bulk by SQL."""
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = connect(home.sessions_db, key=keys.unlock(home))
     try:
         conn.execute("PRAGMA synchronous = OFF")  # setup only; the measured read is unaffected
         conn.execute("PRAGMA cache_size = -200000")
@@ -673,21 +737,21 @@ def pfar_plan_recovery(
     with fresh_dir(base_dir) as d:
         home = make_home(d / "home")
         t0 = time.perf_counter()
-        _build_journal(home.sessions_db, unfinished, finished)
+        _build_journal(home, unfinished, finished)
         build = time.perf_counter() - t0
         db_mb = home.sessions_db.stat().st_size / 1e6
-        n_open = scalar(
-            home.sessions_db,
+        n_open = journal_scalar(
+            home,
             "SELECT count(*) FROM task_journal WHERE state NOT IN "
             "('Completed', 'Failed', 'Abandoned')",
         )
-        n_all = scalar(home.sessions_db, "SELECT count(*) FROM task_journal")
+        n_all = journal_scalar(home, "SELECT count(*) FROM task_journal")
         if n_open != unfinished or n_all != unfinished + finished:
             raise RuntimeError(f"built {n_open} unfinished of {n_all}, wrong")
         config = Config()
         max_age = timedelta(seconds=config.recovery.max_task_age_seconds)
         t0 = time.perf_counter()
-        journal = Journal.open(home.sessions_db)
+        journal = Journal.open(home.sessions_db, key=keys.unlock(home))
         opened = time.perf_counter() - t0
 
         async def timed() -> tuple[float, int, int]:
@@ -744,8 +808,8 @@ def pfar_parked_memory(tasks: int = 1000, *, base_dir: BaseDir = None) -> Memory
         finally:
             child.reap()
         n = parked["counts"].get("AwaitingApproval", 0)
-        pending = scalar(
-            home.sessions_db, "SELECT count(*) FROM pending_approvals WHERE status = 'pending'"
+        pending = journal_scalar(
+            home, "SELECT count(*) FROM pending_approvals WHERE status = 'pending'"
         )
         if n != tasks or pending != tasks:
             raise RuntimeError(f"{parked['counts']}, {pending} pending approvals; expected {tasks}")

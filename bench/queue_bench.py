@@ -41,7 +41,7 @@ async def _run(tasks: int, max_concurrent: int, base: str | None) -> float:
         work = d / "work"
         work.mkdir()
         home = Home(d / "home")
-        init_home(home, examples=False)
+        init_home(home, examples=False, key_file=home.root.parent / f"{home.root.name}.key")
         home.config.write_text(
             f'[scheduler]\nmax_concurrent = {max_concurrent}\n[loop]\ntools = ["Read"]\n'
         )

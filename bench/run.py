@@ -109,6 +109,54 @@ def format_ratio_table(rows: list[Row], floor_rate: float | None) -> str:
     return "\n".join(out)
 
 
+def _encryption_cost(
+    seq_n: int, conc_n: int, width: int, base: Any, caught: list[str]
+) -> list[tuple[str, float | None, float | None, str]]:
+    """The same figures on a plain vault and an encrypted one, each pair run back to back
+    (plain first, then encrypted) so that drift hits both alike."""
+    rows: list[tuple[str, float | None, float | None, str]] = []
+
+    def pair(what: str, unit: str, measure: Callable[[bool], float | None]) -> None:
+        plain = _run(f"pfar-plain {what}", lambda: measure(False), None, caught)
+        enc = _run(f"pfar-encrypted {what}", lambda: measure(True), None, caught)
+        rows.append((what, plain, enc, unit))
+
+    def seq(encrypted: bool) -> float:
+        r = pfar_bench.pfar_sequential(seq_n, base_dir=base, encrypted=encrypted)
+        return r.steps_per_s
+
+    def conc(encrypted: bool) -> float:
+        r = pfar_bench.pfar_concurrent(conc_n, width=width, base_dir=base, encrypted=encrypted)
+        return r.steps_per_s
+
+    def recovery(encrypted: bool) -> float:
+        r = pfar_bench.pfar_recovery(1000, base_dir=base, encrypted=encrypted)
+        return r.spawn_to_done
+
+    def startup(encrypted: bool) -> float:
+        return pfar_bench.pfar_startup(base_dir=base, encrypted=encrypted)
+
+    pair("one task at a time", "steps/s", seq)
+    pair(f"{width} at once", "steps/s", conc)
+    pair("1,000 killed tasks, spawn → all Completed", "s", recovery)
+    pair("kernel start-up", "s", startup)
+    return rows
+
+
+def format_cipher_table(rows: list[tuple[str, float | None, float | None, str]]) -> str:
+    lines = [f"  {'figure':<44} {'plain':>12} {'encrypted':>12}  encrypted ÷ plain"]
+    for what, plain, enc, unit in rows:
+        if plain is None or enc is None:
+            lines.append(f"  {what:<44} {'failed':>12}")
+            continue
+        if unit == "steps/s":
+            a, b = f"{plain:,.0f} {unit}", f"{enc:,.0f} {unit}"
+        else:
+            a, b = f"{plain:.3f} {unit}", f"{enc:.3f} {unit}"
+        lines.append(f"  {what:<44} {a:>12} {b:>12}  {enc / plain:.2f}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="pfar, DBOS, LangGraph and the sqlite floor.")
     parser.add_argument("--quick", action="store_true", help="smaller counts (about a minute)")
@@ -175,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         _run(label, fn, rows, caught)
     floor()
 
+    cipher = _encryption_cost(seq_n, conc_n, width, base, caught)
     rec = _run("pfar recovery", lambda: pfar_bench.pfar_recovery(1000, base_dir=base), None, caught)
     if rec is not None:
         print("    " + pfar_bench.describe_recovery(rec), flush=True)
@@ -221,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         "mode over this row's.\nrecovery row: steps left after the restart over the seconds "
         "from spawning the new kernel process until every task is Completed."
     )
+    if cipher:
+        print("\nthe cost of encryption (pfar init's default, SQLCipher 4) beside a plain vault:")
+        print(format_cipher_table(cipher))
     print("\ntargets:")
     print(pfar_bench.format_targets(pfar_bench.targets(seq, conc, rec, plan_fig, mem)))
     if quick:
