@@ -256,7 +256,8 @@ def run_demo(keep: bool = False) -> int:
     write_log = root / "writes.log"
     kernel_log = root / "kernel.log"
     con.rule("[bold]pfar demo: kill -9 in the middle of real work")
-    init_home(home, examples=False)
+    # encrypted as `pfar init` makes a vault; its key file stays in the demo's own folder
+    init_home(home, examples=False, key_file=root / "vault.key")
     for tid, body in TEMPLATES.items():
         (home.templates_dir / f"{tid}.toml").write_text(
             "\n".join(line.strip() for line in body.strip().splitlines()) + "\n"

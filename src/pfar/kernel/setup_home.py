@@ -68,8 +68,8 @@ def init_home(
     parent = home.root.parent
     parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{home.root.name}.init-{os.getpid()}-", dir=parent))
+    new_key = None
     try:
-        new_key = None
         if encryption != "none":
             new_key = keys.create_key(home, encryption, key_file=key_file, passphrase=passphrase)
         _build(Home(staging), examples, new_key)
@@ -83,6 +83,10 @@ def init_home(
         else:
             created = _move_into(staging, home.root)
         _fault("placed")
+    except BaseException:
+        if new_key is not None and not home.sessions_db.exists():
+            keys.discard(new_key.info.source)  # made for a vault that never came to be
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return created

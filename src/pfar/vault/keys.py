@@ -324,6 +324,17 @@ def _keychain_set(source: Keychain, key: VaultKey) -> None:
         ) from None
 
 
+def discard(source: KeySource) -> None:
+    """Remove a key pfar itself just made, for a vault that was never made (a failed init)."""
+    match source:
+        case Keychain():
+            keychain_delete(source)
+        case KeyFile(path=path):
+            path.unlink(missing_ok=True)
+        case Passphrase():
+            pass
+
+
 def keychain_delete(source: Keychain) -> None:
     import keyring
     import keyring.errors
