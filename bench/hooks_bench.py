@@ -42,6 +42,7 @@ from pfar.llm.messages import ToolCall
 from pfar.runners.loop.tasks import LoopRequest
 from pfar.tools.base import Resource
 from pfar.tools.processes import start_time
+from pfar.vault import keys
 from pfar.vault.home import Home
 
 HANDLERS = {
@@ -98,7 +99,7 @@ async def _steps(calls: int, hooks: str, base: str | None) -> float:
 def _table(d: Path) -> tuple[Journal, LockTable]:
     home = Home(d / "home")
     init_home(home, examples=False, key_file=home.root.parent / f"{home.root.name}.key")
-    journal = Journal.open(home.sessions_db)
+    journal = Journal.open(home.sessions_db, key=keys.unlock(home))
     owner = LockOwner("bench", "here", os.getpid(), start_time(os.getpid()) or 0)
     return journal, LockTable(journal.locks, owner, 60, lambda pid, started: True)
 

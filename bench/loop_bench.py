@@ -47,6 +47,7 @@ from pfar.kernel import Kernel
 from pfar.kernel.setup_home import init_home
 from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, reply
 from pfar.tools.registry import ToolRegistry
+from pfar.vault import keys
 from pfar.vault.home import Home
 
 TURNS = 20
@@ -121,7 +122,7 @@ async def _append_cost(base: str | None, samples: int = 200) -> dict[str, float]
     with fresh_dir(base) as d:
         home = Home(d / "home")
         init_home(home, examples=False, key_file=home.root.parent / f"{home.root.name}.key")
-        journal = Journal.open(home.sessions_db, create=False)
+        journal = Journal.open(home.sessions_db, key=keys.unlock(home), create=False)
         try:
             out: dict[str, float] = {}
             for size in (10, 1000):

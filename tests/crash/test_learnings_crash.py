@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pfar.vault import keys
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
@@ -118,7 +119,7 @@ def test_a_kill_while_the_cheap_tier_refines_keeps_the_learning_once(tmp_path: P
                 learnings = "hybrid"
             """,
         )
-        store = SecretStore.open(home.secrets_db)
+        store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
         store.set("openai_api_key", "sk-local")
         store.close()
         with kernel(home) as k:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pfar.vault import keys
 from pfar.vault.secrets import SecretStore
 
 from ..integration.openai_server import (
@@ -54,7 +55,7 @@ def test_a_crash_between_request_sent_and_the_answer_retries_that_call_once(
                 base_url = "{server.base_url}"
             """,
         )
-        store = SecretStore.open(home.secrets_db)
+        store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
         store.set("openai_api_key", "sk-local")
         store.close()
         k = KernelProcess(home)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pfar.vault import keys
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
@@ -39,7 +40,7 @@ tools = {tools}
 """
     script = script or '[[turns]]\ntext = "noted: $input"\n'
     home = make_home(tmp_path / "home", config=config, script=script)
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set("telegram_bot_token", TOKEN)
     store.close()
     return home

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pfar.vault import keys
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
@@ -33,7 +34,7 @@ secrets = ["hook_key"]
 text = "/issue/title"
 """
     home = make_home(tmp_path / "home", config=config, templates={"triage": NOTE}, script=SCRIPT)
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set("hook_key", KEY)
     store.close()
     return home

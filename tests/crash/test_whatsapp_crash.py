@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pfar.vault import keys
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
@@ -53,7 +54,7 @@ tools = ["file.read"]
 """
     script = '[[turns]]\ntext = "noted: $input"\n'
     home = make_home(tmp_path / "home", config=config, script=script)
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set("whatsapp_token", TOKEN)
     store.set("whatsapp_app_secret", APP_SECRET)
     store.set("whatsapp_verify_token", VERIFY_TOKEN)

@@ -11,6 +11,7 @@ import contextlib
 from pathlib import Path
 
 from pfar.kernel.api import Operator
+from pfar.vault import keys
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
@@ -36,7 +37,7 @@ poll_timeout_seconds = 1
 tools = ["Write"]
 """
     home = make_home(tmp_path / "home", config=config)
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set("telegram_bot_token", TOKEN)
     store.close()
     return home

@@ -18,6 +18,7 @@ from pfar.journal import TaskState
 from pfar.kernel.kernel import Kernel
 from pfar.llm.events import TextDelta
 from pfar.runners.loop.tasks import LoopRequest
+from pfar.vault import keys
 from pfar.vault.secrets import SecretStore
 
 from ..support import vault_db
@@ -41,7 +42,7 @@ def _home(tmp_path: Path, llm: str, secret: tuple[str, str]) -> Home:
     home = Home(tmp_path / "home")
     init_home(home, examples=False)
     home.config.write_text(llm + LOOP)
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set(*secret)
     store.close()
     return home

@@ -13,6 +13,7 @@ import pytest
 from pfar import Home, init_home
 from pfar.errors import ConfigError
 from pfar.kernel.kernel import Kernel
+from pfar.vault import keys
 
 from ..support import vault_db
 from .llm_servers import (
@@ -99,7 +100,7 @@ output = 2.0
         )
         from pfar.vault.secrets import SecretStore
 
-        store = SecretStore.open(home.secrets_db)
+        store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
         store.set("openai_api_key", "sk-test-key-123456")
         store.close()
         result, _ = asyncio.run(_run_note(home))
@@ -146,7 +147,7 @@ base_url = "{server.url}"
         )
         from pfar.vault.secrets import SecretStore
 
-        store = SecretStore.open(home.secrets_db)
+        store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
         store.set("anthropic_api_key", "sk-ant-test-key-9876")
         store.close()
         result, _ = asyncio.run(_run_note(home))
@@ -179,7 +180,7 @@ base_url = "{server.base_url}"
         )
         from pfar.vault.secrets import SecretStore
 
-        store = SecretStore.open(home.secrets_db)
+        store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
         store.set("openai_api_key", "sk-test")
         store.close()
         result, _ = asyncio.run(_run_note(home))
@@ -244,7 +245,7 @@ overloaded_wait_seconds = 0.01
         (home.templates_dir / "note.toml").write_text(template)
     from pfar.vault.secrets import SecretStore
 
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set("openai_api_key", "sk-test")
     store.close()
     return home

@@ -13,6 +13,7 @@ from typing import Any
 
 from pfar import Home, init_home
 from pfar.kernel.kernel import Kernel
+from pfar.vault import keys
 from pfar.vault.secrets import SecretStore
 
 from ..support import KernelProcess, db, pfar, said, wait_for
@@ -50,7 +51,7 @@ def anthropic_home(tmp_path: Path, url: str, key: str, extra: str = "") -> Home:
     home.config.write_text(
         f'[llm]\nprovider = "anthropic"\nmodel = "claude-test"\nbase_url = "{url}"\n{extra}'
     )
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     try:
         store.set("anthropic_api_key", key)
     finally:

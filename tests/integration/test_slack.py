@@ -21,6 +21,7 @@ from pfar.adapters.slack import chunks, escape
 from pfar.journal import TaskState
 from pfar.kernel import Kernel
 from pfar.kernel.api import Operator
+from pfar.vault import keys
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
@@ -58,7 +59,7 @@ catch_up_after_seconds = 0.5
 """
     home = make_home(tmp_path / "home", config=config)
     if tokens:
-        store = SecretStore.open(home.secrets_db)
+        store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
         store.set("slack_bot_token", BOT_TOKEN)
         store.set("slack_app_token", APP_TOKEN)
         store.close()

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pfar.journal import TaskState
 from pfar.kernel import Kernel
 from pfar.kernel.api import Operator
+from pfar.vault import keys
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
@@ -42,7 +43,7 @@ poll_timeout_seconds = 1
 {extra or 'tools = ["Write"]'}
 """
     home = make_home(tmp_path / "home", config=config)
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set("telegram_bot_token", TOKEN)
     store.close()
     return home

@@ -24,6 +24,7 @@ import pytest
 from standardwebhooks import Webhook
 
 from pfar.cli.client import call
+from pfar.vault import keys
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
@@ -69,7 +70,7 @@ template = "triage"
 secrets = ["hook_key"]
 """
     home = make_home(tmp_path / "home", config=config, templates={"triage": NOTE}, script=SCRIPT)
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set("hook_key", KEY)
     store.close()
     return home

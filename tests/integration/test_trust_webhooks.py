@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 from standardwebhooks import Webhook
 
+from pfar.vault import keys
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
@@ -47,7 +48,7 @@ template = "triage"
 secrets = ["hook_key"]
 """
     home = make_home(root / "home", config=config, templates={"triage": NOTE}, script=SCRIPT)
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set("hook_key", KEY)
     store.close()
     return home

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pfar.vault import keys
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
@@ -63,7 +64,7 @@ api_url = "{api.url}"
 port = {port}
 """
     home = make_home(tmp_path / "home", config=config, templates={"triage": NOTE}, script=SCRIPT)
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set("whatsapp_token", TOKEN)
     store.set("whatsapp_app_secret", APP_SECRET)
     store.set("whatsapp_verify_token", VERIFY_TOKEN)

@@ -29,6 +29,7 @@ from pfar.adapters.webhooks import WebhooksChannel, _text, _verified
 from pfar.config import Config, WebhookRoute
 from pfar.kernel import Kernel
 from pfar.kernel.api import Operator
+from pfar.vault import keys
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
@@ -70,7 +71,7 @@ template = "triage"
 secrets = ["hook_key"]
 """
     home = make_home(tmp_path / "home", config=config, templates={"triage": NOTE}, script=SCRIPT)
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set("hook_key", NEW_KEY)
     store.set("hook_key_old", KEY)
     store.close()

@@ -26,6 +26,7 @@ from pfar.adapters.whatsapp import WhatsAppChannel, signature
 from pfar.journal import TaskState
 from pfar.kernel import Kernel
 from pfar.kernel.api import Operator
+from pfar.vault import keys
 from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
@@ -70,7 +71,7 @@ max_body_bytes = 4096
 {extra or 'tools = ["Write"]'}
 """
     home = make_home(tmp_path / "home", config=config)
-    store = SecretStore.open(home.secrets_db)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set("whatsapp_token", TOKEN)
     store.set("whatsapp_app_secret", APP_SECRET)
     store.set("whatsapp_verify_token", VERIFY_TOKEN)

@@ -240,6 +240,11 @@ def connect(
                 f"check value matches): the file is damaged ({cause}); it was left "
                 f"untouched. {recovery_advice(path)}"
             ) from None
+        if is_plain_sqlite(path) is False and unlock_path(path.parent).exists():
+            raise VaultCorrupt(
+                f"{path}: encrypted, and opened without the vault's key (a bug in the caller: "
+                "every vault connection is given `keys.unlock(home)`); it was left untouched"
+            ) from None
         if is_plain_sqlite(path) is False and not unlock_path(path.parent).exists():
             raise VaultCorrupt(
                 f"{path}: not a plain SQLite file ({cause}), and the vault has no "
