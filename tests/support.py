@@ -25,6 +25,7 @@ from pfar.journal.payloads import Payload
 from pfar.vault import keys
 from pfar.vault.driver import sqlite
 from pfar.vault.home import Home
+from pfar.vault.keys import EncryptChoice
 
 
 def make_home(
@@ -34,10 +35,13 @@ def make_home(
     script: str | None = None,
     config: str | None = None,
     examples: bool = False,
+    encryption: EncryptChoice = "auto",
 ) -> Home:
-    """A fresh home. `templates` maps id -> TOML body; `script` is the scripted model's file."""
+    """A fresh home. `templates` maps id -> TOML body; `script` is the scripted model's file.
+    Encrypted as `pfar init` makes it (its key in a file: no keychain in tests), unless
+    `encryption` says otherwise."""
     home = Home(root)
-    init_home(home, examples=examples)
+    init_home(home, examples=examples, encryption=encryption)
     for tid, body in (templates or {}).items():
         (home.templates_dir / f"{tid}.toml").write_text(textwrap.dedent(body))
     if script is not None:

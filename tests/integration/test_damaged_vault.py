@@ -10,14 +10,16 @@ import json
 import os
 import re
 import shutil
+import sqlite3 as stdlib_sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pfar.vault.driver import sqlite
+from pfar.vault import keys
 from pfar.vault.home import Home
+from pfar.vault.keys import EncryptChoice
 
 from ..support import make_home, running_kernel, vault_db, wait_for
 from .test_bad_input import pfar, said
@@ -32,11 +34,9 @@ MANY_SCRIPT = (
 )
 
 
-@pytest.fixture(scope="module")
-def populated(tmp_path_factory: pytest.TempPathFactory) -> Home:
+def _populate(root: Path, encryption: EncryptChoice) -> Home:
     """A home whose journal has completed tasks with many steps and a pending approval."""
-    root = tmp_path_factory.mktemp("populated") / "home"
-    home = make_home(root, templates={"many": MANY_TEMPLATE}, examples=True)
+    home = make_home(root, templates={"many": MANY_TEMPLATE}, examples=True, encryption=encryption)
     with open(home.root / "scripts" / "default.toml", "a") as f:
         f.write("\n" + MANY_SCRIPT)
     with running_kernel(home):
@@ -57,9 +57,27 @@ def populated(tmp_path_factory: pytest.TempPathFactory) -> Home:
     return home
 
 
+@pytest.fixture(scope="module")
+def populated(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    """Plain: the tests below find rows by their bytes in the file, and damage a page's
+    content without breaking its checksum (an encrypted page has neither)."""
+    return _populate(tmp_path_factory.mktemp("populated") / "home", "none")
+
+
+@pytest.fixture(scope="module")
+def populated_encrypted(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    return _populate(tmp_path_factory.mktemp("populated-encrypted") / "home", "auto")
+
+
 @pytest.fixture
 def home(populated: Home, tmp_path: Path) -> Home:
     shutil.copytree(populated.root, tmp_path / "home")
+    return Home(tmp_path / "home")
+
+
+@pytest.fixture
+def encrypted_home(populated_encrypted: Home, tmp_path: Path) -> Home:
+    shutil.copytree(populated_encrypted.root, tmp_path / "home")
     return Home(tmp_path / "home")
 
 
@@ -68,8 +86,9 @@ def _sha(path: Path) -> str:
 
 
 def _pages(db: Path, table: str) -> list[int]:
-    """Leaf pages of `table`, from SQLite's dbstat table."""
-    with contextlib.closing(sqlite.connect(db)) as conn:
+    """Leaf pages of `table` in a plain vault file, from SQLite's dbstat table (which
+    the standard library's SQLite has, and pfar's SQLCipher build does not)."""
+    with contextlib.closing(stdlib_sqlite3.connect(db)) as conn:
         rows = conn.execute(
             "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY pageno",
             (table,),
@@ -128,6 +147,36 @@ def test_a_damaged_page_is_reported_by_every_command(
         _refused(r, home.sessions_db, "is damaged (database disk image is malformed)")
         assert "keep a copy" in said(r) and ".recover" in said(r), said(r)
     assert _sha(home.sessions_db) == before  # read-only commands changed nothing
+    r = pfar(home, "run", "--no-stdin", timeout=60)
+    _refused(r, home.sessions_db, "is damaged")
+
+
+def test_a_damaged_page_of_an_encrypted_vault_is_reported_by_every_command(
+    encrypted_home: Home,
+) -> None:
+    # SQLCipher keeps a checksum (an HMAC) on every page: any change to a page is found
+    # the first time it is read, and told from a wrong key by the key's check value
+    home = encrypted_home
+    waiting = _ids(home, "task_journal", "task_id")[-1]
+    with contextlib.closing(vault_db(home)) as conn:
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'task_journal'"
+        ).fetchone()
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    offset = (int(root) - 1) * int(page_size)  # the table's root page: every read of it goes through
+    assert keys.read_unlock(home.vault_dir) is not None
+    with open(home.sessions_db, "r+b") as f:
+        f.seek(offset + 100)
+        byte = f.read(1)
+        f.seek(offset + 100)
+        f.write(bytes([byte[0] ^ 0x01]))  # one bit
+    before = _sha(home.sessions_db)
+    for args in (("tasks",), ("tasks", "--json"), ("task", "show", waiting)):
+        r = pfar(home, *args)
+        _refused(r, home.sessions_db, "is damaged")
+        assert "keep a copy" in said(r), said(r)
+        assert "hmac" not in said(r).lower(), said(r)  # SQLCipher's own log stays off
+    assert _sha(home.sessions_db) == before
     r = pfar(home, "run", "--no-stdin", timeout=60)
     _refused(r, home.sessions_db, "is damaged")
 

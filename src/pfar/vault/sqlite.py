@@ -215,6 +215,9 @@ def connect(
     assert isinstance(conn, VaultConnection)
     conn.path = path
     try:
+        # SQLCipher's own log goes to stderr ("hmac check failed for pgno=1"): pfar says
+        # what a failure means itself, naming the file, so that log stays off
+        conn.execute("PRAGMA cipher_log_level = NONE")
         if key is not None:
             conn.execute(f"PRAGMA key = {key.pragma()}")
         conn.execute("PRAGMA busy_timeout = 10000")
@@ -236,8 +239,8 @@ def connect(
             raise
         if key is not None:
             raise VaultCorrupt(
-                f"{path}: cannot be read with the vault's key, which is the right one (its "
-                f"check value matches): the file is damaged ({cause}); it was left "
+                f"{path}: not a readable pfar database ({cause}), with the vault's key, which "
+                "is the right one (its check value matches): the file is damaged. It was left "
                 f"untouched. {recovery_advice(path)}"
             ) from None
         if is_plain_sqlite(path) is False and unlock_path(path.parent).exists():
