@@ -100,8 +100,9 @@ class Verdict:
 
 
 def verify(path: Path, checkpoint: AuditHead | None = None) -> Verdict:
-    """Walk `path`'s chain; compare its head with `checkpoint` when one is given.
-    Raises OSError when the file cannot be read (a missing file is a verdict)."""
+    """Walk `path`'s chain; compare it with `checkpoint` when one is given: the log must
+    reach its record, with its digest (an empty digest checks the number alone). Raises
+    OSError when the file cannot be read (a missing file is a verdict)."""
     walk = _Walk(checkpoint)
     try:
         fh = path.open("rb")
@@ -501,7 +502,9 @@ class _Walk:
                 )
                 + " cut from its end",
             )
-        elif self.at_checkpoint is not None and self.at_checkpoint.digest != cp.digest:
+        elif (
+            self.at_checkpoint is not None and cp.digest and self.at_checkpoint.digest != cp.digest
+        ):
             at = self.at_checkpoint
             self._find(
                 "edited",
