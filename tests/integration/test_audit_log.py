@@ -273,13 +273,14 @@ def test_a_secret_is_redacted_before_its_record_is_hashed(tmp_path: Path) -> Non
     assert code == 0 and v["head"] == {"count": 2, "digest": head.digest}
 
 
-def test_fields_named_like_the_chain_cannot_take_its_place(tmp_path: Path) -> None:
+def test_fields_named_like_the_records_own_cannot_take_their_place(tmp_path: Path) -> None:
     audit = AuditLog(tmp_path / "audit.log", Redactor())
-    audit.log("odd", n=7, prev="x")
+    audit.log("odd", n=7, prev="x", at="start")
     audit.close()
     record = json.loads((tmp_path / "audit.log").read_bytes())
     assert (record["n"], record["prev"]) == (1, GENESIS)
-    assert (record["n_field"], record["prev_field"]) == (7, "x")
+    assert record["at"].startswith("20")  # the time it was logged
+    assert (record["n_field"], record["prev_field"], record["at_field"]) == (7, "x", "start")
     assert verify(tmp_path)[0] == 0
 
 

@@ -143,7 +143,8 @@ def show(
             click.echo(raw.decode("utf-8", "replace"))
     elif shown:
         rows = [_row(record) for _, record in shown]
-        out.print(table(rows, ["n", "at", "event", "task_id", "detail"], f"{path}"))
+        title = f"{path}: {len(rows)} record(s)"
+        out.print(table(rows, ["n", "at", "event", "task_id", "detail"], title))
     else:
         out.print("no audit records" + (" match" if events or task else ""), style="dim")
     if skipped:

@@ -40,6 +40,8 @@ __all__ = ["AuditHead", "AuditLog"]
 
 log = logging.getLogger("pfar.audit")
 
+# what every record has: an event's field of one of these names is kept as NAME_field
+_OWN_KEYS = CHAIN_KEYS | {"at"}
 _KEEP_AT_MOST = 100_000  # records held while the file cannot be written; the oldest go first
 
 
@@ -75,8 +77,8 @@ class AuditLog:
             self._bridge(tail)
 
     def log(self, event: str, **fields: Any) -> None:
-        if not CHAIN_KEYS.isdisjoint(fields):  # a field never passes for the chain's own
-            fields = {(f"{k}_field" if k in CHAIN_KEYS else k): v for k, v in fields.items()}
+        if not _OWN_KEYS.isdisjoint(fields):  # a field never passes for the record's own
+            fields = {(f"{k}_field" if k in _OWN_KEYS else k): v for k, v in fields.items()}
         record = {"at": datetime.now(UTC).isoformat(), "event": event, **fields}
         body = self._redactor.text(json.dumps(self._redactor.value(record), default=str))
         with self._lock:
