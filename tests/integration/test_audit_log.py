@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -305,3 +307,56 @@ def test_lines_from_before_the_chain_are_bridged_not_rewritten(tmp_path: Path) -
     assert code == 0, v
     assert [(n["kind"], n["line"]) for n in v["notes"]] == [("unchained", 1)]
     assert v["head"]["count"] == 2
+
+
+# a process whose files may not grow past their size after the first record, until it
+# raises its own soft limit: the audit log fails as on a full disk, then has room again
+FULL_THEN_ROOM = """
+import resource, signal, sys
+from pathlib import Path
+from pfar.kernel.audit import AuditLog
+from pfar.policy.redact import Redactor
+
+path, count = Path(sys.argv[1]), int(sys.argv[2])
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+audit = AuditLog(path, Redactor())
+audit.log("system_startup")
+resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size, resource.RLIM_INFINITY))
+for i in range(count):
+    audit.log("task_created", task_id=f"task-{i}")
+print("head while full:", audit.head().count, flush=True)
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+audit.flush()
+print("head after:", audit.head().count, audit.synced_head().count, flush=True)
+audit.close()
+"""
+
+
+def test_records_that_wait_for_room_keep_the_chain_whole_and_the_dropped_are_counted(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "audit.log"
+    kept = 100_000  # what the audit log holds in memory at most
+    r = subprocess.run(
+        [sys.executable, "-c", FULL_THEN_ROOM, str(path), str(kept + 7)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stderr.count(f"{path}: cannot be written (File too large)") == 1, r.stderr
+    assert "written again" in r.stderr
+    assert "head while full: 1\n" in r.stdout
+    # the first one was numbered as its write failed, and waited to be written again;
+    # of the next ones, the oldest six fell out: a record says so, then the kept follow
+    assert f"head after: {kept + 3} {kept + 3}\n" in r.stdout
+    lines = path.read_bytes().splitlines()
+    assert json.loads(lines[1])["task_id"] == "task-0"
+    lost = json.loads(lines[2])
+    assert (lost["event"], lost["count"]) == ("audit_records_lost", 6)
+    assert json.loads(lines[3])["task_id"] == "task-7"
+    assert json.loads(lines[-1])["task_id"] == f"task-{kept + 6}"
+    assert "6 audit record(s) could not be written and are lost" in r.stderr
+    code, v = verify(tmp_path)
+    assert code == 0 and v["records"] == kept + 3, v

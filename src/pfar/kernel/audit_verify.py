@@ -4,8 +4,8 @@ One pass over the file, in order, keeping only the record the chain stands on an
 numbers found missing so far (so a log of millions of records is walked in bounded
 memory). What a break means is read from the records' numbers and digests:
 
-- record k+1 does not chain to record k: record k was edited (or, when record k+1 does
-  not chain to record k either... both links of one record failing name that record);
+- record k+1 does not chain to record k: record k was edited; when record k does not
+  chain to record k-1 either, both of record k's links failed: record k was edited;
 - numbers k..m missing where the chain goes on: removed, unless they turn up later out of
   place (reordered), or a line that is not a record stands where they were (edited or
   damaged);
@@ -235,6 +235,10 @@ class _Walk:
         self.odd = []
         if seen.n > self.base.n + 1 and seen.prev != self.base.digest:
             return lines
+        self._inserted(lines)
+        return None
+
+    def _inserted(self, lines: list[int]) -> None:
         for line in lines:
             self._find(
                 "inserted",
@@ -244,13 +248,14 @@ class _Walk:
                 f"line {line} is not an audit record, and stands between records that chain "
                 "to each other: inserted",
             )
-        return None
 
     def _record(self, c: _Seen, damaged: list[int] | None = None) -> None:
         base = self.base
         if self.twin is not None:
             if self._resolve_twin(c):
                 base = self.base
+        if damaged and not (c.n > base.n + 1 and c.prev != base.digest):
+            self._inserted(damaged)  # (the twin that was the chain's changed the picture)
         if c.n == base.n + 1:
             self._judge_pending(c)
             if c.prev != base.digest and self.reported is not base:
