@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
 
 from .audit_chain import (
     BRIDGES,
@@ -33,70 +32,7 @@ from .audit_chain import (
     line_digest,
     parse_line,
 )
-
-FindingKind = Literal["edited", "removed", "inserted", "reordered", "damaged", "truncated"]
-NoteKind = Literal["torn", "unchained", "missing"]
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """Where the log is not as pfar wrote it."""
-
-    kind: FindingKind
-    line: int | None
-    n: int | None
-    event: str | None
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "line": self.line,
-            "n": self.n,
-            "event": self.event,
-            "message": self.message,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Note:
-    """What is not a record but not tampering either (a torn write, lines from before)."""
-
-    kind: NoteKind
-    line: int | None
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "line": self.line, "message": self.message}
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    path: Path
-    exists: bool
-    lines: int
-    records: int
-    head: AuditHead
-    checkpoint: AuditHead | None
-    findings: tuple[Finding, ...]
-    notes: tuple[Note, ...]
-
-    @property
-    def intact(self) -> bool:
-        return not self.findings
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "exists": self.exists,
-            "intact": self.intact,
-            "lines": self.lines,
-            "records": self.records,
-            "head": self.head.to_json(),
-            "checkpoint": None if self.checkpoint is None else self.checkpoint.to_json(),
-            "findings": [f.to_json() for f in self.findings],
-            "notes": [n.to_json() for n in self.notes],
-        }
+from .audit_verdict import Finding, FindingKind, Note, Verdict
 
 
 def verify(path: Path, checkpoint: AuditHead | None = None) -> Verdict:
@@ -278,11 +214,9 @@ class _Walk:
             self._judge_pending(c)
             self._renumbered(c, base)
         else:
-            self._find(
+            self._about(
                 "inserted",
-                c.line,
-                c.n,
-                c.event,
+                c,
                 f"{c.named()} does not belong here: its number came already (the chain "
                 f"stands at {base.named()}): inserted, or copied from elsewhere in the log",
             )
@@ -295,11 +229,9 @@ class _Walk:
 
     def _renumbered(self, c: _Seen, base: _Seen) -> None:
         """`c` chains to the record before it, but its number is not the next one."""
-        self._find(
+        self._about(
             "edited",
-            c.line,
-            c.n,
-            c.event,
+            c,
             f"record at line {c.line} ({c.event}) chains to {base.named()} but is numbered "
             f"{c.n}, not {base.n + 1}: its number was edited",
         )
@@ -316,22 +248,18 @@ class _Walk:
         self.pending = None
         both = not bridged and nxt.n == c.n + 1 and nxt.prev != c.digest
         if both or p is _START:
-            self._find(
+            self._about(
                 "edited",
-                c.line,
-                c.n,
-                c.event,
+                c,
                 f"{c.named()} was edited: it does not chain to "
                 + ("the genesis value" if p is _START else p.named())
                 + (f", and record {nxt.n} (line {nxt.line}) does not chain to it" if both else ""),
             )
             self.reported = c
         else:
-            self._find(
+            self._about(
                 "edited",
-                p.line,
-                p.n,
-                p.event,
+                p,
                 f"{c.named()} does not chain to {p.named()}: record {p.n} was edited "
                 f"(or record {c.n}'s prev)",
             )
@@ -346,11 +274,9 @@ class _Walk:
             inserted, kept = base, twin
         else:
             inserted, kept = twin, base
-        self._find(
+        self._about(
             "inserted",
-            inserted.line,
-            inserted.n,
-            inserted.event,
+            inserted,
             f"{inserted.named()} was inserted: {kept.named()} has its number and the chain "
             "goes on from that one",
         )
@@ -369,11 +295,9 @@ class _Walk:
         edited = (c.n == gap.lo and c.prev != gap.before_digest) or (
             c.n == gap.hi and c.digest != gap.next_prev
         )
-        self._find(
+        self._about(
             "reordered",
-            c.line,
-            c.n,
-            c.event,
+            c,
             f"{c.named()} is out of order: it was written before the record at line "
             f"{gap.at}, and stands after {self.base.named()}"
             + (" (and it was edited)" if edited else ""),
@@ -390,21 +314,17 @@ class _Walk:
 
     def end(self) -> None:
         if self.twin is not None:
-            self._find(
+            self._about(
                 "inserted",
-                self.twin.line,
-                self.twin.n,
-                self.twin.event,
+                self.twin,
                 f"{self.twin.named()} and {self.base.named()} have one number: one of them "
                 "was inserted",
             )
         if self.pending is not None:
             p, c = self.pending
-            self._find(
+            self._about(
                 "edited",
-                p.line,
-                p.n,
-                p.event,
+                p,
                 f"{c.named()} does not chain to {p.named()}: record {p.n} was edited "
                 f"(or record {c.n}'s prev)",
             )
@@ -511,11 +431,9 @@ class _Walk:
             self.at_checkpoint is not None and cp.digest and self.at_checkpoint.digest != cp.digest
         ):
             at = self.at_checkpoint
-            self._find(
+            self._about(
                 "edited",
-                at.line,
-                at.n,
-                at.event,
+                at,
                 f"{at.named()} is not the record the checkpoint names (its digest is "
                 f"{at.digest[:16]}…, the checkpoint's {cp.digest[:16]}…): the log was "
                 "rewritten up to there",
@@ -553,6 +471,9 @@ class _Walk:
         self, kind: FindingKind, line: int | None, n: int | None, event: str | None, msg: str
     ) -> None:
         self.findings.append(Finding(kind, line, n, event, msg))
+
+    def _about(self, kind: FindingKind, record: _Seen, msg: str) -> None:
+        self._find(kind, record.line, record.n, record.event, msg)
 
 
 def _order(f: Finding) -> tuple[int, int]:
