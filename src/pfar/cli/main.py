@@ -28,6 +28,7 @@ from ..policy.printable import printable
 from ..vault.home import Home
 from ..vault.secrets import check_secret_size
 from . import client, ready
+from .audit_cmd import audit
 from .channels_cmd import channels
 from .events_cmd import events
 from .holds_cmd import cancel, pause, resume
@@ -450,6 +451,7 @@ cli.add_command(workflow)
 cli.add_command(session)
 cli.add_command(secret)
 cli.add_command(reload)
+cli.add_command(audit)
 
 
 def main() -> None:
