@@ -163,7 +163,8 @@ def test_a_damaged_page_of_an_encrypted_vault_is_reported_by_every_command(
             "SELECT rootpage FROM sqlite_master WHERE name = 'task_journal'"
         ).fetchone()
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-    offset = (int(root) - 1) * int(page_size)  # the table's root page: every read of it goes through
+    # the table's root page: every read of the table goes through it
+    offset = (int(root) - 1) * int(page_size)
     assert keys.read_unlock(home.vault_dir) is not None
     with open(home.sessions_db, "r+b") as f:
         f.seek(offset + 100)
