@@ -50,6 +50,20 @@ class ApprovalsConfig(_Section):
     credential_prompt_timeout_seconds: float = Field(600, gt=0, le=_YEAR)
 
 
+class VaultBackupConfig(_Section):
+    """`[vault.backup]`: backups the running kernel makes by itself (docs/vault.md)."""
+
+    # where they go, one new directory each (`pfar-<time>`); relative to the home; unset:
+    # no scheduled backups
+    dir: str | None = None
+    # how often; fractions go down to 0.001 (3.6 s), which only tests want
+    every_hours: float = Field(24, ge=0.001, le=24 * 365)
+    # the newest this many of pfar's backups in `dir` are kept, older ones removed
+    keep: int = Field(7, ge=1, le=10_000)
+    # a separate key (a file `pfar vault key new` made) instead of the vault's key
+    key_file: str | None = None
+
+
 class VaultConfig(_Section):
     # FULL: a commit survives power loss. NORMAL trades the last commits for speed.
     synchronous: Literal["FULL", "NORMAL"] = "FULL"
@@ -58,6 +72,7 @@ class VaultConfig(_Section):
     # kept allocated in vault/reserve and deleted when a journal commit fails, so the
     # stop and the next start find room (0: none; kernel/disk.py)
     reserve_mb: int = Field(16, ge=0, le=100_000)
+    backup: VaultBackupConfig = VaultBackupConfig()
 
 
 class SchedulerConfig(_Section):

@@ -14,6 +14,8 @@ one, what to do about it.
     - VaultIOError           a write or fsync failed: the kernel stops (fail-stop)
       . VaultUnwritable      read-only, disk full, permission denied: not damage
     - MigrationFailed
+    - BackupDamaged          a backup's files differ from its manifest or cannot be read
+    - RestoreRefused         a restore would replace a newer (or unreadable) vault
     - SessionStoreError      the sessions table could not be read or written (rolled back)
     - SessionRecoveryFailed  session crash recovery stopped at a database error
   + JournalError
@@ -130,6 +132,16 @@ class VaultUnwritable(VaultIOError):
 
 class MigrationFailed(VaultError):
     pass
+
+
+class BackupDamaged(VaultCorrupt):
+    """A backup whose files differ from its manifest, or that cannot be opened and
+    checked: refused before the home is touched."""
+
+
+class RestoreRefused(VaultError):
+    """A restore that would replace a vault further along than the backup (or one pfar
+    cannot read to tell): the message says what would be lost; `--force` goes on."""
 
 
 class JournalError(PfarError):

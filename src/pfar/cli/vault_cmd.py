@@ -10,6 +10,7 @@ import click
 from ..errors import VaultError
 from ..vault import keys
 from ..vault.home import Home
+from . import vault_backup_cmd
 from .output import err, out
 
 
@@ -64,3 +65,7 @@ def say_where_the_key_went(home: Home, *, asked: str | None) -> None:
 @click.group()
 def vault() -> None:
     """The vault at rest: encryption, keys, integrity, backups (docs/vault.md)."""
+
+
+for command in vault_backup_cmd.commands:
+    vault.add_command(command)

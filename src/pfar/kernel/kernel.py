@@ -95,6 +95,7 @@ from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
 from .audit import AuditLog
+from .backups import BackupSchedule, ScheduledBackups
 from .guards import guards_off
 from .learning import Learner
 from .locks import LockManager, LockTable
@@ -344,6 +345,9 @@ class Kernel:
             # learnings a dying kernel left undecided or unstored (kernel/learning.py)
             "pfar-learnings": lambda again: self.learner.run(),
         }
+        schedule = BackupSchedule.of(self.home, config.vault.backup)
+        if schedule is not None:  # [vault.backup] (kernel/backups.py)
+            duties["pfar-backup"] = lambda again: ScheduledBackups(self, schedule).run()
         # a duty that runs out of file descriptors (a flooded listener) waits and goes
         # on; any other end of a duty stops the kernel (_background_ended)
         self._background = [

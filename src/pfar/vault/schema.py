@@ -27,6 +27,12 @@ def _migrations(kind: str) -> list[tuple[int, str, str]]:
     return found
 
 
+def latest_version(kind: str) -> int:
+    """The newest schema version this pfar knows for `kind` (0: none)."""
+    steps = _migrations(kind)
+    return steps[-1][0] if steps else 0
+
+
 def schema_version(conn: sqlite.Connection) -> int:
     row = conn.execute(
         "SELECT name FROM sqlite_master WHERE type='table' AND name='schema_version'"
