@@ -72,7 +72,7 @@ def ours(home: Home, directory: Path) -> list[tuple[Manifest, Path]]:
     found = []
     try:
         entries = list(directory.iterdir())
-    except FileNotFoundError:
+    except OSError:  # not there (yet), or no directory: the backup itself says why
         return []
     for path in entries:
         if path.is_symlink() or not path.is_dir():

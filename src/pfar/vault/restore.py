@@ -334,11 +334,23 @@ def read_current(home: Home) -> CurrentVault | None:
         vault_id = info.vault_id if info is not None else None
         if not home.sessions_db.exists():
             raise VaultError(f"{vault} holds files but no sessions.db")
-        conn = connect(home.sessions_db, key=keys.unlock(home), readonly=True)
+        # a reader of a WAL database makes its -wal and -shm files when they are not
+        # there: those it made go again, so that a refusal leaves the vault as it was
+        # (no other process has them open: the restore holds the home's lock)
+        db = home.sessions_db
+        side = [Path(f"{db}-wal"), Path(f"{db}-shm")]
+        made = [p for p in side if not p.exists()]
         try:
-            return CurrentVault(vault_id, journal_facts(conn), _task_rows(conn), None)
+            conn = connect(db, key=keys.unlock(home), readonly=True)
+            try:
+                return CurrentVault(vault_id, journal_facts(conn), _task_rows(conn), None)
+            finally:
+                conn.close()
         finally:
-            conn.close()
+            for path in made:
+                with contextlib.suppress(FileNotFoundError):
+                    if path.name.endswith("-shm") or path.stat().st_size == 0:
+                        path.unlink()
     except (PfarError, sqlite.Error, OSError) as exc:
         return CurrentVault(vault_id, None, {}, str(exc))
 
