@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -283,6 +284,29 @@ def test_key_export_and_import(tmp_path: Path) -> None:
         )
     assert r.returncode != 0 and "others can read" in r.stderr and loose.read_text() == ""
 
+    # never onto a terminal
+    leader, follower = pty.openpty()
+    try:
+        shown = subprocess.run(
+            [sys.executable, "-m", "pfar", "--home", str(home.root), "vault", "key", "export", "-"],
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+        os.close(follower)
+        follower = -1
+        on_screen = b""
+        with contextlib.suppress(OSError):
+            while chunk := os.read(leader, 4096):
+                on_screen += chunk
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert shown.returncode != 0 and "not shown on a terminal" in shown.stderr
+    assert piped.encode() not in on_screen
+
     # the key file is lost: nothing opens; importing the exported key puts it back
     unlock = json.loads((home.vault_dir / "unlock.json").read_text())
     key_path = Path(unlock["key"]["path"])
@@ -524,3 +548,9 @@ def test_a_failing_scheduled_backup_is_told_to_the_owner_once(tmp_path: Path) ->
         assert kernel.proc.poll() is None  # a failing backup does not stop the kernel
     assert len([m for m in owner_messages(home) if "scheduled backup" in str(m)]) == 1
     assert str(blocker) in str(told[0])
+
+
+def test_a_bad_backup_schedule_is_refused_at_start_with_its_key_named(tmp_path: Path) -> None:
+    home = _home(tmp_path / "home", config='[vault.backup]\ndir = "b"\nevery_hours = 0\n')
+    r = run(home, "run", "--no-stdin")
+    assert r.returncode != 0 and "vault.backup.every_hours" in said(r), said(r)

@@ -127,7 +127,12 @@ class ScheduledBackups:
     async def run(self) -> None:
         key = keys.unlock(self._kernel.home)  # the key the kernel opened the vault with
         while True:
-            await asyncio.sleep(self._wait())
+            try:
+                wait = self._wait()
+            except Exception as exc:  # a duty that ends stops the kernel: this is a backup
+                log.warning("cannot look at %s: %s", self._schedule.directory, exc)
+                wait = self._schedule.every.total_seconds()
+            await asyncio.sleep(wait)
             if not await self.once(key):
                 await asyncio.sleep(min(RETRY_SECONDS, self._schedule.every.total_seconds()))
 

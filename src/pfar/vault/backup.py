@@ -246,8 +246,3 @@ def _read_back(
             conn.close()
     assert facts is not None, "sessions.db is always backed up"
     return schema, facts
-
-
-def is_partial(directory: Path) -> bool:
-    """A temporary directory a backup left when it was interrupted."""
-    return _PARTIAL in directory.name and directory.name.startswith(".")

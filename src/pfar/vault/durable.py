@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +58,18 @@ def copy_synced(src: Path, dst: Path) -> str:
 def write_json(path: Path, data: Any) -> None:
     """Replace `path` with `data` as JSON, atomically (a reader sees the old file or the
     new one, never half of one)."""
-    tmp = path.with_name(f".{path.name}.new")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # a name of its own: two writers at once (a scheduled backup and one by hand) each
+    # replace the file whole, the last one winning
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.new")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.write(fd, (json.dumps(data, indent=2) + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            os.write(fd, (json.dumps(data, indent=2) + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     fsync_dir(path.parent)

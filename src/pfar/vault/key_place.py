@@ -5,7 +5,6 @@ only copy of another vault's key); the same key found there is left as it is."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ..errors import VaultError, VaultKeyMissing, VaultKeyWrong
@@ -129,7 +128,3 @@ def import_key(home: Home, path: Path) -> tuple[UnlockInfo, bool]:
         keys.write_unlock(home.vault_dir, info)
     keys.forget(home)
     return info, stored
-
-
-def owner_only(path: Path) -> bool:
-    return not (os.stat(path).st_mode & 0o077)
