@@ -22,6 +22,7 @@ exists is a complete backup.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -32,11 +33,11 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from ..errors import VaultError, VaultKeyWrong
+from ..errors import VaultCorrupt, VaultError, VaultKeyWrong
 from . import durable
 from .driver import sqlite
 from .home import Home
-from .keys import VaultKey, read_unlock, unlock_path
+from .keys import UnlockInfo, VaultKey, unlock_path
 from .manifest import (
     DB_KINDS,
     DB_NAMES,
@@ -81,7 +82,9 @@ def make_backup(
     `key` is the vault's key (None: a plain vault), as `keys.unlock(home)` gives it."""
     dest = dest.expanduser().absolute()
     _check_dest(home, dest)
-    info = read_unlock(home.vault_dir)
+    # read once, and the same bytes go into the backup: an unlock.json replaced meanwhile
+    # (a rekey begun after the snapshots) never goes with files under another key
+    unlock_raw, info = _unlock_of(home)
     if (info is None) != (key is None):
         raise VaultError(
             f"{home.vault_dir} is {'plain' if info is None else 'encrypted'}, but the backup "
@@ -104,12 +107,13 @@ def make_backup(
         file_key = backup_key.key if backup_key else key
         names = [n for n in DB_NAMES if (home.vault_dir / n).exists()]
         with _snapshots(home, names, key) as sources:
+            # the moment the copies are of: their snapshots are taken
+            made_at = datetime.now(UTC).isoformat(timespec="seconds")
             for name, source in sources.items():
                 _copy(source, tmp / name, key, backup_key.key if backup_key else None)
-        made_at = datetime.now(UTC).isoformat(timespec="seconds")
         schema, facts = _read_back(tmp, names, file_key)
-        if info is not None:
-            durable.copy_synced(unlock_path(home.vault_dir), tmp / "unlock.json")
+        if unlock_raw is not None:
+            _write_new(tmp / "unlock.json", unlock_raw)
         files = {
             name: FileEntry(durable.sha256_of(tmp / name), (tmp / name).stat().st_size)
             for name in [*names, *(["unlock.json"] if info is not None else [])]
@@ -148,6 +152,30 @@ def record_last_backup(home: Home, manifest: Manifest, dest: Path) -> None:
         home.vault_dir / LAST_BACKUP_NAME,
         {"at": manifest.made_at, "dest": str(dest), "position": manifest.position},
     )
+
+
+def _unlock_of(home: Home) -> tuple[bytes | None, UnlockInfo | None]:
+    path = unlock_path(home.vault_dir)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        raise VaultError(f"{path}: cannot be read ({exc.strerror})") from None
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise VaultCorrupt(f"{path} is not JSON ({exc}); nothing was backed up") from None
+    return raw, UnlockInfo.parse(data, path)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _check_dest(home: Home, dest: Path) -> None:

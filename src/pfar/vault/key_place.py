@@ -5,6 +5,7 @@ only copy of another vault's key); the same key found there is left as it is."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from ..errors import VaultError, VaultKeyMissing, VaultKeyWrong
@@ -124,7 +125,7 @@ def import_key(home: Home, path: Path) -> tuple[UnlockInfo, bool]:
         source = KeyFile(keys.default_key_file(info.vault_id))
     stored = store(home, source, key)
     if source != info.source:
-        info = UnlockInfo(info.vault_id, source, info.check, info.created_at)
+        info = dataclasses.replace(info, source=source)
         keys.write_unlock(home.vault_dir, info)
     keys.forget(home)
     return info, stored

@@ -24,6 +24,7 @@ what was lost since.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -256,7 +257,7 @@ def _vault_key(
         if held_at(info.source) == key:  # this machine keeps it where unlock.json says
             return key, info, None
     place = this_machines_place(info.vault_id)
-    return key, UnlockInfo(info.vault_id, place, info.check, info.created_at), place
+    return key, dataclasses.replace(info, source=place), place
 
 
 def _check_databases(src: Path, manifest: Manifest, key: VaultKey | None) -> dict[str, TaskRow]:
