@@ -359,6 +359,11 @@ def test_restore_refuses_a_newer_vault_and_names_what_would_be_lost(tmp_path: Pa
     restored = json.loads((home.vault_dir / "restored.json").read_text())
     assert restored["replaced"]["position"] > m["position"]
     assert restored["moved_aside"] == str(aside)
+    # the restore is in the audit log, whose chain it continues
+    ok(run(home, "audit", "verify"))
+    shown = ok(run(home, "audit", "show", "--event", "vault_restored", "--json")).stdout
+    [record] = [json.loads(line) for line in shown.splitlines()]
+    assert record["position"] == m["position"] and record["moved_aside"] == str(aside)
 
 
 def test_restore_moves_the_acknowledged_record_aside_and_keeps_it(tmp_path: Path) -> None:
