@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import VaultLocked
+from .writable import unwritable_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +99,12 @@ class HomeLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self._home.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._home.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        lock = self._home.lock_file
+        try:
+            self._home.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:  # a read-only or full file system: said as such
+            raise unwritable_file(lock, exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -109,15 +114,20 @@ class HomeLock:
                 f"{self._home.root} is owned by a running kernel (pid {holder}); "
                 "one kernel owns a home: stop it first or use another PFAR_HOME"
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except OSError as exc:
+            os.close(fd)
+            raise unwritable_file(lock, exc) from None
         self._fd = fd
 
     def is_held_elsewhere(self) -> bool:
         """True when a live kernel holds the lock (checked without taking it for long)."""
         if not self._home.lock_file.exists():
             return False
-        fd = os.open(self._home.lock_file, os.O_RDWR)
+        # read-only: flock needs no more, and a read-only file system allows no more
+        fd = os.open(self._home.lock_file, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
