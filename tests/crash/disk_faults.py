@@ -99,6 +99,7 @@ class LoopDisk:
     backing: Path  # the tmpfs holding the image
     image: Path
     device: str
+    errors: str
 
     def read_only(self) -> None:
         """ext4 finds an error and remounts itself read-only, files open or not (what a
@@ -121,7 +122,7 @@ class LoopDisk:
         done = _run("e2fsck", "-f", "-y", str(self.device))
         # 0: clean, 1: errors corrected (the error the test triggered is recorded)
         assert done.returncode in (0, 1), done.stdout + done.stderr
-        _must("mount", "-o", "errors=remount-ro", self.device, str(self.mount))
+        _must("mount", "-o", f"errors={self.errors}", self.device, str(self.mount))
 
 
 def _mount_options(where: Path) -> set[str]:
@@ -135,7 +136,10 @@ def _mount_options(where: Path) -> set[str]:
 
 
 @contextlib.contextmanager
-def ext4_on_loop(where: Path, size_mb: int = 96, backing_mb: int = 48) -> Iterator[LoopDisk]:
+def ext4_on_loop(
+    where: Path, size_mb: int = 96, backing_mb: int = 48, errors: str = "remount-ro"
+) -> Iterator[LoopDisk]:
+    """`errors`: what ext4 does on an error (remount-ro, continue)."""
     need_root("an ext4 file system on a loop device")
     for tool in ("losetup", "mkfs.ext4", "e2fsck"):
         if shutil.which(tool) is None:
@@ -152,9 +156,9 @@ def ext4_on_loop(where: Path, size_mb: int = 96, backing_mb: int = 48) -> Iterat
         mount = where / "ext4"
         mount.mkdir()
         try:
-            _must("mount", "-o", "errors=remount-ro", device, str(mount))
+            _must("mount", "-o", f"errors={errors}", device, str(mount))
             mount.chmod(0o700)
-            yield LoopDisk(mount, backing, image, device)
+            yield LoopDisk(mount, backing, image, device, errors)
         finally:
             _run("umount", "-l", str(mount))
             _run("losetup", "-d", device)
