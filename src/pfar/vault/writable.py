@@ -100,9 +100,8 @@ def unwritable_file(path: Path, exc: OSError) -> VaultUnwritable:
     """pfar's error for a plain file of the home (the lock file, owner.log) that cannot
     be opened or written."""
     why = why_not(path.parent, exc.errno) or (
-        f"permission denied; check the owner and permissions of {path} and its directory"
+        f"check that {path} is a file pfar's user may write, in a directory it may write"
     )
     return VaultUnwritable(
-        f"pfar cannot write {path} ({exc.strerror or exc}): {why}; fix that, then start "
-        "pfar again."
+        f"pfar cannot write {path} ({exc.strerror or exc}): {why}; fix that, then start pfar again."
     )
