@@ -194,6 +194,8 @@ def test_a_home_on_a_read_only_mount_is_refused_at_start_and_still_read(
             code = k.wait_exit(timeout=60)
             listed = pfar(home, "tasks")
             shown = pfar(home, "task", "show", made["task_id"])
+            asked = pfar(home, "approvals")
+            held = pfar(home, "secret", "list")
         finally:
             remount(disk, "rw")
         out = k.output()
@@ -205,4 +207,7 @@ def test_a_home_on_a_read_only_mount_is_refused_at_start_and_still_read(
         assert listed.returncode == 0, listed.stderr
         assert made["task_id"][:8] in listed.stdout, listed.stdout
         assert shown.returncode == 0, shown.stderr
+        assert asked.returncode == 0, asked.stderr
+        assert held.returncode == 0, held.stderr
+        assert "telegram_bot_token" in held.stdout, held.stdout
         _nothing_lost(home, [made["task_id"]], tmp_path)
