@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from dataclasses import dataclass
@@ -126,8 +127,14 @@ class HomeLock:
         """True when a live kernel holds the lock (checked without taking it for long)."""
         if not self._home.lock_file.exists():
             return False
-        # read-only: flock needs no more, and a read-only file system allows no more
-        fd = os.open(self._home.lock_file, os.O_RDONLY)
+        try:
+            fd = os.open(self._home.lock_file, os.O_RDWR)
+        except OSError as exc:
+            if exc.errno != errno.EROFS:
+                raise
+            # a home on a read-only file system: local flock needs no more (no kernel can
+            # run there, but one that was running when it turned read-only still holds it)
+            fd = os.open(self._home.lock_file, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
