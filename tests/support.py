@@ -55,14 +55,19 @@ class KernelProcess:
     """`pfar run` as a real child process, to be killed with SIGKILL or stopped with SIGTERM."""
 
     def __init__(
-        self, home: Home, fault: str | None = None, env: dict[str, str] | None = None
+        self,
+        home: Home,
+        fault: str | None = None,
+        env: dict[str, str] | None = None,
+        out_dir: Path | None = None,
     ) -> None:
         self.home = home
         full_env = {**os.environ, "PFAR_HOME": str(home.root), **(env or {})}
         full_env.pop("PFAR_FAULT", None)
         if fault:
             full_env["PFAR_FAULT"] = fault
-        self.stdout_path = home.root / f"kernel-{time.monotonic_ns()}.out"
+        # out_dir: elsewhere than the home, for a home whose disk fills up or fails
+        self.stdout_path = (out_dir or home.root) / f"kernel-{time.monotonic_ns()}.out"
         self._out = open(self.stdout_path, "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pfar", "run", "--no-stdin"],

@@ -58,12 +58,26 @@ class _Waker:
         self._supervisor.wake()
 
 
+class _Direct:
+    """One channel, sent to at once, outside its outbox: for the kernel's last word when
+    the journal cannot be written (kernel/fail_stop.py)."""
+
+    def __init__(self, supervisor: Supervisor, channel: Channel) -> None:
+        self._supervisor = supervisor
+        self._channel = channel
+        self.name = channel.name
+
+    async def deliver(self, message: OwnerMessage) -> None:
+        await self._supervisor.send_now(self._channel, message)
+
+
 def start(kernel: Kernel, config: Config, channels: Sequence[Channel]) -> asyncio.Task[None]:
     """Supervise `channels` for the kernel's life (the task is cancelled at shutdown)."""
     supervisor = Supervisor(
         kernel, channels, backoff=Backoff.of(config.recovery), settings=config.channels
     )
     kernel.add_sink(_Waker(supervisor))
+    kernel.last_words.extend(_Direct(supervisor, c) for c in channels if c.receives_messages)
     kernel.before_close.append(supervisor.flush)  # at shutdown, after the wait
     supervisor.wake()
     return asyncio.create_task(supervisor.run(), name="pfar-channels")

@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 
 from ..answers import Actor
 from ..config import ChannelsConfig, RecoveryConfig
+from ..errors import VaultIOError
 from ..journal import OwnerMessage
 from ..journal.channels_sql import Delivery
 from ..journal.records import now_rfc3339, parse_rfc3339, rfc3339
@@ -115,6 +116,18 @@ class Supervisor:
                         return
                     await asyncio.sleep(0.05)
 
+    async def send_now(self, channel: Channel, message: OwnerMessage) -> None:
+        """Send `message` on `channel` now, outside its outbox (nothing is journaled):
+        the kernel's last word when the journal cannot be written. Raises ChannelDown
+        when the channel is not connected."""
+        if not self._connected[channel.name].is_set():
+            raise ChannelDown(f"channel {channel.name} is not connected")
+        await channel.send(Outbound(message.message_key, message.kind, message.body))
+
+    def _journal_stopped(self) -> bool:
+        """The journal cannot be written any more (fail-stop): the kernel is stopping."""
+        return self._kernel.journal.writer.failure is not None
+
     def wake(self) -> None:
         """New owner messages are queued: every sender looks."""
         for event in self._wake.values():
@@ -154,11 +167,17 @@ class Supervisor:
                 except Exception as exc:
                     error = f"{type(exc).__name__}: {exc}"
                 finally:
-                    self._connected[channel.name].clear()
+                    if not self._journal_stopped():
+                        self._connected[channel.name].clear()
                     if not running.done():
                         running.cancel()
                         # its own end is returned, never raised; our cancel still is
                         await asyncio.gather(running, return_exceptions=True)
+                if self._journal_stopped():
+                    # its connection ended on a journal write: no reconnecting and no
+                    # "degraded" (that would be journaled too); the channel stays open, and
+                    # connected, for the kernel's last word until it is cancelled
+                    await asyncio.Event().wait()
                 failures += 1
                 error = self._kernel.redactor.text(error)
                 log.critical("channel %s failed (%d in a row): %s", channel.name, failures, error)
@@ -268,6 +287,15 @@ class Supervisor:
     # -- the sender -----------------------------------------------------------------
 
     async def _send(self, channel: Channel) -> None:
+        try:
+            await self._send_due(channel)
+        except VaultIOError:
+            if not self._journal_stopped():
+                raise
+            # fail-stop: nothing more is sent from the outbox, and the channel stays open
+            # for the kernel's last word (an error here would close every channel)
+
+    async def _send_due(self, channel: Channel) -> None:
         name = channel.name
         adapters = self._kernel.journal.adapters
         while True:

@@ -50,6 +50,7 @@ from ..errors import (
     ShuttingDown,
     TaskStateRefused,
     UnknownSecret,
+    VaultIOError,
     VaultMissing,
 )
 from ..hooks import NO_HOOKS, HookPoint, Hooks
@@ -171,6 +172,9 @@ class Kernel:
         # run at shutdown after the wait and the flush, while the journal is still open:
         # the chat channels send what the wait produced, then stop
         self.before_close: list[Callable[[], Awaitable[None]]] = []
+        # what reaches the owner without the journal's outbox (each chat channel, sent to
+        # directly): the fail-stop notice goes through them (kernel/fail_stop.py)
+        self.last_words: list[Sink] = []
         self._idle = asyncio.Event()
         self.hooks = NO_HOOKS
         self._bus_moved = asyncio.Event()  # wakes the lifecycle hooks' feed early
@@ -183,6 +187,7 @@ class Kernel:
         self.stop_now = asyncio.Event()
         self.report: RecoveryReport | None = None
         self.failure: str | None = None  # why the kernel stopped itself, if it did
+        self._fail_stopped: BaseException | None = None  # a vault write failed (_fail_stop)
         self._disk: disk.DiskWatch | None = None  # the home's free space (kernel/disk.py)
         self._disk_warnings = 0
         self.template_errors: list[ConfigError] = []
@@ -788,7 +793,13 @@ class Kernel:
             collector.give_back()
 
     def _fail_stop(self, exc: BaseException) -> None:
-        log.critical("journal write failed; stopping the kernel: %s", exc)
+        """A write to the vault failed (kernel/fail_stop.py): stop taking work, and have
+        the process stop without the graceful steps, which would write."""
+        if self._fail_stopped is not None:
+            return  # said once: every task that meets the stopped writer comes here too
+        self._fail_stopped = exc
+        what = "journal write" if self.journal.writer.failure is not None else "write"
+        log.critical("%s failed; stopping the kernel: %s", what, exc)
         # room for what the stop and the next start still write (kernel/disk.py)
         if self._disk is not None and self._disk.release():
             log.critical("released the journal's reserve (vault/%s)", disk.RESERVE_NAME)
@@ -800,6 +811,9 @@ class Kernel:
         if task.cancelled():
             return
         exc = task.exception()
+        if isinstance(exc, VaultIOError):  # owner.log on a disk that failed, say
+            self._fail_stop(exc)
+            return
         log.critical("kernel duty %s stopped: %r; stopping the kernel", task.get_name(), exc)
         self.failure = f"{task.get_name()} stopped: {exc!r}"
         self._accepting = False
@@ -1252,6 +1266,11 @@ class Kernel:
         self.sessions.manager.close()
         self._lock.release()
         self._give_back_collector()
+
+    @property
+    def fail_stopped(self) -> BaseException | None:
+        """The failed write that stopped the kernel (fail-stop), if one did."""
+        return self._fail_stopped
 
     @property
     def accepting(self) -> bool:

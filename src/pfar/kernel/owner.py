@@ -18,6 +18,7 @@ from typing import Protocol
 
 from ..errors import VaultError
 from ..journal import Journal, OwnerMessage
+from ..vault.writable import unwritable_file
 
 log = logging.getLogger("pfar.owner")
 
@@ -69,12 +70,23 @@ class OwnerLogSink:
                     self._remember(m.message_key)
 
     def _append(self, lines: str) -> None:
-        fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        """Raises VaultIOError naming the file when the disk refuses (full, read-only, an
+        I/O error): the kernel stops (fail-stop); the messages wait in the outbox."""
         try:
-            os.write(fd, lines.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                data = lines.encode()
+                # a line a failed write cut short is ended first: the next one stays whole
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data
+                while data:
+                    data = data[os.write(fd, data) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise unwritable_file(self._path, exc) from None
 
 
 def _lines(messages: list[OwnerMessage]) -> str:
@@ -116,6 +128,10 @@ class OwnerChannel:
 
     def add_sink(self, sink: Sink) -> None:
         self._sinks.append(sink)
+
+    @property
+    def log(self) -> OwnerLogSink:
+        return self._log
 
     def notify(self) -> None:
         self._wake.set()

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from ..config import Config
 from ..errors import PfarError
 from ..vault.home import Home
-from . import descriptors
+from . import descriptors, fail_stop
 from .control import ControlServer
 from .kernel import Kernel
 from .owner import Sink
@@ -26,7 +26,7 @@ async def serve(
     extra: Callable[[Kernel], list[asyncio.Task[None]]] | None = None,
     before_start: Callable[[Kernel], Awaitable[None]] | None = None,
 ) -> int:
-    """Run a kernel until SIGTERM/SIGINT (graceful) or a journal failure (fail-stop).
+    """Run a kernel until SIGTERM/SIGINT (graceful) or a vault write fails (fail-stop).
     `before_start` runs before recovery (a listener that answers "not yet" meanwhile)."""
     config = Config.load(home.config)
     # a flood of idle connections must not use up the descriptors the journal needs
@@ -84,13 +84,20 @@ async def serve(
             t.cancel()
         await asyncio.gather(*extras, return_exceptions=True)
 
-    if kernel.journal.writer.failure is not None:
+    failure = kernel.fail_stopped
+    if failure is not None:
+        # fail-stop (kernel/fail_stop.py): the owner hears why on every channel that
+        # still works, before the chat channels stop
+        why = fail_stop.cause(failure, home.sessions_db)
+        say(
+            f"pfar: stopping without a clean shutdown (fail-stop): {why} The next start "
+            "recovers from what is on disk."
+        )
+        message = fail_stop.notice(kernel.boot_id, why)
+        # (the terminal has it from the line above)
+        await fail_stop.tell_owner(message, [kernel.owner.log, *kernel.last_words])
         await stop_extras()
         await control.close()
-        say(
-            "pfar: the journal could not be written; stopped without a clean "
-            "shutdown. The next start recovers from what is on disk."
-        )
         await kernel.abort()
         return 3
     # the socket answers "shutting down" while in-flight tasks finish: a client that

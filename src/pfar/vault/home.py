@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import VaultLocked
+from .writable import unwritable_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +100,12 @@ class HomeLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self._home.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._home.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        lock = self._home.lock_file
+        try:
+            self._home.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:  # a read-only or full file system: said as such
+            raise unwritable_file(lock, exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -109,15 +115,26 @@ class HomeLock:
                 f"{self._home.root} is owned by a running kernel (pid {holder}); "
                 "one kernel owns a home: stop it first or use another PFAR_HOME"
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except OSError as exc:
+            os.close(fd)
+            raise unwritable_file(lock, exc) from None
         self._fd = fd
 
     def is_held_elsewhere(self) -> bool:
         """True when a live kernel holds the lock (checked without taking it for long)."""
         if not self._home.lock_file.exists():
             return False
-        fd = os.open(self._home.lock_file, os.O_RDWR)
+        try:
+            fd = os.open(self._home.lock_file, os.O_RDWR)
+        except OSError as exc:
+            if exc.errno != errno.EROFS:
+                raise
+            # a home on a read-only file system: local flock needs no more (no kernel can
+            # run there, but one that was running when it turned read-only still holds it)
+            fd = os.open(self._home.lock_file, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

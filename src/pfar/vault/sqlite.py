@@ -8,13 +8,14 @@ apart by SQLite's result code, and neither message advises a step that loses dat
 
 from __future__ import annotations
 
+import errno
 import os
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, Self
 
 from ..errors import VaultCorrupt, VaultLocked, VaultMissing, VaultUnwritable
+from . import writable
 from .driver import sqlite
 from .keys import VaultKey, is_plain_sqlite, unlock_path
 from .schema import migrate, schema_version
@@ -71,16 +72,17 @@ def translate(path: Path, exc: sqlite.Error) -> sqlite.Error:
 
 def unwritable(path: Path, code: int, cause: str) -> UnwritableDatabase:
     return UnwritableDatabase(
-        f"pfar cannot write {path} ({cause}): {_why_unwritable(path, code)}. The file is "
-        "not damaged and nothing in it was changed: fix that, then start again "
-        "(do not move, delete or re-create the file: it holds your data)."
+        f"pfar cannot write {path} ({cause}): {_why_unwritable(path, code)}. {writable.NOT_DAMAGED}"
     )
 
 
 def _why_unwritable(path: Path, code: int) -> str:
-    if code == sqlite.SQLITE_FULL or _disk_full(path):
-        return f"the disk holding {path.parent} is full; free some space"
     directory = path.parent
+    if code == sqlite.SQLITE_FULL:
+        return writable.full_advice(directory)
+    found = writable.why_not(directory)  # the disk, the mount
+    if found is not None:
+        return found
     if directory.exists() and not os.access(directory, os.W_OK | os.X_OK):
         return (
             f"its directory {directory} is read-only (SQLite writes {path.name}-wal and "
@@ -94,15 +96,8 @@ def _why_unwritable(path: Path, code: int) -> str:
                 f"`chmod u+rw {file}` (or check `lsattr` and the mount)"
             )
     if code == sqlite.SQLITE_IOERR:
-        return "the disk reported an I/O error; check it (dmesg) before anything else"
+        return writable.IO_ADVICE
     return "permission denied; check the permissions and the mount of the vault directory"
-
-
-def _disk_full(path: Path) -> bool:
-    try:
-        return shutil.disk_usage(path.parent).free < 64 * 1024
-    except OSError:
-        return False
 
 
 def check_table(conn: sqlite.Connection, path: Path, table: str) -> None:
@@ -194,8 +189,43 @@ def connect(
     """A connection with pfar's pragmas. Autocommit mode: transactions are explicit.
 
     With `key`, SQLCipher encrypts every page of the file and of its WAL with it; the key
-    is given before anything else is read, and is checked by the first read."""
-    uri = f"file:{path}?mode={'ro' if readonly else 'rw'}"
+    is given before anything else is read, and is checked by the first read.
+
+    A read-only connection to a file on a read-only file system (a home left so after a
+    disk error) still reads it: SQLite cannot create the WAL's index there, so when the
+    WAL is empty or gone (all of the file's content is in the file) it is opened
+    `immutable`, which needs no index. A WAL with frames in it is read as usual, or not
+    at all: immutable would skip its frames and show an older vault."""
+    try:
+        return _connect(path, key=key, synchronous=synchronous, readonly=readonly)
+    except UnwritableDatabase:
+        if not readonly or not _frozen(path):
+            raise
+    return _connect(path, key=key, synchronous=synchronous, readonly=True, immutable=True)
+
+
+def _frozen(path: Path) -> bool:
+    """`path` is on a read-only file system and its WAL holds nothing."""
+    wal = Path(f"{path}-wal")
+    try:
+        if wal.exists() and wal.stat().st_size > 0:
+            return False
+    except OSError:
+        return False
+    return writable.mounted_read_only(path.parent) or (
+        writable.write_probe(path.parent) == errno.EROFS
+    )
+
+
+def _connect(
+    path: Path,
+    *,
+    key: VaultKey | None,
+    synchronous: Synchronous,
+    readonly: bool,
+    immutable: bool = False,
+) -> sqlite.Connection:
+    uri = f"file:{path}?mode={'ro' if readonly else 'rw'}{'&immutable=1' if immutable else ''}"
     if not readonly and path.exists() and not os.access(path, os.W_OK):
         # SQLite would quietly open it read-only and fail at the first write, much later
         raise unwritable(path, sqlite.SQLITE_READONLY, "the file is not writable")

@@ -1,0 +1,43 @@
+"""The fail-stop notice: what it says, and that a channel that fails does not keep it
+from the others."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from pfar.journal import OwnerMessage
+from pfar.kernel import fail_stop
+from pfar.vault.driver import sqlite
+
+
+class _Sink:
+    def __init__(self, name: str, fails: bool = False) -> None:
+        self.name = name
+        self.fails = fails
+        self.got: list[OwnerMessage] = []
+
+    async def deliver(self, message: OwnerMessage) -> None:
+        if self.fails:
+            raise OSError(5, "Input/output error")
+        self.got.append(message)
+
+
+def test_a_bare_database_error_is_said_with_the_journal_named(tmp_path: Path) -> None:
+    journal = tmp_path / "vault" / "sessions.db"
+    error = sqlite.OperationalError("database or disk is full")
+    error.sqlite_errorcode = sqlite.SQLITE_FULL  # type: ignore[misc]
+    why = fail_stop.cause(error, journal)
+    assert why.startswith(f"pfar cannot write {journal} (database or disk is full)")
+    assert f"the disk holding {journal.parent} is full" in why
+    assert fail_stop.cause(RuntimeError("boom"), journal) == f"{journal}: RuntimeError: boom"
+
+
+def test_every_sink_that_works_is_told_once_whatever_the_others_do(tmp_path: Path) -> None:
+    message = fail_stop.notice("boot-1", f"pfar cannot write {tmp_path}/x (disk I/O error).")
+    assert message.message_key == "fail-stop:boot-1"
+    assert message.body.startswith("pfar has stopped (fail-stop): pfar cannot write")
+    sinks = [_Sink("owner.log", fails=True), _Sink("telegram"), _Sink("slack")]
+    told = asyncio.run(fail_stop.tell_owner(message, sinks))
+    assert told == ["telegram", "slack"]
+    assert [len(s.got) for s in sinks] == [0, 1, 1]
