@@ -64,3 +64,9 @@ def say_where_the_key_went(home: Home, *, asked: str | None) -> None:
 @click.group()
 def vault() -> None:
     """The vault at rest: encryption, keys, integrity, backups (docs/vault.md)."""
+
+
+from .vault_encrypt_cmd import encrypt, rekey, status  # noqa: E402  (they use the above)
+
+for _command in (encrypt, rekey, status):
+    vault.add_command(_command)
