@@ -13,7 +13,7 @@ from ..errors import VaultError
 from ..vault import keys
 from ..vault.encrypt import encrypt_vault
 from ..vault.rekey import NEW_PASSPHRASE_FD_ENV, RekeyChoice, rekey_vault
-from ..vault.status import FileStatus, KeyStatus, VaultStatus, vault_status
+from ..vault.status import FileStatus, VaultStatus, vault_status
 from .output import emit, err, home_of, out
 from .vault_cmd import new_passphrase, say_where_the_key_went
 
@@ -67,6 +67,12 @@ def encrypt(ctx: click.Context, choice: str | None, key_file: Path | None) -> No
         passphrase=new_passphrase,
         progress=out.print,
     )
+    if result.already:
+        out.print(
+            f"vault: already encrypted (its key is in {result.info.source.describe()}); "
+            "nothing to do. `pfar vault rekey` changes its key"
+        )
+        return
     if result.resumed:
         out.print("vault: the interrupted encryption is finished")
         if asked is not None:
@@ -169,7 +175,10 @@ def describe(s: VaultStatus) -> list[str]:
     if s.vault_id is not None:
         lines.append(f"vault id: {s.vault_id}")
     if s.key is not None:
-        lines.append(f"key: {_key_line(s.key)}")
+        lines.append(f"key source: {s.key.where}")
+        lines.append(
+            f"key: {'available' if s.key.available else f'not available ({s.key.problem})'}"
+        )
     if s.next_key is not None:
         lines.append(f"next key: {s.next_key.where}")
     if s.old_key is not None:
@@ -180,12 +189,6 @@ def describe(s: VaultStatus) -> list[str]:
     lines.append(f"last integrity check: {_check_line(s.last_check)}")
     lines.append(f"last backup: {_backup_line(s.last_backup)}")
     return lines
-
-
-def _key_line(k: KeyStatus) -> str:
-    if k.available:
-        return f"{k.where} (available)"
-    return f"{k.where}; not available ({k.problem})"
 
 
 def _file_line(f: FileStatus) -> str:

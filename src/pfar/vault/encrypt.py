@@ -31,6 +31,7 @@ class EncryptResult:
     encrypted: list[str] = field(default_factory=list)  # files this run encrypted
     found_encrypted: list[str] = field(default_factory=list)  # by the run it finished
     leftovers: list[str] = field(default_factory=list)  # partial copies removed
+    already: bool = False  # every file was encrypted already: nothing was done
 
 
 def encrypt_vault(
@@ -77,11 +78,11 @@ def _start(
                 f"{keys.UNLOCK_NAME}: the vault is not a plain one, nor one being encrypted "
                 "(was unlock.json lost? restore it from a backup). Nothing was changed"
             )
+    if choice == "none":
+        raise VaultError("`pfar vault encrypt` needs a key; --no-encrypt has nothing to do")
     for f in files:
         if reencrypt.remove_staging(f.path, "encrypt"):
             progress(f"removed the partial copy of {f.path.name} a killed run left")
-    if choice == "none":
-        raise VaultError("`pfar vault encrypt` needs a key; --no-encrypt has nothing to do")
     new = keys.create_key(
         home,
         choice,
@@ -111,12 +112,9 @@ def _finish(
         for f in files:
             if reencrypt.remove_staging(f.path, "encrypt"):
                 result.leftovers.append(f.path.name)
-        if key is None:
-            raise VaultError(
-                f"{home.vault_dir} is already encrypted (its key is in "
-                f"{info.source.describe()}); nothing was changed. `pfar vault rekey` "
-                "changes its key"
-            )
+        # already encrypted (by an earlier run that was killed after its last file, or
+        # long ago): nothing to do, and said so; a script may run this twice
+        result.already = key is None
         return result
     if key is None:
         progress(f"finishing an interrupted encryption with the key in {info.source.describe()}")

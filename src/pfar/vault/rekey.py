@@ -69,8 +69,14 @@ def rekey_vault(
                 "`pfar vault encrypt` encrypts it; nothing was changed"
             )
         result = RekeyResult(info=info, old_source=None, resumed=True)
+        # both keys are read once (a passphrase on a descriptor can be read only once);
+        # a resumed run finds them again from unlock.json, the old one only if needed
+        new_key: keys.VaultKey | None = None
+        old_key: keys.VaultKey | None = None
         if info.next is None and info.old is None:
-            info = _begin(home, files, info, choice, key_file, new_passphrase, progress)
+            info, old_key, new_key = _begin(
+                home, files, info, choice, key_file, new_passphrase, progress
+            )
             result.resumed = False
         elif choice is not None or key_file is not None:
             progress(
@@ -79,7 +85,7 @@ def rekey_vault(
             )
         if info.next is not None:
             result.old_source = info.source
-            info = _move_files(home, files, info, result, progress)
+            info = _move_files(home, files, info, old_key, new_key, result, progress)
         if info.old is not None:
             result.old_source = info.old.source
             result.old_key = _retire(info, keep_old_key)
@@ -99,7 +105,7 @@ def _begin(
     key_file: Path | None,
     new_passphrase: Callable[[], str] | None,
     progress: Callable[[str], None],
-) -> keys.UnlockInfo:
+) -> tuple[keys.UnlockInfo, keys.VaultKey, keys.VaultKey]:
     for f in files:
         if not f.path.exists():
             raise VaultError(f"{f.path} does not exist; nothing was changed")
@@ -133,19 +139,21 @@ def _begin(
     keys.write_unlock(home.vault_dir, info)
     reencrypt.fault("rekey", "next_written")
     progress(f"the new key is in {new.info.source.describe()}")
-    return info
+    return info, old_key, new.key
 
 
 def _move_files(
     home: Home,
     files: list[reencrypt.VaultFile],
     info: keys.UnlockInfo,
+    old_key: keys.VaultKey | None,
+    new_key: keys.VaultKey | None,
     result: RekeyResult,
     progress: Callable[[str], None],
 ) -> keys.UnlockInfo:
     assert info.next is not None
-    new_key = _load_next(info)
-    old_key: keys.VaultKey | None = None
+    if new_key is None:
+        new_key = _load_next(info)
     for f in files:
         if reencrypt.staging_path(f.path, "rekey").exists() and result.resumed:
             progress(f"removed the partial copy of {f.path.name} a killed run left")
