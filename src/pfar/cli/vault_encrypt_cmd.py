@@ -119,7 +119,7 @@ def rekey(
     )
     if result.resumed:
         out.print("vault: the interrupted key change is finished")
-    out.print(f"vault: encrypted under a new key, in {result.info.source.describe()}")
+    out.print(f"vault: encrypted under a new key: {result.info.source.describe()}")
     if result.old_key:
         out.print(f"vault: {result.old_key}")
     if isinstance(result.info.source, keys.Passphrase):

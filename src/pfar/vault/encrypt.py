@@ -92,7 +92,6 @@ def _start(
     reencrypt.fault("encrypt", "key_created")
     keys.write_unlock(home.vault_dir, new.info)
     reencrypt.fault("encrypt", "unlock_written")
-    progress(f"the vault's key is in {new.info.source.describe()}")
     result = _finish(home, files, new.info, new.key, progress)
     result.resumed = False
     result.fallback_reason = new.fallback_reason

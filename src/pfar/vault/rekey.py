@@ -138,7 +138,7 @@ def _begin(
     info = dataclasses.replace(info, next=keys.KeySlot(new.info.source, new.info.check))
     keys.write_unlock(home.vault_dir, info)
     reencrypt.fault("rekey", "next_written")
-    progress(f"the new key is in {new.info.source.describe()}")
+    progress(f"new key: {new.info.source.describe()}")
     return info, old_key, new.key
 
 
