@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pfar.vault.driver import sqlite
 from pfar.vault.home import Home, HomeLock
 
 from ..support import pfar, running_kernel, said
@@ -255,3 +256,49 @@ def test_status_never_asks_for_a_passphrase(plain: Home) -> None:
     assert "key: not available (a passphrase, not asked for here" in said(r)
     given = pfar_env(plain, "vault", "status", fds={"PFAR_PASSPHRASE_FD": "a long passphrase\n"})
     assert "key: available" in said(given) and "schema version 13" in said(given)
+
+
+def _damage_plain(path: Path, table: str) -> None:
+    """Break the b-tree page header of `table`'s root page: the file opens, its other
+    tables read, and quick_check finds it."""
+    conn = sqlite.connect(str(path))
+    try:
+        root = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)
+        ).fetchone()
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        conn.close()
+    with open(path, "r+b") as f:
+        f.seek((root[0] - 1) * page_size)
+        f.write(b"\xff")
+
+
+def _damage_encrypted(path: Path) -> None:
+    """Overwrite bytes of the file's last page: its HMAC fails when it is read."""
+    with open(path, "r+b") as f:
+        f.seek(path.stat().st_size - 2048)
+        f.write(b"\xff" * 64)
+
+
+def test_a_damaged_plain_file_is_not_encrypted(plain: Home, tmp_path: Path) -> None:
+    key_dir = tmp_path / "keys"
+    _damage_plain(plain.sessions_db, "task_journal")
+    before = file_states(plain)
+    r = pfar(plain, "vault", "encrypt", "--key-file", str(key_dir / "vault.key"))
+    assert r.returncode == 1, said(r)
+    assert f"{plain.sessions_db} cannot be read whole" in said(r)
+    assert "the file is damaged" in said(r) and "Nothing was changed" in said(r)
+    assert file_states(plain) == before and not key_dir.exists()  # no key made either
+
+
+def test_a_damaged_encrypted_file_is_not_rekeyed(plain: Home, tmp_path: Path) -> None:
+    key_dir = tmp_path / "keys"
+    ok(pfar(plain, "vault", "encrypt", "--key-file", str(key_dir / "vault.key")))
+    _damage_encrypted(plain.secrets_db)
+    before, keys_before = file_states(plain), sorted(key_dir.iterdir())
+    r = pfar(plain, "vault", "rekey")
+    assert r.returncode == 1, said(r)
+    assert f"{plain.secrets_db} cannot be read whole with the vault's key, which is the" in said(r)
+    assert "Nothing was changed" in said(r)
+    assert file_states(plain) == before and sorted(key_dir.iterdir()) == keys_before

@@ -78,6 +78,7 @@ def _start(
                 f"{keys.UNLOCK_NAME}: the vault is not a plain one, nor one being encrypted "
                 "(was unlock.json lost? restore it from a backup). Nothing was changed"
             )
+        reencrypt.check_readable(f.path, None)  # before the key: a damaged file stops here
     if choice == "none":
         raise VaultError("`pfar vault encrypt` needs a key; --no-encrypt has nothing to do")
     for f in files:

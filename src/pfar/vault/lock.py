@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..errors import VaultLocked
+from ..errors import VaultIOError, VaultLocked
 from .home import Home, HomeLock
 
 
@@ -16,6 +16,7 @@ from .home import Home, HomeLock
 def vault_command_lock(home: Home, command: str) -> Iterator[None]:
     with _locked(
         home,
+        True,
         f"`{command}` rewrites the vault's files and runs only while no kernel does. Stop "
         "the kernel (Ctrl-C where it runs, or `kill -TERM {pid}`), then run it again; "
         "nothing was changed",
@@ -27,6 +28,7 @@ def vault_command_lock(home: Home, command: str) -> Iterator[None]:
 def offline_write_lock(home: Home) -> Iterator[None]:
     with _locked(
         home,
+        False,
         "it is a kernel starting, or `pfar vault encrypt` or `rekey` at work: run the "
         "command again when it is done; nothing was changed",
     ):
@@ -34,10 +36,22 @@ def offline_write_lock(home: Home) -> Iterator[None]:
 
 
 @contextmanager
-def _locked(home: Home, advice: str) -> Iterator[None]:
+def _locked(home: Home, required: bool, advice: str) -> Iterator[None]:
     lock = HomeLock(home)
     try:
         lock.acquire()
+    except OSError as exc:
+        # the lock file cannot be written (a full disk, a read-only home): a command
+        # that rewrites the vault does not run without the lock; an offline write goes
+        # on, and its own write meets the same trouble and names it precisely
+        if required:
+            raise VaultIOError(
+                f"cannot take the home's lock {home.lock_file} ({exc.strerror}); "
+                "nothing was changed. Fix that (free some space, make the home writable), "
+                "then run the command again"
+            ) from None
+        yield
+        return
     except VaultLocked:
         try:
             holder = home.lock_file.read_text().strip() or "unknown"

@@ -145,6 +145,31 @@ def open_with(
     return conn
 
 
+def check_readable(path: Path, key: VaultKey | None) -> None:
+    """Refuse a file that cannot be read whole under `key` (SQLite's quick_check), before
+    anything is changed: a damaged file is restored, not copied."""
+    try:
+        conn = open_with(path, key)
+    except sqlite.DatabaseError as exc:
+        raise _unreadable(path, key, str(exc)) from None
+    try:
+        found = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
+    except sqlite.DatabaseError as exc:
+        found = [str(exc)]
+    finally:
+        conn.close()
+    if found != ["ok"]:
+        raise _unreadable(path, key, "; ".join(found[:3]))
+
+
+def _unreadable(path: Path, key: VaultKey | None, why: str) -> VaultCorrupt:
+    under = " with the vault's key, which is the right one" if key is not None else ""
+    return VaultCorrupt(
+        f"{path} cannot be read whole{under} ({why}): the file is damaged, and is not "
+        "copied under a new key. Nothing was changed; restore it from a backup first"
+    )
+
+
 def opens_with(path: Path, key: VaultKey | None) -> bool:
     """Whether `key` reads `path` (the check a rekey makes to see which key a file has)."""
     try:
@@ -173,8 +198,8 @@ def reencrypt(
         if busy:
             raise VaultLocked(
                 f"{path} is in use by another process (its write-ahead log could not be "
-                "checkpointed); stop what has it open and run the command again. "
-                "Nothing was changed"
+                "checkpointed); the file was not changed. Stop what has it open and run "
+                "the command again"
             )
         fault(operation, "checkpointed", file.kind)
         # the key as a bound value (the pragma's text without its quotes): raw, no KDF
@@ -268,7 +293,8 @@ def _open_source(path: Path, key: VaultKey | None) -> sqlite.Connection:
         if "locked" in str(exc) or "busy" in str(exc):
             raise VaultLocked(f"{path}: database is locked by another process ({exc})") from None
         raise VaultCorrupt(
-            f"{path}: cannot be read ({exc}); it was left untouched. Nothing was changed"
+            f"{path}: cannot be read ({exc}); it was left untouched. Restore it from a "
+            "backup, then run the command again"
         ) from None
 
 

@@ -116,12 +116,7 @@ def _begin(
             )
     old_key = keys.load_key(info)
     for f in files:
-        if not reencrypt.opens_with(f.path, old_key):
-            raise VaultCorrupt(
-                f"{f.path} cannot be read with the vault's key, which is the right one: the "
-                "file is damaged, and is not rekeyed. Nothing was changed; restore it from a "
-                "backup first"
-            )
+        reencrypt.check_readable(f.path, old_key)  # before the new key: damage stops here
     kind = choice or _kind(info.source)
     name = f"{info.vault_id}.{secrets.token_hex(4)}"
     if kind == "file" and key_file is None and isinstance(info.source, keys.KeyFile):
