@@ -26,6 +26,7 @@ from ..kernel.api.requests import (
 )
 from ..policy.printable import printable
 from ..vault import keys
+from ..vault.lock import offline_write_lock
 from ..vault.secrets import SecretStore, checked_secret
 from . import client
 from .output import emit, home_of, out, read, table
@@ -128,11 +129,12 @@ def secret_set(ctx: click.Context, name: str) -> None:
     if client.kernel_running(home):
         client.send(home, SECRET_SET, SecretArgs(name, checked))
     else:
-        store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
-        try:
-            store.set(name, checked)
-        finally:
-            store.close()
+        with offline_write_lock(home):  # no kernel starts, no encrypt rewrites it meanwhile
+            store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
+            try:
+                store.set(name, checked)
+            finally:
+                store.close()
     out.print(
         f"secret {name} stored; a template sends it with [[credentials]] as {{{{secret:{name}}}}}"
     )
@@ -162,10 +164,11 @@ def secret_rm(ctx: click.Context, name: str) -> None:
     if client.kernel_running(home):
         client.send(home, SECRET_RM, SecretNameArgs(name))
     else:
-        store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
-        try:
-            if not store.remove(name):
-                raise UnknownSecret(name)
-        finally:
-            store.close()
+        with offline_write_lock(home):
+            store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
+            try:
+                if not store.remove(name):
+                    raise UnknownSecret(name)
+            finally:
+                store.close()
     out.print(f"secret {name} removed")

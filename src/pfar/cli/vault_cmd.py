@@ -67,5 +67,8 @@ def vault() -> None:
     """The vault at rest: encryption, keys, integrity, backups (docs/vault.md)."""
 
 
-for command in vault_backup_cmd.commands:
-    vault.add_command(command)
+# the commands' modules import this one's helpers: they are added once it is defined
+from .vault_encrypt_cmd import encrypt, rekey, status  # noqa: E402
+
+for _command in (*vault_backup_cmd.commands, encrypt, rekey, status):
+    vault.add_command(_command)

@@ -8,8 +8,9 @@ by the loop's policy before a call is asked about:
   matches that run of names at any depth; one starting with `/` or `~` is an absolute
   path. Whatever lies inside a matching directory is protected too.
 * built-in ones, by their real path: pfar's own home (the vault, the owner log,
-  hooks, the control socket) and the usual credential files of the user's home
-  (`~/.ssh`, `~/.aws`, ...). The home cannot be released; a credential path can,
+  hooks, the control socket), where the vault's key is kept (vault/key_paths.py),
+  and the usual credential files of the user's home (`~/.ssh`, `~/.aws`, ...).
+  The home and the key cannot be released; a credential path can,
   by naming it in `[loop.policy] unprotect` (for a task that must use it).
 
 A tool matches the path it actually opens (symlinks resolved), never only the text
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from ..vault.key_paths import key_places
 from .coding.patterns import compile_glob
 from .credential_paths import CREDENTIAL_PATHS
 
@@ -75,6 +77,8 @@ class Protection:
         where = home if home is not None else os.environ.get("PFAR_HOME")
         if where:
             roots.append(_Root(_real(str(where)), "pfar's home"))
+            for place in key_places(Path(where), user):
+                roots.append(_Root(_real(str(place)), "where pfar keeps the vault's key"))
         for name in CREDENTIAL_PATHS:
             real = _real(str(user / name))
             if real not in released:

@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from ..vault.key_paths import key_places
 from . import git_safe
 from .credential_paths import CREDENTIAL_PATHS
 
@@ -51,10 +52,12 @@ def owner_home() -> Path:
 
 
 def hidden_paths(home: Path, owner: Path | None = None) -> tuple[Path, ...]:
-    """What no sandbox of this pfar home sees: the home, the owner's credential folders
-    and files, the per-user runtime folder and service sockets that exist."""
+    """What no sandbox of this pfar home sees: the home, the vault's key files and
+    pfar's key directory, the owner's credential folders and files, the per-user
+    runtime folder and service sockets that exist."""
     owner = owner_home() if owner is None else owner
     found = [home, Path(f"/run/user/{os.getuid()}"), *map(Path, _SERVICE_SOCKETS)]
+    found += key_places(home, owner)
     found += [owner / name for name in CREDENTIAL_PATHS]
     return tuple(p for p in found if os.path.lexists(p))
 

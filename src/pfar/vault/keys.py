@@ -150,59 +150,84 @@ SourceName = Literal["keychain", "file", "passphrase"]
 
 
 @dataclass(frozen=True, slots=True)
+class KeySlot:
+    """A key other than the current one, named in unlock.json while a key change
+    (`pfar vault rekey`) is under way: where it is kept and its check value."""
+
+    source: KeySource
+    check: str
+
+
+@dataclass(frozen=True, slots=True)
 class UnlockInfo:
-    """`vault/unlock.json`: how to unlock this vault. Holds no secret."""
+    """`vault/unlock.json`: how to unlock this vault. Holds no secret.
+
+    `next` is set while a rekey moves the files to a new key (some files may be under
+    either key); `old` once every file is under the new key, until the old key is
+    removed from where it was kept."""
 
     vault_id: str
     source: KeySource
     check: str
     created_at: str
+    next: KeySlot | None = None
+    old: KeySlot | None = None
 
     def to_json(self) -> dict[str, Any]:
-        src: dict[str, Any]
-        match self.source:
-            case Keychain(account=account, service=service):
-                src = {"kind": "keychain", "service": service, "account": account}
-            case KeyFile(path=path):
-                src = {"kind": "file", "path": str(path)}
-            case Passphrase(salt=salt, n=n, r=r, p=p):
-                src = {"kind": "passphrase", "kdf": "scrypt", "salt": salt, "n": n, "r": r, "p": p}
-        return {
+        data: dict[str, Any] = {
             "format": 1,
             "vault_id": self.vault_id,
             "cipher": "sqlcipher4",
-            "key": src,
+            "key": _source_json(self.source),
             "check": self.check,
             "created_at": self.created_at,
         }
+        for name, slot in (("next", self.next), ("old", self.old)):
+            if slot is not None:
+                data[name] = {"key": _source_json(slot.source), "check": slot.check}
+        return data
 
     @classmethod
     def parse(cls, data: Any, where: Path) -> UnlockInfo:
         try:
-            src = data["key"]
-            kind = src["kind"]
-            source: KeySource
-            if kind == "keychain":
-                source = Keychain(account=str(src["account"]), service=str(src["service"]))
-            elif kind == "file":
-                source = KeyFile(Path(str(src["path"])))
-            elif kind == "passphrase":
-                source = Passphrase(
-                    salt=str(src["salt"]), n=int(src["n"]), r=int(src["r"]), p=int(src["p"])
-                )
-            else:
-                raise ValueError(f"key.kind {kind!r} is not keychain, file or passphrase")
+            slots = {
+                name: KeySlot(_parse_source(data[name]["key"]), str(data[name]["check"]))
+                for name in ("next", "old")
+                if data.get(name) is not None
+            }
             return cls(
                 vault_id=str(data["vault_id"]),
-                source=source,
+                source=_parse_source(data["key"]),
                 check=str(data["check"]),
                 created_at=str(data.get("created_at", "")),
+                **slots,
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise VaultCorrupt(
                 f"{where} is not readable ({exc!s}); it says how to unlock the encrypted vault. "
                 "Restore it from a backup (the databases were not touched)"
             ) from None
+
+
+def _source_json(source: KeySource) -> dict[str, Any]:
+    match source:
+        case Keychain(account=account, service=service):
+            return {"kind": "keychain", "service": service, "account": account}
+        case KeyFile(path=path):
+            return {"kind": "file", "path": str(path)}
+        case Passphrase(salt=salt, n=n, r=r, p=p):
+            return {"kind": "passphrase", "kdf": "scrypt", "salt": salt, "n": n, "r": r, "p": p}
+
+
+def _parse_source(src: Any) -> KeySource:
+    kind = src["kind"]
+    if kind == "keychain":
+        return Keychain(account=str(src["account"]), service=str(src["service"]))
+    if kind == "file":
+        return KeyFile(Path(str(src["path"])))
+    if kind == "passphrase":
+        return Passphrase(salt=str(src["salt"]), n=int(src["n"]), r=int(src["r"]), p=int(src["p"]))
+    raise ValueError(f"key.kind {kind!r} is not keychain, file or passphrase")
 
 
 def unlock_path(vault_dir: Path) -> Path:
@@ -311,6 +336,11 @@ def _keychain_get(source: Keychain) -> str | None:
         ) from None
 
 
+def keychain_get(source: Keychain) -> str | None:
+    """What the keychain holds for `source` (a key in hex), or None."""
+    return _keychain_get(source)
+
+
 def _keychain_set(source: Keychain, key: VaultKey) -> None:
     import keyring
     import keyring.errors
@@ -408,10 +438,10 @@ def _read_key_file(source: KeyFile) -> VaultKey:
 # -- passphrases -----------------------------------------------------------------------
 
 
-def read_passphrase(prompt: str = "vault passphrase: ") -> str:
-    """From the file descriptor in PFAR_PASSPHRASE_FD (read once, then closed), else from
-    the terminal. Never from argv or the environment."""
-    raw_fd = os.environ.get(PASSPHRASE_FD_ENV)
+def read_passphrase(prompt: str = "vault passphrase: ", env: str = PASSPHRASE_FD_ENV) -> str:
+    """From the file descriptor in `env` (PFAR_PASSPHRASE_FD; read once, then closed),
+    else from the terminal. Never from argv or the environment."""
+    raw_fd = os.environ.get(env)
     if raw_fd:
         try:
             fd = int(raw_fd)
@@ -419,15 +449,15 @@ def read_passphrase(prompt: str = "vault passphrase: ") -> str:
                 text = f.readline()
         except (ValueError, OSError) as exc:
             raise VaultKeyMissing(
-                f"{PASSPHRASE_FD_ENV}={raw_fd!r} does not name a readable file descriptor "
+                f"{env}={raw_fd!r} does not name a readable file descriptor "
                 f"({exc}); nothing was opened"
             ) from None
         finally:
             # read once: a second read of a drained pipe would be an empty passphrase
-            os.environ.pop(PASSPHRASE_FD_ENV, None)
+            os.environ.pop(env, None)
         value = text.rstrip("\r\n")
         if not value:
-            raise VaultKeyMissing(f"the passphrase read from {PASSPHRASE_FD_ENV} is empty")
+            raise VaultKeyMissing(f"the passphrase read from {env} is empty")
         return value
     try:
         with open("/dev/tty", "r+b", buffering=0):
@@ -435,7 +465,7 @@ def read_passphrase(prompt: str = "vault passphrase: ") -> str:
     except OSError:
         raise VaultKeyMissing(
             "the vault's key is a passphrase, and there is no terminal to ask for it: give "
-            f"it through a file descriptor (`{PASSPHRASE_FD_ENV}=3 pfar run 3<passfile`)"
+            f"it through a file descriptor (`{env}=3 pfar run 3<passfile`)"
         ) from None
     value = getpass.getpass(prompt, stream=sys.stderr)
     if not value:
@@ -463,12 +493,16 @@ def create_key(
     key_file: Path | None = None,
     passphrase: str | None = None,
     vault_id: str | None = None,
+    name: str | None = None,
 ) -> NewKey:
     """Make a key and keep it where `choice` says; return it with its unlock.json.
 
     "auto" is the keychain where a backend exists, else a key file in the default key
-    directory (and the reason is returned, to be printed)."""
+    directory (and the reason is returned, to be printed). `name` is the keychain
+    account and the default key file's stem (the vault's id unless a rekey names the
+    next key otherwise); an existing key is never overwritten."""
     vault_id = vault_id or uuid.uuid4().hex
+    name = name or vault_id
     fallback: str | None = None
     if choice == "auto":
         if key_file is not None:
@@ -486,11 +520,16 @@ def create_key(
                 "`--key-file PATH` or `--passphrase` instead; nothing was created"
             )
         key = VaultKey.generate()
-        source = Keychain(account=vault_id)
+        source = Keychain(account=name)
+        if _keychain_get(source) is not None:
+            raise VaultError(
+                f"{source.describe()} already holds a key; pfar never overwrites a key. "
+                "Nothing was changed"
+            )
         _keychain_set(source, key)
     elif choice == "file":
         key = VaultKey.generate()
-        path = (key_file or default_key_file(vault_id)).expanduser().absolute()
+        path = (key_file or default_key_file(name)).expanduser().absolute()
         write_key_file(path, key, home)
         source = KeyFile(path)
     elif choice == "passphrase":
@@ -547,6 +586,12 @@ def unlock(home: Home) -> VaultKey | None:
     info = read_unlock(home.vault_dir)
     if info is None:
         return None
+    if info.next is not None:
+        raise VaultError(
+            f"a change of the vault's key (`pfar vault rekey`) was interrupted: some files "
+            f"of {home.vault_dir} are under the old key, some under the new one. Finish it "
+            "with `pfar vault rekey` (it needs both keys); nothing was opened"
+        )
     cached = _cache.get((str(home.vault_dir), info.check))
     if cached is not None:
         return cached
