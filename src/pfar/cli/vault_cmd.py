@@ -64,3 +64,9 @@ def say_where_the_key_went(home: Home, *, asked: str | None) -> None:
 @click.group()
 def vault() -> None:
     """The vault at rest: encryption, keys, integrity, backups (docs/vault.md)."""
+
+
+from .vault_integrity_cmd import accept_loss, check  # noqa: E402
+
+vault.add_command(check)
+vault.add_command(accept_loss)

@@ -107,6 +107,18 @@ def for_task(conn: sqlite.Connection, task_id: str, kinds: frozenset[str]) -> li
     return [BusEvent(r[0], r[1], r[2], dict(loads(r[3]) or {}), r[4]) for r in rows]
 
 
+# the bus's high-water mark: the number of the last event ever appended, kept by SQLite
+# for the AUTOINCREMENT key and not lowered when old events are pruned
+HIGH_WATER = "SELECT seq FROM sqlite_sequence WHERE name = 'bus_events'"
+
+
+def high_water(conn: sqlite.Connection) -> int:
+    """The journal's position: every task's creation and move appends an event in its
+    own commit, so a journal that lost commits has a lower mark (vault/acknowledged.py)."""
+    row = conn.execute(HIGH_WATER).fetchone()
+    return 0 if row is None else int(row[0])
+
+
 def last_seq(conn: sqlite.Connection) -> int:
     row = conn.execute("SELECT max(seq) FROM bus_events").fetchone()
     return int(row[0] or 0)

@@ -76,6 +76,9 @@ class GroupCommitWriter:
         # to wake it. At most `_AT_ONCE_IN_A_ROW` such commits between two turns of the
         # loop, so a task whose steps never wait cannot keep the loop from the rest.
         self.alone: Callable[[], bool] | None = None
+        # called with the connection after each commit, before any waiter is told it is
+        # durable (the kernel keeps vault/acknowledged up with the journal); never raises
+        self.after_commit: Callable[[sqlite.Connection], None] | None = None
         self._at_once = 0
         self.commits = 0
         self.writes = 0
@@ -219,6 +222,8 @@ class GroupCommitWriter:
             return [(False, err)] * len(batch)
         self.commits += 1
         self.writes += len(batch)
+        if self.after_commit is not None:
+            self.after_commit(conn)
         if self._faults.armed:  # before any waiter is released: nothing runs past the point
             for job, (ok, _) in zip(batch, outcomes, strict=True):
                 if ok:
