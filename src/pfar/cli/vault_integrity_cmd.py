@@ -33,7 +33,7 @@ def check(ctx: click.Context, as_json: bool) -> None:
         for name, f in result.files.items():
             said = "ok" if f.ok else "DAMAGED: " + "; ".join(f.findings)
             out.print(f"{name}: {said} ({', '.join(f.checks)}, {f.seconds:.2f} s)", soft_wrap=True)
-    damaged = result.damaged(home.vault_dir)
+    damaged = result.refusal(home.vault_dir)
     if damaged is not None:
         raise damaged
 

@@ -1,8 +1,10 @@
 """Keeping `vault/acknowledged` up with the journal while a kernel runs.
 
-The journal writer calls `after_commit` after each commit, before any waiter hears
-that its write is durable: what a task, a client or a chat channel was told had
-happened is covered by the record, even if the kernel is killed the next instant.
+The journal writer tells it of each commit: inside the transaction, it reads the
+position the commit makes durable; after the COMMIT, before any waiter hears that its
+write is durable, it writes the record. What a task, a client or a chat channel was
+told had happened is covered by the record, even if the kernel is killed the next
+instant.
 The record is rewritten only when the journal's position moved (a step's commit
 that moves no task leaves it as it was), in place and without fsync
 (vault/acknowledged.py says why that is enough).
@@ -10,22 +12,24 @@ that moves no task leaves it as it was), in place and without fsync
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..errors import PfarError
 from ..journal import bus_sql
+from ..journal.records import now_rfc3339
 from ..vault import acknowledged
-from ..vault.acknowledged import Acknowledged, AcknowledgedFile, AuditMark
+from ..vault.acknowledged import Acknowledged, AcknowledgedFile, AuditMark, Encoder
 from ..vault.driver import sqlite
 
 log = logging.getLogger("pfar.kernel")
 
 
 class Acknowledging:
+    """The journal writer's commit watcher (journal/writer.py CommitWatcher)."""
+
     def __init__(
         self,
         vault_dir: Path,
@@ -40,57 +44,60 @@ class Acknowledging:
         # where the audit log keeps one
         self._head = audit_head
         self._position = position
+        self._seen = position  # read inside the transaction being committed
+        self._cursor: sqlite.Cursor | None = None
         self._commits = previous.commits if previous is not None else 0
-        self._record = Acknowledged(
+        record = Acknowledged(
             position,
             self._commits,
-            _now(),
+            now_rfc3339(),
             boot_id,
             acknowledged.machine_boot(),
             synchronous,
             self._audit(),
         )
+        self._encode = Encoder(record.boot_id, record.machine_boot, record.synchronous)
         self._failed = False
-        self._file = AcknowledgedFile(vault_dir, self._record)
+        self._file = AcknowledgedFile(vault_dir, record)
 
     @property
     def position(self) -> int:
         return self._position
 
-    def after_commit(self, conn: sqlite.Connection) -> None:
-        """The writer's hook: never raises (the commit it follows is done, and the
-        record is a check on the journal, not part of it)."""
-        self._commits += 1
+    def inside(self, conn: sqlite.Connection) -> None:
         try:
-            position = bus_sql.high_water(conn)
-            if position == self._position:
-                return
-            self._position = position
-            self._write()
-        except (OSError, sqlite.Error, ValueError) as exc:
+            if self._cursor is None or self._cursor.connection is not conn:
+                # a plain cursor of its own, kept: the vault connection's translating
+                # cursor, made anew for each statement, cost five times the read itself
+                self._cursor = sqlite.Cursor(conn)
+            row = self._cursor.execute(bus_sql.HIGH_WATER).fetchone()
+            self._seen = 0 if row is None else int(row[0])
+        except (sqlite.Error, PfarError) as exc:  # the commit goes on; the record lags
             self._failing(exc)
 
+    def committed(self) -> None:
+        self._commits += 1
+        if self._seen == self._position:
+            return  # a commit that moved no task (a step's): the record stands
+        self._position = self._seen
+        self._write()
+
     def _write(self) -> None:
-        self._record = dataclasses.replace(
-            self._record,
-            position=self._position,
-            commits=self._commits,
-            at=_now(),
-            audit=self._audit(),
-        )
-        self._file.write(self._record)
+        try:
+            self._file.write(
+                self._encode(self._position, self._commits, now_rfc3339(), self._audit())
+            )
+        except (OSError, ValueError) as exc:
+            self._failing(exc)
 
     def close(self) -> None:
         """At a shutdown, after the journal's last commit and the audit log's flush: the
         record as the kernel leaves it, fsynced."""
-        try:
-            self._write()
-        except (OSError, ValueError) as exc:
-            self._failing(exc)
+        self._write()
         self._file.close()
 
     def abandon(self) -> None:
-        """A start that failed, or a fail-stop: the record stays as the last commit left it."""
+        """A fail-stop: the record stays as the last commit left it."""
         self._file.close()
 
     def _audit(self) -> AuditMark | None:
@@ -102,13 +109,9 @@ class Acknowledging:
     def _failing(self, exc: BaseException) -> None:
         if not self._failed:
             log.error(
-                "%s: cannot be written (%s); a journal that goes back in time may not be "
+                "%s: cannot be kept up (%s); a journal that goes back in time may not be "
                 "noticed at the next start",
                 self._file.path,
                 exc,
             )
         self._failed = True
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()

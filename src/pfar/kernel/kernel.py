@@ -397,7 +397,7 @@ class Kernel:
                 exc,
             )
         else:
-            self.journal.writer.after_commit = self._acknowledged.after_commit
+            self.journal.writer.watcher = self._acknowledged
         if self._vault.restored is not None:
             restored.remove(self._vault.restored)
 

@@ -41,6 +41,16 @@ class JournalMark:
     newest: datetime | None
 
 
+def has_bus(conn: sqlite.Connection) -> bool:
+    """Whether the database on `conn` is a journal with an event bus (a pfar journal
+    since the bus's migration)."""
+    found = conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+        "AND name IN ('bus_events', 'task_journal', 'kernel_boots')"
+    ).fetchone()
+    return bool(found and found[0] == 3)
+
+
 def journal_mark(conn: sqlite.Connection) -> JournalMark:
     row = conn.execute(_NEWEST).fetchone()
     return JournalMark(bus_sql.high_water(conn), _time(row[0] if row else None))

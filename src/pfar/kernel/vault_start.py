@@ -17,14 +17,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import VaultWentBack
 from ..journal import bus_sql
-from ..journal.records import loads
+from ..journal.records import loads, now_rfc3339
 from ..vault import acknowledged, integrity, restored
 from ..vault.acknowledged import Acknowledged, Unreadable
 from ..vault.driver import sqlite
@@ -32,7 +30,7 @@ from ..vault.home import Home
 from ..vault.keys import VaultKey
 from ..vault.restored import Restored
 from ..vault.sqlite import connect
-from .lost_work import JournalMark, journal_mark, missing_tasks
+from .lost_work import JournalMark, has_bus, journal_mark, missing_tasks
 
 log = logging.getLogger("pfar.kernel")
 
@@ -108,11 +106,15 @@ def check_at_start(home: Home, key: VaultKey | None) -> VaultStart:
     was acknowledged; otherwise what the recovery report is to say. Reads only."""
     check = integrity.check_vault(home.vault_dir, key)
     keep_check(home, check)
-    damaged = check.damaged(home.vault_dir)
+    damaged = check.refusal(home.vault_dir)
     if damaged is not None:
         raise damaged
     found = VaultStart()
     with reading(home, key) as conn:
+        if not has_bus(conn):
+            # not a pfar journal (opening it says so), or one older than the event bus,
+            # which its migration adds: no record can be ahead of it
+            return found
         mark = journal_mark(conn)
         record = acknowledged.read(home.vault_dir)
         short = shortfall(home, conn, record, mark)
@@ -149,13 +151,10 @@ def keep_check(home: Home, check: integrity.VaultCheck) -> None:
         log.warning("%s: not written (%s)", home.vault_dir / integrity.LAST_CHECK, exc)
 
 
-@contextlib.contextmanager
-def reading(home: Home, key: VaultKey | None) -> Iterator[sqlite.Connection]:
-    conn = connect(home.sessions_db, key=key, readonly=True)
-    try:
-        yield conn
-    finally:
-        conn.close()
+def reading(
+    home: Home, key: VaultKey | None
+) -> contextlib.AbstractContextManager[sqlite.Connection]:
+    return integrity.reading(home.sessions_db, key)
 
 
 def shortfall(
@@ -216,18 +215,20 @@ def accept_loss(home: Home, key: VaultKey | None, synchronous: str, by: str) -> 
     to the journal as it is now. None when the journal lost nothing."""
     check = integrity.check_vault(home.vault_dir, key)
     keep_check(home, check)
-    damaged = check.damaged(home.vault_dir)
+    damaged = check.refusal(home.vault_dir)
     if damaged is not None:
         raise damaged
     record = acknowledged.read(home.vault_dir)
     with reading(home, key) as conn:
+        if not has_bus(conn):
+            return None  # a journal older than the event bus: a kernel's start migrates it
         mark = journal_mark(conn)
         short = shortfall(home, conn, record, mark)
     if short is None:
         if record is None:  # nothing was vouched for: vouch for the journal from here
             acknowledged.replace(home.vault_dir, _fresh(mark.position, None, synchronous))
         return None
-    at = datetime.now(UTC).isoformat()
+    at = now_rfc3339()
     lost = short.lost
     body: dict[str, Any] = {
         "events": list(lost) if lost else None,
@@ -279,7 +280,7 @@ def _fresh(position: int, previous: Acknowledged | None, synchronous: str) -> Ac
     return Acknowledged(
         position,
         previous.commits if previous else 0,
-        datetime.now(UTC).isoformat(),
+        now_rfc3339(),
         f"pid {os.getpid()}",
         acknowledged.machine_boot(),
         synchronous,

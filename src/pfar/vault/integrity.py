@@ -56,6 +56,9 @@ class FileCheck:
     checks: tuple[str, ...]
     findings: tuple[str, ...] = ()
     seconds: float = 0.0
+    # why the file could not be opened at all (not a database, the wrong key, not
+    # writable): said as it is, since its message already names the file and the fix
+    unopened: PfarError | None = None
 
     @property
     def ok(self) -> bool:
@@ -86,12 +89,15 @@ class VaultCheck:
             "files": {name: f.to_json() for name, f in self.files.items()},
         }
 
-    def damaged(self, vault_dir: Path) -> VaultCorrupt | None:
+    def refusal(self, vault_dir: Path) -> PfarError | None:
         """The error that stops a kernel on this vault, naming each damaged file and
         what was found in it; None when every file passed."""
         bad = [f for f in self.files.values() if not f.ok]
         if not bad:
             return None
+        for f in bad:
+            if f.unopened is not None:
+                return f.unopened
         said = []
         for f in bad:
             shown = "; ".join(f.findings[:SHOWN])
@@ -123,6 +129,12 @@ def check_vault(vault_dir: Path, key: VaultKey | None) -> VaultCheck:
 def check_file(path: Path, key: VaultKey | None) -> FileCheck:
     started = time.perf_counter()
     checks = ("quick_check", "cipher_integrity_check") if key is not None else ("quick_check",)
+    try:
+        with reading(path, key):
+            pass
+    except PfarError as exc:
+        finding = f"cannot be opened: {_first_line(exc)}"
+        return FileCheck(path.name, (), (finding,), time.perf_counter() - started, exc)
     findings = _quick_check(path, key)
     if key is not None:
         # the HMAC check names the damaged page itself: said first
@@ -132,7 +144,7 @@ def check_file(path: Path, key: VaultKey | None) -> FileCheck:
 
 def _quick_check(path: Path, key: VaultKey | None) -> list[str]:
     try:
-        with _reading(path, key) as conn:
+        with reading(path, key) as conn:
             rows = conn.execute(f"PRAGMA quick_check({MAX_FINDINGS})").fetchall()
     except (PfarError, sqlite.Error, MemoryError) as exc:  # SQLCipher: MemoryError, at times
         return [f"quick_check: {_first_line(exc)}"]
@@ -160,7 +172,7 @@ def _past_first_failure(findings: list[str]) -> list[str]:
 
 def _cipher_check(path: Path, key: VaultKey) -> list[str]:
     try:
-        with _reading(path, key) as conn:
+        with reading(path, key) as conn:
             rows = conn.execute("PRAGMA cipher_integrity_check").fetchall()
     except (PfarError, sqlite.Error, MemoryError) as exc:
         return [f"cipher_integrity_check: {_first_line(exc)}"]
@@ -178,7 +190,11 @@ def _cipher_check(path: Path, key: VaultKey) -> list[str]:
 
 
 @contextlib.contextmanager
-def _reading(path: Path, key: VaultKey | None) -> Iterator[sqlite.Connection]:
+def reading(path: Path, key: VaultKey | None) -> Iterator[sqlite.Connection]:
+    """A read-only connection to `path`. Like pfar's other read-only commands, it may
+    leave an empty -wal and a -shm beside a file that had none (a read-only connection
+    cannot remove them); a read-write one would checkpoint, when it closes last, a
+    write-ahead log into a file that may be damaged."""
     conn = connect(path, key=key, readonly=True)
     try:
         conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
@@ -190,7 +206,7 @@ def _reading(path: Path, key: VaultKey | None) -> Iterator[sqlite.Connection]:
 def _tables(path: Path, key: VaultKey | None) -> dict[int, str]:
     """Root page -> table or index name, to say what a finding's "Tree N" is."""
     try:
-        with _reading(path, key) as conn:
+        with reading(path, key) as conn:
             return {
                 int(r[0]): str(r[1])
                 for r in conn.execute("SELECT rootpage, name FROM sqlite_master WHERE rootpage")
