@@ -78,6 +78,12 @@ def created_txn(
     append_txn(conn, started, task_id, body, at)
 
 
+# events this process appended, counted as they are inserted (whether their transaction
+# then commits or not): a reader of the high-water mark after each commit reads it
+# again only when this moved (kernel/acknowledging.py). Only ever grows.
+APPENDED = [0]
+
+
 def append_txn(
     conn: sqlite.Connection, kind: str, task_id: str | None, body: dict[str, Any], at: str
 ) -> None:
@@ -85,6 +91,7 @@ def append_txn(
         "INSERT INTO bus_events(kind, task_id, body_json, at) VALUES (?, ?, ?, ?)",
         (kind, task_id, dumps(body), at),
     )
+    APPENDED[0] += 1
 
 
 def since(conn: sqlite.Connection, after: int, limit: int) -> list[BusEvent]:

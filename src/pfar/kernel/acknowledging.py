@@ -46,6 +46,7 @@ class Acknowledging:
         self._position = position
         self._seen = position  # read inside the transaction being committed
         self._cursor: sqlite.Cursor | None = None
+        self._appended = bus_sql.APPENDED[0]  # bus events appended at the last read
         self._commits = previous.commits if previous is not None else 0
         record = Acknowledged(
             position,
@@ -65,6 +66,10 @@ class Acknowledging:
         return self._position
 
     def inside(self, conn: sqlite.Connection) -> None:
+        appended = bus_sql.APPENDED[0]
+        if appended == self._appended:
+            return  # no event was appended since the last read: the mark did not move
+        self._appended = appended
         try:
             if self._cursor is None or self._cursor.connection is not conn:
                 # a plain cursor of its own, kept: the vault connection's translating
@@ -103,7 +108,11 @@ class Acknowledging:
     def _audit(self) -> AuditMark | None:
         if self._head is None:
             return None
-        head = self._head()
+        try:
+            head = self._head()
+        except Exception as exc:  # the audit log's own trouble: the record goes on without
+            self._failing(exc)
+            return None
         return None if head is None else AuditMark(int(head.count), str(head.digest))
 
     def _failing(self, exc: BaseException) -> None:

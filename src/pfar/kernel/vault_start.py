@@ -117,6 +117,9 @@ def check_at_start(home: Home, key: VaultKey | None) -> VaultStart:
             return found
         mark = journal_mark(conn)
         record = acknowledged.read(home.vault_dir)
+        found.restored = restored.read(home.vault_dir)
+        if found.restored is not None and record == found.restored.previous:
+            record = None  # the restore did not get to remove it: it vouched for the old vault
         short = shortfall(home, conn, record, mark)
         if short is not None and not short.after_power_cut:
             raise short.refusal(home)
@@ -136,7 +139,6 @@ def check_at_start(home: Home, key: VaultKey | None) -> VaultStart:
             found.previous = record
             for event in accepted_since(conn, record.position):
                 found.notes.append(_accepted_note(event))
-        found.restored = restored.read(home.vault_dir)
         if found.restored is not None:
             missing = missing_tasks(home, conn, mark.newest)
             found.notes.append(_restored_note(found.restored, missing))
@@ -225,8 +227,6 @@ def accept_loss(home: Home, key: VaultKey | None, synchronous: str, by: str) -> 
         mark = journal_mark(conn)
         short = shortfall(home, conn, record, mark)
     if short is None:
-        if record is None:  # nothing was vouched for: vouch for the journal from here
-            acknowledged.replace(home.vault_dir, _fresh(mark.position, None, synchronous))
         return None
     at = now_rfc3339()
     lost = short.lost
