@@ -11,6 +11,7 @@ one, what to do about it.
     - VaultMissing           the vault does not exist where it should
     - VaultLocked            another kernel owns this home
     - VaultCorrupt           a database file is not readable; never repaired by overwriting
+    - VaultWentBack          the journal holds less than the kernel acknowledged
     - VaultIOError           a write or fsync failed: the kernel stops (fail-stop)
       . VaultUnwritable      read-only, disk full, permission denied: not damage
     - MigrationFailed
@@ -109,6 +110,13 @@ class VaultLocked(VaultError):
 
 class VaultCorrupt(VaultError):
     pass
+
+
+class VaultWentBack(VaultError):
+    """The journal is behind `vault/acknowledged`, the record of what the kernel
+    acknowledged (its write-ahead log was lost, or an older copy was put in place).
+    Nothing was written: the message names what is missing, and how to restore it or
+    accept the loss (`pfar vault accept-loss`)."""
 
 
 class VaultKeyMissing(VaultError):

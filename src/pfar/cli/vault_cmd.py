@@ -69,6 +69,7 @@ def vault() -> None:
 
 # the commands' modules import this one's helpers: they are added once it is defined
 from .vault_encrypt_cmd import encrypt, rekey, status  # noqa: E402
+from .vault_integrity_cmd import accept_loss, check  # noqa: E402
 
-for _command in (*vault_backup_cmd.commands, encrypt, rekey, status):
+for _command in (*vault_backup_cmd.commands, encrypt, rekey, status, check, accept_loss):
     vault.add_command(_command)

@@ -78,6 +78,12 @@ def created_txn(
     append_txn(conn, started, task_id, body, at)
 
 
+# events this process appended, counted as they are inserted (whether their transaction
+# then commits or not): a reader of the high-water mark after each commit reads it
+# again only when this moved (kernel/acknowledging.py). Only ever grows.
+APPENDED = [0]
+
+
 def append_txn(
     conn: sqlite.Connection, kind: str, task_id: str | None, body: dict[str, Any], at: str
 ) -> None:
@@ -85,6 +91,7 @@ def append_txn(
         "INSERT INTO bus_events(kind, task_id, body_json, at) VALUES (?, ?, ?, ?)",
         (kind, task_id, dumps(body), at),
     )
+    APPENDED[0] += 1
 
 
 def since(conn: sqlite.Connection, after: int, limit: int) -> list[BusEvent]:
@@ -105,6 +112,18 @@ def for_task(conn: sqlite.Connection, task_id: str, kinds: frozenset[str]) -> li
         (task_id, *sorted(kinds)),
     ).fetchall()
     return [BusEvent(r[0], r[1], r[2], dict(loads(r[3]) or {}), r[4]) for r in rows]
+
+
+# the bus's high-water mark: the number of the last event ever appended, kept by SQLite
+# for the AUTOINCREMENT key and not lowered when old events are pruned
+HIGH_WATER = "SELECT seq FROM sqlite_sequence WHERE name = 'bus_events'"
+
+
+def high_water(conn: sqlite.Connection) -> int:
+    """The journal's position: every task's creation and move appends an event in its
+    own commit, so a journal that lost commits has a lower mark (vault/acknowledged.py)."""
+    row = conn.execute(HIGH_WATER).fetchone()
+    return 0 if row is None else int(row[0])
 
 
 def last_seq(conn: sqlite.Connection) -> int:

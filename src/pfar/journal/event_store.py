@@ -81,6 +81,11 @@ class SQLiteEventStore:
         """The newest event's number (0 when none): where a new subscriber may start."""
         return bus_sql.last_seq(self._db.reader)
 
+    async def bus_high_water(self) -> int:
+        """The number of the last event ever appended, pruned or not: the journal's
+        position (bus_sql.high_water)."""
+        return bus_sql.high_water(self._db.reader)
+
     async def bus_ack(self, subscriber: str, seq: int, *, point: str | None = "bus_ack") -> None:
         """`point`: the fault point of the commit (None: the kernel's own mark, which every
         start moves, is no subscriber's acknowledgement)."""

@@ -86,12 +86,13 @@ from ..runners.workflow.definition import load_definition
 from ..tools import sandbox, sandbox_mounts
 from ..tools.processes import end_group_if_same, start_time
 from ..tools.registry import ToolRegistry
-from ..vault import keys, knowledge
+from ..vault import keys, knowledge, restored
 from ..vault.driver import sqlite
 from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import collector, descriptors, disk, holds, hook_feed, task_processes
+from . import collector, descriptors, disk, holds, hook_feed, task_processes, vault_start
+from .acknowledging import Acknowledging
 from .admission import Admission
 from .api.attach import Viewers
 from .api.records import ChannelState
@@ -191,6 +192,9 @@ class Kernel:
         self._disk: disk.DiskWatch | None = None  # the home's free space (kernel/disk.py)
         self._disk_warnings = 0
         self.template_errors: list[ConfigError] = []
+        self._vault = vault_start.VaultStart()  # what the start's vault checks found
+        # keeps vault/acknowledged up with the journal once recovery has reported
+        self._acknowledged: Acknowledging | None = None
 
     # -- startup -------------------------------------------------------------
 
@@ -215,6 +219,9 @@ class Kernel:
         opened: list[Any] = []
         try:
             key = keys.unlock(self.home)
+            # before anything opens the vault to write: a damaged vault, or a journal
+            # behind what the kernel acknowledged, stops the start here, vault untouched
+            self._vault = vault_start.check_at_start(self.home, key)
             self.journal = Journal.open(
                 self.home.sessions_db,
                 key=key,
@@ -259,6 +266,8 @@ class Kernel:
             boot_id=self.boot_id,
             config_hash=_config_hash(self.home),
         )
+        for event, fields in self._vault.audit:
+            self.audit.log(event, **fields)
         for off in guards_off(config):  # said at every start, so no one runs them unaware
             log.warning("guard off: %s (%s)", off.detail, off.guard)
             self.audit.log("guard_off", guard=off.guard, detail=off.detail)
@@ -330,8 +339,10 @@ class Kernel:
             sessions_recovered=sessions_recovered,
             channel_doubts=in_doubt,
             schedules=self.scheduler.describe(schedule_plans),
+            vault=self._vault.notes,
         )
         self.report = report
+        await self._acknowledge(config)
         self.audit.log("recovery", crashed=crashed, **report.to_json())
 
         # Stage 4: background services (adapters attach their sinks before `open`)
@@ -373,6 +384,31 @@ class Kernel:
         for task_id in to_resume:
             self.advance(task_id)
         return report
+
+    async def _acknowledge(self, config: Config) -> None:
+        """From the recovery report on (it is journaled now, with what the vault checks
+        found), every commit is work the kernel acknowledges: vault/acknowledged follows
+        the journal, and a restore already reported is not reported again."""
+        try:
+            self._acknowledged = Acknowledging(
+                self.home.vault_dir,
+                await self.journal.events.bus_high_water(),
+                previous=self._vault.previous,
+                boot_id=self.boot_id,
+                synchronous=config.vault.synchronous,
+                # the audit log's hash chain head, where it keeps one (AuditLog.head())
+                audit_head=getattr(self.audit, "head", None),
+            )
+        except OSError as exc:  # a check on the journal, not the journal: tasks go on
+            log.error(
+                "vault/acknowledged: cannot be written (%s); a journal that goes "
+                "back in time may not be noticed at the next start",
+                exc,
+            )
+        else:
+            self.journal.writer.watcher = self._acknowledged
+        if self._vault.restored is not None:
+            restored.remove(self._vault.restored)
 
     async def _enter_recovered(self, task_ids: list[str]) -> None:
         """The tasks recovery goes on with, into the queue together: by priority, then in
@@ -1221,6 +1257,8 @@ class Kernel:
         self.audit.log("system_shutdown", left_in_journal=left)
         self.audit.close()
         self.journal.close(checkpoint=True)
+        if self._acknowledged is not None:
+            self._acknowledged.close()
         self.secrets.close()
         self._disk_watch.release()  # a stopped kernel holds no space it does not use
         self._close_knowledge()
@@ -1259,6 +1297,8 @@ class Kernel:
             t.cancel()
         await asyncio.gather(*self._running.values(), *self._background, return_exceptions=True)
         self.journal.close(checkpoint=False)
+        if self._acknowledged is not None:
+            self._acknowledged.abandon()
         self.secrets.close()
         if self._disk is not None:
             self._disk.release()

@@ -117,6 +117,7 @@ async def recover_tasks(
     channel_doubts: int = 0,
     orphan_sandboxes: int = 0,
     schedules: Sequence[str] = (),
+    vault: Sequence[str] = (),
 ) -> tuple[RecoveryReport, list[str]]:
     """Journal every decision and the owner's report in one commit; return the report
     and the task ids to resume.
@@ -133,6 +134,7 @@ async def recover_tasks(
         orphan_containers=orphan_sandboxes,
         sessions_recovered=list(sessions_recovered),
         schedules=list(schedules),
+        vault=list(vault),
         malformed={m.task_id: f"{m.field}: {m.problem}" for m in plan.malformed},
     )
     prompts: list[OwnerMessage] = []

@@ -43,11 +43,15 @@ class RecoveryReport:
     # task id -> how the report describes it
     descriptions: dict[str, str] = field(default_factory=dict)
     reprompt_kinds: dict[str, str] = field(default_factory=dict)  # "approval" | "credential"
+    # what the start found about the vault itself (kernel/vault_start.py): a restore from
+    # a backup, a loss the owner accepted; said first, since every line after rests on it
+    vault: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         return not (
-            self.retried
+            self.vault
+            or self.retried
             or self.resumed
             or self.at_cut_off_write
             or self.asked
@@ -88,6 +92,7 @@ class RecoveryReport:
             "sessions_recovered": self.sessions_recovered,
             "schedules": self.schedules,
             "descriptions": self.descriptions,
+            "vault": self.vault,
         }
 
     def _names(self, ids: list[str]) -> str:
@@ -115,6 +120,7 @@ class RecoveryReport:
         if self.empty:
             return "System restarted. No pending tasks to recover."
         lines = ["System restarted. Recovery report:"]
+        lines += [f" - {note}" for note in self.vault]
 
         def line(ids: list[str], one: str, many: str, verb: str) -> None:
             if ids:
