@@ -40,13 +40,14 @@ def _locked(home: Home, required: bool, advice: str) -> Iterator[None]:
     lock = HomeLock(home)
     try:
         lock.acquire()
-    except OSError as exc:
+    except (OSError, VaultIOError) as exc:
         # the lock file cannot be written (a full disk, a read-only home): a command
         # that rewrites the vault does not run without the lock; an offline write goes
         # on, and its own write meets the same trouble and names it precisely
         if required:
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
             raise VaultIOError(
-                f"cannot take the home's lock {home.lock_file} ({exc.strerror}); "
+                f"cannot take the home's lock {home.lock_file} ({why}); "
                 "nothing was changed. Fix that (free some space, make the home writable), "
                 "then run the command again"
             ) from None
