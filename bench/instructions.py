@@ -9,7 +9,10 @@ Instructions are counted in the Python process (the interpreter, SQLite, orjson)
 in the operating system: an fsync costs none here, so read this beside bench.run's
 steps/s, not instead of them.
 
-    python -m bench.instructions [--small 32] [--large 160]     # about three minutes
+    python -m bench.instructions [--small 32] [--large 160]     # about six minutes
+
+Each figure is given for an encrypted vault (what `pfar init` makes) and a plain one
+(`--vault` picks one).
 
 Compare two checkouts with the same harness: run it in each (`PYTHONPATH=other/src`).
 """
@@ -37,12 +40,13 @@ except ModuleNotFoundError:  # run as a script: python bench/instructions.py
     )
 
 MODES = ("sequential", "concurrent")
+VAULTS = ("encrypted", "plain")
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
 
-def _child(mode: str, tasks: int) -> int:
+def _child(mode: str, tasks: int, vault: str) -> int:
     with fresh_dir(None) as d:
-        home = make_home(d / "home")
+        home = make_home(d / "home", encrypted=vault == "encrypted")
         if mode == "sequential":
             asyncio.run(_sequential_run(home, tasks, warmup=4))
         else:
@@ -50,7 +54,7 @@ def _child(mode: str, tasks: int) -> int:
     return 0
 
 
-def count(mode: str, tasks: int) -> int:
+def count(mode: str, tasks: int, vault: str) -> int:
     """Instructions the whole child process ran for `tasks` tasks in `mode`."""
     argv = [
         "valgrind",
@@ -61,6 +65,7 @@ def count(mode: str, tasks: int) -> int:
         "--child",
         mode,
         str(tasks),
+        vault,
     ]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     found = _COLLECTED.search(done.stderr)
@@ -70,8 +75,8 @@ def count(mode: str, tasks: int) -> int:
     return int(found.group(1))
 
 
-def per_task(mode: str, small: int, large: int) -> float:
-    return (count(mode, large) - count(mode, small)) / (large - small)
+def per_task(mode: str, small: int, large: int, vault: str) -> float:
+    return (count(mode, large, vault) - count(mode, small, vault)) / (large - small)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,10 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=32, help="tasks in the small run (32)")
     parser.add_argument("--large", type=int, default=160, help="tasks in the large run (160)")
     parser.add_argument("--mode", choices=MODES, action="append", help="default: both")
-    parser.add_argument("--child", nargs=2, metavar=("MODE", "TASKS"), help=argparse.SUPPRESS)
+    parser.add_argument("--vault", choices=VAULTS, action="append", help="default: both")
+    parser.add_argument(
+        "--child", nargs=3, metavar=("MODE", "TASKS", "VAULT"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
     if args.child:
-        return _child(args.child[0], int(args.child[1]))
+        return _child(args.child[0], int(args.child[1]), args.child[2])
     if args.large <= args.small:
         parser.error("--large must be more than --small")
     if shutil.which("valgrind") is None:
@@ -90,9 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"instructions per task of 10 steps (callgrind; {args.large} tasks less {args.small})")
     for mode in args.mode or MODES:
-        figure = per_task(mode, args.small, args.large)
         label = "one task at a time" if mode == "sequential" else f"{WIDTH} tasks at once"
-        print(f"  {label:<20} {figure / 1e6:6.2f} M", flush=True)
+        for vault in args.vault or VAULTS:
+            figure = per_task(mode, args.small, args.large, vault)
+            print(f"  {label:<20} {vault:<10} {figure / 1e6:6.2f} M", flush=True)
     return 0
 
 

@@ -396,8 +396,8 @@ class Kernel:
                 previous=self._vault.previous,
                 boot_id=self.boot_id,
                 synchronous=config.vault.synchronous,
-                # the audit log's hash chain head, where it keeps one (AuditLog.head())
-                audit_head=getattr(self.audit, "head", None),
+                # the audit log's hash chain head, checkpointed with the record
+                audit_head=self.audit.head,
             )
         except OSError as exc:  # a check on the journal, not the journal: tasks go on
             log.error(
