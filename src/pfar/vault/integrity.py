@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import PfarError, VaultCorrupt
 from .driver import sqlite
 from .keys import VaultKey
-from .sqlite import connect, recovery_advice
+from .sqlite import connect_at_rest, recovery_advice
 
 LAST_CHECK = "last-check.json"
 # findings kept per check: past the first damaged page, SQLCipher fails every read of
@@ -191,11 +191,10 @@ def _cipher_check(path: Path, key: VaultKey) -> list[str]:
 
 @contextlib.contextmanager
 def reading(path: Path, key: VaultKey | None) -> Iterator[sqlite.Connection]:
-    """A read-only connection to `path`. Like pfar's other read-only commands, it may
-    leave an empty -wal and a -shm beside a file that had none (a read-only connection
-    cannot remove them); a read-write one would checkpoint, when it closes last, a
-    write-ahead log into a file that may be damaged."""
-    conn = connect(path, key=key, readonly=True)
+    """A read-only connection to `path` that leaves no -wal or -shm beside a file that
+    had none (connect_at_rest); never a read-write one, which would checkpoint, when it
+    closes last, a write-ahead log into a file that may be damaged."""
+    conn = connect_at_rest(path, key=key)
     try:
         conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         yield conn

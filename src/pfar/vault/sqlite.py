@@ -204,6 +204,21 @@ def connect(
     return _connect(path, key=key, synchronous=synchronous, readonly=True, immutable=True)
 
 
+def connect_at_rest(path: Path, *, key: VaultKey | None = None) -> sqlite.Connection:
+    """A read-only connection that leaves nothing behind: opened `immutable` (no -wal or
+    -shm made) when the file's WAL is gone or empty, so all of its content is in the
+    file; read as usual otherwise. For a file nothing else writes meanwhile (a start's
+    checks, under the home lock)."""
+    wal = Path(f"{path}-wal")
+    try:
+        empty = wal.stat().st_size == 0
+    except FileNotFoundError:
+        empty = True
+    if empty:
+        return _connect(path, key=key, synchronous="FULL", readonly=True, immutable=True)
+    return connect(path, key=key, readonly=True)
+
+
 def _frozen(path: Path) -> bool:
     """`path` is on a read-only file system and its WAL holds nothing."""
     wal = Path(f"{path}-wal")
