@@ -80,11 +80,16 @@ def dump(home: Home, key: keys.VaultKey | None = None) -> dict[str, Any]:
     return found
 
 
+# what a start's vault checks write about themselves: never a vault file
+CHECK_RECORD = "last-check.json"
+
+
 def file_states(home: Home) -> dict[str, tuple[str, int, int]]:
-    """Every file under the vault directory: its digest, mode and modification time."""
+    """Every file under the vault directory (but the start-up check's own record of what
+    it found): its digest, mode and modification time."""
     states = {}
     for path in sorted(home.vault_dir.rglob("*")):
-        if path.is_file():
+        if path.is_file() and path.name != CHECK_RECORD:
             st = path.stat()
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
             states[str(path.relative_to(home.root))] = (digest, st.st_mode, st.st_mtime_ns)

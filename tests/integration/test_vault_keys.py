@@ -58,7 +58,7 @@ MESSAGES = {
     "keychain": "the vault's key is not in the OS keychain",
     "passphrase wrong": "is not this vault's key",
     "no terminal": "the vault's key is a passphrase, and there is no terminal to ask for it",
-    "damaged": "cannot be read with the vault's key, which is the right one",
+    "damaged": "which is the right one (its check value matches): the file is damaged",
 }
 
 
