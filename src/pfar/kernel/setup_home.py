@@ -28,6 +28,7 @@ from ..config import DEFAULT_CONFIG_TOML
 from ..errors import VaultError
 from ..journal import Journal
 from ..vault import keys
+from ..vault.durable import fsync_dir
 from ..vault.home import Home
 from ..vault.secrets import SecretStore
 from ..vault.sqlite import open_vault_db
@@ -79,7 +80,7 @@ def init_home(
         if not home.root.exists():
             created = [str(home.root / rel) for rel in _files(staging)]
             os.rename(staging, home.root)
-            _fsync_dir(parent)
+            fsync_dir(parent)
         else:
             created = _move_into(staging, home.root)
         _fault("placed")
@@ -129,8 +130,8 @@ def _move_into(staging: Path, root: Path) -> list[str]:
                 if not (dest / child.name).exists():
                     os.rename(child, dest / child.name)
                     moved.append(str(dest / child.name))
-            _fsync_dir(dest)
-    _fsync_dir(root)
+            fsync_dir(dest)
+    fsync_dir(root)
     return moved
 
 
@@ -184,16 +185,8 @@ def _sync_tree(root: Path) -> None:
             finally:
                 os.close(fd)
         elif path.is_dir():
-            _fsync_dir(path)
-    _fsync_dir(root)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+            fsync_dir(path)
+    fsync_dir(root)
 
 
 def _fault(point: str) -> None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import VaultCorrupt, VaultError, VaultKeyMissing, VaultKeyWrong
+from .durable import fsync_dir
 from .home import Home
 
 UNLOCK_NAME = "unlock.json"
@@ -264,7 +265,7 @@ def write_unlock(vault_dir: Path, info: UnlockInfo) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    _fsync_dir(vault_dir)
+    fsync_dir(vault_dir)
 
 
 def is_plain_sqlite(path: Path) -> bool | None:
@@ -412,7 +413,7 @@ def write_key_file(path: Path, key: VaultKey, home: Home) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def _read_key_file(source: KeyFile) -> VaultKey:
@@ -604,11 +605,3 @@ def forget(home: Home) -> None:
     """Drop the cached key of `home` (after a rekey or a restore)."""
     for entry in [e for e in _cache if e[0] == str(home.vault_dir)]:
         del _cache[entry]
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

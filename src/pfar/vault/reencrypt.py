@@ -29,6 +29,7 @@ from typing import Literal
 
 from ..errors import VaultCorrupt, VaultError, VaultLocked
 from .driver import sqlite
+from .durable import fsync_dir
 from .home import Home
 from .keys import VaultKey
 
@@ -242,7 +243,7 @@ def reencrypt(
     fault(operation, "wal_removed", file.kind)
     os.replace(staged, path)
     fault(operation, "renamed", file.kind)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return before
 
 
@@ -310,14 +311,6 @@ def fault(operation: Operation, point: str, kind: str | None = None) -> None:
 
 def _fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
     finally:

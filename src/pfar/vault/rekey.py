@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from typing import Literal
 
 from ..errors import VaultCorrupt, VaultError
 from . import keys, reencrypt
+from .durable import fsync_dir
 from .home import Home
 from .lock import vault_command_lock
 
@@ -208,7 +208,7 @@ def _retire(info: keys.UnlockInfo, keep: bool) -> str:
             return f"{source.path} was left as it is: it does not hold the old key"
         source.path.unlink()
         with contextlib.suppress(OSError):
-            _fsync_dir(source.path.parent)
+            fsync_dir(source.path.parent)
         return f"the old key file {source.path} was removed"
     try:
         text = keys.keychain_get(source)
@@ -234,11 +234,3 @@ def _kind(source: keys.KeySource) -> RekeyChoice:
             return "file"
         case keys.Passphrase():
             return "passphrase"
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
