@@ -156,6 +156,16 @@ class JournalError(PfarError):
     pass
 
 
+class WriteRefused(JournalError):
+    """The store refused one write (a constraint the write broke); nothing of it was
+    written, and the writes committed beside it stand."""
+
+
+class StoreUnavailable(VaultIOError):
+    """The journal's database cannot be reached (a PostgreSQL server down, a connection
+    lost): nothing more is written until the kernel starts again."""
+
+
 class UnknownTask(JournalError):
     def __init__(self, task_id: str) -> None:
         super().__init__(f"no task with id {task_id!r}; `pfar tasks` lists them")

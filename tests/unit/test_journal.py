@@ -25,6 +25,7 @@ from pfar.errors import (
     UnknownCredentialPrompt,
     UnknownTask,
     VaultMissing,
+    WriteRefused,
 )
 from pfar.journal import (
     ApprovalRecord,
@@ -192,7 +193,7 @@ def test_create_without_event_always_creates(journal: Journal) -> None:
 def test_same_task_id_twice_is_refused_and_first_kept(journal: Journal) -> None:
     t = _task("dup", text="first")
     run(journal.tasks.create(t))
-    with pytest.raises(sqlite.IntegrityError):
+    with pytest.raises(WriteRefused):
         run(journal.tasks.create(_task("dup", text="second")))
     assert run(journal.tasks.get("dup")).input_text == "first"
 
@@ -621,7 +622,7 @@ def test_cleanup_deletes_only_old_finished_tasks(journal: Journal) -> None:
     old_completed = ids[("Completed", "2d")]
     # a step row of the old task (written directly: step_finished would refresh updated_at)
     done = _step(old_completed, 0, StepStatus.completed, {})
-    journal.write_sync(lambda conn: steps_sql.finish_txn(conn, done))
+    journal._db.writer.run(lambda conn: steps_sql.finish_txn(conn, done))
     assert len(run(journal.tasks.steps(old_completed))) == 1
 
     removed = run(journal.tasks.cleanup(completed_before, failed_before))

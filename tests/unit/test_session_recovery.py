@@ -27,6 +27,7 @@ import pytest
 from pfar.errors import PfarError, SessionRecoveryFailed, SessionStoreError, VaultError
 from pfar.journal.records import now_rfc3339, parse_rfc3339
 from pfar.journal.sessions import SessionLifecycle, SessionManager, SessionRecord, SessionStatus
+from pfar.journal.sqlite.connection import JournalConnection
 from pfar.recovery.sessions import CrashRecovery, recovery_message
 from pfar.tools import agent_process
 from pfar.tools.processes import start_time
@@ -45,8 +46,8 @@ class Kernel:
     """One kernel's view of sessions.db: a manager and lifecycle on its own connection."""
 
     def __init__(self, path: Path, *, create: bool = False) -> None:
-        self.conn = open_vault_db(path, "sessions", create=create)
-        self.manager = SessionManager(self.conn)
+        self.conn = open_vault_db(path, "sessions", create=create, factory=JournalConnection)
+        self.manager = SessionManager.on_connection(self.conn)
         self.lifecycle = SessionLifecycle(self.manager)
         self.recovery = CrashRecovery(self.manager, self.lifecycle)
 
@@ -72,7 +73,7 @@ class Kernel:
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "vault" / "sessions.db"
-    open_vault_db(path, "sessions", create=True).close()
+    open_vault_db(path, "sessions", create=True, factory=JournalConnection).close()
     return path
 
 
@@ -268,7 +269,9 @@ def test_recovery_with_database_error_raises_and_corrupts_nothing(
         release = _hold_write_lock(db, second)
         recovery = second.recovery
     elif failure == "readonly":
-        ro = SessionManager(open_vault_db(db, "sessions", readonly=True))
+        ro = SessionManager.on_connection(
+            open_vault_db(db, "sessions", readonly=True, factory=JournalConnection)
+        )
         recovery = CrashRecovery(ro, SessionLifecycle(ro))
         release = ro.close
     else:

@@ -41,6 +41,7 @@ from pfar.journal.sessions import (
     check_session_transition,
     is_legal_session_move,
 )
+from pfar.journal.sqlite.connection import JournalConnection
 from pfar.vault.driver import sqlite
 from pfar.vault.schema import schema_version
 from pfar.vault.sqlite import connect, open_vault_db
@@ -59,13 +60,13 @@ PATH_TO: dict[SessionStatus, list[SessionStatus]] = {
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "vault" / "sessions.db"
-    open_vault_db(path, "sessions", create=True).close()
+    open_vault_db(path, "sessions", create=True, factory=JournalConnection).close()
     return path
 
 
 @pytest.fixture
 def manager(db: Path) -> Iterator[SessionManager]:
-    m = SessionManager(open_vault_db(db, "sessions"))
+    m = SessionManager.on_connection(open_vault_db(db, "sessions", factory=JournalConnection))
     yield m
     m.close()
 
@@ -136,8 +137,8 @@ def test_a_version_1_vault_is_migrated_to_sessions(tmp_path: Path) -> None:
     conn.execute("INSERT INTO adapter_state VALUES ('cli', '{}', '2025-01-01T00:00:00.000000Z')")
     conn.commit()
     conn.close()
-    conn = open_vault_db(path, "sessions")
-    m = SessionManager(conn)
+    conn = open_vault_db(path, "sessions", factory=JournalConnection)
+    m = SessionManager.on_connection(conn)
     try:
         assert schema_version(conn) >= 2
         assert conn.execute("SELECT adapter FROM adapter_state").fetchall() == [("cli",)]
@@ -485,7 +486,11 @@ def test_an_invalid_context_in_a_transition_changes_nothing(
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionManager]:
     path = tmp_path_factory.mktemp("props") / "sessions.db"
-    m = SessionManager(open_vault_db(path, "sessions", create=True, synchronous="NORMAL"))
+    m = SessionManager.on_connection(
+        open_vault_db(
+            path, "sessions", create=True, synchronous="NORMAL", factory=JournalConnection
+        )
+    )
     yield m
     m.close()
 
@@ -520,8 +525,8 @@ def test_a_write_that_the_database_refuses_is_a_vault_error_naming_the_file(
     db: Path, manager: SessionManager
 ) -> None:
     rec = run(manager.create("/p", "t1"))
-    ro_conn = open_vault_db(db, "sessions", readonly=True)
-    readonly = SessionManager(ro_conn)
+    ro_conn = open_vault_db(db, "sessions", readonly=True, factory=JournalConnection)
+    readonly = SessionManager.on_connection(ro_conn)
     try:
         assert asyncio.run(readonly.get(rec.session_id)) == rec  # reads work
         with pytest.raises(SessionStoreError) as info:

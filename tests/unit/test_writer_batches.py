@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pfar.errors import VaultIOError
-from pfar.journal.writer import GroupCommitWriter
+from pfar.journal.sqlite.connection import JournalConnection
+from pfar.journal.sqlite.writer import GroupCommitWriter
 from pfar.vault.driver import sqlite
 from pfar.vault.sqlite import connect
 
@@ -23,7 +24,7 @@ class Refused(Exception):
 def conn(tmp_path: Path) -> Iterator[sqlite.Connection]:
     path = tmp_path / "w.sqlite"
     sqlite.connect(path).close()
-    c = connect(path)
+    c = connect(path, factory=JournalConnection)
     c.execute("CREATE TABLE t (k TEXT PRIMARY KEY)")
     yield c
     c.close()

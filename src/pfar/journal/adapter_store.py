@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..vault.driver import sqlite
 from . import channels_sql, events_sql
 from .backing import Backing
 from .channels_sql import Delivery
 from .records import OwnerMessage, now_rfc3339
+from .tx import Tx
 
 
 class SQLiteAdapterStore:
@@ -18,10 +18,10 @@ class SQLiteAdapterStore:
         self._db = db
 
     async def get(self, adapter: str) -> dict[str, Any] | None:
-        return events_sql.get_adapter_state(self._db.reader, adapter)
+        return await self._db.read(events_sql.get_adapter_state, adapter)
 
     async def put(self, adapter: str, state: dict[str, Any]) -> None:
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             events_sql.put_adapter_state_txn(conn, adapter, state, now_rfc3339())
 
         await self._db.write(op, None)
@@ -30,7 +30,7 @@ class SQLiteAdapterStore:
         """An adapter's new position and the ids of the updates it handled up to it (each
         once: a redelivered one is found in `inbound_events`), in one commit."""
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             at = now_rfc3339()
             for event_id in event_ids:
                 if events_sql.seen_event(conn, event_id) is None:
@@ -41,7 +41,7 @@ class SQLiteAdapterStore:
 
     async def seen(self, event_id: str) -> bool:
         """An inbound update already handled (it created a task, or was recorded)."""
-        return events_sql.seen_event(self._db.reader, event_id) is not None
+        return await self._db.read(events_sql.seen_event, event_id) is not None
 
     # -- channels: each owner message, delivered once per chat channel ---------------
 
@@ -49,7 +49,7 @@ class SQLiteAdapterStore:
         """The enabled channels are `names`; deliveries a dead kernel left `sending` are
         in doubt from now on (returned: how many)."""
 
-        def op(conn: sqlite.Connection) -> int:
+        def op(conn: Tx) -> int:
             at = now_rfc3339()
             channels_sql.register_txn(conn, names, at)
             cut = channels_sql.sending_now(conn)
@@ -60,11 +60,11 @@ class SQLiteAdapterStore:
         return await self._db.write(op, None)
 
     async def due(self, channel: str, limit: int = 20) -> list[Delivery]:
-        return channels_sql.due(self._db.reader, channel, now_rfc3339(), limit)
+        return await self._db.read(channels_sql.due, channel, now_rfc3339(), limit)
 
     async def next_due_at(self, channel: str) -> str | None:
         """When the earliest delivery held back (a rate limit, a retry) comes due."""
-        return channels_sql.next_not_before(self._db.reader, channel)
+        return await self._db.read(channels_sql.next_not_before, channel)
 
     async def sending(self, channel: str, key: str) -> None:
         """Committed before the channel's API is called: a crash from here on leaves the
@@ -85,7 +85,7 @@ class SQLiteAdapterStore:
         """It may have arrived: never sent again; the owner is told so on that channel,
         in the same commit (so once)."""
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             _doubt_txn(conn, channel, key, error, now_rfc3339())
 
         await self._db.write(op, None)
@@ -94,32 +94,32 @@ class SQLiteAdapterStore:
         """A message for one channel only (a reply to the owner's words there), sent by
         its outbox like any other: in order, retried, once. False if queued before."""
 
-        def op(conn: sqlite.Connection) -> bool:
+        def op(conn: Tx) -> bool:
             return _queue_for_txn(conn, channel, msg, now_rfc3339())
 
         return await self._db.write(op, None)
 
     async def event_task(self, event_id: str) -> str | None:
         """The task an inbound update created or spoke to ('' for none; None: unseen)."""
-        return events_sql.seen_event(self._db.reader, event_id)
+        return await self._db.read(events_sql.seen_event, event_id)
 
     async def queued(self, key_prefix: str) -> bool:
         """Some owner message's key starts with `key_prefix`."""
-        return channels_sql.queued(self._db.reader, key_prefix)
+        return await self._db.read(channels_sql.queued, key_prefix)
 
     async def outbox_state(self, channel: str) -> channels_sql.OutboxState:
-        return channels_sql.outbox_state(self._db.reader, channel)
+        return await self._db.read(channels_sql.outbox_state, channel)
 
     async def sent_ids(self, channel: str, key_prefix: str) -> list[tuple[str, str]]:
-        return channels_sql.remote_ids(self._db.reader, channel, key_prefix)
+        return await self._db.read(channels_sql.remote_ids, channel, key_prefix)
 
     async def replied_to(self, channel: str, remote_id: str) -> tuple[str, str | None, str] | None:
         """The owner message that is `remote_id` on `channel` (a reply names it): its
         key, its task and its kind; None for a message pfar did not send."""
-        return channels_sql.replied_to(self._db.reader, channel, remote_id)
+        return await self._db.read(channels_sql.replied_to, channel, remote_id)
 
     async def delivery_counts(self, channel: str) -> dict[str, int]:
-        return channels_sql.counts(self._db.reader, channel)
+        return await self._db.read(channels_sql.counts, channel)
 
     async def _mark(
         self,
@@ -133,7 +133,7 @@ class SQLiteAdapterStore:
         attempt: bool = False,
         point: str | None = None,
     ) -> None:
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             channels_sql.mark_txn(
                 conn,
                 channel,
@@ -153,7 +153,7 @@ DOUBT_PREFIX = "in-doubt:"
 _QUOTED = 200  # characters of the missing message quoted in the notice
 
 
-def _doubt_txn(conn: sqlite.Connection, channel: str, key: str, error: str, at: str) -> None:
+def _doubt_txn(conn: Tx, channel: str, key: str, error: str, at: str) -> None:
     """The delivery is in doubt; a notice naming it is queued for that channel alone (the
     others have it, or will). A notice in doubt itself is not told again."""
     channels_sql.mark_txn(conn, channel, key, "in_doubt", at, error=error)
@@ -172,7 +172,7 @@ def _doubt_txn(conn: sqlite.Connection, channel: str, key: str, error: str, at: 
     _queue_for_txn(conn, channel, notice, at)
 
 
-def _queue_for_txn(conn: sqlite.Connection, channel: str, msg: OwnerMessage, at: str) -> bool:
+def _queue_for_txn(conn: Tx, channel: str, msg: OwnerMessage, at: str) -> bool:
     """`msg` for `channel` alone (its sink says so: no fan-out); False if queued before."""
     if not events_sql.enqueue_message_txn(conn, msg, at):
         return False

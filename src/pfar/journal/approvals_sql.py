@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..vault.driver import sqlite
 from .records import (
     ApprovalRecord,
     ApprovalStatus,
@@ -14,6 +13,7 @@ from .records import (
     dumps,
     loads,
 )
+from .tx import Tx
 
 _A_COLUMNS = (
     "approval_id, task_id, action_type, description, data_preview, taint_level, target_sink, "
@@ -67,7 +67,7 @@ def _credential(row: Sequence[Any]) -> CredentialPromptRecord:
     )
 
 
-def insert_approval_txn(conn: sqlite.Connection, a: ApprovalRecord) -> None:
+def insert_approval_txn(conn: Tx, a: ApprovalRecord) -> None:
     conn.execute(
         f"INSERT INTO pending_approvals ({_A_COLUMNS}) VALUES "
         "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -94,14 +94,14 @@ def insert_approval_txn(conn: sqlite.Connection, a: ApprovalRecord) -> None:
     )
 
 
-def get_approval(conn: sqlite.Connection, approval_id: str) -> ApprovalRecord | None:
+def get_approval(conn: Tx, approval_id: str) -> ApprovalRecord | None:
     row = conn.execute(
         f"SELECT {_A_COLUMNS} FROM pending_approvals WHERE approval_id = ?", (approval_id,)
     ).fetchone()
     return None if row is None else _approval(row)
 
 
-def approvals_for_task(conn: sqlite.Connection, task_id: str) -> list[ApprovalRecord]:
+def approvals_for_task(conn: Tx, task_id: str) -> list[ApprovalRecord]:
     rows = conn.execute(
         f"SELECT {_A_COLUMNS} FROM pending_approvals WHERE task_id = ? ORDER BY created_at",
         (task_id,),
@@ -110,7 +110,7 @@ def approvals_for_task(conn: sqlite.Connection, task_id: str) -> list[ApprovalRe
 
 
 def approvals_with_status(
-    conn: sqlite.Connection, statuses: Sequence[str], limit: int = 1000
+    conn: Tx, statuses: Sequence[str], limit: int = 1000
 ) -> list[ApprovalRecord]:
     marks = ", ".join("?" for _ in statuses)
     rows = conn.execute(
@@ -122,7 +122,7 @@ def approvals_with_status(
 
 
 def decide_approval_txn(
-    conn: sqlite.Connection,
+    conn: Tx,
     approval_id: str,
     status: ApprovalStatus,
     decision: str,
@@ -136,14 +136,14 @@ def decide_approval_txn(
     )
 
 
-def count_prompt_txn(conn: sqlite.Connection, approval_id: str) -> None:
+def count_prompt_txn(conn: Tx, approval_id: str) -> None:
     conn.execute(
         "UPDATE pending_approvals SET prompts_sent = prompts_sent + 1 WHERE approval_id = ?",
         (approval_id,),
     )
 
 
-def insert_credential_txn(conn: sqlite.Connection, c: CredentialPromptRecord) -> None:
+def insert_credential_txn(conn: Tx, c: CredentialPromptRecord) -> None:
     conn.execute(
         f"INSERT INTO pending_credentials ({_C_COLUMNS}) VALUES "
         "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -165,7 +165,7 @@ def insert_credential_txn(conn: sqlite.Connection, c: CredentialPromptRecord) ->
     )
 
 
-def get_credential(conn: sqlite.Connection, prompt_id: str) -> CredentialPromptRecord | None:
+def get_credential(conn: Tx, prompt_id: str) -> CredentialPromptRecord | None:
     row = conn.execute(
         f"SELECT {_C_COLUMNS} FROM pending_credentials WHERE prompt_id = ?", (prompt_id,)
     ).fetchone()
@@ -173,7 +173,7 @@ def get_credential(conn: sqlite.Connection, prompt_id: str) -> CredentialPromptR
 
 
 def credentials_with_status(
-    conn: sqlite.Connection, statuses: Sequence[str], limit: int = 1000
+    conn: Tx, statuses: Sequence[str], limit: int = 1000
 ) -> list[CredentialPromptRecord]:
     marks = ", ".join("?" for _ in statuses)
     rows = conn.execute(
@@ -184,7 +184,7 @@ def credentials_with_status(
     return [_credential(r) for r in rows]
 
 
-def credentials_for_task(conn: sqlite.Connection, task_id: str) -> list[CredentialPromptRecord]:
+def credentials_for_task(conn: Tx, task_id: str) -> list[CredentialPromptRecord]:
     rows = conn.execute(
         f"SELECT {_C_COLUMNS} FROM pending_credentials WHERE task_id = ? ORDER BY created_at",
         (task_id,),
@@ -193,7 +193,7 @@ def credentials_for_task(conn: sqlite.Connection, task_id: str) -> list[Credenti
 
 
 def set_credential_status_txn(
-    conn: sqlite.Connection, prompt_id: str, status: CredentialStatus, at: str, by: str
+    conn: Tx, prompt_id: str, status: CredentialStatus, at: str, by: str
 ) -> None:
     conn.execute(
         "UPDATE pending_credentials SET status = ?, received_at = ?, received_by = ? "
@@ -202,14 +202,14 @@ def set_credential_status_txn(
     )
 
 
-def set_credential_message_txn(conn: sqlite.Connection, prompt_id: str, message_id: str) -> None:
+def set_credential_message_txn(conn: Tx, prompt_id: str, message_id: str) -> None:
     conn.execute(
         "UPDATE pending_credentials SET message_id = ? WHERE prompt_id = ?",
         (message_id, prompt_id),
     )
 
 
-def next_deadline(conn: sqlite.Connection) -> str | None:
+def next_deadline(conn: Tx) -> str | None:
     """The earliest expiry among pending approvals and prompts (None when nothing waits)."""
     row = conn.execute(
         "SELECT min(e) FROM ("
@@ -220,9 +220,7 @@ def next_deadline(conn: sqlite.Connection) -> str | None:
     return None if row is None or row[0] is None else str(row[0])
 
 
-def withdraw_for_task_txn(
-    conn: sqlite.Connection, task_id: str, at: str
-) -> tuple[list[str], list[str]]:
+def withdraw_for_task_txn(conn: Tx, task_id: str, at: str) -> tuple[list[str], list[str]]:
     """Withdraw every question still pending for `task_id` (its task is being cancelled):
     (approval ids, credential prompt ids) withdrawn."""
     approvals = [

@@ -1,33 +1,64 @@
-"""What the SQLite store's families share: the database's path, its reading connection
-and its group-commit writer."""
+"""What every family of a store shares: where its database is, how it reads, how it writes.
+
+A family's verbs are written once over this: `read` runs a function of the family's
+SQL on a `Tx` that sees the last commit, `write` queues an operation into the next
+group commit and returns once it is committed. SQLite's backing reads its vault file;
+PostgreSQL's reads and writes a server through a pool, each statement awaited.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from ..vault.driver import sqlite
-from .writer import GroupCommitWriter
+from .dialect import Dialect
+from .group_commit import CommitWatcher, Op
+from .tx import Tx
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
-@dataclass(frozen=True, slots=True)
-class Backing:
-    path: Path
-    reader: sqlite.Connection
-    writer_or_none: GroupCommitWriter | None
+class Writer(Protocol):
+    """A backend's group-commit writer, as its kernel sees it."""
+
+    # told once when a commit fails: the owner of the writer must stop (fail-stop)
+    on_failure: Callable[[BaseException], None] | None
+    # whether a write now would have no company in its commit (one task running)
+    alone: Callable[[], bool] | None
+    watcher: CommitWatcher | None
+    commits: int
+    writes: int
 
     @property
-    def writer(self) -> GroupCommitWriter:
-        if self.writer_or_none is None:
-            raise RuntimeError("this journal was opened read-only")
-        return self.writer_or_none
+    def failure(self) -> BaseException | None: ...
 
-    async def write(
-        self, op: Callable[[sqlite.Connection], T], point: str | tuple[str, ...] | None
-    ) -> T:
+    def defer(
+        self, op: Op[Any], point: str | tuple[str, ...] | None = None, *, within: float = 0.05
+    ) -> None: ...
+
+
+class Backing(Protocol):
+    @property
+    def where(self) -> str:
+        """The database, as a message names it (a file, or a server without password)."""
+
+    @property
+    def writer(self) -> Writer: ...
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    async def read(self, fn: Callable[Concatenate[Tx, P], T], *args: P.args, **kw: P.kwargs) -> T:
+        """`fn(tx, *args)` on a snapshot that holds every committed write."""
+
+    async def write(self, op: Op[T], point: str | tuple[str, ...] | None) -> T:
         """Run `op` in the writer's next commit; return once it is committed."""
-        return await self.writer.submit(op, point)
+
+    async def check_table(self, table: str) -> None:
+        """Raise pfar's damage error when the backend finds `table` damaged (a read came
+        back shorter than the rows that must exist); nothing where the server checks
+        its own pages."""
+
+    def damaged(self, detail: str) -> Exception:
+        """The error for rows that must exist and cannot be read (`detail` says which)."""

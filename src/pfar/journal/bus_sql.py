@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..vault.driver import sqlite
 from .records import dumps, loads
 from .states import TaskState
+from .tx import Tx
 
 # the event a task's arrival in a state is (seed 001's names; Paused, Resumed and
 # Abandoned are pfar's own)
@@ -45,9 +45,7 @@ class BusEvent:
         }
 
 
-def moved_txn(
-    conn: sqlite.Connection, task_id: str, before: TaskState, after: TaskState, at: str
-) -> None:
+def moved_txn(conn: Tx, task_id: str, before: TaskState, after: TaskState, at: str) -> None:
     """The event of a task's move from `before` to `after`, if the move is one."""
     if after is before:
         return
@@ -67,9 +65,7 @@ def moved_txn(
     append_txn(conn, kind, task_id, body, at)
 
 
-def created_txn(
-    conn: sqlite.Connection, task_id: str, kind: str, state: TaskState, at: str
-) -> None:
+def created_txn(conn: Tx, task_id: str, kind: str, state: TaskState, at: str) -> None:
     """A task's creation: created and started, or, created straight into the queue (no
     slot free), created and queued; such a task starts with its TaskScheduled."""
     body = {"task_kind": kind, "state": state.value}
@@ -84,9 +80,7 @@ def created_txn(
 APPENDED = [0]
 
 
-def append_txn(
-    conn: sqlite.Connection, kind: str, task_id: str | None, body: dict[str, Any], at: str
-) -> None:
+def append_txn(conn: Tx, kind: str, task_id: str | None, body: dict[str, Any], at: str) -> None:
     conn.execute(
         "INSERT INTO bus_events(kind, task_id, body_json, at) VALUES (?, ?, ?, ?)",
         (kind, task_id, dumps(body), at),
@@ -94,7 +88,7 @@ def append_txn(
     APPENDED[0] += 1
 
 
-def since(conn: sqlite.Connection, after: int, limit: int) -> list[BusEvent]:
+def since(conn: Tx, after: int, limit: int) -> list[BusEvent]:
     rows = conn.execute(
         "SELECT seq, kind, task_id, body_json, at FROM bus_events WHERE seq > ? "
         "ORDER BY seq LIMIT ?",
@@ -103,7 +97,7 @@ def since(conn: sqlite.Connection, after: int, limit: int) -> list[BusEvent]:
     return [BusEvent(r[0], r[1], r[2], dict(loads(r[3]) or {}), r[4]) for r in rows]
 
 
-def for_task(conn: sqlite.Connection, task_id: str, kinds: frozenset[str]) -> list[BusEvent]:
+def for_task(conn: Tx, task_id: str, kinds: frozenset[str]) -> list[BusEvent]:
     """The task's events of `kinds`, in commit order (its pauses and resumes, say)."""
     marks = ", ".join("?" for _ in kinds)
     rows = conn.execute(
@@ -114,37 +108,27 @@ def for_task(conn: sqlite.Connection, task_id: str, kinds: frozenset[str]) -> li
     return [BusEvent(r[0], r[1], r[2], dict(loads(r[3]) or {}), r[4]) for r in rows]
 
 
-# the bus's high-water mark: the number of the last event ever appended, kept by SQLite
-# for the AUTOINCREMENT key and not lowered when old events are pruned
-HIGH_WATER = "SELECT seq FROM sqlite_sequence WHERE name = 'bus_events'"
-
-
-def high_water(conn: sqlite.Connection) -> int:
+def high_water(conn: Tx) -> int:
     """The journal's position: every task's creation and move appends an event in its
     own commit, so a journal that lost commits has a lower mark (vault/acknowledged.py)."""
-    row = conn.execute(HIGH_WATER).fetchone()
-    return 0 if row is None else int(row[0])
+    row = conn.execute(conn.dialect.bus_high_water).fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
 
 
-def last_seq(conn: sqlite.Connection) -> int:
+def last_seq(conn: Tx) -> int:
     row = conn.execute("SELECT max(seq) FROM bus_events").fetchone()
     return int(row[0] or 0)
 
 
-def offset(conn: sqlite.Connection, subscriber: str) -> int | None:
+def offset(conn: Tx, subscriber: str) -> int | None:
     row = conn.execute("SELECT seq FROM bus_offsets WHERE subscriber = ?", (subscriber,)).fetchone()
     return None if row is None else int(row[0])
 
 
-def ack_txn(conn: sqlite.Connection, subscriber: str, seq: int, at: str) -> None:
+def ack_txn(conn: Tx, subscriber: str, seq: int, at: str) -> None:
     """The subscriber handled every event up to `seq` (an offset never goes back)."""
-    conn.execute(
-        "INSERT INTO bus_offsets(subscriber, seq, updated_at) VALUES (?, ?, ?) "
-        "ON CONFLICT(subscriber) DO UPDATE SET seq = max(seq, excluded.seq), "
-        "updated_at = excluded.updated_at",
-        (subscriber, seq, at),
-    )
+    conn.execute(conn.dialect.ack_offset, (subscriber, seq, at))
 
 
-def prune_before_txn(conn: sqlite.Connection, cutoff: str) -> None:
+def prune_before_txn(conn: Tx, cutoff: str) -> None:
     conn.execute("DELETE FROM bus_events WHERE at < ?", (cutoff,))

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..vault.driver import sqlite
 from .records import OwnerMessage
+from .tx import Tx
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +27,7 @@ class Delivery:
     seq: int
 
 
-def register_txn(conn: sqlite.Connection, names: Sequence[str], at: str) -> None:
+def register_txn(conn: Tx, names: Sequence[str], at: str) -> None:
     """The enabled channels are exactly `names` (from config); others stay, disabled, so
     their deliveries are kept for a look but nothing new fans out to them."""
     conn.execute("UPDATE channels SET enabled = 0, updated_at = ?", (at,))
@@ -38,7 +38,7 @@ def register_txn(conn: sqlite.Connection, names: Sequence[str], at: str) -> None
     )
 
 
-def fan_out_txn(conn: sqlite.Connection, key: str, seq: int, at: str) -> None:
+def fan_out_txn(conn: Tx, key: str, seq: int, at: str) -> None:
     conn.execute(
         "INSERT OR IGNORE INTO channel_outbox(channel, message_key, seq, updated_at) "
         "SELECT name, ?, ?, ? FROM channels WHERE enabled = 1",
@@ -46,7 +46,7 @@ def fan_out_txn(conn: sqlite.Connection, key: str, seq: int, at: str) -> None:
     )
 
 
-def due(conn: sqlite.Connection, channel: str, now: str, limit: int) -> list[Delivery]:
+def due(conn: Tx, channel: str, now: str, limit: int) -> list[Delivery]:
     """The pending deliveries in queue order, up to the first one held back (a rate
     limit, a retry): nothing overtakes a held message, so the owner reads them in order."""
     rows = conn.execute(
@@ -61,7 +61,7 @@ def due(conn: sqlite.Connection, channel: str, now: str, limit: int) -> list[Del
     return [Delivery(channel, OwnerMessage(r[0], r[1], r[2], r[3], r[4]), r[5], r[6]) for r in rows]
 
 
-def next_not_before(conn: sqlite.Connection, channel: str) -> str | None:
+def next_not_before(conn: Tx, channel: str) -> str | None:
     row = conn.execute(
         "SELECT min(not_before) FROM channel_outbox WHERE channel = ? AND status = 'pending'",
         (channel,),
@@ -70,7 +70,7 @@ def next_not_before(conn: sqlite.Connection, channel: str) -> str | None:
 
 
 def mark_txn(
-    conn: sqlite.Connection,
+    conn: Tx,
     channel: str,
     key: str,
     status: str,
@@ -89,13 +89,13 @@ def mark_txn(
     )
 
 
-def sending_now(conn: sqlite.Connection) -> list[tuple[str, str]]:
+def sending_now(conn: Tx) -> list[tuple[str, str]]:
     """(channel, message key) of the deliveries a dead kernel left `sending`."""
     rows = conn.execute("SELECT channel, message_key FROM channel_outbox WHERE status = 'sending'")
     return [(r[0], r[1]) for r in rows]
 
 
-def deliver_to_txn(conn: sqlite.Connection, channel: str, key: str, seq: int, at: str) -> None:
+def deliver_to_txn(conn: Tx, channel: str, key: str, seq: int, at: str) -> None:
     """A message for one channel only (what it says concerns that channel)."""
     conn.execute(
         "INSERT OR IGNORE INTO channel_outbox(channel, message_key, seq, updated_at) "
@@ -104,7 +104,7 @@ def deliver_to_txn(conn: sqlite.Connection, channel: str, key: str, seq: int, at
     )
 
 
-def queued(conn: sqlite.Connection, key_prefix: str) -> bool:
+def queued(conn: Tx, key_prefix: str) -> bool:
     row = conn.execute(
         "SELECT 1 FROM owner_outbox WHERE message_key >= ? AND message_key < ? LIMIT 1",
         (key_prefix, key_prefix + "\uffff"),
@@ -112,7 +112,7 @@ def queued(conn: sqlite.Connection, key_prefix: str) -> bool:
     return row is not None
 
 
-def body_of(conn: sqlite.Connection, key: str) -> str | None:
+def body_of(conn: Tx, key: str) -> str | None:
     row = conn.execute("SELECT body FROM owner_outbox WHERE message_key = ?", (key,)).fetchone()
     return None if row is None else str(row[0])
 
@@ -126,7 +126,7 @@ class OutboxState:
     next_try: str | None
 
 
-def outbox_state(conn: sqlite.Connection, channel: str) -> OutboxState:
+def outbox_state(conn: Tx, channel: str) -> OutboxState:
     (count,) = conn.execute(
         "SELECT count(*) FROM channel_outbox WHERE channel = ? AND status = 'pending'",
         (channel,),
@@ -139,7 +139,7 @@ def outbox_state(conn: sqlite.Connection, channel: str) -> OutboxState:
     return OutboxState(int(count), *(first if first else (None, None)))
 
 
-def supersede_prompts_txn(conn: sqlite.Connection, at: str) -> None:
+def supersede_prompts_txn(conn: Tx, at: str) -> None:
     """An earlier boot's questions not yet on a channel: this boot re-sends them."""
     conn.execute(
         "UPDATE channel_outbox SET status = 'superseded', updated_at = ? "
@@ -149,7 +149,7 @@ def supersede_prompts_txn(conn: sqlite.Connection, at: str) -> None:
     )
 
 
-def remote_ids(conn: sqlite.Connection, channel: str, key_prefix: str) -> list[tuple[str, str]]:
+def remote_ids(conn: Tx, channel: str, key_prefix: str) -> list[tuple[str, str]]:
     """(message key, remote id) of the sent deliveries whose key starts with `key_prefix`
     (an approval's earlier prompts, whose buttons a re-send replaces)."""
     rows = conn.execute(
@@ -160,7 +160,7 @@ def remote_ids(conn: sqlite.Connection, channel: str, key_prefix: str) -> list[t
     return [(r[0], r[1]) for r in rows]
 
 
-def counts(conn: sqlite.Connection, channel: str) -> dict[str, int]:
+def counts(conn: Tx, channel: str) -> dict[str, int]:
     rows = conn.execute(
         "SELECT status, count(*) FROM channel_outbox WHERE channel = ? GROUP BY status",
         (channel,),
@@ -168,9 +168,7 @@ def counts(conn: sqlite.Connection, channel: str) -> dict[str, int]:
     return {r[0]: int(r[1]) for r in rows}
 
 
-def replied_to(
-    conn: sqlite.Connection, channel: str, remote_id: str
-) -> tuple[str, str | None, str] | None:
+def replied_to(conn: Tx, channel: str, remote_id: str) -> tuple[str, str | None, str] | None:
     """The owner message that has `remote_id` on `channel`: its key, task and kind."""
     row = conn.execute(
         "SELECT o.message_key, o.task_id, o.kind FROM channel_outbox c "
@@ -181,7 +179,7 @@ def replied_to(
     return None if row is None else (row[0], row[1], row[2])
 
 
-def prune_done_txn(conn: sqlite.Connection, before: str, limit: int) -> int:
+def prune_done_txn(conn: Tx, before: str, limit: int) -> int:
     """Up to `limit` deliveries that ended (sent, failed, superseded) before `before`;
     pending, sending and in-doubt ones are kept. How many."""
     cur = conn.execute(

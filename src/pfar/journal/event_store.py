@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..vault.driver import sqlite
 from . import bus_sql, channels_sql, events_sql
 from .backing import Backing
 from .bus_sql import BusEvent
 from .records import OwnerMessage, now_rfc3339
+from .tx import Tx
 
 
 class SQLiteEventStore:
@@ -17,7 +17,7 @@ class SQLiteEventStore:
         self._db = db
 
     async def enqueue(self, messages: Sequence[OwnerMessage], point: str | None = None) -> None:
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             at = now_rfc3339()
             for msg in messages:
                 events_sql.enqueue_message_txn(conn, msg, at)
@@ -25,17 +25,17 @@ class SQLiteEventStore:
         await self._db.write(op, point)
 
     async def pending(self) -> list[OwnerMessage]:
-        return events_sql.pending_messages(self._db.reader)
+        return await self._db.read(events_sql.pending_messages)
 
     async def for_task(self, task_id: str) -> list[dict[str, Any]]:
-        return events_sql.messages_for_task(self._db.reader, task_id)
+        return await self._db.read(events_sql.messages_for_task, task_id)
 
     def mark_delivered(self, keys: Sequence[str]) -> None:
         """Mark messages delivered with the next commit (nobody waits for it; a crash
         before it only means the owner log's keys absorb a resend)."""
         keys = list(keys)
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             at = now_rfc3339()
             for key in keys:
                 events_sql.mark_message_txn(conn, key, "delivered", at)
@@ -43,54 +43,54 @@ class SQLiteEventStore:
         self._db.writer.defer(op, "message_delivered")
 
     async def start_boot(self, boot_id: str, pid: int, version: str) -> None:
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             events_sql.start_boot_txn(conn, boot_id, pid, version, now_rfc3339())
 
         await self._db.write(op, None)
 
     async def end_boot(self, boot_id: str) -> None:
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             events_sql.end_boot_txn(conn, boot_id, now_rfc3339())
 
         await self._db.write(op, None)
 
     async def last_boot(self) -> dict[str, Any] | None:
-        return events_sql.last_boot(self._db.reader)
+        return await self._db.read(events_sql.last_boot)
 
     async def prune(self, before: str, keep_boots: int, batch: int = 500) -> int:
         """Drop chat deliveries that ended before `before` and boots older than the newest
         `keep_boots` (at least one: the boot running now), at most `batch` of each a
         commit; how many rows went (the caller calls again while it is `batch` or more)."""
 
-        def op(conn: sqlite.Connection) -> int:
+        def op(conn: Tx) -> int:
             n = channels_sql.prune_done_txn(conn, before, batch)
             return n + events_sql.prune_boots_txn(conn, max(keep_boots, 1), batch)
 
         return await self._db.write(op, None)
 
     async def bus(self, after: int, limit: int = 100) -> list[BusEvent]:
-        return bus_sql.since(self._db.reader, after, limit)
+        return await self._db.read(bus_sql.since, after, limit)
 
     async def bus_for_task(self, task_id: str, kinds: frozenset[str]) -> list[BusEvent]:
-        return bus_sql.for_task(self._db.reader, task_id, kinds)
+        return await self._db.read(bus_sql.for_task, task_id, kinds)
 
     async def bus_offset(self, subscriber: str) -> int | None:
-        return bus_sql.offset(self._db.reader, subscriber)
+        return await self._db.read(bus_sql.offset, subscriber)
 
     async def bus_last(self) -> int:
         """The newest event's number (0 when none): where a new subscriber may start."""
-        return bus_sql.last_seq(self._db.reader)
+        return await self._db.read(bus_sql.last_seq)
 
     async def bus_high_water(self) -> int:
         """The number of the last event ever appended, pruned or not: the journal's
         position (bus_sql.high_water)."""
-        return bus_sql.high_water(self._db.reader)
+        return await self._db.read(bus_sql.high_water)
 
     async def bus_ack(self, subscriber: str, seq: int, *, point: str | None = "bus_ack") -> None:
         """`point`: the fault point of the commit (None: the kernel's own mark, which every
         start moves, is no subscriber's acknowledgement)."""
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             bus_sql.ack_txn(conn, subscriber, seq, now_rfc3339())
 
         await self._db.write(op, point)
@@ -98,7 +98,7 @@ class SQLiteEventStore:
     async def publish(self, kind: str, task_id: str | None, body: dict[str, Any]) -> None:
         """An event that is no task's move (a learning kept): its own commit."""
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             bus_sql.append_txn(conn, kind, task_id, body, now_rfc3339())
 
         await self._db.write(op, None)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..vault.driver import sqlite
 from . import channels_sql
 from .records import OwnerMessage, dumps, loads
+from .tx import Tx
 
 
-def seen_event(conn: sqlite.Connection, event_id: str) -> str | None:
+def seen_event(conn: Tx, event_id: str) -> str | None:
     """The task an event created, if the event was seen before ('' when it created none)."""
     row = conn.execute(
         "SELECT task_id FROM inbound_events WHERE event_id = ?", (event_id,)
@@ -17,25 +17,21 @@ def seen_event(conn: sqlite.Connection, event_id: str) -> str | None:
     return None if row is None else (row[0] or "")
 
 
-def record_event_txn(
-    conn: sqlite.Connection, event_id: str, adapter: str, task_id: str | None, at: str
-) -> None:
+def record_event_txn(conn: Tx, event_id: str, adapter: str, task_id: str | None, at: str) -> None:
     conn.execute(
         "INSERT INTO inbound_events(event_id, adapter, task_id, received_at) VALUES (?, ?, ?, ?)",
         (event_id, adapter, task_id, at),
     )
 
 
-def get_adapter_state(conn: sqlite.Connection, adapter: str) -> dict[str, Any] | None:
+def get_adapter_state(conn: Tx, adapter: str) -> dict[str, Any] | None:
     row = conn.execute(
         "SELECT state_json FROM adapter_state WHERE adapter = ?", (adapter,)
     ).fetchone()
     return None if row is None else dict(loads(row[0]))
 
 
-def put_adapter_state_txn(
-    conn: sqlite.Connection, adapter: str, state: dict[str, Any], at: str
-) -> None:
+def put_adapter_state_txn(conn: Tx, adapter: str, state: dict[str, Any], at: str) -> None:
     conn.execute(
         "INSERT INTO adapter_state(adapter, state_json, updated_at) VALUES (?, ?, ?) "
         "ON CONFLICT(adapter) DO UPDATE SET state_json = excluded.state_json, "
@@ -44,7 +40,7 @@ def put_adapter_state_txn(
     )
 
 
-def enqueue_message_txn(conn: sqlite.Connection, msg: OwnerMessage, at: str) -> bool:
+def enqueue_message_txn(conn: Tx, msg: OwnerMessage, at: str) -> bool:
     """Queue a message; False when its key was queued before (the resend is a no-op)."""
     seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM owner_outbox").fetchone()[0]
     cur = conn.execute(
@@ -57,7 +53,7 @@ def enqueue_message_txn(conn: sqlite.Connection, msg: OwnerMessage, at: str) -> 
     return cur.rowcount == 1
 
 
-def pending_messages(conn: sqlite.Connection, limit: int = 500) -> list[OwnerMessage]:
+def pending_messages(conn: Tx, limit: int = 500) -> list[OwnerMessage]:
     rows = conn.execute(
         "SELECT message_key, kind, body, task_id, sink FROM owner_outbox "
         "WHERE status = 'pending' ORDER BY seq LIMIT ?",
@@ -66,14 +62,14 @@ def pending_messages(conn: sqlite.Connection, limit: int = 500) -> list[OwnerMes
     return [OwnerMessage(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
 
-def mark_message_txn(conn: sqlite.Connection, key: str, status: str, at: str) -> None:
+def mark_message_txn(conn: Tx, key: str, status: str, at: str) -> None:
     conn.execute(
         "UPDATE owner_outbox SET status = ?, delivered_at = ? WHERE message_key = ?",
         (status, at, key),
     )
 
 
-def supersede_prompts_txn(conn: sqlite.Connection, at: str) -> int:
+def supersede_prompts_txn(conn: Tx, at: str) -> int:
     """Prompts queued by an earlier boot are replaced by this boot's re-sent ones.
 
     An earlier boot's report that never went out is still delivered: what it says
@@ -94,7 +90,7 @@ def supersede_prompts_txn(conn: sqlite.Connection, at: str) -> int:
     return len(keys)
 
 
-def messages_for_task(conn: sqlite.Connection, task_id: str) -> list[dict[str, Any]]:
+def messages_for_task(conn: Tx, task_id: str) -> list[dict[str, Any]]:
     rows = conn.execute(
         "SELECT message_key, kind, body, status, created_at, delivered_at FROM owner_outbox "
         "WHERE task_id = ? ORDER BY seq",
@@ -104,7 +100,7 @@ def messages_for_task(conn: sqlite.Connection, task_id: str) -> list[dict[str, A
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
-def last_boot(conn: sqlite.Connection) -> dict[str, Any] | None:
+def last_boot(conn: Tx) -> dict[str, Any] | None:
     row = conn.execute(
         "SELECT boot_id, pid, started_at, ended_at, clean FROM kernel_boots "
         "ORDER BY started_at DESC LIMIT 1"
@@ -120,14 +116,14 @@ def last_boot(conn: sqlite.Connection) -> dict[str, Any] | None:
     }
 
 
-def start_boot_txn(conn: sqlite.Connection, boot_id: str, pid: int, version: str, at: str) -> None:
+def start_boot_txn(conn: Tx, boot_id: str, pid: int, version: str, at: str) -> None:
     conn.execute(
         "INSERT INTO kernel_boots(boot_id, pid, version, started_at) VALUES (?, ?, ?, ?)",
         (boot_id, pid, version, at),
     )
 
 
-def prune_boots_txn(conn: sqlite.Connection, keep: int, limit: int) -> int:
+def prune_boots_txn(conn: Tx, keep: int, limit: int) -> int:
     """Up to `limit` boots older than the newest `keep`; how many."""
     cur = conn.execute(
         "DELETE FROM kernel_boots WHERE boot_id IN (SELECT boot_id FROM kernel_boots "
@@ -137,5 +133,5 @@ def prune_boots_txn(conn: sqlite.Connection, keep: int, limit: int) -> int:
     return cur.rowcount
 
 
-def end_boot_txn(conn: sqlite.Connection, boot_id: str, at: str) -> None:
+def end_boot_txn(conn: Tx, boot_id: str, at: str) -> None:
     conn.execute("UPDATE kernel_boots SET ended_at = ?, clean = 1 WHERE boot_id = ?", (at, boot_id))

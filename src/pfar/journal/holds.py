@@ -13,14 +13,14 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from ..errors import IllegalTransition, MalformedTaskRow, TaskStateRefused, UnknownTask
-from ..vault.driver import sqlite
 from . import approvals_sql, payloads, steps_sql, tasks_sql
 from .payloads import Payload
 from .records import TaskUpdate, now_rfc3339
 from .states import TaskState
+from .tx import Tx
 
 # (conn, task_id, to, update, reset_attempts) -> the state the task is now in
-TransitionTxn = Callable[[sqlite.Connection, str, Payload, TaskUpdate, bool], TaskState]
+TransitionTxn = Callable[[Tx, str, Payload, TaskUpdate, bool], TaskState]
 
 CANCELLED_ERROR = "cancelled by the owner"
 CUT_OFF = "cut off by the owner's cancel while it ran: it may have had (some of) its effects"
@@ -49,7 +49,7 @@ class CancelIntent:
     already: bool = False
 
 
-def _row(conn: sqlite.Connection, task_id: str) -> tuple[TaskState, Payload]:
+def _row(conn: Tx, task_id: str) -> tuple[TaskState, Payload]:
     current = tasks_sql.get_state_payload(conn, task_id)
     if current is None:
         raise UnknownTask(task_id)
@@ -61,7 +61,7 @@ def _ended(task_id: str, state: TaskState, action: str) -> TaskStateRefused:
     return TaskStateRefused(task_id, state.value, action, "it has already ended")
 
 
-def pause_now_txn(conn: sqlite.Connection, task_id: str, transition: TransitionTxn) -> TaskState:
+def pause_now_txn(conn: Tx, task_id: str, transition: TransitionTxn) -> TaskState:
     """Paused now, holding the payload it goes back to (no coroutine holds the task)."""
     state, payload = _row(conn, task_id)
     if not isinstance(payload, payloads.Working):
@@ -71,7 +71,7 @@ def pause_now_txn(conn: sqlite.Connection, task_id: str, transition: TransitionT
 
 
 def pause_txn(
-    conn: sqlite.Connection,
+    conn: Tx,
     task_id: str,
     running: Callable[[], bool],
     transition: TransitionTxn,
@@ -105,7 +105,7 @@ def pause_txn(
 
 
 def unpause_txn(
-    conn: sqlite.Connection, task_id: str, transition: TransitionTxn
+    conn: Tx, task_id: str, transition: TransitionTxn
 ) -> tuple[TaskState, ResumeOutcome]:
     state, payload = _row(conn, task_id)
     if isinstance(payload, payloads.Paused):
@@ -119,9 +119,7 @@ def unpause_txn(
     raise TaskStateRefused(task_id, state.value, "resumed", why)
 
 
-def begin_cancel_txn(
-    conn: sqlite.Connection, task_id: str, transition: TransitionTxn
-) -> CancelIntent:
+def begin_cancel_txn(conn: Tx, task_id: str, transition: TransitionTxn) -> CancelIntent:
     """The intent: Cancelling, with the owner's pending questions withdrawn. Needs nothing
     from the task's payload, so that a task whose row is malformed can still be ended."""
     state = tasks_sql.get_state(conn, task_id)
@@ -146,9 +144,7 @@ def begin_cancel_txn(
     return CancelIntent(state, approvals, prompts)
 
 
-def finish_cancel_txn(
-    conn: sqlite.Connection, task_id: str, transition: TransitionTxn
-) -> list[int] | None:
+def finish_cancel_txn(conn: Tx, task_id: str, transition: TransitionTxn) -> list[int] | None:
     """Cancelled, with the steps still marked running recorded as cut off (their numbers);
     None when the task was Cancelled already."""
     state = tasks_sql.get_state(conn, task_id)

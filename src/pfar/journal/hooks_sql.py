@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..vault.driver import sqlite
 from .records import dumps, loads
+from .tx import Tx
 
 # a completed task's learnings (kernel/learning.py) are kept here too: what was decided
 # (before any is stored), then the mark that they are stored and their events published
@@ -13,16 +13,14 @@ LEARNINGS_DECIDED = "learnings:decided"
 LEARNINGS_KEPT = "learnings:kept"
 
 
-def get(conn: sqlite.Connection, task_id: str, key: str) -> dict[str, Any] | None:
+def get(conn: Tx, task_id: str, key: str) -> dict[str, Any] | None:
     row = conn.execute(
         "SELECT verdict_json FROM hook_verdicts WHERE task_id = ? AND key = ?", (task_id, key)
     ).fetchone()
     return None if row is None else dict(loads(row[0]) or {})
 
 
-def put_txn(
-    conn: sqlite.Connection, task_id: str, key: str, verdict: dict[str, Any], at: str
-) -> bool:
+def put_txn(conn: Tx, task_id: str, key: str, verdict: dict[str, Any], at: str) -> bool:
     """Keep the first verdict for `key` (a second firing never replaces it): whether this
     one was kept."""
     cur = conn.execute(

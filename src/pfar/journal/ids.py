@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import AmbiguousId, IdPrefixTooShort, PfarError
-from ..vault.driver import sqlite
+from .tx import Tx
 
 MIN_PREFIX = 4
 
 
 def resolve_id(
-    conn: sqlite.Connection,
+    conn: Tx,
     table: str,
     column: str,
     given: str,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..vault.driver import sqlite
+from .tx import Tx
 
 # (pid, the pid's start time) -> whether that very process still runs (on this host)
 Alive = Callable[[int, int], bool]
@@ -54,7 +54,7 @@ def _held(row: Sequence[object]) -> HeldLock:
 
 
 def acquire_txn(
-    conn: sqlite.Connection,
+    conn: Tx,
     claims: Sequence[LockClaim],
     holder: str,
     task_id: str,
@@ -111,18 +111,18 @@ def acquire_txn(
     return None, taken_over
 
 
-def release_txn(conn: sqlite.Connection, holder: str) -> None:
+def release_txn(conn: Tx, holder: str) -> None:
     conn.execute("DELETE FROM resource_locks WHERE holder = ?", (holder,))
 
 
-def renew_txn(conn: sqlite.Connection, boot_id: str, lease_until: str) -> int:
+def renew_txn(conn: Tx, boot_id: str, lease_until: str) -> int:
     cur = conn.execute(
         "UPDATE resource_locks SET lease_until = ? WHERE boot_id = ?", (lease_until, boot_id)
     )
     return cur.rowcount
 
 
-def clear_stale_txn(conn: sqlite.Connection, owner: LockOwner, now: str, alive: Alive) -> int:
+def clear_stale_txn(conn: Tx, owner: LockOwner, now: str, alive: Alive) -> int:
     """Drop the locks whose holder is gone: another boot's on this host whose process no
     longer runs, or any whose lease expired."""
     gone = 0
@@ -140,9 +140,7 @@ def clear_stale_txn(conn: sqlite.Connection, owner: LockOwner, now: str, alive: 
     return gone
 
 
-def wait_txn(
-    conn: sqlite.Connection, holder: str, task_id: str, boot_id: str, reason: str, since: str
-) -> None:
+def wait_txn(conn: Tx, holder: str, task_id: str, boot_id: str, reason: str, since: str) -> None:
     conn.execute(
         "INSERT INTO lock_waits(holder, task_id, boot_id, reason, since) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT(holder) DO UPDATE SET reason = excluded.reason",
@@ -150,15 +148,15 @@ def wait_txn(
     )
 
 
-def unwait_txn(conn: sqlite.Connection, holder: str) -> None:
+def unwait_txn(conn: Tx, holder: str) -> None:
     conn.execute("DELETE FROM lock_waits WHERE holder = ?", (holder,))
 
 
-def clear_waits_txn(conn: sqlite.Connection, boot_id: str) -> None:
+def clear_waits_txn(conn: Tx, boot_id: str) -> None:
     conn.execute("DELETE FROM lock_waits WHERE boot_id != ?", (boot_id,))
 
 
-def waits(conn: sqlite.Connection) -> dict[str, str]:
+def waits(conn: Tx) -> dict[str, str]:
     """Each waiting task's reason (its oldest wait)."""
     found: dict[str, str] = {}
     for task_id, reason in conn.execute(
@@ -168,6 +166,6 @@ def waits(conn: sqlite.Connection) -> dict[str, str]:
     return found
 
 
-def held(conn: sqlite.Connection) -> list[HeldLock]:
+def held(conn: Tx) -> list[HeldLock]:
     rows = conn.execute(f"SELECT {_COLUMNS} FROM resource_locks ORDER BY kind, name").fetchall()
     return [_held(r) for r in rows]

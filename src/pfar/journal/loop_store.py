@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import TaskStateRefused, UnknownTask
-from ..vault.driver import sqlite
 from . import events_sql, loops_sql, payloads, steps_sql, tasks_sql
 from .backing import Backing
 from .moves import transition_txn
@@ -14,6 +13,7 @@ from .payloads import Blocked, Executing, Payload, Synthesizing, WaitingForUser
 from .records import InboundEvent, OwnerMessage, StepRecord, TaskRecord, now_rfc3339
 from .states import TaskState
 from .turns import DiscardTurn, LoopSettings, PermissionRule, StoredTurn, Turn, UserTurn
+from .tx import Tx
 
 
 class SQLiteLoopStore:
@@ -23,35 +23,35 @@ class SQLiteLoopStore:
     # -- reads -----------------------------------------------------------------
 
     async def settings(self, task_id: str) -> LoopSettings:
-        found = loops_sql.settings(self._db.reader, task_id)
+        found = await self._db.read(loops_sql.settings, task_id)
         if found is None:
             raise UnknownTask(task_id)
         return found
 
     async def turns(self, task_id: str, after: int = -1) -> list[StoredTurn]:
         """The conversation's turns after seq `after`, in order."""
-        return loops_sql.turns(self._db.reader, task_id, after)
+        return await self._db.read(loops_sql.turns, task_id, after)
 
     async def turn_count(self, task_id: str) -> int:
         """How many turns the conversation holds (its last seq + 1: one indexed look)."""
-        return loops_sql.last_seq(self._db.reader, task_id) + 1
+        return await self._db.read(loops_sql.last_seq, task_id) + 1
 
     async def children(self, task_id: str) -> list[str]:
-        return loops_sql.children(self._db.reader, task_id)
+        return await self._db.read(loops_sql.children, task_id)
 
     async def rules(self) -> list[PermissionRule]:
-        return loops_sql.rules(self._db.reader)
+        return await self._db.read(loops_sql.rules)
 
     async def anomalies(self, task_id: str, step: int) -> list[tuple[str, str]]:
         """What was found unusual about tool call `step`: (kind, detail) pairs."""
-        return loops_sql.anomalies(self._db.reader, task_id, step)
+        return await self._db.read(loops_sql.anomalies, task_id, step)
 
     async def host_first_seen(self, host: str) -> tuple[str, int] | None:
         """The task and tool call that first reached `host`, or None: never reached."""
-        return loops_sql.host_first_seen(self._db.reader, host)
+        return await self._db.read(loops_sql.host_first_seen, host)
 
     async def writes_since(self, task_id: str, since: str) -> int:
-        return steps_sql.writes_since(self._db.reader, task_id, since)
+        return await self._db.read(steps_sql.writes_since, task_id, since)
 
     # -- writes ----------------------------------------------------------------
 
@@ -65,7 +65,7 @@ class SQLiteLoopStore:
         """A loop task, its settings and its first turn (the prompt), in one commit;
         with an event, exactly once: a redelivered event returns its task."""
 
-        def op(conn: sqlite.Connection) -> tuple[TaskRecord, bool]:
+        def op(conn: Tx) -> tuple[TaskRecord, bool]:
             if event is not None:
                 seen = events_sql.seen_event(conn, event.event_id)
                 if seen is not None:
@@ -96,7 +96,7 @@ class SQLiteLoopStore:
         again after a crash finds the child it started), the call's row marked started,
         and the parent blocked on the child, in one commit. Returns the child."""
 
-        def op(conn: sqlite.Connection) -> TaskRecord:
+        def op(conn: Tx) -> TaskRecord:
             seen = events_sql.seen_event(conn, event.event_id)
             found = None if seen is None else tasks_sql.get(conn, seen)
             if found is None:
@@ -123,7 +123,7 @@ class SQLiteLoopStore:
         """The subtask of a blocked task ended: the Task call's outcome (`call`) and the
         task's next tool call, in one commit. Returns the state the task is in now."""
 
-        def op(conn: sqlite.Connection) -> TaskState:
+        def op(conn: Tx) -> TaskState:
             found = tasks_sql.get_state_payload(conn, call.task_id)
             if found is None:
                 raise UnknownTask(call.task_id)
@@ -140,7 +140,7 @@ class SQLiteLoopStore:
     async def update_settings(
         self, task_id: str, settings: LoopSettings, messages: Sequence[OwnerMessage] = ()
     ) -> None:
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             loops_sql.update_settings_txn(conn, task_id, settings)
             at = now_rfc3339()
             for msg in messages:
@@ -169,7 +169,7 @@ class SQLiteLoopStore:
         `at_pause` instead of moving into `to`, and `messages` (which speak of `to`)
         are not sent; resuming routes the answer then."""
 
-        def op(conn: sqlite.Connection) -> tuple[list[StoredTurn], TaskState | None]:
+        def op(conn: Tx) -> tuple[list[StoredTurn], TaskState | None]:
             state = None
             sent = messages
             if at_pause is not None and _pause_stands(conn, task_id):
@@ -198,7 +198,7 @@ class SQLiteLoopStore:
         the state, while the task is not waiting: its model has the turn. `event` (its
         id, its adapter): a chat message delivered again is found and changes nothing."""
 
-        def op(conn: sqlite.Connection) -> TaskState:
+        def op(conn: Tx) -> TaskState:
             if event is not None and events_sql.seen_event(conn, event[0]) is not None:
                 current = tasks_sql.get_state(conn, task_id)
                 if current is None:
@@ -237,7 +237,7 @@ class SQLiteLoopStore:
         """Tool call `step`'s anomalies, the host it reaches (seen from now on) and the
         owner's warning, in one commit."""
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             at = now_rfc3339()
             loops_sql.record_anomalies_txn(conn, task_id, step, found, host, at)
             for msg in messages:
@@ -250,7 +250,7 @@ class SQLiteLoopStore:
         (a turn saying so is appended) and the model is asked again. Refused, naming the
         state, unless the task waits for the owner after its model's answer."""
 
-        def op(conn: sqlite.Connection) -> TaskState:
+        def op(conn: Tx) -> TaskState:
             found = tasks_sql.get_state_payload(conn, task_id)
             if found is None:
                 raise UnknownTask(task_id)
@@ -269,13 +269,13 @@ class SQLiteLoopStore:
         return await self._db.write(op, "user_input")
 
     async def forget_rule(self, tool: str, pattern: str) -> bool:
-        def op(conn: sqlite.Connection) -> bool:
+        def op(conn: Tx) -> bool:
             return loops_sql.forget_rule_txn(conn, tool, pattern)
 
         return await self._db.write(op, None)
 
 
-def _pause_stands(conn: sqlite.Connection, task_id: str) -> bool:
+def _pause_stands(conn: Tx, task_id: str) -> bool:
     found = tasks_sql.get_state_payload(conn, task_id)
     if found is None:
         raise UnknownTask(task_id)

@@ -10,17 +10,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import IllegalTransition, MalformedTaskRow, UnknownTask
-from ..vault.driver import sqlite
 from . import approvals_sql, bus_sql, payloads, tasks_sql
 from .payloads import Payload, state_of
 from .records import ApprovalRecord, TaskUpdate, now_rfc3339
 from .states import TERMINAL, TaskState, check_transition
+from .tx import Tx
 
 NO_UPDATE = TaskUpdate()
 
 
 def transition_txn(
-    conn: sqlite.Connection,
+    conn: Tx,
     task_id: str,
     to: Payload,
     update: TaskUpdate = NO_UPDATE,
@@ -66,9 +66,7 @@ def transition_txn(
     return after
 
 
-def _row_for_move(
-    conn: sqlite.Connection, task_id: str, dst: TaskState
-) -> tuple[TaskState, str, Payload | None]:
+def _row_for_move(conn: Tx, task_id: str, dst: TaskState) -> tuple[TaskState, str, Payload | None]:
     """The row's state, phase and payload. A malformed payload stops every move but
     the owner's cancel and an ending, which need nothing from it."""
     try:
@@ -84,7 +82,7 @@ def _row_for_move(
     return current
 
 
-def executing_txn(conn: sqlite.Connection, task_id: str) -> bool:
+def executing_txn(conn: Tx, task_id: str) -> bool:
     """A step's row is written only while its task executes: once the owner paused
     or cancelled it, a late write of the runner is refused (and undone). Returns
     whether the owner's pause request stands (the task pauses at this step's end)."""
@@ -98,7 +96,7 @@ def executing_txn(conn: sqlite.Connection, task_id: str) -> bool:
 
 
 def park_approval_txn(
-    conn: sqlite.Connection,
+    conn: Tx,
     approval: ApprovalRecord,
     parked: payloads.AwaitingApproval,
 ) -> None:
@@ -108,9 +106,7 @@ def park_approval_txn(
     transition_txn(conn, approval.task_id, parked)
 
 
-def fail_parked_txn(
-    conn: sqlite.Connection, task_id: str, error: str
-) -> list[tuple[str, str | None]]:
+def fail_parked_txn(conn: Tx, task_id: str, error: str) -> list[tuple[str, str | None]]:
     # the state alone: a row whose payload cannot be read still times out (and one
     # such row must not hold back every other expiry, nor the kernel's start)
     state = tasks_sql.get_state(conn, task_id)

@@ -12,7 +12,6 @@ from ..errors import (
     UnknownCredentialPrompt,
     UnknownTask,
 )
-from ..vault.driver import sqlite
 from . import approvals_sql, events_sql, loops_sql, payloads, tasks_sql
 from .backing import Backing
 from .ids import resolve_id
@@ -28,6 +27,7 @@ from .records import (
     now_rfc3339,
 )
 from .states import TaskState
+from .tx import Tx
 
 
 class SQLiteQuestionStore:
@@ -35,7 +35,7 @@ class SQLiteQuestionStore:
         self._db = db
 
     async def approval(self, approval_id: str) -> ApprovalRecord:
-        rec = approvals_sql.get_approval(self._db.reader, approval_id)
+        rec = await self._db.read(approvals_sql.get_approval, approval_id)
         if rec is None:
             raise UnknownApproval(approval_id)
         return rec
@@ -43,18 +43,18 @@ class SQLiteQuestionStore:
     async def approvals(
         self, statuses: Sequence[str] = ("pending",), limit: int = 1000
     ) -> list[ApprovalRecord]:
-        return approvals_sql.approvals_with_status(self._db.reader, statuses, limit)
+        return await self._db.read(approvals_sql.approvals_with_status, statuses, limit)
 
     async def approvals_for_task(self, task_id: str) -> list[ApprovalRecord]:
-        return approvals_sql.approvals_for_task(self._db.reader, task_id)
+        return await self._db.read(approvals_sql.approvals_for_task, task_id)
 
     async def resolve_approval_id(self, prefix: str) -> str:
-        return resolve_id(
-            self._db.reader, "pending_approvals", "approval_id", prefix, "approval", UnknownApproval
+        return await self._db.read(
+            resolve_id, "pending_approvals", "approval_id", prefix, "approval", UnknownApproval
         )
 
     async def credential_prompt(self, prompt_id: str) -> CredentialPromptRecord:
-        rec = approvals_sql.get_credential(self._db.reader, prompt_id)
+        rec = await self._db.read(approvals_sql.get_credential, prompt_id)
         if rec is None:
             raise UnknownCredentialPrompt(prompt_id)
         return rec
@@ -62,14 +62,14 @@ class SQLiteQuestionStore:
     async def credential_prompts(
         self, statuses: Sequence[str] = ("pending",), limit: int = 1000
     ) -> list[CredentialPromptRecord]:
-        return approvals_sql.credentials_with_status(self._db.reader, statuses, limit)
+        return await self._db.read(approvals_sql.credentials_with_status, statuses, limit)
 
     async def credential_prompts_for_task(self, task_id: str) -> list[CredentialPromptRecord]:
-        return approvals_sql.credentials_for_task(self._db.reader, task_id)
+        return await self._db.read(approvals_sql.credentials_for_task, task_id)
 
     async def resolve_prompt_id(self, prefix: str) -> str:
-        return resolve_id(
-            self._db.reader,
+        return await self._db.read(
+            resolve_id,
             "pending_credentials",
             "prompt_id",
             prefix,
@@ -78,7 +78,7 @@ class SQLiteQuestionStore:
         )
 
     async def next_deadline(self) -> str | None:
-        return approvals_sql.next_deadline(self._db.reader)
+        return await self._db.read(approvals_sql.next_deadline)
 
     async def park_approval(
         self,
@@ -89,7 +89,7 @@ class SQLiteQuestionStore:
         """Insert the approval, park the task on it (`parked`, whose approval_id is the
         approval's), and queue the prompt: one commit."""
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             park_approval_txn(conn, approval, parked)
             events_sql.enqueue_message_txn(conn, message, approval.created_at)
             approvals_sql.count_prompt_txn(conn, approval.approval_id)
@@ -97,7 +97,7 @@ class SQLiteQuestionStore:
         await self._db.write(op, "approval_parked")
 
     async def park_credential(self, prompt: CredentialPromptRecord, message: OwnerMessage) -> None:
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             approvals_sql.insert_credential_txn(conn, prompt)
             transition_txn(
                 conn,
@@ -133,7 +133,7 @@ class SQLiteQuestionStore:
         """
         decision = answer.kind
 
-        def op(conn: sqlite.Connection) -> tuple[ApprovalRecord, bool]:
+        def op(conn: Tx) -> tuple[ApprovalRecord, bool]:
             a = approvals_sql.get_approval(conn, approval_id)
             if a is None:
                 raise UnknownApproval(approval_id)
@@ -169,7 +169,7 @@ class SQLiteQuestionStore:
         """Mark a prompt answered by `by` and resume its task (the secret is already in
         secrets.db)."""
 
-        def op(conn: sqlite.Connection) -> tuple[CredentialPromptRecord, bool]:
+        def op(conn: Tx) -> tuple[CredentialPromptRecord, bool]:
             p = approvals_sql.get_credential(conn, prompt_id)
             if p is None:
                 raise UnknownCredentialPrompt(prompt_id)
@@ -194,7 +194,7 @@ class SQLiteQuestionStore:
         5.3), so its call is skipped and the loop continues.
         """
 
-        def op(conn: sqlite.Connection) -> list[tuple[str, str | None]]:
+        def op(conn: Tx) -> list[tuple[str, str | None]]:
             failed: list[tuple[str, str | None]] = []
             for a in approvals_sql.approvals_with_status(conn, ["pending"], 10_000):
                 if a.expires_at > now:
@@ -223,7 +223,7 @@ class SQLiteQuestionStore:
         return await self._db.write(op, "failed")
 
     async def supersede_old_prompts(self) -> int:
-        def op(conn: sqlite.Connection) -> int:
+        def op(conn: Tx) -> int:
             return events_sql.supersede_prompts_txn(conn, now_rfc3339())
 
         return await self._db.write(op, None)

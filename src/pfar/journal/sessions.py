@@ -24,7 +24,6 @@ import builtins
 import json
 import os
 import re
-import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,13 +40,17 @@ from ..errors import (
     SessionThreadBusy,
     UnknownSession,
     VaultIOError,
+    WriteRefused,
 )
-from ..vault.driver import sqlite
 from ..vault.keys import VaultKey
 from ..vault.sqlite import Synchronous, open_vault_db
+from .backing import Backing, Writer
 from .ids import resolve_id
 from .records import now_rfc3339
-from .writer import GroupCommitWriter
+from .sqlite.backing import SQLiteBacking
+from .sqlite.connection import JournalConnection
+from .sqlite.writer import GroupCommitWriter
+from .tx import Tx
 
 T = TypeVar("T")
 
@@ -164,14 +167,14 @@ def _row(row: Sequence[Any]) -> SessionRecord:
     )
 
 
-def _fetch(conn: sqlite.Connection, session_id: str) -> SessionRecord | None:
+def _fetch(conn: Tx, session_id: str) -> SessionRecord | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
     ).fetchone()
     return None if row is None else _row(row)
 
 
-def _resolve(conn: sqlite.Connection, session_id: str) -> SessionRecord:
+def _resolve(conn: Tx, session_id: str) -> SessionRecord:
     """The session with this id or, failing that, the one whose id starts with it."""
     full = resolve_id(conn, "sessions", "session_id", session_id, "session", UnknownSession)
     rec = _fetch(conn, full)
@@ -180,7 +183,7 @@ def _resolve(conn: sqlite.Connection, session_id: str) -> SessionRecord:
     return rec
 
 
-def _live_for_thread(conn: sqlite.Connection, thread_id: str) -> SessionRecord | None:
+def _live_for_thread(conn: Tx, thread_id: str) -> SessionRecord | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM sessions WHERE thread_id = ? AND status != 'TERMINATED'",
         (thread_id,),
@@ -209,36 +212,22 @@ def _json_object(session_id: str, what: str, value: object) -> str:
     return text
 
 
-def _database_path(conn: sqlite.Connection) -> str:
-    try:
-        for _seq, name, file in conn.execute("PRAGMA database_list").fetchall():
-            if name == "main":
-                return str(file) or ":memory:"
-    except sqlite.Error as exc:
-        raise SessionStoreError("sessions database", "reading its path", str(exc)) from exc
-    return "sessions database"
-
-
 # -- the manager ---------------------------------------------------------------
 
 
 class SessionManager:
-    """Read sessions on one connection (autocommit, as `connect` makes it); write them
-    through a group-commit writer.
+    """Sessions, read and written through a store's backing.
 
-    With `writer` (a kernel passes its journal's), writes share that writer's
-    commits and fault points; without one the manager writes through a writer of
-    its own on `conn`. Reads are serialised by a lock, so a manager can be read
-    from several threads; writes run on the event loop that awaits them.
+    In a kernel, the journal's: a session write shares the writer's commits and
+    fault points with the task writes waiting at the same moment. Opened on its own
+    (`SessionManager.open`), a SQLite manager writes through a writer of its own,
+    which refuses a write another connection locks out and goes on.
     """
 
-    def __init__(self, conn: sqlite.Connection, *, writer: GroupCommitWriter | None = None) -> None:
-        self._conn = conn
-        self._lock = threading.RLock()
-        self.path = _database_path(conn)
-        self._own_writer = writer is None
-        # on its own, a manager refuses a write another connection locks out, and goes on
-        self.writer = writer or GroupCommitWriter(conn, stop_when_busy=False)
+    def __init__(self, db: Backing, *, on_close: Callable[[], None] | None = None) -> None:
+        self._db = db
+        self.path = db.where
+        self._on_close = on_close
 
     @classmethod
     def open(
@@ -249,43 +238,69 @@ class SessionManager:
         create: bool = False,
         synchronous: Synchronous = "FULL",
         writer: GroupCommitWriter | None = None,
+        readonly: bool = False,
     ) -> SessionManager:
         """Open (and migrate) sessions.db at `path`; write through `writer` when given."""
-        conn = open_vault_db(path, "sessions", key=key, create=create, synchronous=synchronous)
-        return cls(conn, writer=writer)
+        conn = open_vault_db(
+            path,
+            "sessions",
+            key=key,
+            create=create,
+            synchronous=synchronous,
+            readonly=readonly,
+            factory=JournalConnection,
+        )
+        assert isinstance(conn, JournalConnection)
+        return cls.on_connection(conn, writer=writer)
+
+    @classmethod
+    def on_connection(
+        cls, conn: JournalConnection, *, writer: GroupCommitWriter | None = None
+    ) -> SessionManager:
+        """A manager reading on `conn` (which it closes), writing through `writer`, or
+        through a writer of its own on `conn` when none is given."""
+        own = None if writer is not None else GroupCommitWriter(conn, stop_when_busy=False)
+
+        def close() -> None:
+            if own is not None:
+                own.close()
+            conn.close()
+
+        return cls(SQLiteBacking(conn.path, conn, writer or own), on_close=close)
 
     def close(self) -> None:
-        """Close the manager's connection (and its own writer; a shared one stays open)."""
-        with self._lock:
-            if self._own_writer:
-                self.writer.close()
-            self._conn.close()
+        """Close what the manager opened (its own writer; a shared one stays open)."""
+        if self._on_close is not None:
+            self._on_close()
+
+    @property
+    def writer(self) -> Writer:
+        return self._db.writer
 
     # -- transactions ----------------------------------------------------------
 
-    def read(self, what: str, op: Callable[[sqlite.Connection], T]) -> T:
+    async def read(self, what: str, op: Callable[[Tx], T]) -> T:
         """Run `op` outside a write transaction; a database error becomes SessionStoreError."""
-        with self._lock:
-            try:
-                return op(self._conn)
-            except sqlite.Error as exc:
-                raise SessionStoreError(self.path, what, str(exc)) from exc
-
-    async def write(
-        self, what: str, op: Callable[[sqlite.Connection], T], point: str | None = None
-    ) -> T:
-        """Run `op` in the writer's next commit, under its own savepoint: committed whole,
-        or rolled back. Returns once it is committed (and `point` passed)."""
         try:
-            return await self.writer.submit(op, point)
-        except (sqlite.Error, VaultIOError) as exc:  # a stopped writer too: named here
+            return await self._db.read(op)
+        except Exception as exc:
+            if self._db.dialect.failure(exc) is None:
+                raise
+            raise SessionStoreError(self.path, what, str(exc)) from exc
+
+    async def write(self, what: str, op: Callable[[Tx], T], point: str | None = None) -> T:
+        """Run `op` in the writer's next commit: committed whole, or rolled back.
+        Returns once it is committed (and `point` passed)."""
+        try:
+            return await self._db.write(op, point)
+        except (WriteRefused, VaultIOError) as exc:  # a stopped writer too: named here
             raise SessionStoreError(self.path, what, str(exc)) from exc
 
     # -- reads -----------------------------------------------------------------
 
     async def get(self, session_id: str) -> SessionRecord:
         """The session with this id, or with this unambiguous prefix (4 characters or more)."""
-        return self.read(f"reading session {session_id}", lambda c: _resolve(c, session_id))
+        return await self.read(f"reading session {session_id}", lambda c: _resolve(c, session_id))
 
     async def resolve_id(self, session_id: str) -> str:
         return (await self.get(session_id)).session_id
@@ -293,7 +308,7 @@ class SessionManager:
     async def list(self, status: SessionStatus | None = None) -> builtins.list[SessionRecord]:
         """Sessions, oldest first; only those in `status` when it is given."""
 
-        def op(conn: sqlite.Connection) -> builtins.list[SessionRecord]:
+        def op(conn: Tx) -> builtins.list[SessionRecord]:
             if status is None:
                 rows = conn.execute(
                     f"SELECT {_COLUMNS} FROM sessions ORDER BY created_at, session_id"
@@ -307,11 +322,11 @@ class SessionManager:
             return [_row(r) for r in rows]
 
         what = "listing sessions" if status is None else f"listing {status} sessions"
-        return self.read(what, op)
+        return await self.read(what, op)
 
     async def live_for_thread(self, thread_id: str) -> SessionRecord | None:
         """The thread's live (not TERMINATED) session, if it has one."""
-        return self.read(
+        return await self.read(
             f"reading the session of thread {thread_id!r}",
             lambda c: _live_for_thread(c, thread_id),
         )
@@ -339,7 +354,7 @@ class SessionManager:
             process=None,
         )
 
-        def op(conn: sqlite.Connection) -> SessionRecord:
+        def op(conn: Tx) -> SessionRecord:
             live = _live_for_thread(conn, thread_id)
             if live is not None:
                 raise SessionThreadBusy(thread_id, live.session_id, live.status.value)
@@ -390,7 +405,7 @@ class SessionManager:
     ) -> SessionRecord:
         """The one write path: resolve, compare-and-set the status, merge, write the row."""
 
-        def op(conn: sqlite.Connection) -> SessionRecord:
+        def op(conn: Tx) -> SessionRecord:
             rec = _resolve(conn, session_id)
             sid = rec.session_id
             if expect is not None and rec.status is not expect:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..vault.driver import sqlite
 from .records import Idempotency, Semantics, StepRecord, StepStatus, dumps, loads
+from .tx import Tx
 
 _COLUMNS = (
     "task_id, step, tool, semantics, idempotency, status, args_json, result_json, label, "
@@ -38,7 +38,7 @@ def _row(row: Sequence[Any]) -> StepRecord:
     )
 
 
-def start_txn(conn: sqlite.Connection, rec: StepRecord) -> None:
+def start_txn(conn: Tx, rec: StepRecord) -> None:
     """Record that a step is about to run (or re-run: a retry overwrites `started`)."""
     conn.execute(
         f"INSERT INTO task_steps ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, NULL, NULL) "
@@ -59,7 +59,7 @@ def start_txn(conn: sqlite.Connection, rec: StepRecord) -> None:
     )
 
 
-def finish_txn(conn: sqlite.Connection, rec: StepRecord) -> None:
+def finish_txn(conn: Tx, rec: StepRecord) -> None:
     """Record a step's outcome; inserts the row when its start was never journaled (reads)."""
     conn.execute(
         f"INSERT INTO task_steps ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -83,9 +83,7 @@ def finish_txn(conn: sqlite.Connection, rec: StepRecord) -> None:
     )
 
 
-def set_process_txn(
-    conn: sqlite.Connection, task_id: str, step: int, process: dict[str, Any]
-) -> None:
+def set_process_txn(conn: Tx, task_id: str, step: int, process: dict[str, Any]) -> None:
     conn.execute(
         "UPDATE task_steps SET process_json = ? WHERE task_id = ? AND step = ?",
         (dumps(process), task_id, step),
@@ -93,7 +91,7 @@ def set_process_txn(
 
 
 def started_processes(
-    conn: sqlite.Connection, task_id: str | None = None
+    conn: Tx, task_id: str | None = None
 ) -> list[tuple[str, int, dict[str, Any]]]:
     """(task_id, step, process) of steps still marked started that recorded a process
     (of one task, or of all)."""
@@ -109,7 +107,7 @@ def started_processes(
     return [(str(r[0]), int(r[1]), dict(loads(r[2]))) for r in rows]
 
 
-def in_flight(conn: sqlite.Connection) -> list[StepRecord]:
+def in_flight(conn: Tx) -> list[StepRecord]:
     """Every step still marked started (through the partial index: cheap however long
     the history): writes whose outcome a crash left unknown."""
     rows = conn.execute(
@@ -119,14 +117,14 @@ def in_flight(conn: sqlite.Connection) -> list[StepRecord]:
     return [_row(r) for r in rows]
 
 
-def for_task(conn: sqlite.Connection, task_id: str) -> list[StepRecord]:
+def for_task(conn: Tx, task_id: str) -> list[StepRecord]:
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM task_steps WHERE task_id = ? ORDER BY step", (task_id,)
     ).fetchall()
     return [_row(r) for r in rows]
 
 
-def results_for_task(conn: sqlite.Connection, task_id: str) -> list[tuple[int, Any]]:
+def results_for_task(conn: Tx, task_id: str) -> list[tuple[int, Any]]:
     """(step, result) of each of the task's steps, in order: what a synthesis reads."""
     rows = conn.execute(
         "SELECT step, result_json FROM task_steps WHERE task_id = ? ORDER BY step", (task_id,)
@@ -134,14 +132,14 @@ def results_for_task(conn: sqlite.Connection, task_id: str) -> list[tuple[int, A
     return [(int(r[0]), loads(r[1])) for r in rows]
 
 
-def get(conn: sqlite.Connection, task_id: str, step: int) -> StepRecord | None:
+def get(conn: Tx, task_id: str, step: int) -> StepRecord | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM task_steps WHERE task_id = ? AND step = ?", (task_id, step)
     ).fetchone()
     return None if row is None else _row(row)
 
 
-def cut_off_txn(conn: sqlite.Connection, task_id: str, at: str, error: str) -> list[int]:
+def cut_off_txn(conn: Tx, task_id: str, at: str, error: str) -> list[int]:
     """Mark the task's steps still running as cut off by a cancel; their numbers."""
     steps = [
         int(r[0])
@@ -157,7 +155,7 @@ def cut_off_txn(conn: sqlite.Connection, task_id: str, at: str, error: str) -> l
     return steps
 
 
-def writes_since(conn: sqlite.Connection, task_id: str, since: str) -> int:
+def writes_since(conn: Tx, task_id: str, since: str) -> int:
     """How many of the task's writes started at or after `since` (an RFC 3339 time)."""
     row = conn.execute(
         "SELECT count(*) FROM task_steps WHERE task_id = ? AND semantics = 'Write' "

@@ -6,8 +6,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import IllegalTransition, UnknownTask
-from ..vault.driver import sqlite
-from ..vault.sqlite import DamagedDatabase, check_table, recovery_advice
 from . import (
     approvals_sql,
     bus_sql,
@@ -34,6 +32,7 @@ from .records import (
     now_rfc3339,
 )
 from .states import TaskState
+from .tx import Tx
 
 
 class SQLiteTaskStore:
@@ -41,36 +40,38 @@ class SQLiteTaskStore:
         self._db = db
 
     async def get(self, task_id: str) -> TaskRecord:
-        rec = tasks_sql.get(self._db.reader, task_id)
+        rec = await self._db.read(tasks_sql.get, task_id)
         if rec is None:
             raise UnknownTask(task_id)
         return rec
 
     async def payload(self, task_id: str) -> Payload:
-        found = tasks_sql.get_state_payload(self._db.reader, task_id)
+        found = await self._db.read(tasks_sql.get_state_payload, task_id)
         if found is None:
             raise UnknownTask(task_id)
         return found[2]
 
     async def resolve_id(self, prefix: str) -> str:
         """Accept a full id or an unambiguous prefix, as `pfar task show` prints them."""
-        return resolve_id(self._db.reader, "task_journal", "task_id", prefix, "task", UnknownTask)
+        return await self._db.read(
+            resolve_id, "task_journal", "task_id", prefix, "task", UnknownTask
+        )
 
     async def listing(
         self, states: Sequence[str] | None = None, limit: int = 50
     ) -> list[TaskRecord | UnreadableTask]:
         """Tasks newest first; a row that cannot be read as one is listed as UnreadableTask."""
-        return tasks_sql.listing(self._db.reader, states, limit)
+        return await self._db.read(tasks_sql.listing, states, limit)
 
     async def latest_workflow_task(self, directory: str) -> str | None:
-        return tasks_sql.latest_workflow_task(self._db.reader, directory)
+        return await self._db.read(tasks_sql.latest_workflow_task, directory)
 
     async def counts(self) -> dict[str, int]:
-        return tasks_sql.counts(self._db.reader)
+        return await self._db.read(tasks_sql.counts)
 
     async def unfinished(self) -> tuple[list[TaskRecord], list[UnreadableTask]]:
         """Unfinished tasks, and the unfinished rows that cannot be read as tasks."""
-        return tasks_sql.unfinished(self._db.reader)
+        return await self._db.read(tasks_sql.unfinished)
 
     async def claim_unfinished(self) -> tuple[list[TaskRecord], list[UnreadableTask]]:
         """The unfinished tasks this kernel recovers and runs. One kernel owns a SQLite
@@ -79,81 +80,70 @@ class SQLiteTaskStore:
         return await self.unfinished()
 
     async def steps(self, task_id: str) -> list[StepRecord]:
-        steps = steps_sql.for_task(self._db.reader, task_id)
-        self._all_there(task_id, [s.step for s in steps])
+        steps = await self._db.read(steps_sql.for_task, task_id)
+        await self._all_there(task_id, [s.step for s in steps])
         return steps
 
     async def step_results(self, task_id: str) -> list[Any]:
-        rows = steps_sql.results_for_task(self._db.reader, task_id)
-        self._all_there(task_id, [step for step, _ in rows])
+        rows = await self._db.read(steps_sql.results_for_task, task_id)
+        await self._all_there(task_id, [step for step, _ in rows])
         return [result for _, result in rows]
 
-    def _all_there(self, task_id: str, numbers: list[int]) -> None:
+    async def _all_there(self, task_id: str, numbers: list[int]) -> None:
         """The step rows read are every step the task's progress says it finished."""
-        done = self._steps_done(task_id)
+        done = await self._steps_done(task_id)
         if numbers != list(range(len(numbers))) or len(numbers) < done:
-            self._check_steps()
+            await self._check_steps()
         if len(numbers) < done:
             self._missing_steps(task_id, len(numbers), done)
 
     async def step(self, task_id: str, step: int) -> StepRecord | None:
-        rec = steps_sql.get(self._db.reader, task_id, step)
-        if rec is None and step < (done := self._steps_done(task_id)):
-            self._check_steps()
+        rec = await self._db.read(steps_sql.get, task_id, step)
+        if rec is None and step < (done := await self._steps_done(task_id)):
+            await self._check_steps()
             self._missing_steps(task_id, 0, done)
         return rec
 
     def _missing_steps(self, task_id: str, found: int, done: int) -> None:
         """A row hidden by a damaged key can leave the b-tree in order, so even SQLite's
         integrity check may pass; the task's progress still says the row must exist."""
-        raise DamagedDatabase(
-            f"{self._db.path} is damaged (table task_steps: task {task_id} finished {done} "
-            f"step(s) but {'only ' + str(found) if found else 'not all'} of their rows can "
-            f"be read); pfar changed nothing in it. {recovery_advice(self._db.path)}"
+        raise self._db.damaged(
+            f"table task_steps: task {task_id} finished {done} step(s) but "
+            f"{'only ' + str(found) if found else 'not all'} of their rows can be read"
         )
 
-    def _steps_done(self, task_id: str) -> int:
+    async def _steps_done(self, task_id: str) -> int:
         """How many steps the task's progress says were finished (each one has its row)."""
-        progress = tasks_sql.progress(self._db.reader, task_id)
+        progress = await self._db.read(tasks_sql.progress, task_id)
         last, current = progress.get("last_completed"), progress.get("current_step")
         return max(
             last + 1 if isinstance(last, int) else 0, current if isinstance(current, int) else 0
         )
 
-    def _check_steps(self) -> None:
+    async def _check_steps(self) -> None:
         """Steps missing from what the task's progress promises: a damaged page can hide
         rows without an error, so look before answering with a short list. A step row
         is written in the same commit as the progress that names it."""
-        check_table(self._db.reader, self._db.path, "task_steps")
+        await self._db.check_table("task_steps")
 
     async def steps_in_flight(self) -> dict[str, StepRecord]:
         """Task id -> its step still marked started (a task runs one step at a time)."""
-        return {rec.task_id: rec for rec in steps_sql.in_flight(self._db.reader)}
+        return {rec.task_id: rec for rec in await self._db.read(steps_sql.in_flight)}
 
     async def started_processes(
         self, task_id: str | None = None
     ) -> list[tuple[str, int, dict[str, Any]]]:
-        return steps_sql.started_processes(self._db.reader, task_id)
+        return await self._db.read(steps_sql.started_processes, task_id)
 
     async def llm_usage(self, task_id: str) -> dict[str, Any]:
-        row = self._db.reader.execute(
-            "SELECT count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
-            "coalesce(sum(cost_usd), 0) FROM llm_calls WHERE task_id = ?",
-            (task_id,),
-        ).fetchone()
-        return {
-            "calls": row[0],
-            "input_tokens": row[1],
-            "output_tokens": row[2],
-            "cost_usd": row[3],
-        }
+        return await self._db.read(tasks_sql.llm_usage, task_id)
 
     async def create(
         self, task: TaskRecord, event: InboundEvent | None = None
     ) -> tuple[TaskRecord, bool]:
         """Create `task`; with an event, exactly once: a redelivered event returns its task."""
 
-        def op(conn: sqlite.Connection) -> tuple[TaskRecord, bool]:
+        def op(conn: Tx) -> tuple[TaskRecord, bool]:
             if event is not None:
                 seen = events_sql.seen_event(conn, event.event_id)
                 if seen is not None:
@@ -182,7 +172,7 @@ class SQLiteTaskStore:
         columns, and queue owner messages, atomically. Returns the state it is in now
         (Paused, when the owner's pause request stood and this move was its boundary)."""
 
-        def op(conn: sqlite.Connection) -> TaskState:
+        def op(conn: Tx) -> TaskState:
             now = transition_txn(conn, task_id, to, update, reset_attempts)
             at = now_rfc3339()
             for msg in messages:
@@ -194,7 +184,7 @@ class SQLiteTaskStore:
     async def step_started(self, rec: StepRecord) -> None:
         """A step is about to run: durable before the tool is called."""
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             executing_txn(conn, rec.task_id)
             steps_sql.start_txn(conn, rec)
             # The owner's answer covered the run that starts now, not any later one:
@@ -204,7 +194,7 @@ class SQLiteTaskStore:
         await self._db.write(op, "step_started")
 
     async def hook_verdict(self, task_id: str, key: str) -> dict[str, Any] | None:
-        return hooks_sql.get(self._db.reader, task_id, key)
+        return await self._db.read(hooks_sql.get, task_id, key)
 
     async def record_hook_verdict(
         self,
@@ -217,7 +207,7 @@ class SQLiteTaskStore:
         the owner is told of it): the verdict kept, which is the first one kept for
         `key` when two firings raced."""
 
-        def op(conn: sqlite.Connection) -> dict[str, Any]:
+        def op(conn: Tx) -> dict[str, Any]:
             at = now_rfc3339()
             if not hooks_sql.put_txn(conn, task_id, key, verdict, at):
                 return hooks_sql.get(conn, task_id, key) or verdict
@@ -234,7 +224,7 @@ class SQLiteTaskStore:
         the cheap tier): kept with the task before any is stored, so a restart stores
         these and does not decide again. The first kept wins; returns it."""
 
-        def op(conn: sqlite.Connection) -> list[dict[str, Any]]:
+        def op(conn: Tx) -> list[dict[str, Any]]:
             verdict = {"learnings": learnings}
             if not hooks_sql.put_txn(conn, task_id, LEARNINGS_DECIDED, verdict, now_rfc3339()):
                 verdict = hooks_sql.get(conn, task_id, LEARNINGS_DECIDED) or verdict
@@ -246,7 +236,7 @@ class SQLiteTaskStore:
         """The mark that a task's learnings are stored, with their LearningExtracted events,
         in one commit; False (nothing published) when it was marked before."""
 
-        def op(conn: sqlite.Connection) -> bool:
+        def op(conn: Tx) -> bool:
             at = now_rfc3339()
             if not hooks_sql.put_txn(conn, task_id, LEARNINGS_KEPT, {"count": len(events)}, at):
                 return False
@@ -259,7 +249,7 @@ class SQLiteTaskStore:
     async def step_process(self, task_id: str, step: int, process: dict[str, Any]) -> None:
         """Record the process a running step started, so a restart can end it."""
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             steps_sql.set_process_txn(conn, task_id, step, process)
 
         await self._db.write(op, None)
@@ -277,7 +267,7 @@ class SQLiteTaskStore:
         progress = {"current_step": next_step, "last_completed": rec.step, "last_step_at": at}
         next_payload = payloads.Executing(current_step=next_step)
 
-        def op(conn: sqlite.Connection) -> TaskState:
+        def op(conn: Tx) -> TaskState:
             # the common case in one statement: still Executing, no pause asked for.
             # updated_at (in two indexes) moves at phase boundaries; a step's time lives
             # in execute_progress, so a step commit rewrites one row page, no index
@@ -304,7 +294,7 @@ class SQLiteTaskStore:
     ) -> None:
         """A step failed: its row, the task's failure and the owner's notice in one commit."""
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             executing_txn(conn, rec.task_id)  # a step's row only while it executes
             steps_sql.finish_txn(conn, rec)
             transition_txn(conn, rec.task_id, payloads.Failed(), TaskUpdate(error=error))
@@ -326,7 +316,7 @@ class SQLiteTaskStore:
         """Journal that a model call is about to go out: a crash before its answer is
         known to have lost only that call, which recovery makes again."""
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             # only a working state's payload has llm_request: a task the owner paused or
             # cancelled meanwhile is refused, never given a field its state does not have
             cur = conn.execute(
@@ -347,7 +337,7 @@ class SQLiteTaskStore:
         """A model call's usage and cost; rides on the next commit (accounting, not state)."""
         row = dict(call)
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             conn.execute(
                 "INSERT INTO llm_calls(task_id, provider, model, input_tokens, output_tokens, "
                 "time_to_first_token, total_time, cost_usd, queued_seconds, granted_at, at) "
@@ -375,13 +365,13 @@ class SQLiteTaskStore:
         """Pause now (`running()` False: no coroutine holds the task) or at the running
         task's next boundary; refused for a parked, cancelling or ended task."""
 
-        def op(conn: sqlite.Connection) -> tuple[TaskState, holds.PauseOutcome]:
+        def op(conn: Tx) -> tuple[TaskState, holds.PauseOutcome]:
             return holds.pause_txn(conn, task_id, running, transition_txn)
 
         return await self._db.write(op, None)
 
     async def unpause(self, task_id: str) -> tuple[TaskState, holds.ResumeOutcome]:
-        def op(conn: sqlite.Connection) -> tuple[TaskState, holds.ResumeOutcome]:
+        def op(conn: Tx) -> tuple[TaskState, holds.ResumeOutcome]:
             return holds.unpause_txn(conn, task_id, transition_txn)
 
         return await self._db.write(op, None)
@@ -390,7 +380,7 @@ class SQLiteTaskStore:
         """Commit the intent to cancel (before any process is ended): from here on the
         task is never resumed, and a restart finishes the cancel."""
 
-        def op(conn: sqlite.Connection) -> holds.CancelIntent:
+        def op(conn: Tx) -> holds.CancelIntent:
             return holds.begin_cancel_txn(conn, task_id, transition_txn)
 
         return await self._db.write(op, "cancel_intended")
@@ -398,7 +388,7 @@ class SQLiteTaskStore:
     async def finish_cancel(self, task_id: str, message: OwnerMessage) -> list[int] | None:
         """Cancelled, its running steps recorded as cut off, and the owner told: one commit."""
 
-        def op(conn: sqlite.Connection) -> list[int] | None:
+        def op(conn: Tx) -> list[int] | None:
             cut = holds.finish_cancel_txn(conn, task_id, transition_txn)
             if cut is not None:
                 events_sql.enqueue_message_txn(conn, message, now_rfc3339())
@@ -426,7 +416,7 @@ class SQLiteTaskStore:
         already): they are Cancelled.
         """
 
-        def op(conn: sqlite.Connection) -> None:
+        def op(conn: Tx) -> None:
             for task_id, reason in abandon:
                 transition_txn(conn, task_id, payloads.Abandoned(), TaskUpdate(error=reason), False)
             for approval, parked in park:
@@ -453,7 +443,7 @@ class SQLiteTaskStore:
         a commit; how many tasks and calls went (the caller calls again while it is
         `batch` or more)."""
 
-        def op(conn: sqlite.Connection) -> int:
+        def op(conn: Tx) -> int:
             n = tasks_sql.delete_finished_before_txn(conn, ["Completed"], completed_before, batch)
             n += tasks_sql.delete_finished_before_txn(
                 conn, ["Failed", "Abandoned", "Cancelled"], failed_before, batch

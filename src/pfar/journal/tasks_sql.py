@@ -6,11 +6,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import MalformedTaskRow
-from ..vault.driver import sqlite
 from . import bus_sql, payloads
 from .payloads import Payload
 from .records import TaskKind, TaskRecord, TaskUpdate, UnreadableTask, dumps, loads
 from .states import BY_VALUE, TERMINAL, TaskState
+from .tx import Tx
 
 _COLUMNS = (
     "task_id, template_id, principal, trigger_event, state, state_detail, phase, plan_json, "
@@ -72,7 +72,7 @@ def _kind(task_id: str, value: str) -> TaskKind:
         raise MalformedTaskRow(task_id, "kind", f"{value!r} is no runner ({known})") from None
 
 
-def insert_txn(conn: sqlite.Connection, task: TaskRecord) -> None:
+def insert_txn(conn: Tx, task: TaskRecord) -> None:
     conn.execute(
         f"INSERT INTO task_journal ({_COLUMNS}) VALUES "
         "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -103,7 +103,7 @@ def insert_txn(conn: sqlite.Connection, task: TaskRecord) -> None:
     bus_sql.created_txn(conn, task.task_id, task.kind.value, task.state, task.created_at)
 
 
-def get(conn: sqlite.Connection, task_id: str) -> TaskRecord | None:
+def get(conn: Tx, task_id: str) -> TaskRecord | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM task_journal WHERE task_id = ?", (task_id,)
     ).fetchone()
@@ -111,7 +111,7 @@ def get(conn: sqlite.Connection, task_id: str) -> TaskRecord | None:
 
 
 def transition_txn(
-    conn: sqlite.Connection,
+    conn: Tx,
     task_id: str,
     payload: Payload,
     phase: str,
@@ -141,9 +141,7 @@ def transition_txn(
     conn.execute(f"UPDATE task_journal SET {', '.join(sets)} WHERE task_id = ?", values)
 
 
-def progress_txn(
-    conn: sqlite.Connection, task_id: str, payload: Payload, progress: dict[str, Any]
-) -> bool:
+def progress_txn(conn: Tx, task_id: str, payload: Payload, progress: dict[str, Any]) -> bool:
     """A step's progress, written only while the task executes and no pause stands (the
     check rides in the UPDATE: one statement on every step commit). False when the row
     was not written: the caller reads the row and decides (Journal._executing_txn)."""
@@ -159,7 +157,7 @@ def progress_txn(
 _SPENT_PATHS = ", ".join(f"'$.{name}'" for name in payloads.SPENT_BY_A_RUN)
 
 
-def spend_answers_txn(conn: sqlite.Connection, task_id: str) -> None:
+def spend_answers_txn(conn: Tx, task_id: str) -> None:
     """The owner's answers that let a step run are spent by the run that starts now (an
     Executing payload without them is still one: SQLite drops the fields, nothing is
     decoded here)."""
@@ -170,7 +168,7 @@ def spend_answers_txn(conn: sqlite.Connection, task_id: str) -> None:
     )
 
 
-def set_payload_txn(conn: sqlite.Connection, task_id: str, payload: Payload) -> None:
+def set_payload_txn(conn: Tx, task_id: str, payload: Payload) -> None:
     """The payload of a task staying in its state (a grant spent, a pause requested)."""
     conn.execute(
         "UPDATE task_journal SET state_detail = ? WHERE task_id = ?",
@@ -178,7 +176,7 @@ def set_payload_txn(conn: sqlite.Connection, task_id: str, payload: Payload) -> 
     )
 
 
-def latest_workflow_task(conn: sqlite.Connection, directory: str) -> str | None:
+def latest_workflow_task(conn: Tx, directory: str) -> str | None:
     row = conn.execute(
         "SELECT task_id FROM task_journal WHERE kind = 'workflow' "
         "AND json_extract(trigger_event, '$.payload.directory') = ? "
@@ -188,9 +186,7 @@ def latest_workflow_task(conn: sqlite.Connection, directory: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def get_state_payload(
-    conn: sqlite.Connection, task_id: str
-) -> tuple[TaskState, str, Payload] | None:
+def get_state_payload(conn: Tx, task_id: str) -> tuple[TaskState, str, Payload] | None:
     row = conn.execute(
         "SELECT state, phase, state_detail FROM task_journal WHERE task_id = ?", (task_id,)
     ).fetchone()
@@ -199,20 +195,20 @@ def get_state_payload(
     return _state(task_id, row[0]), str(row[1]), payloads.loads(task_id, row[0], row[2])
 
 
-def get_state(conn: sqlite.Connection, task_id: str) -> TaskState | None:
+def get_state(conn: Tx, task_id: str) -> TaskState | None:
     """The state alone: what a malformed payload does not hide (cancel reads only this)."""
     found = get_state_phase(conn, task_id)
     return None if found is None else found[0]
 
 
-def get_state_phase(conn: sqlite.Connection, task_id: str) -> tuple[TaskState, str] | None:
+def get_state_phase(conn: Tx, task_id: str) -> tuple[TaskState, str] | None:
     row = conn.execute(
         "SELECT state, phase FROM task_journal WHERE task_id = ?", (task_id,)
     ).fetchone()
     return None if row is None else (_state(task_id, row[0]), str(row[1]))
 
 
-def progress(conn: sqlite.Connection, task_id: str) -> dict[str, Any]:
+def progress(conn: Tx, task_id: str) -> dict[str, Any]:
     """The task's execute_progress alone ({} for none): read with every step list."""
     row = conn.execute(
         "SELECT execute_progress FROM task_journal WHERE task_id = ?", (task_id,)
@@ -221,7 +217,7 @@ def progress(conn: sqlite.Connection, task_id: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def executing_hold(conn: sqlite.Connection, task_id: str) -> tuple[TaskState, bool] | None:
+def executing_hold(conn: Tx, task_id: str) -> tuple[TaskState, bool] | None:
     """A task's state and whether the owner's pause request stands, read on every step
     commit: SQLite picks the one key out of the detail, no JSON is decoded here."""
     row = conn.execute(
@@ -231,7 +227,7 @@ def executing_hold(conn: sqlite.Connection, task_id: str) -> tuple[TaskState, bo
     return None if row is None else (_state(task_id, row[0]), bool(row[1]))
 
 
-def unfinished(conn: sqlite.Connection) -> tuple[list[TaskRecord], list[UnreadableTask]]:
+def unfinished(conn: Tx) -> tuple[list[TaskRecord], list[UnreadableTask]]:
     """Every task not in a terminal state, through the partial index (oldest first), and
     the unfinished rows that could not be read as tasks: reported, never skipped silently."""
     rows = conn.execute(
@@ -250,7 +246,7 @@ def unfinished(conn: sqlite.Connection) -> tuple[list[TaskRecord], list[Unreadab
 
 
 def listing(
-    conn: sqlite.Connection, states: Iterable[str] | None = None, limit: int = 50
+    conn: Tx, states: Iterable[str] | None = None, limit: int = 50
 ) -> list[TaskRecord | UnreadableTask]:
     """Tasks newest first; a row that cannot be read as a task is listed as UnreadableTask."""
     wanted = list(states or [])
@@ -277,16 +273,14 @@ def _listed(row: Sequence[Any]) -> TaskRecord | UnreadableTask:
         )
 
 
-def counts(conn: sqlite.Connection) -> dict[str, int]:
+def counts(conn: Tx) -> dict[str, int]:
     return {
         state: n
         for state, n in conn.execute("SELECT state, count(*) FROM task_journal GROUP BY state")
     }
 
 
-def delete_finished_before_txn(
-    conn: sqlite.Connection, states: Sequence[str], cutoff: str, limit: int
-) -> int:
+def delete_finished_before_txn(conn: Tx, states: Sequence[str], cutoff: str, limit: int) -> int:
     """Delete up to `limit` tasks in `states` last updated before `cutoff`, with their
     model calls (llm_calls has no foreign key to cascade from); how many tasks."""
     marks = ", ".join("?" for _ in states)
@@ -304,7 +298,7 @@ def delete_finished_before_txn(
     return cur.rowcount
 
 
-def delete_orphan_llm_calls_txn(conn: sqlite.Connection, limit: int) -> int:
+def delete_orphan_llm_calls_txn(conn: Tx, limit: int) -> int:
     """Up to `limit` model calls of tasks that no longer exist (kept by journals from
     before calls were deleted with their task); how many."""
     cur = conn.execute(
@@ -313,3 +307,19 @@ def delete_orphan_llm_calls_txn(conn: sqlite.Connection, limit: int) -> int:
         (limit,),
     )
     return cur.rowcount
+
+
+def llm_usage(conn: Tx, task_id: str) -> dict[str, Any]:
+    """A task's model calls: how many, their tokens and their cost."""
+    row = conn.execute(
+        "SELECT count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
+        "coalesce(sum(cost_usd), 0) FROM llm_calls WHERE task_id = ?",
+        (task_id,),
+    ).fetchone()
+    # int() and float(): PostgreSQL sums integers as numeric
+    return {
+        "calls": int(row[0]),
+        "input_tokens": int(row[1]),
+        "output_tokens": int(row[2]),
+        "cost_usd": float(row[3]),
+    }

@@ -20,6 +20,8 @@ from typing import Any
 from ..errors import PfarError
 from ..journal import bus_sql
 from ..journal.records import now_rfc3339
+from ..journal.sqlite.dialect import SQLITE
+from ..journal.tx import Tx
 from ..vault import acknowledged
 from ..vault.acknowledged import Acknowledged, AcknowledgedFile, AuditMark, Encoder
 from ..vault.driver import sqlite
@@ -65,17 +67,18 @@ class Acknowledging:
     def position(self) -> int:
         return self._position
 
-    def inside(self, conn: sqlite.Connection) -> None:
+    def inside(self, conn: Tx) -> None:
         appended = bus_sql.APPENDED[0]
         if appended == self._appended:
             return  # no event was appended since the last read: the mark did not move
         self._appended = appended
         try:
+            assert isinstance(conn, sqlite.Connection)  # kept for a SQLite journal only
             if self._cursor is None or self._cursor.connection is not conn:
                 # a plain cursor of its own, kept: the vault connection's translating
                 # cursor, made anew for each statement, cost five times the read itself
                 self._cursor = sqlite.Cursor(conn)
-            row = self._cursor.execute(bus_sql.HIGH_WATER).fetchone()
+            row = self._cursor.execute(SQLITE.bus_high_water).fetchone()
             self._seen = 0 if row is None else int(row[0])
         except (sqlite.Error, PfarError) as exc:  # the commit goes on; the record lags
             self._failing(exc)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..journal import bus_sql
+from ..journal.sqlite.dialect import SQLITE
 from ..vault.driver import sqlite
 from ..vault.home import Home
 
@@ -53,7 +53,8 @@ def has_bus(conn: sqlite.Connection) -> bool:
 
 def journal_mark(conn: sqlite.Connection) -> JournalMark:
     row = conn.execute(_NEWEST).fetchone()
-    return JournalMark(bus_sql.high_water(conn), _time(row[0] if row else None))
+    mark = conn.execute(SQLITE.bus_high_water).fetchone()
+    return JournalMark(0 if mark is None else int(mark[0]), _time(row[0] if row else None))
 
 
 def missing_tasks(home: Home, conn: sqlite.Connection, since: datetime | None) -> list[str]:

@@ -18,11 +18,12 @@ import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..errors import VaultWentBack
 from ..journal import bus_sql
 from ..journal.records import loads, now_rfc3339
+from ..journal.sqlite.connection import JournalConnection
 from ..vault import acknowledged, integrity, restored
 from ..vault.acknowledged import Acknowledged, Unreadable
 from ..vault.driver import sqlite
@@ -240,7 +241,7 @@ def accept_loss(home: Home, key: VaultKey | None, synchronous: str, by: str) -> 
     if isinstance(short.record, Unreadable):
         body["unreadable"] = short.record.reason
     past = lost[1] if lost else mark.position
-    conn = connect(home.sessions_db, key=key)
+    conn = cast(JournalConnection, connect(home.sessions_db, key=key, factory=JournalConnection))
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -185,6 +185,7 @@ def connect(
     key: VaultKey | None = None,
     synchronous: Synchronous = "FULL",
     readonly: bool = False,
+    factory: type[VaultConnection] = VaultConnection,
 ) -> sqlite.Connection:
     """A connection with pfar's pragmas. Autocommit mode: transactions are explicit.
 
@@ -197,11 +198,13 @@ def connect(
     `immutable`, which needs no index. A WAL with frames in it is read as usual, or not
     at all: immutable would skip its frames and show an older vault."""
     try:
-        return _connect(path, key=key, synchronous=synchronous, readonly=readonly)
+        return _connect(path, key=key, synchronous=synchronous, readonly=readonly, factory=factory)
     except UnwritableDatabase:
         if not readonly or not _frozen(path):
             raise
-    return _connect(path, key=key, synchronous=synchronous, readonly=True, immutable=True)
+    return _connect(
+        path, key=key, synchronous=synchronous, readonly=True, immutable=True, factory=factory
+    )
 
 
 def connect_at_rest(path: Path, *, key: VaultKey | None = None) -> sqlite.Connection:
@@ -239,6 +242,7 @@ def _connect(
     synchronous: Synchronous,
     readonly: bool,
     immutable: bool = False,
+    factory: type[VaultConnection] = VaultConnection,
 ) -> sqlite.Connection:
     uri = f"file:{path}?mode={'ro' if readonly else 'rw'}{'&immutable=1' if immutable else ''}"
     if not readonly and path.exists() and not os.access(path, os.W_OK):
@@ -251,13 +255,13 @@ def _connect(
             isolation_level=None,
             check_same_thread=False,
             timeout=10.0,
-            factory=VaultConnection,
+            factory=factory,
         )
     except sqlite.OperationalError as exc:
         if path.exists():
             raise translate(path, exc) from None
         raise VaultMissing(f"{path}: cannot open ({exc})") from None
-    assert isinstance(conn, VaultConnection)
+    assert isinstance(conn, factory)
     conn.path = path
     try:
         # SQLCipher's own log goes to stderr ("hmac check failed for pgno=1"): pfar says
@@ -315,6 +319,7 @@ def open_vault_db(
     create: bool = False,
     synchronous: Synchronous = "FULL",
     readonly: bool = False,
+    factory: type[VaultConnection] = VaultConnection,
 ) -> sqlite.Connection:
     """Open (and migrate) the vault database `kind` ("sessions", "secrets", "memory"),
     with `key` when the vault is encrypted."""
@@ -349,7 +354,7 @@ def open_vault_db(
                 f"{path} is a SQLite database but not a pfar {kind} vault (no schema_version "
                 "table); it was left untouched"
             )
-    conn = connect(path, key=key, synchronous=synchronous, readonly=readonly)
+    conn = connect(path, key=key, synchronous=synchronous, readonly=readonly, factory=factory)
     if not readonly:
         try:
             migrate(conn, kind, path)

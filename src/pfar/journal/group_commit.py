@@ -1,0 +1,209 @@
+"""What a group commit does inside its transaction, written once for every backend.
+
+A batch is every journal write waiting at a moment: it begins one transaction, runs
+each write (an operation: the family's SQL on a `Tx`), and commits. One refused
+operation (an illegal move, a constraint) does not undo its neighbours: a batch in
+which one is refused is run again with each operation under its own savepoint. An I/O
+error, a damaged page or a lost connection stops the writer for good (fail-stop):
+after a failed fsync the data may be gone, so only a restart that recovers from what
+is really stored is safe. The schedule (when a batch is run, and on which thread or
+task) is the backend's writer's; this module is what its transaction holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from ..errors import PfarError, VaultCorrupt, VaultIOError, WriteRefused
+from .dialect import Failure
+from .faults import FaultHook
+from .tx import Tx
+
+T = TypeVar("T")
+Op = Callable[[Tx], T]
+Outcome = tuple[bool, Any]  # (True, the op's value) or (False, the error that refused it)
+
+
+class CommitWatcher(Protocol):
+    """Told of each commit (the kernel keeps vault/acknowledged up with the journal).
+    Neither call may raise: the commit is the journal's, the watcher only looks on."""
+
+    def inside(self, tx: Tx) -> None:
+        """In the transaction, just before its COMMIT: read what the commit will make
+        durable (pages the transaction touched are in cache: cheaper than after)."""
+
+    def committed(self) -> None:
+        """The COMMIT is durable; called before any waiter is told so."""
+
+
+@dataclass(slots=True)
+class Job(Generic[T]):
+    op: Op[T]
+    points: tuple[str, ...]
+    future: asyncio.Future[T] | None
+
+
+class Stopped(Exception):
+    """The commit failed in a way that stops the writer; `cause` says how."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class RolledBack(Exception):
+    """The batch's one write was refused: its transaction was rolled back, nothing of it
+    committed (`outcome` is the refusal)."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(str(outcome[1]))
+        self.outcome = outcome
+
+
+class Busy(Exception):
+    """No transaction could begin (another connection holds the write lock): nothing
+    was written."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def commit(
+    tx: Tx, batch: list[Job[Any]], watcher: CommitWatcher | None, *, busy_refuses: bool
+) -> list[Outcome]:
+    """Run `batch` in one transaction on `tx` and commit it; each job's outcome.
+
+    Raises `Stopped` when the writer must stop (the transaction was rolled back where
+    that was still possible), `RolledBack` when a batch of one was refused, and `Busy`
+    when the transaction could not begin and `busy_refuses` (a store opened outside a
+    kernel) says to refuse rather than stop."""
+    dialect = tx.dialect
+    try:
+        try:
+            tx.execute(dialect.begin)
+        except Exception as exc:
+            if busy_refuses and dialect.failure(exc) is Failure.BUSY:
+                raise Busy(exc) from exc
+            raise
+        if len(batch) == 1:
+            # alone in its transaction: a refused operation is undone by undoing the
+            # transaction, so it needs no savepoint of its own (two statements fewer
+            # on every commit of a task running alone)
+            outcome = _attempt(tx, batch[0])
+            if not outcome[0]:
+                tx.execute("ROLLBACK")
+                raise RolledBack(outcome)
+            outcomes = [outcome]
+        else:
+            # one savepoint for the batch, not one per write; the transaction (and
+            # the write lock) is kept when the batch has to run again
+            tx.execute("SAVEPOINT batch")
+            tried = _run_all(tx, batch)
+            if tried is None:  # an operation was refused: again, each on its own
+                tx.execute("ROLLBACK TO batch")
+                tried = _run_each(tx, batch)
+            tx.execute("RELEASE batch")
+            outcomes = tried
+        if watcher is not None:
+            watcher.inside(tx)
+        tx.execute("COMMIT")
+    except (Busy, RolledBack):
+        raise
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            tx.execute("ROLLBACK")
+        raise Stopped(exc) from exc
+    return outcomes
+
+
+def _run_all(tx: Tx, batch: list[Job[Any]]) -> list[Outcome] | None:
+    """Every operation of the batch, as if none could be refused (nearly none is): a
+    savepoint around each costs two statements per write. None when one was; the
+    caller rolls the batch back and runs it again with `_run_each`. An operation is
+    SQL on the transaction it is given, so running it again after the rollback does
+    what it would have done the first time."""
+    outcomes: list[Outcome] = []
+    for job in batch:
+        outcome = _attempt(tx, job)
+        if not outcome[0]:
+            return None
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _run_each(tx: Tx, batch: list[Job[Any]]) -> list[Outcome]:
+    """Each operation under its own savepoint: one refused (an illegal transition)
+    undoes only itself, never its neighbours in the batch."""
+    outcomes: list[Outcome] = []
+    for job in batch:
+        tx.execute("SAVEPOINT op")
+        outcome = _attempt(tx, job)
+        if outcome[0]:
+            tx.execute("RELEASE op")
+        else:
+            tx.execute("ROLLBACK TO op")
+            tx.execute("RELEASE op")
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _attempt(tx: Tx, job: Job[Any]) -> Outcome:
+    """One operation's outcome: its value, or the error that refused it. An I/O error,
+    a damaged page or a lost connection is raised instead: the writer stops."""
+    try:
+        return True, job.op(tx)
+    except VaultCorrupt:
+        raise  # a damaged page: writing on could spread it
+    except PfarError as exc:
+        return False, exc
+    except Exception as exc:
+        failure = tx.dialect.failure(exc)
+        if failure is Failure.STOP:
+            raise
+        if failure is None:
+            return False, exc  # not the driver's: a bug in the operation, told as it is
+        # the driver's own error never leaves the journal
+        refused = WriteRefused(f"the journal refused a write: {exc}")
+        refused.__cause__ = exc
+        return False, refused
+
+
+def stopped_error(cause: BaseException) -> VaultIOError:
+    return VaultIOError(f"journal commit failed, the kernel must stop: {cause}")
+
+
+def pass_points(faults: FaultHook, batch: list[Job[Any]], outcomes: list[Outcome]) -> None:
+    """The committed writes' fault points, before any waiter is released: nothing runs
+    past a point a test kills the process at."""
+    for job, (ok, _) in zip(batch, outcomes, strict=True):
+        if ok:
+            for point in job.points:
+                faults.passed(point)
+
+
+def resolve(batch: list[Job[Any]], outcomes: list[Outcome]) -> None:
+    for job, (ok, value) in zip(batch, outcomes, strict=True):
+        fut = job.future
+        if fut is None or fut.done():  # a cancelled waiter: the write still happened
+            continue
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
+
+
+def fail_all(batch: list[Job[Any]], err: BaseException) -> None:
+    for job in batch:
+        if job.future is not None and not job.future.done():
+            job.future.set_exception(err)
+
+
+def points(point: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    if point is None:
+        return ()
+    return (point,) if isinstance(point, str) else point
