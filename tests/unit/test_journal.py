@@ -48,7 +48,7 @@ from pfar.journal import (
 from pfar.journal.payloads import SPENT_BY_A_RUN, AwaitingApproval, Completed, Executing, Planning
 from pfar.journal.records import now_rfc3339, rfc3339
 from pfar.runners.asking import answer_outcome, approval_message, credential_message
-from pfar.runners.workflow.runner import answer_outcome as workflow_answer_outcome
+from pfar.runners.workflow.answers import answer_outcome as workflow_answer_outcome
 from pfar.vault.driver import sqlite
 from tests.support import payload_for
 

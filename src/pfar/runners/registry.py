@@ -25,6 +25,7 @@ from ..journal.payloads import Executing
 from . import asking, loop, pipeline
 from .services import Services
 from .step_rules import StepRecovery, should_retry_step
+from .workflow import answers as workflow_answers
 from .workflow import runner as workflow
 
 
@@ -76,7 +77,7 @@ RUNNERS: dict[TaskKind, Runner] = {
     TaskKind.workflow: Runner(
         TaskKind.workflow,
         advance=workflow.advance_workflow,
-        apply_answer=workflow.answer_outcome,
+        apply_answer=workflow_answers.answer_outcome,
         ages_out=False,
         in_flight_write=_trace_decides,
     ),

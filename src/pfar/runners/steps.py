@@ -4,115 +4,39 @@ What every runner needs of a step lives here once: a step the owner chose to
 skip is recorded as skipped; a step the journal already knows is replayed,
 checked or asked about (persistence spec §7.3, `should_retry_step`) instead of
 run blindly; a write waits for the owner's approval where the runner's rules
-ask for one, and runs only with exactly the arguments approved; a credential
-the step needs parks the task on a prompt; a write's intent is journaled before
-the tool runs; the tool runs with its idempotency key, its credentials and a
-timeout; its result (redacted) is journaled with the task's progress.
+ask for one (step_questions.py), and runs only with exactly the arguments
+approved; a credential the step needs parks the task on a prompt; a write's
+intent is journaled before the tool runs; the tool runs with its idempotency key,
+its credentials and a timeout (step_context.py); its result (redacted) is
+journaled with the task's progress.
 
-A runner says what differs (`StepRules`: its approval rule, trusted hosts,
-credentials and timeout) and where the step sits (`StepCall`), and decides what
-an outcome means for its task: the pipeline fails the task on a tool error,
-the agentic loop hands the error back to its model.
+What a runner hands in and gets back is in step_call.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from dataclasses import replace
+from typing import Any
 
 from ..errors import ResourceLocked, ToolError, ToolTimeout, VaultError
-from ..hooks import HookPoint, Verdict
+from ..hooks import HookPoint
 from ..journal import Semantics, StepRecord, StepStatus, TaskRecord, TaskState
 from ..journal.payloads import Executing, Paused, Payload, Synthesizing
-from ..journal.records import Idempotency, args_digest, now_rfc3339
-from ..policy.approvals import ApprovalRule, approval_needed
+from ..journal.records import Idempotency, now_rfc3339
 from ..timeouts import bounded
 from ..tools.admin import PromptCredential
-from ..tools.base import Credential, Resource, Tool, ToolContext, resources_of
-from ..tools.hosts import HostPolicy
-from ..tools.processes import identity
-from ..tools.protected import Protection
-from ..tools.sandbox import Sandbox
-from . import hooking
+from ..tools.base import Tool, ToolContext, resources_of
+from . import hooking, step_questions
 from .asking import ask_owner, park_credential
 from .services import Services
-from .step_rules import Ask, StepRecovery, should_retry_step
-from .summaries import summarizer
+from .step_call import Done, Parked, StepCall, StepOutcome, StepRules, ToolErrored
+from .step_context import idempotency, missing_secret, secret_prompt, tool_context
+from .step_rules import StepRecovery, should_retry_step
+
+__all__ = ["Done", "Parked", "StepCall", "StepOutcome", "StepRules", "ToolErrored", "run_step"]
 
 IN_DOUBT_OPTIONS = ["retry", "skip", "fail"]
-
-
-@dataclass(frozen=True, slots=True)
-class StepCall:
-    """One step of a task: its number (0-based), its tool and arguments, and how the
-    owner's messages name it (`title` of the task, `where`: "step 2 of 5")."""
-
-    step: int
-    tool: str
-    args: dict[str, Any]
-    title: str
-    where: str
-    # what the task's progress becomes once the step is done
-    next_step: int
-    last: bool
-
-
-@dataclass(frozen=True, slots=True)
-class StepRules:
-    """What a runner's template (or its owner's settings) says about its steps."""
-
-    approval: ApprovalRule
-    step_seconds: float
-    trusted_key_hosts: frozenset[str] = frozenset()
-    credentials: Callable[[str], Sequence[Credential]] = lambda tool: ()
-    approval_timeout: float | None = None
-    # the runner's own rule in place of `approval`, asked for every call (reads too):
-    # the question to ask before `tool` runs with `args`, or None to let it run
-    ask: Callable[[str, dict[str, Any], Semantics], Ask | None] | None = None
-    # the directory the tools work in (default: the task's workspace in the home)
-    workspace: Path | None = None
-    # holds the resources a call declares while it runs (orchestration's locks); none
-    # are taken without it
-    hold: Callable[[str, tuple[Resource, ...]], AbstractAsyncContextManager[None]] | None = None
-    # paths the file tools refuse and leave out (the loop's protected paths); None: none
-    protection: Protection | None = None
-    # where a URL may go (the loop's [loop.policy]; tools/hosts.py), and the runner's
-    # word on a redirect to a new host: raises ToolFailed saying why it is not followed
-    hosts: HostPolicy | None = None
-    redirected: Callable[[str], Awaitable[None]] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Done:
-    """The step's outcome is journaled; `task` is the task as that commit left it."""
-
-    task: TaskRecord
-    kind: Literal["done"] = "done"
-
-
-@dataclass(frozen=True, slots=True)
-class Parked:
-    """The task waits on the owner (a question or a credential prompt); nothing ran."""
-
-    kind: Literal["parked"] = "parked"
-
-
-@dataclass(frozen=True, slots=True)
-class ToolErrored:
-    """The tool failed, timed out or raised: `error` (redacted) is all the runner needs to
-    journal the failure its way; `record` is the step's row as it failed."""
-
-    record: StepRecord
-    error: str
-    kind: Literal["errored"] = "errored"
-
-
-StepOutcome = Done | Parked | ToolErrored
 
 
 async def run_step(
@@ -160,22 +84,9 @@ async def run_step(
     if "input" in pre.changes:
         call = replace(call, args=pre.changes["input"])
     semantics = tool.semantics(call.args)
-    idem = _idempotency(tool, call.args, rules)
+    idem = idempotency(tool, call.args, rules)
     workdir = rules.workspace or svc.workspace(task.task_id)
-    ctx = ToolContext(
-        task.task_id,
-        i,
-        f"{task.task_id}:{i}",
-        workdir,
-        svc.secret,
-        _process_recorder(svc, task.task_id, i),
-        credentials=tuple(rules.credentials(call.tool)),
-        summarize=summarizer(svc, task.task_id, rules.step_seconds),
-        sandbox=_sandbox(svc, task.task_id, workdir),
-        protection=rules.protection,
-        hosts=rules.hosts,
-        redirected=rules.redirected,
-    )
+    ctx = tool_context(task, call, rules, svc, workdir)
 
     record = None if fresh else await svc.journal.tasks.step(task.task_id, i)
     if record is not None and answered.retry_step != i:
@@ -216,9 +127,11 @@ async def run_step(
 
     # a read is asked about only by a runner with questions of its own (the loop's)
     asks = rules.ask is not None or semantics is Semantics.Write
-    question = await _question(task, call, semantics, rules, answered, svc) if asks else None
+    question = (
+        await step_questions.question(task, call, semantics, rules, answered, svc) if asks else None
+    )
     if question is not None:
-        hooked = await _permission(task, call, question.reason, svc)
+        hooked = await step_questions.permission(task, call, question.reason, svc)
         if hooked.blocked:
             return _blocked(task, call, semantics, hooked.blocked)
         if not hooked.allowed:
@@ -399,74 +312,6 @@ def _committed(task: TaskRecord, call: StepCall, state: TaskState, at: str) -> T
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Question:
-    """What the owner is asked before a call runs, what the permission hooks are told
-    (`reason`), and the taint the question carries."""
-
-    ask: Ask
-    reason: str
-    taint: str | None = None
-
-
-async def _question(
-    task: TaskRecord,
-    call: StepCall,
-    semantics: Semantics,
-    rules: StepRules,
-    answered: Executing,
-    svc: Services,
-) -> _Question | None:
-    """The runner's own question when it has one (the loop's permission prompt), else the
-    template's approval of a write; none once the owner approved this run of the step."""
-    if _approved(answered, call.step, call.args):
-        return None
-    if rules.ask is not None:
-        ask = rules.ask(call.tool, call.args, semantics)
-        return None if ask is None else _Question(ask, ask.description)
-    if semantics is not Semantics.Write:
-        return None
-    labels = (
-        [s.label for s in await svc.journal.tasks.steps(task.task_id) if s.step < call.step]
-        if rules.approval.tainted_writes
-        else []
-    )
-    need = approval_needed(rules.approval, call.tool, semantics, labels)
-    if need is None:
-        return None
-    description = (
-        f"Task {call.title} wants to run {call.tool} ({call.where}): "
-        f"{need.reason}." + _carried(rules, call.tool)
-    )
-    ask = Ask(
-        need.action_type,
-        description,
-        ("approve", "deny"),
-        on_deny=rules.approval.on_deny,
-        timeout=rules.approval_timeout,
-    )
-    return _Question(ask, need.reason, need.taint_level)
-
-
-async def _permission(task: TaskRecord, call: StepCall, why: str, svc: Services) -> Verdict:
-    """PermissionRequest (seed 001, 4.2): a handler may grant the call (no question), or
-    deny it; a failed handler denies it (a security point fails closed)."""
-    verdict = await hooking.decide(
-        svc,
-        task.task_id,
-        call.title,
-        HookPoint.PermissionRequest,
-        f"step:{call.step}",
-        {"tool": call.tool, "input": call.args, "where": call.where, "question": why},
-    )
-    about = {"task_id": task.task_id, "tool": call.tool, "input": call.args, "by": "hook"}
-    if verdict.blocked:
-        await hooking.observe(svc, HookPoint.PermissionDenied, {**about, "reason": verdict.blocked})
-    elif verdict.allowed:
-        await hooking.observe(svc, HookPoint.PermissionGranted, about)
-    return verdict
-
-
 def _blocked(task: TaskRecord, call: StepCall, semantics: Semantics, why: str) -> ToolErrored:
     """A call a hook stopped: it did not run, and its result says why."""
     at = now_rfc3339()
@@ -484,64 +329,3 @@ def _blocked(task: TaskRecord, call: StepCall, semantics: Semantics, why: str) -
         error=error,
     )
     return ToolErrored(failed, error)
-
-
-def _sandbox(svc: Services, task_id: str, workdir: Path) -> Sandbox | None:
-    return None if svc.sandbox is None else svc.sandbox(task_id, workdir)
-
-
-def _approved(payload: Executing, i: int, args: dict[str, Any]) -> bool:
-    """The owner's grant covers step `i` with exactly the arguments it was shown."""
-    grant = payload.approved
-    return grant is not None and grant.step == i and grant.args_sha256 == args_digest(args)
-
-
-def _carried(rules: StepRules, tool: str) -> str:
-    """What the runner adds to the call, so the owner approves all of it."""
-    names = sorted({n for c in rules.credentials(tool) for n in c.secret_names()})
-    return f" It carries the template's credentials: {', '.join(names)}." if names else ""
-
-
-def _process_recorder(svc: Services, task_id: str, step: int) -> Callable[[int], Awaitable[None]]:
-    async def record(pid: int) -> None:
-        process = identity(pid)
-        if process is not None:
-            await svc.journal.tasks.step_process(task_id, step, process)
-
-    return record
-
-
-def _idempotency(tool: Tool, args: dict[str, Any], rules: StepRules) -> Idempotency:
-    idem = tool.idempotency(args)
-    if idem is Idempotency.none and getattr(tool, "sends_idempotency_key", False):
-        host = urlsplit(str(args.get("url", ""))).netloc.lower()
-        if host and host in {h.lower() for h in rules.trusted_key_hosts}:
-            return Idempotency.key
-    return idem
-
-
-def missing_secret(ctx: ToolContext, tool: str, args: dict[str, Any]) -> str | None:
-    """The first secret a template's `[[credentials]]` would put into this call that the
-    vault does not hold (an http.request binding counts for its own host only)."""
-    url = str(args.get("url", ""))
-    for cred in ctx.credentials:
-        if cred.tool != tool or (cred.host is not None and not cred.fits_url(url)):
-            continue
-        for name in cred.secret_names():
-            if ctx.secret(name) is None:
-                return name
-    return None
-
-
-def secret_prompt(name: str, call: StepCall) -> dict[str, Any]:
-    """A credential prompt's arguments for a secret `[[credentials]]` names (its name,
-    never a value)."""
-    return {
-        "service": name,
-        "credential_type": "api_key",
-        "instructions": (
-            f"{call.where} ({call.tool}) needs the secret {name!r}, which is not in the "
-            f"vault; the template's [[credentials]] sends it. Give it, and the step runs."
-        ),
-        "vault_ref": f"vault:{name}",
-    }

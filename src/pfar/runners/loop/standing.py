@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ...journal.turns import PermissionRule
-from ...policy import commands
+from ...policy import shell_parse
 
 # the tools whose subject is a shell command
 COMMANDS = frozenset({"Bash", "shell.run"})
@@ -114,10 +114,10 @@ def _command_covered(pattern: str, what: str, decision: str) -> bool:
     return words is not None and words[: len(prefix)] == prefix
 
 
-def _simples(command: str) -> list[commands.Simple]:
+def _simples(command: str) -> list[shell_parse.Simple]:
     try:
-        return commands.simple_commands(command)
-    except commands.TooDeep:
+        return shell_parse.simple_commands(command)
+    except shell_parse.TooDeep:
         return []
 
 

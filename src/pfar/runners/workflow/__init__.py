@@ -26,7 +26,6 @@ from .trace import (
     TraceFormatError,
     TraceStep,
     WorkflowStatus,
-    parse_trace,
     render_trace,
 )
 from .trace_edit import (
@@ -41,6 +40,7 @@ from .trace_edit import (
     update_trace,
     write_trace_atomic,
 )
+from .trace_parse import parse_trace
 
 __all__ = [
     "Artifact",

@@ -24,9 +24,9 @@ from .trace import (
     TraceFormatError,
     TraceStep,
     WorkflowStatus,
-    parse_trace,
     render_trace,
 )
+from .trace_parse import parse_trace
 
 
 def new_trace(

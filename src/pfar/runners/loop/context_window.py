@@ -1,0 +1,141 @@
+"""The context a loop task's model call is sent: the tools offered, the conversation
+fitted to the model's budget (Phase 2.5: results cut, older turns summarized), and the
+same measured for `/context` without changing anything."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+from ...config import LoopConfig
+from ...errors import PfarError
+from ...journal import Journal, TaskRecord
+from ...journal.turns import AssistantTurn, LoopSettings, StoredTurn, SummaryTurn
+from ...llm.messages import ChatRequest, Message, ToolSchema
+from ...tools import ToolRegistry
+from ..services import Services
+from . import context, subtasks
+
+
+def schemas(svc: Services, settings: LoopSettings) -> tuple[ToolSchema, ...]:
+    return offered_tools(svc.tools, svc.loop, settings)
+
+
+def offered_tools(
+    tools: ToolRegistry, loop: LoopConfig, settings: LoopSettings
+) -> tuple[ToolSchema, ...]:
+    """The tools offered, in `[loop] tools` order; Task only above the depth limit."""
+    out = []
+    for name in loop.tools:
+        if name == subtasks.TASK:
+            if settings.depth < loop.max_depth:
+                out.append(subtasks.SCHEMA)
+        elif name in tools:
+            t = tools.get(name)
+            out.append(ToolSchema(t.name, t.description, t.args_schema))
+    return tuple(out)
+
+
+async def fit(
+    task: TaskRecord,
+    settings: LoopSettings,
+    convo: list[StoredTurn],
+    system: str,
+    tools: Sequence[ToolSchema],
+    svc: Services,
+) -> tuple[Message, ...]:
+    """The conversation within the model's budget (Phase 2.5)."""
+    budget = svc.loop.context_tokens - svc.loop.reserve_tokens
+    schema_chars = sum(len(json.dumps(t.input_schema)) + len(t.description) for t in tools)
+    shown = context.visible(convo)
+    msgs = context.messages(shown)
+    if context.size(system, msgs, schema_chars) <= budget:
+        return msgs
+    msgs = context.messages(shown, cut=context.KEEP_LINES)
+    if context.size(system, msgs, schema_chars) <= budget:
+        return msgs
+    upto = context.summary_cut(shown, svc.loop.keep_recent_turns)
+    if upto is not None:
+        older = [t for t in shown if t.seq < upto]
+        text = await summarize(task, settings, older, svc)
+        stored, _ = await svc.journal.loops.append(
+            task.task_id,
+            [SummaryTurn(text=text, upto=upto)],
+            after=convo[-1].seq,
+            point="loop_summary",
+        )
+        convo.extend(stored)
+        shown = context.visible(convo)
+        msgs = context.messages(shown, cut=context.KEEP_LINES)
+    need = context.size(system, msgs, schema_chars)
+    if need > budget:
+        raise PfarError(
+            f"the conversation needs about {need:,} tokens, over the model's budget of "
+            f"{budget:,} ([loop] context_tokens {svc.loop.context_tokens:,} less "
+            f"reserve_tokens {svc.loop.reserve_tokens:,}) even after cutting tool results "
+            "and summarizing older turns"
+        )
+    return msgs
+
+
+async def summarize(
+    task: TaskRecord, settings: LoopSettings, turns: Sequence[StoredTurn], svc: Services
+) -> str:
+    request = ChatRequest(
+        model=svc.model.model_for("cheap"),
+        system=(
+            "Summarize this conversation between a user and a coding agent for the agent "
+            "to continue from: the task, what was done (files changed, commands run and "
+            "their outcome), what was learnt, and what is left. Be specific and brief."
+        ),
+        messages=(Message("user", context.transcript(turns)),),
+        max_tokens=min(svc.model.max_tokens, 2048),
+        attempt_timeout=svc.loop.tool_seconds,
+        context={"phase": "loop_summary"},
+    )
+    response = await svc.model.chat(request, task_id=task.task_id)
+    return svc.redactor.text(response.text) or "(no summary)"
+
+
+async def context_stats(task_id: str, svc: Services) -> context.ContextStats:
+    """`/context`: the task's context as its next model call would assemble it (without
+    summarizing: a look changes nothing)."""
+    return await context_stats_of(
+        svc.journal, task_id, svc.model.model_for, lambda s: schemas(svc, s), svc.loop
+    )
+
+
+async def context_stats_of(
+    journal: Journal,
+    task_id: str,
+    model_for: Callable[[str], str],
+    schemas: Callable[[LoopSettings], tuple[ToolSchema, ...]],
+    loop: LoopConfig,
+) -> context.ContextStats:
+    """`context_stats` from its parts: also what a reader of a home with no kernel
+    running answers (`pfar task context`), from the config and the built-in tools."""
+    settings = await journal.loops.settings(task_id)
+    convo = await journal.loops.turns(task_id)
+    model = model_for(settings.tier)
+    tools = schemas(settings)
+    system = context.system_prompt(settings, task_id, await context.environment(settings), model)
+    shown = context.visible(convo)
+    schema_chars = sum(len(json.dumps(t.input_schema)) + len(t.description) for t in tools)
+    msgs = context.messages(shown)
+    summaries = [t.turn for t in shown if isinstance(t.turn, SummaryTurn)]
+    answers = [t.turn for t in shown if isinstance(t.turn, AssistantTurn)]
+    usage = await journal.tasks.llm_usage(task_id)
+    return context.ContextStats(
+        turns=len(convo),
+        shown=len(shown),
+        summarized_upto=summaries[-1].upto if summaries else None,
+        estimated_tokens=context.size(system, msgs, schema_chars),
+        budget=loop.context_tokens - loop.reserve_tokens,
+        context_tokens=loop.context_tokens,
+        reserve_tokens=loop.reserve_tokens,
+        last_input_tokens=answers[-1].input_tokens if answers else 0,
+        last_output_tokens=answers[-1].output_tokens if answers else 0,
+        total_tokens=int(usage.get("input_tokens", 0) or 0)
+        + int(usage.get("output_tokens", 0) or 0),
+        cost_usd=float(usage.get("cost_usd", 0) or 0),
+    )
