@@ -53,7 +53,7 @@ def held_at(source: KeySource) -> VaultKey | None:
     """The key kept at `source` now, or None where none is."""
     match source:
         case Keychain():
-            text = keys._keychain_get(source)
+            text = keys.keychain_get(source)
             return None if text is None else VaultKey.from_hex(text, source.describe())
         case KeyFile(path=path):
             if not path.exists():
@@ -88,7 +88,7 @@ def store(home: Home, source: KeySource, key: VaultKey) -> bool:
         return False
     match source:
         case Keychain():
-            keys._keychain_set(source, key)
+            keys.keychain_set(source, key)
         case KeyFile(path=path):
             keys.write_key_file(path, key, home)
         case Passphrase():

@@ -1,10 +1,5 @@
-"""`pfar demo`: SIGKILL a kernel in the middle of real work, restart it, show that nothing
-was lost and no write ran twice.
-
-Everything is real: a temporary home with a SQLite vault, the kernel as a child
-process, a loopback HTTP server that records every request (the "far side"),
-and a write log that every shell step appends to.
-"""
+"""The demo's story, told step by step: start the kernel, submit work, SIGKILL it at the
+crash points, restart it, answer the owner's questions, and count the writes."""
 
 from __future__ import annotations
 
@@ -16,11 +11,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,167 +21,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..journal import Journal, TaskRecord
-from ..kernel.setup_home import init_home
-from ..policy.printable import printable
-from ..vault import keys
-from ..vault.home import Home
-from ..vault.sqlite import connect
-from . import client
+from ...journal import Journal, TaskRecord
+from ...kernel.setup_home import init_home
+from ...policy.printable import printable
+from ...vault import keys
+from ...vault.home import Home
+from ...vault.sqlite import connect
+from .. import client
+from .far_side import FarSide
+from .scenario import LOOP_CONFIG, TEMPLATES, script
 
 con = Console(highlight=False)
-
-TEMPLATES = {
-    "publish": """
-        id = "publish"
-        description = "Publish the weekly notes"
-        allowed_tools = ["http.request", "file.write", "shell.run"]
-        [timeouts]
-        step_seconds = 20
-    """,
-    "deploy": """
-        id = "deploy"
-        description = "Deploy the site"
-        allowed_tools = ["shell.run"]
-        [approval]
-        require = ["shell.run"]
-        on_deny = "fail"
-    """,
-    "sync": """
-        id = "sync"
-        description = "Sync the calendar"
-        allowed_tools = ["http.request"]
-        [timeouts]
-        step_seconds = 20
-    """,
-    "digest": """
-        id = "digest"
-        description = "Morning digest"
-        allowed_tools = ["http.request"]
-    """,
-}
-
-
-def _script(url: str, write_log: Path) -> str:
-    def shell(tag: str, sleep: float) -> str:
-        return json.dumps(["sh", "-c", f"echo {tag} >> {write_log}; sleep {sleep}"])
-
-    def step(template: str, tool: str, description: str, args: str) -> str:
-        return (
-            f'[[responses.json.steps]]\ntool = "{tool}"\ndescription = "{description}"\n'
-            f"args = {{ {args} }}\n"
-        )
-
-    return (
-        "\n".join(
-            [
-                '[[responses]]\ntemplate = "publish"\nphase = "plan"',
-                step(
-                    "publish",
-                    "http.request",
-                    "read this week's notes",
-                    f'method = "GET", url = "{url}/notes/week"',
-                ),
-                step(
-                    "publish",
-                    "http.request",
-                    "post them to the blog",
-                    f'method = "POST", url = "{url}/blog", body = "weekly"',
-                ),
-                step(
-                    "publish", "file.write", "keep a copy", 'path = "weekly.md", content = "$step0"'
-                ),
-                step(
-                    "publish",
-                    "shell.run",
-                    "announce it (slow)",
-                    f"argv = {shell('publish:announce', 4)}",
-                ),
-                '[[responses]]\ntemplate = "deploy"\nphase = "plan"',
-                step("deploy", "shell.run", "release", f"argv = {shell('deploy:release', 0)}"),
-                '[[responses]]\ntemplate = "sync"\nphase = "plan"',
-                step(
-                    "sync",
-                    "http.request",
-                    "push events (the far side is slow)",
-                    f'method = "PUT", url = "{url}/calendar/slow", body = "x"',
-                ),
-                step(
-                    "sync",
-                    "http.request",
-                    "mark synced",
-                    f'method = "POST", url = "{url}/calendar/done"',
-                ),
-                '[[responses]]\ntemplate = "digest"\nphase = "plan"\ndelay_seconds = 30\n'
-                "json = { steps = [] }",
-                '[[responses]]\nphase = "synthesize"\ntext = "done ($template)."',
-                # the agentic loop: writes a file, then runs the (slow) tests
-                '[[turns]]\nmatch = "^Fix the greeting"\nturn = 1\n'
-                'text = "I will fix the greeting, then run the tests."\n'
-                "tool_calls = [\n"
-                '  { name = "file.write", input = { path = "greeting.txt", '
-                'content = "hello, world" } },\n'
-                f'  {{ name = "shell.run", input = {{ argv = {shell("loop:tests", 5)} }} }},\n'
-                "]",
-                '[[turns]]\nmatch = "^Fix the greeting"\ntext = "What I know: $last"',
-            ]
-        )
-        + "\n"
-    )
-
-
-LOOP_CONFIG = """[loop]
-tools = ["file.read", "file.write", "shell.run"]
-always_allow = ["file.read", "file.write", "shell.run"]
-"""
-
-
-class FarSide:
-    """The outside world: records requests, applies each Idempotency-Key once."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str, str | None]] = []
-        self.applied: Counter[str] = Counter()
-        self.replays: Counter[str] = Counter()
-        side = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _any(self) -> None:
-                n = int(self.headers.get("Content-Length") or 0)
-                if n:
-                    self.rfile.read(n)
-                key = self.headers.get("Idempotency-Key")
-                side.requests.append((self.command, self.path, key))
-                if self.path.endswith("/slow"):
-                    time.sleep(3)
-                if self.command != "GET" and key:
-                    if key in side.applied:
-                        side.replays[key] += 1
-                    else:
-                        side.applied[key] += 1
-                body = b"notes of the week" if self.command == "GET" else b'{"ok": true}'
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = do_PUT = _any
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                pass  # the kernel was killed mid-request: that is the point of the demo
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
 
 def _start_kernel(home: Home, log: Path) -> subprocess.Popen[bytes]:
@@ -262,7 +105,7 @@ def run_demo(keep: bool = False) -> int:
         (home.templates_dir / f"{tid}.toml").write_text(
             "\n".join(line.strip() for line in body.strip().splitlines()) + "\n"
         )
-    (home.root / "scripts" / "default.toml").write_text(_script(far.url, write_log))
+    (home.root / "scripts" / "default.toml").write_text(script(far.url, write_log))
     home.config.write_text(home.config.read_text() + "\n" + LOOP_CONFIG)
     work = root / "work"
     work.mkdir()

@@ -1,30 +1,11 @@
-"""Slack (seed 000 §8): a Slack app in Socket Mode, talking in the owner's DM.
-
-`slack_sdk` is the client: its `AsyncWebClient` for the Web API and its aiohttp
-`SocketModeClient` for the WebSocket (hello, envelopes, disconnect frames and
-reconnection, pings). What it does not do, pfar does:
-
-* **exactly once**: an envelope is acknowledged only after its effect is committed,
-  so Slack delivers an unacknowledged one again, and the same message (by its channel
-  and `ts`, which retries and history share) or button press finds its first effect
-  and makes no second one;
-* **in order**: envelopes are handled one at a time, in the order they arrived;
-* **catch-up**: after a start, or a connection that was down longer than
-  `catch_up_after_seconds`, `conversations.history` of the owner's DM since the last
-  message handled brings in what Slack gave up redelivering;
-* **only the owner**: a message or a button press counts only from `owner_user_id` in
-  `owner_team_id`; anything else is ignored, audited and logged with the reason;
-* **never twice**: the Web API client retries nothing by itself (a retried
-  `chat.postMessage` after a lost response could post twice); a 429 is waited out
-  by the supervisor with Slack's `Retry-After`.
-"""
+"""The Slack channel: envelopes from Socket Mode handled in order and acknowledged once
+their effect is committed; messages and questions posted to the owner's DM."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
@@ -35,8 +16,8 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..config import Config, SlackConfig
-from .channel import (
+from ...config import SlackConfig
+from ..channel import (
     AuthFailed,
     ChannelDown,
     ChannelError,
@@ -44,39 +25,19 @@ from .channel import (
     Outbound,
     Press,
     RateLimited,
-    Undeliverable,
     field_dict,
     queue_reply,
-    retry_after,
-    split_text,
 )
-from .commands import Origin, press
-from .run import FACTORIES
+from ..commands import Origin, press
+from .blocks import answer_buttons, answered, chunks, section
+from .catch_up import messages_since
+from .socket_mode import Downtime, Inbox, socket_client
+from .web_errors import calls, error_code, send_failure
 
 log = logging.getLogger("pfar.adapters.slack")
 
 # what a button press shows, posted after its envelope was acknowledged
 _Answer = Callable[[], Awaitable[object]]
-
-SECTION_TEXT = 3000  # Block Kit's limit for a section's text
-_AUTH_ERRORS = frozenset(
-    {"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"}
-)
-_RENEW = (
-    "reinstall the app in its settings (OAuth & Permissions) or create a new app-level "
-    "token (Basic Information), then `pfar secret set slack_bot_token` / "
-    "`pfar secret set slack_app_token` and restart pfar"
-)
-
-
-def chunks(text: str) -> list[str]:
-    """`text` in pieces a section takes."""
-    return split_text(text, SECTION_TEXT)
-
-
-def escape(text: str) -> str:
-    """Text shown as it is in Slack's mrkdwn: its three control characters escaped."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 class SlackChannel:
@@ -116,31 +77,16 @@ class SlackChannel:
 
     async def run(self, link: Link) -> None:
         web = self._client()
-        inbox: asyncio.Queue[SocketModeRequest | None] = asyncio.Queue()
-        # None in the inbox: a new connection said hello
-        async with _calls("starting"):
+        inbox: Inbox = asyncio.Queue()
+        async with calls("starting"):
             await web.auth_test()
             opened = await web.conversations_open(users=self._config.owner_user_id)
             self._dm = str(opened["channel"]["id"])
             url = await web.apps_connections_open(app_token=self._app_token)
-        client = SocketModeClient(
-            self._app_token,
-            web_client=web,
-            ping_interval=self._config.ping_interval_seconds,
-            logger=logging.getLogger("pfar.adapters.slack.socket"),
+        client = socket_client(
+            self._app_token, web, str(url["url"]), self._config.ping_interval_seconds, inbox
         )
-        client.wss_uri = str(url["url"])
-
-        async def hello(_client: Any, message: dict[str, Any], _raw: str | None) -> None:
-            if message.get("type") == "hello":
-                await inbox.put(None)
-
-        async def request(_client: Any, req: SocketModeRequest) -> None:
-            await inbox.put(req)
-
-        client.message_listeners.append(hello)
-        client.socket_mode_request_listeners.append(request)
-        down = _Downtime()
+        down = Downtime()
         try:
             await client.connect()  # type: ignore[no-untyped-call]
             async with asyncio.TaskGroup() as group:
@@ -155,8 +101,8 @@ class SlackChannel:
         self,
         link: Link,
         client: SocketModeClient,
-        inbox: asyncio.Queue[SocketModeRequest | None],
-        down: _Downtime,
+        inbox: Inbox,
+        down: Downtime,
         answers: asyncio.Queue[_Answer],
     ) -> None:
         first = True
@@ -202,12 +148,12 @@ class SlackChannel:
         while True:
             answer = await answers.get()
             try:
-                async with _calls("answering the owner"):
+                async with calls("answering the owner"):
                     await answer()
             except RateLimited as exc:
                 await asyncio.sleep(exc.retry_after)
                 with contextlib.suppress(ChannelError):
-                    async with _calls("answering the owner"):
+                    async with calls("answering the owner"):
                         await answer()
             except ChannelError as exc:
                 log.error("slack: an answer to the owner could not be posted: %s", exc)
@@ -257,7 +203,7 @@ class SlackChannel:
                 await self._client().chat_delete(channel=channel, ts=ts)
             except SlackApiError as exc:
                 answer += (
-                    f"\n(your message could not be deleted: {_error(exc)}; delete it yourself)"
+                    f"\n(your message could not be deleted: {error_code(exc)}; delete it yourself)"
                 )
         if caught_up:
             answer = f"(caught up after a disconnection) {answer}"
@@ -299,10 +245,7 @@ class SlackChannel:
 
         async def show() -> None:
             if channel and isinstance(message.get("ts"), str):
-                blocks = [b for b in message.get("blocks") or [] if b.get("type") != "actions"]
-                blocks.append(
-                    {"type": "context", "elements": [{"type": "mrkdwn", "text": escape(said)}]}
-                )
+                blocks = answered(message.get("blocks") or [], said)
                 with contextlib.suppress(SlackApiError):  # too old to edit: the text says it
                     ts, text = message["ts"], str(message.get("text"))
                     await web.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
@@ -322,18 +265,8 @@ class SlackChannel:
         if not isinstance(oldest, str) or self._dm is None:
             return  # a new app: nothing before now is the owner's work for pfar
         web = self._client()
-        found: list[dict[str, Any]] = []
-        cursor = None
-        async with _calls("reading the owner's DM"):
-            while True:
-                page = await web.conversations_history(
-                    channel=self._dm, oldest=oldest, inclusive=False, limit=200, cursor=cursor
-                )
-                found += [m for m in page.get("messages") or [] if isinstance(m, dict)]
-                cursor = (page.get("response_metadata") or {}).get("next_cursor")
-                if not page.get("has_more") or not cursor:
-                    break
-        found.sort(key=lambda m: float(m.get("ts", "0")))
+        async with calls("reading the owner's DM"):
+            found = await messages_since(web, self._dm, oldest)
         taken = 0
         for message in found:
             event = {**message, "channel": self._dm}
@@ -354,9 +287,7 @@ class SlackChannel:
         pieces = chunks(text)
         last = None
         for n, piece in enumerate(pieces):
-            blocks: list[dict[str, Any]] = [
-                {"type": "section", "text": {"type": "mrkdwn", "text": escape(piece) or " "}}
-            ]
+            blocks: list[dict[str, Any]] = [section(piece)]
             if buttons and n == len(pieces) - 1:
                 blocks.append({"type": "actions", "elements": buttons})
             sent = await web.chat_postMessage(
@@ -379,29 +310,12 @@ class SlackChannel:
                     text="(this question was asked again below)",
                     blocks=[],
                 )
-        buttons = [
-            {
-                "type": "button",
-                "text": {"type": "plain_text", "text": b.label[:75]},
-                "action_id": f"pfar-{n}",
-                "value": Press(message.question_id, b.option).data(),
-            }
-            for n, b in enumerate(message.buttons)
-            if message.question_id
-        ]
+        answers = answer_buttons(message)
         try:
             # a reply to the owner's words goes in the thread of the message it answers
-            return await self._post(message.text, thread=message.reply_to, buttons=buttons or None)
+            return await self._post(message.text, thread=message.reply_to, buttons=answers or None)
         except SlackApiError as exc:
-            error = _error(exc)
-            if exc.response.status_code == 429 or error == "ratelimited":
-                raise RateLimited("Slack: rate limited", _retry_after(exc)) from None
-            if error in _AUTH_ERRORS:
-                raise AuthFailed(f"Slack refused the bot token ({error})", _RENEW) from None
-            if exc.response.status_code >= 500:
-                # Slack's own failure, answered: not posted, and Slack says to retry
-                raise ChannelDown(f"Slack failed ({exc.response.status_code}): {error}") from None
-            raise Undeliverable(f"Slack refused the message: {error}") from None
+            raise send_failure(exc) from None
         except aiohttp.ClientConnectorError as exc:
             raise ChannelDown(f"Slack cannot be reached: {exc.os_error}") from None
 
@@ -412,57 +326,3 @@ class SlackChannel:
             if session is not None:
                 with contextlib.suppress(Exception):
                     await session.close()
-
-
-class _Downtime:
-    """How long the Socket Mode connection was down before its latest hello."""
-
-    def __init__(self) -> None:
-        self._since: float | None = None
-
-    async def watch(self, client: SocketModeClient, every: float) -> None:
-        while True:
-            connected = await client.is_connected()
-            if not connected and self._since is None:
-                self._since = time.monotonic()
-            await asyncio.sleep(min(1.0, every))
-
-    def reconnected(self) -> float:
-        since, self._since = self._since, None
-        return 0.0 if since is None else time.monotonic() - since
-
-
-@contextlib.asynccontextmanager
-async def _calls(doing: str) -> Any:
-    """Web API errors as channel errors: a refused token, a lost connection."""
-    try:
-        yield
-    except SlackApiError as exc:
-        error = _error(exc)
-        if error in _AUTH_ERRORS:
-            raise AuthFailed(f"Slack refused a token ({error})", _RENEW) from None
-        if exc.response.status_code == 429 or error == "ratelimited":
-            raise RateLimited(f"Slack: rate limited while {doing}", _retry_after(exc)) from None
-        raise ChannelError(f"Slack: {error} while {doing}") from None
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        raise ChannelDown(f"Slack cannot be reached while {doing}: {type(exc).__name__}") from None
-
-
-def _error(exc: SlackApiError) -> str:
-    data = exc.response.data if isinstance(exc.response.data, dict) else {}
-    return str(data.get("error") or f"HTTP {exc.response.status_code}")
-
-
-def _retry_after(exc: SlackApiError) -> float:
-    headers = {k.lower(): v for k, v in (exc.response.headers or {}).items()}
-    value = headers.get("retry-after")
-    return retry_after(value[0] if isinstance(value, list) else value, 1.0)
-
-
-def _factory(config: Config, secret: Any) -> SlackChannel:
-    section = config.channels.slack
-    assert section is not None  # only enabled channels are built
-    return SlackChannel(section, secret)
-
-
-FACTORIES["slack"] = _factory

@@ -1,38 +1,13 @@
-"""WhatsApp (seed 000 §8): the WhatsApp Business Cloud API, in the owner's chat with the
-business number.
-
-Meta delivers the owner's messages as webhooks to pfar's listener (Starlette on
-uvicorn, see listener.py) and pfar writes through the Graph API (plain HTTPS with
-httpx: the Cloud API is a small JSON API, and the Python clients for it add a web
-framework of their own). What pfar does:
-
-* **only Meta**: a notification counts only with a valid `X-Hub-Signature-256` (an
-  HMAC-SHA256 of the raw body under the app secret); the subscription handshake
-  (`hub.verify_token`) is answered only with the configured verify token;
-* **exactly once**: a message's id (`wamid...`) is its event id, committed with what
-  it did; Meta delivers a notification again until it gets a 200, and the message
-  found handled does nothing the second time;
-* **only the owner**: a message counts only from `owner_number`; anything else is
-  ignored, audited and logged with the reason;
-* **answers as buttons**: up to three answers are reply buttons, more (a permission
-  prompt has four) an interactive list; a reply or a pick answers once;
-* **a refused token** (401, Graph error 190: expired or revoked) ends the channel's
-  run: it is degraded, and the owner is told on another channel how to renew it.
-
-WhatsApp lets no one delete or edit a message through the API: a credential reply
-stays in the owner's chat (pfar says so), and a question re-sent after a restart
-leaves the old one's buttons, which then answer "already answered".
-"""
+"""The WhatsApp channel: signed notifications from Meta handled once each, in order, and
+messages to the owner written through the Graph API."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
 import json
 import logging
-import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -42,8 +17,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from ..config import Config, WhatsAppConfig
-from .channel import (
+from ...config import WhatsAppConfig
+from ..channel import (
     AuthFailed,
     ChannelDown,
     ChannelError,
@@ -51,40 +26,18 @@ from .channel import (
     Outbound,
     Press,
     RateLimited,
-    Undeliverable,
     field_dict,
     queue_reply,
-    retry_after,
-    split_text,
 )
-from .commands import Origin, press
-from .listener import Gone, Listener, TooLarge, read_body
-from .run import FACTORIES
+from ..commands import Origin, press
+from ..listener import Gone, Listener, TooLarge, read_body
+from .graph_errors import graph_failure
+from .notifications import age, messages_in, verified
+from .payloads import payloads
 
 log = logging.getLogger("pfar.adapters.whatsapp")
 
-TEXT_LIMIT = 4096  # one text message's body
-INTERACTIVE_BODY = 1024  # an interactive message's body
-MAX_BUTTONS = 3  # reply buttons in one message; more answers make a list
 RETRY_AFTER = "5"
-_AUTH_CODES = frozenset({190})  # the access token expired or was revoked
-# rate limits: the app's, the account's, the pair's, and the spam rate
-_RATE_CODES = frozenset({4, 80007, 130429, 131048, 131056})
-_OUTSIDE_WINDOW = 131047  # more than 24 hours since the owner last wrote
-_RENEW = (
-    "create a new access token (a System User's token does not expire) in Meta's Business "
-    "settings, then `pfar secret set whatsapp_token` and restart pfar"
-)
-
-
-def signature(app_secret: str, body: bytes) -> str:
-    """Meta's `X-Hub-Signature-256` of `body`."""
-    return "sha256=" + hmac.new(app_secret.encode(), body, hashlib.sha256).hexdigest()
-
-
-def verified(app_secret: str, body: bytes, header: str | None) -> bool:
-    return header is not None and hmac.compare_digest(signature(app_secret, body), header)
-
 
 MIN_WINDOW = 600.0  # seconds: the shortest age past which a message is refused
 
@@ -147,29 +100,11 @@ class WhatsAppChannel:
             raise ChannelDown(f"the Graph API cannot be reached: {type(exc).__name__}") from None
         if response.status_code < 300:
             return response.json()
-        try:
-            error = response.json().get("error") or {}
-        except ValueError:
-            error = {}
-        code = error.get("code") if isinstance(error, dict) else None
-        why = str(error.get("message") if isinstance(error, dict) else "") or "no reason given"
-        if response.status_code == 429 or code in _RATE_CODES:
-            retry = retry_after(response.headers.get("retry-after"), 60.0)
-            raise RateLimited(f"WhatsApp: rate limited ({code})", retry)
-        if response.status_code == 401 or code in _AUTH_CODES:
-            refused = AuthFailed(f"WhatsApp refused the access token (code {code})", _RENEW)
-            self._refusal = refused
+        failure = graph_failure(response)
+        if isinstance(failure, AuthFailed):
+            self._refusal = failure
             self._refused.set()  # the channel's run ends with it: degraded, owner told
-            raise refused
-        if code == _OUTSIDE_WINDOW:
-            raise Undeliverable(
-                "WhatsApp takes messages to the owner only within 24 hours of the owner's "
-                "last message: write anything to the business number to open the window"
-            )
-        if response.status_code >= 500:
-            # the Graph API's own failure: it may or may not have taken the message
-            raise ChannelError(f"the Graph API failed ({response.status_code}): {why}")
-        raise Undeliverable(f"WhatsApp refused the message (code {code}): {why}")
+        raise failure
 
     # -- in ------------------------------------------------------------------------
 
@@ -251,7 +186,7 @@ class WhatsAppChannel:
             notification = json.loads(body)
         except ValueError:
             return refuse(400, "the body is not JSON")
-        messages = list(_messages(notification))
+        messages = list(messages_in(notification))
         async with self._one_at_a_time:  # in the order Meta sent them, each once
             for message in messages:
                 try:
@@ -288,9 +223,9 @@ class WhatsAppChannel:
             if link.answer_lost is not None:  # a kill before its answer was queued?
                 await link.answer_lost(event_id, wamid)
             return
-        age = _age(message.get("timestamp"))
-        if age is None or age > self._max_age:
-            sent = "at no readable time" if age is None else f"{age:.0f} s ago"
+        sent_age = age(message.get("timestamp"))
+        if sent_age is None or sent_age > self._max_age:
+            sent = "at no readable time" if sent_age is None else f"{sent_age:.0f} s ago"
             log.warning(
                 "whatsapp: ignored message %s: sent %s, older than the %.0f s its id is "
                 "remembered for (a replayed notification?)",
@@ -342,21 +277,8 @@ class WhatsAppChannel:
         return str(ids[0]) if ids and ids[0] else None
 
     async def send(self, message: Outbound) -> str | None:
-        owner = self._config.owner_number
-        pieces = split_text(message.text, TEXT_LIMIT)
-        # a reply to the owner's words quotes it (its first piece)
-        payloads = [
-            _text(owner, piece, message.reply_to if n == 0 else None)
-            for n, piece in enumerate(pieces)
-        ]
-        if message.buttons and message.question_id:
-            # the last piece becomes the question's body when it fits there
-            body = pieces[-1] if len(pieces[-1]) <= INTERACTIVE_BODY else "Your answer:"
-            if body is pieces[-1]:
-                payloads.pop()
-            payloads.append(_interactive(owner, body, message))
         last = None
-        for n, payload in enumerate(payloads):
+        for n, payload in enumerate(payloads(self._config.owner_number, message)):
             try:
                 last = await self._post(payload)
             except (RateLimited, ChannelDown, AuthFailed):
@@ -371,82 +293,3 @@ class WhatsAppChannel:
             http, self._http = self._http, None
             with contextlib.suppress(Exception):
                 await http.aclose()
-
-
-def _messages(notification: Any) -> list[dict[str, Any]]:
-    """The messages of a Cloud API notification (statuses and anything else left out);
-    its shape is checked, never trusted."""
-    found = []
-    entries = notification.get("entry") if isinstance(notification, dict) else None
-    for entry in entries if isinstance(entries, list) else []:
-        changes = entry.get("changes") if isinstance(entry, dict) else None
-        for change in changes if isinstance(changes, list) else []:
-            value = field_dict(change, "value") if isinstance(change, dict) else {}
-            messages = value.get("messages")
-            found += (
-                [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
-            )
-    return found
-
-
-def _text(to: str, body: str, reply_to: str | None = None) -> dict[str, Any]:
-    payload: dict[str, Any] = {
-        "messaging_product": "whatsapp",
-        "recipient_type": "individual",
-        "to": to,
-        "type": "text",
-        "text": {"body": body, "preview_url": False},
-    }
-    if reply_to:
-        payload["context"] = {"message_id": reply_to}
-    return payload
-
-
-def _interactive(to: str, body: str, message: Outbound) -> dict[str, Any]:
-    """A question's answers: reply buttons (titles up to 20 characters), or a list (up to
-    10 rows, titles up to 24) when there are more than three."""
-    question = message.question_id or ""
-    if len(message.buttons) <= MAX_BUTTONS:
-        action: dict[str, Any] = {
-            "buttons": [
-                {
-                    "type": "reply",
-                    "reply": {"id": Press(question, b.option).data(), "title": b.label[:20]},
-                }
-                for b in message.buttons
-            ]
-        }
-        kind = "button"
-    else:
-        rows = [
-            {"id": Press(question, b.option).data(), "title": b.label[:24]}
-            for b in message.buttons[:10]
-        ]
-        action = {"button": "Answer", "sections": [{"title": "Answers", "rows": rows}]}
-        kind = "list"
-    return {
-        "messaging_product": "whatsapp",
-        "recipient_type": "individual",
-        "to": to,
-        "type": "interactive",
-        "interactive": {"type": kind, "body": {"text": body}, "action": action},
-    }
-
-
-def _age(timestamp: object) -> float | None:
-    """Seconds since a message's `timestamp` (Unix seconds, as text); None if unreadable."""
-    if not isinstance(timestamp, str | int) or not str(timestamp).isdigit():
-        return None
-    return time.time() - int(timestamp)
-
-
-def _factory(config: Config, secret: Any) -> WhatsAppChannel:
-    section = config.channels.whatsapp
-    assert section is not None  # only enabled channels are built
-    # the window in which a message's id stays known (journal cleanup keeps inbound
-    # events this long), with a floor so that a retention of 0 still takes messages
-    window = max(MIN_WINDOW, config.recovery.journal_retention_completed_hours * 3600)
-    return WhatsAppChannel(section, secret, max_age=window)
-
-
-FACTORIES["whatsapp"] = _factory

@@ -1,0 +1,119 @@
+"""Tasks from the command line: `pfar submit`, `pfar tasks`, `pfar task show|trace`."""
+
+from __future__ import annotations
+
+import click
+
+from ..journal import TaskState
+from ..kernel.api import MAX_LIMIT
+from ..kernel.api.requests import SUBMIT, SubmitArgs
+from ..policy.printable import printable
+from . import client
+from .input_text import FILE_HELP, text_from
+from .output import emit, err, home_of, out, read, table
+from .waiting import WAIT_HELP, wait_and_show
+
+
+@click.command()
+@click.argument("template")
+@click.argument("text", required=False)
+@click.option("--file", "text_file", type=click.Path(dir_okay=False), help=FILE_HELP)
+@click.option(
+    "--event-id",
+    help="Idempotency: the same event (id, template, text) twice creates one task.",
+)
+@click.option("--wait", is_flag=True, help=WAIT_HELP)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def submit(
+    ctx: click.Context,
+    template: str,
+    text: str | None,
+    text_file: str | None,
+    event_id: str | None,
+    wait: bool,
+    as_json: bool,
+) -> None:
+    """Submit a task to the running kernel. TEXT `-` reads it from stdin."""
+    home = home_of(ctx)
+    text = text_from(text, text_file, "TEXT")
+    result = client.send(home, SUBMIT, SubmitArgs(template, text, event_id=event_id, adapter="cli"))
+    if result.get("redacted"):
+        err.print(
+            f"note: the text held {', '.join(result['redacted'])}; the task got "
+            "[REDACTED:…] in its place (a template's [[credentials]] is how a task uses a secret)"
+        )
+    if wait:
+        wait_and_show(home, result["task_id"], as_json)
+        return
+    if as_json:
+        emit(result, True)
+    else:
+        out.print(f"task {result['task_id']} {result['state']}")
+
+
+@click.command()
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    type=click.Choice([st.value for st in TaskState], case_sensitive=False),
+    help="Only tasks in this state (repeatable; any case).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, MAX_LIMIT),
+    default=50,
+    show_default=True,
+    help="At most this many tasks.",
+)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def tasks(ctx: click.Context, states: tuple[str, ...], limit: int, as_json: bool) -> None:
+    """List tasks, newest first."""
+    listed = read(home_of(ctx), lambda r: r.tasks([TaskState(s) for s in states], limit))
+    rows = [t.to_json() for t in listed]
+    cols = ["task_id", "template_id", "state", "phase", "current_step", "updated_at", "error"]
+    for row in rows:
+        if row["steps"] is not None:
+            row["current_step"] = f"{row['current_step']}/{row['steps']}"
+        if row["waiting_for"] and not as_json:  # blocked on another task's lock
+            row["state"] = f"{row['state']}, blocked on {row['waiting_for']}"
+    emit(rows, as_json, table(rows, cols, f"{len(rows)} task(s)"))
+
+
+@click.group()
+def task() -> None:
+    """One task."""
+
+
+@task.command("show")
+@click.argument("task_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
+    """The task's timeline from the journal."""
+    timeline = read(home_of(ctx), lambda r: r.timeline(task_id))
+    if as_json:
+        emit(timeline.to_json(), True)
+        return
+    t = timeline.task
+    out.print(f"{t.task_id}  {t.template_id}  {t.state} (phase {t.phase})")
+    # errors and events quote tools and servers: their lines after the first are indented
+    if t.error:
+        out.print(f"error: {printable(t.error, indent='       ')}")
+    if timeline.input is not None:
+        out.print(f"input: {printable(timeline.input, indent='       ')}")
+    if timeline.answer is not None:
+        out.print(f"answer: {printable(timeline.answer, indent='        ')}")
+    for entry in timeline.entries:
+        out.print(f"  {entry.at}  {printable(entry.event, indent='    ')}")
+
+
+@task.command("trace")
+@click.argument("task_id")
+@click.pass_context
+def task_trace(ctx: click.Context, task_id: str) -> None:
+    """The task's journal written as a trace.md (the traced-workflow format)."""
+    trace = read(home_of(ctx), lambda r: r.trace(task_id))
+    click.echo(printable(trace, indent=""), nl=False)
