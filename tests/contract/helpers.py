@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from dataclasses import replace
 from typing import Any, TypeVar
 
-from pfar.journal import TaskRecord, TaskState
+from pfar.journal import TaskKind, TaskRecord, TaskState
 from pfar.journal import payloads as p
 from pfar.journal.locks_sql import LockOwner
 from pfar.journal.records import ApprovalRecord
 from pfar.journal.store import Store
+from pfar.journal.turns import LoopSettings
 
 from . import builders as b
 
@@ -71,4 +73,31 @@ def llm_call(task_id: str, **kw: Any) -> dict[str, Any]:
     }
 
 
-__all__ = ["created", "llm_call", "lock_owner", "parked", "release", "run"]
+def loop_task(payload: p.Payload | None = None, **kw: Any) -> TaskRecord:
+    """A loop task's record (not yet created), in `payload`'s state."""
+    return replace(b.task(payload=payload or p.Executing(), **kw), kind=TaskKind.loop)
+
+
+def created_loop(
+    store: Store,
+    payload: p.Payload | None = None,
+    settings: LoopSettings | None = None,
+    prompt: str = "do it",
+) -> TaskRecord:
+    """A loop task created in `payload`'s state (Executing), its prompt its first turn."""
+    t = loop_task(payload)
+    got, made = run(store.loops.create(t, settings or LoopSettings(working_dir="/w"), prompt))
+    assert made and got == t
+    return t
+
+
+__all__ = [
+    "created",
+    "created_loop",
+    "llm_call",
+    "lock_owner",
+    "loop_task",
+    "parked",
+    "release",
+    "run",
+]
