@@ -162,3 +162,38 @@ def test_prune_drops_ended_deliveries_and_old_boots_in_batches(store: Store) -> 
     assert run(store.adapters.replied_to("chat", "r-1")) is None
     boot = run(store.events.last_boot())
     assert boot is not None and boot["boot_id"] == "boot-4"
+
+
+@covers("events.for_task")
+def test_a_tasks_messages_are_read_in_order_with_their_status(store: Store) -> None:
+    t = created(store)
+    run(store.events.enqueue([b.message("a", task_id=t.task_id, body="one")]))
+    run(store.events.enqueue([b.message("other", task_id="t-other"), b.message("none")]))
+    run(store.events.enqueue([b.message("b", "result", "two", task_id=t.task_id)]))
+    store.events.mark_delivered(["a"])  # outside a loop: committed at once
+    got = run(store.events.for_task(t.task_id))
+    assert [(m["message_key"], m["kind"], m["body"], m["status"]) for m in got] == [
+        ("a", "notice", "one", "delivered"),
+        ("b", "result", "two", "pending"),
+    ]
+    assert got[0]["delivered_at"] is not None and got[1]["delivered_at"] is None
+    assert all(m["created_at"] for m in got)
+    assert run(store.events.for_task("t-none")) == []
+
+
+@covers("events.publish", "events.bus_for_task")
+def test_published_events_join_the_bus_in_order(store: Store) -> None:
+    t = created(store)  # TaskCreated, TaskStarted
+    run(store.events.publish("LearningExtracted", t.task_id, {"text": "ünï"}))
+    run(store.events.publish("KernelNote", None, {"n": 1}))
+    run(store.tasks.transition(t.task_id, p.Paused(then=p.Extracting()), point=None))
+    mine = run(store.events.bus_for_task(t.task_id, frozenset({"LearningExtracted", "TaskPaused"})))
+    assert [(e.kind, e.task_id) for e in mine] == [
+        ("LearningExtracted", t.task_id),
+        ("TaskPaused", t.task_id),
+    ]
+    assert mine[0].body == {"text": "ünï"} and mine[0].seq < mine[1].seq
+    (note,) = [e for e in run(store.events.bus(0)) if e.kind == "KernelNote"]
+    assert (note.task_id, note.body) == (None, {"n": 1})
+    assert run(store.events.bus_for_task(t.task_id, frozenset({"TaskFailed"}))) == []
+    assert run(store.events.bus_for_task("t-none", frozenset({"TaskPaused"}))) == []

@@ -80,3 +80,32 @@ def test_stale_locks_and_old_waits_are_cleared_at_a_start(store: Store) -> None:
     assert run(store.locks.waits()) == {"t8": "lock: host example.com held by task t9"}
     assert run(store.locks.clear_stale(lock_owner(), lambda p, s: p != 99)) == 1
     assert run(store.locks.held()) == [] and run(store.locks.waits()) == {}
+
+
+@covers("locks.waiting", "locks.waited", "locks.waits")
+def test_a_wait_is_shown_until_the_call_stops_waiting(store: Store) -> None:
+    assert run(store.locks.waits()) == {}
+    store.locks.waiting("t1:0", "t1", "boot-1", "lock: file /w/a held by task t2")
+    store.locks.waiting("t3:2", "t3", "boot-1", "lock: repo /w held by task t2")
+    run(store.locks.renew("boot-1", 60))  # a commit: the waits ride on it
+    assert run(store.locks.waits()) == {
+        "t1": "lock: file /w/a held by task t2",
+        "t3": "lock: repo /w held by task t2",
+    }
+    store.locks.waited("t1:0")
+    run(store.locks.renew("boot-1", 60))
+    assert run(store.locks.waits()) == {"t3": "lock: repo /w held by task t2"}
+
+
+@covers("locks.renew", "locks.held")
+def test_renew_extends_the_leases_of_one_boots_locks(store: Store) -> None:
+    alive = lambda pid, started: True  # noqa: E731
+    claim = [LockClaim("file", "/w/a", "exclusive")]
+    run(store.locks.acquire(claim, "t1:0", "t1", lock_owner("boot-1"), 1, alive))
+    other = [LockClaim("file", "/w/b", "exclusive")]
+    run(store.locks.acquire(other, "t2:0", "t2", lock_owner("boot-2", 202), 1, alive))
+    before = {h.holder: h.lease_until for h in run(store.locks.held())}
+    assert run(store.locks.renew("boot-1", 3600)) == 1
+    after = {h.holder: h.lease_until for h in run(store.locks.held())}
+    assert after["t1:0"] > before["t1:0"] and after["t2:0"] == before["t2:0"]
+    assert run(store.locks.renew("boot-9", 3600)) == 0

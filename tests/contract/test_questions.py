@@ -12,7 +12,9 @@ import pytest
 from pfar.answers import Approve, Deny, Retry
 from pfar.errors import (
     AlreadyDecided,
+    AmbiguousId,
     AnswerDoesNotFit,
+    IdPrefixTooShort,
     UnknownApproval,
     UnknownCredentialPrompt,
 )
@@ -218,3 +220,29 @@ def test_park_credential_and_receive_it_once(store: Store) -> None:
         run(store.questions.receive_credential(pr.prompt_id, "cli"))
     assert run(store.tasks.get(t.task_id)) == task
     assert run(store.questions.credential_prompts()) == []
+
+
+@covers("questions.resolve_approval_id", "questions.resolve_prompt_id")
+def test_a_question_is_found_by_its_id_or_an_unambiguous_prefix(store: Store) -> None:
+    for approval_id in ("aaaa1111-x", "aaaa1111-y"):
+        t = created(store, p.Executing(current_step=1))
+        a = replace(b.approval(t.task_id), approval_id=approval_id)
+        parked_on = p.AwaitingApproval(approval_id=approval_id, step=1)
+        run(store.questions.park_approval(a, b.message(f"q:{approval_id}"), parked_on))
+    assert run(store.questions.resolve_approval_id("aaaa1111-x")) == "aaaa1111-x"
+    assert run(store.questions.resolve_approval_id("aaaa1111-y")) == "aaaa1111-y"
+    with pytest.raises(AmbiguousId):
+        run(store.questions.resolve_approval_id("aaaa1111"))
+    with pytest.raises(IdPrefixTooShort):
+        run(store.questions.resolve_approval_id("aa"))
+    with pytest.raises(UnknownApproval):
+        run(store.questions.resolve_approval_id("bbbb"))
+    t = created(store, p.Executing(current_step=2))
+    pr = replace(b.prompt(t.task_id), prompt_id="cccc2222-z")
+    run(store.questions.park_credential(pr, b.message("c:1", "credential")))
+    assert run(store.questions.resolve_prompt_id("cccc")) == "cccc2222-z"
+    assert run(store.questions.resolve_prompt_id("cccc2222-z")) == "cccc2222-z"
+    with pytest.raises(IdPrefixTooShort):
+        run(store.questions.resolve_prompt_id("cc"))
+    with pytest.raises(UnknownCredentialPrompt):
+        run(store.questions.resolve_prompt_id("aaaa1111"))  # an approval's, not a prompt's

@@ -236,3 +236,26 @@ def test_cleanup_takes_a_tasks_model_calls_with_it_in_batches(store: Store) -> N
         assert run(store.tasks.llm_usage(t.task_id))["calls"] == 0
     assert run(store.tasks.llm_usage("a-task-deleted-long-ago"))["calls"] == 0
     assert run(store.tasks.llm_usage(live.task_id))["calls"] == 1  # a live task keeps its
+
+
+@covers("tasks.learnings_decided")
+def test_the_first_learnings_decided_are_the_ones_kept(store: Store) -> None:
+    t = created(store, p.Completed())
+    first = [{"text": "use uv", "tags": ["python"]}]
+    assert run(store.tasks.learnings_decided(t.task_id, first)) == first
+    # decided again after a restart: what was decided first stands
+    assert run(store.tasks.learnings_decided(t.task_id, [{"text": "other"}])) == first
+    assert run(store.tasks.learnings_decided(created(store).task_id, [])) == []
+
+
+@covers("tasks.learnings_kept")
+def test_learnings_are_marked_kept_once_with_their_events(store: Store) -> None:
+    t = created(store, p.Completed())
+    kinds = frozenset({"LearningExtracted"})
+    events = [{"text": "use uv"}, {"text": "ünï"}]
+    assert run(store.tasks.learnings_kept(t.task_id, events)) is True
+    published = run(store.events.bus_for_task(t.task_id, kinds))
+    assert [e.body for e in published] == events
+    # marked before: nothing is published again
+    assert run(store.tasks.learnings_kept(t.task_id, events)) is False
+    assert run(store.events.bus_for_task(t.task_id, kinds)) == published

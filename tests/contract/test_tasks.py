@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 
 from pfar.errors import (
+    AmbiguousId,
+    IdPrefixTooShort,
     IllegalTransition,
     UnknownTask,
 )
 from pfar.journal import (
+    TaskKind,
     TaskRecord,
     TaskState,
     TaskUpdate,
@@ -301,3 +304,42 @@ def moving_columns(t: TaskRecord) -> dict[str, Any]:
             "updated_at",
         )
     )
+
+
+@covers("tasks.resolve_id")
+def test_a_task_is_found_by_its_id_or_an_unambiguous_prefix(store: Store) -> None:
+    ids = ["abcd1234-one", "abcd1234-two", "abce0000-three"]
+    for task_id in ids:
+        run(store.tasks.create(replace(b.task(), task_id=task_id)))
+    assert run(store.tasks.resolve_id("abcd1234-one")) == "abcd1234-one"
+    assert run(store.tasks.resolve_id("abce")) == "abce0000-three"
+    assert run(store.tasks.resolve_id("abcd1234-t")) == "abcd1234-two"
+    with pytest.raises(AmbiguousId):
+        run(store.tasks.resolve_id("abcd"))
+    with pytest.raises(IdPrefixTooShort):
+        run(store.tasks.resolve_id("abc"))
+    with pytest.raises(UnknownTask, match="'ffff'"):
+        run(store.tasks.resolve_id("ffff"))
+
+
+def _workflow(directory: str, at: str) -> TaskRecord:
+    t = b.task(updated_at=at)
+    trigger = {"text": "run it", "payload": {"directory": directory}}
+    return replace(t, kind=TaskKind.workflow, trigger_event=trigger, created_at=at)
+
+
+@covers("tasks.latest_workflow_task")
+def test_the_latest_workflow_task_of_a_directory_is_found(store: Store) -> None:
+    assert run(store.tasks.latest_workflow_task("/w")) is None
+    base = datetime.now(UTC) - timedelta(hours=1)
+    older, newer = (_workflow("/w", rfc3339(base + timedelta(seconds=i))) for i in (1, 2))
+    elsewhere = _workflow("/v", rfc3339(base + timedelta(seconds=3)))
+    # a task of another kind about the same directory is no workflow's
+    pipeline = replace(
+        _workflow("/w", rfc3339(base + timedelta(seconds=4))), kind=TaskKind.pipeline
+    )
+    for t in (newer, older, elsewhere, pipeline):
+        run(store.tasks.create(t))
+    assert run(store.tasks.latest_workflow_task("/w")) == newer.task_id
+    assert run(store.tasks.latest_workflow_task("/v")) == elsewhere.task_id
+    assert run(store.tasks.latest_workflow_task("/nowhere")) is None
