@@ -3,6 +3,7 @@ and a loopback HTTP server that records every request it receives."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -11,17 +12,18 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pfar import init_home
 from pfar.cli.client import call
-from pfar.journal import TaskState, payloads
+from pfar.journal import Journal, TaskState, payloads
 from pfar.journal.payloads import Payload
+from pfar.journal.store import Store
 from pfar.vault import keys
 from pfar.vault.driver import sqlite
 from pfar.vault.home import Home
@@ -149,6 +151,20 @@ def vault_db(home: Home, path: Path | None = None, **kw: Any) -> sqlite.Connecti
     if key is not None:
         conn.execute(f"PRAGMA key = {key.pragma()}")
     return conn
+
+
+T = TypeVar("T")
+
+
+def read_journal(home: Home, read: Callable[[Store], Awaitable[T]]) -> T:
+    """One read of the home's journal through its store's verbs, opened read-only (as
+    `pfar` looks at a home): `read_journal(home, lambda s: s.tasks.get(task_id))`."""
+    with Journal.open_readonly(home.sessions_db, key=keys.unlock(home)) as journal:
+        return asyncio.run(_awaited(read(journal)))
+
+
+async def _awaited(read: Awaitable[T]) -> T:
+    return await read
 
 
 def db(home: Home) -> sqlite.Connection:

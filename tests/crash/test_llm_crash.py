@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from pfar.journal.payloads import Planning
 from pfar.vault import keys
+from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
 from ..integration.openai_server import (
@@ -19,7 +21,7 @@ from ..integration.openai_server import (
     tool_piece,
     usage_chunk,
 )
-from ..support import KernelProcess, db, make_home, running_kernel, wait_for
+from ..support import KernelProcess, make_home, read_journal, running_kernel, wait_for
 
 pytestmark = pytest.mark.crash
 
@@ -63,12 +65,9 @@ def test_a_crash_between_request_sent_and_the_answer_retries_that_call_once(
         task_id = k.request("submit", template="note", text="note this")["task_id"]
         wait_for(lambda: len(server.received) == 2, what="the plan request to be in flight")
         k.kill()
-        with db(home) as conn:
-            row = conn.execute(
-                "SELECT state, state_detail FROM task_journal WHERE task_id = ?", (task_id,)
-            ).fetchone()
-        assert row["state"] == "Planning"
-        assert json.loads(row["state_detail"])["llm_request"]["phase"] == "plan"
+        planning = read_journal(home, lambda s: s.tasks.payload(task_id))
+        assert isinstance(planning, Planning) and planning.llm_request is not None
+        assert planning.llm_request.phase == "plan"
 
         with running_kernel(home):
             wait_for(
@@ -85,10 +84,5 @@ def test_a_crash_between_request_sent_and_the_answer_retries_that_call_once(
         server.close()
 
 
-def _state(home, task_id: str) -> str:
-    with db(home) as conn:
-        return str(
-            conn.execute("SELECT state FROM task_journal WHERE task_id = ?", (task_id,)).fetchone()[
-                0
-            ]
-        )
+def _state(home: Home, task_id: str) -> str:
+    return read_journal(home, lambda s: s.tasks.get(task_id)).state.value

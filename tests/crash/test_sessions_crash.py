@@ -15,7 +15,14 @@ import pytest
 from pfar.errors import PfarError
 from pfar.vault.home import Home
 
-from ..support import KernelProcess, db, make_home, owner_messages, running_kernel, wait_for
+from ..support import (
+    KernelProcess,
+    make_home,
+    owner_messages,
+    read_journal,
+    running_kernel,
+    wait_for,
+)
 
 pytestmark = pytest.mark.crash
 
@@ -109,19 +116,9 @@ def test_session_commands_refuse_bad_input_with_clear_errors(tmp_path: Path) -> 
 
 
 def _session_row(home: Home) -> dict[str, Any]:
-    """The one session, as the database holds it (no kernel involved)."""
-    conn = db(home)
-    try:
-        status, context, process = conn.execute(
-            "SELECT status, context, process_json FROM sessions"
-        ).fetchone()
-    finally:
-        conn.close()
-    return {
-        "status": status,
-        "context": json.loads(context),
-        "process": None if process is None else json.loads(process),
-    }
+    """The one session, as the journal holds it (no kernel involved)."""
+    (s,) = read_journal(home, lambda store: store.sessions.list())
+    return {"status": s.status.value, "context": s.context, "process": s.process}
 
 
 # each fault point, the requests that reach it (the last one is cut off by the kill), and

@@ -13,7 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from ..support import KernelProcess, db, make_home, owner_messages, running_kernel, wait_for
+from pfar.journal import ApprovalRecord, ApprovalStatus
+from pfar.vault.home import Home
+
+from ..support import (
+    KernelProcess,
+    make_home,
+    owner_messages,
+    read_journal,
+    running_kernel,
+    wait_for,
+)
 
 pytestmark = pytest.mark.crash
 
@@ -67,33 +77,21 @@ def _ran(work: Path) -> list[str]:
     return log.read_text().split() if log.exists() else []
 
 
-def _question(home, task_id: str) -> dict:
-    def pending() -> list:
-        with db(home) as conn:
-            return [
-                dict(r)
-                for r in conn.execute(
-                    "SELECT * FROM pending_approvals WHERE task_id = ? AND status = 'pending'",
-                    (task_id,),
-                )
-            ]
+def _question(home: Home, task_id: str) -> ApprovalRecord:
+    def pending() -> list[ApprovalRecord]:
+        asked = read_journal(home, lambda s: s.questions.approvals_for_task(task_id))
+        return [a for a in asked if a.status is ApprovalStatus.pending]
 
     return wait_for(pending, what="a question to the owner")[0]
 
 
-def _step_process(home, task_id: str, step: int) -> bool:
-    with db(home) as conn:
-        row = conn.execute(
-            "SELECT process_json FROM task_steps WHERE task_id = ? AND step = ?", (task_id, step)
-        ).fetchone()
-    return row is not None and row[0] is not None
+def _step_process(home: Home, task_id: str, step: int) -> bool:
+    running = read_journal(home, lambda s: s.tasks.started_processes(task_id))
+    return any(n == step for _, n, _ in running)
 
 
-def _state(home, task_id: str) -> str:
-    with db(home) as conn:
-        return conn.execute(
-            "SELECT state FROM task_journal WHERE task_id = ?", (task_id,)
-        ).fetchone()[0]
+def _state(home: Home, task_id: str) -> str:
+    return read_journal(home, lambda s: s.tasks.get(task_id)).state.value
 
 
 @pytest.mark.parametrize(
@@ -134,12 +132,12 @@ def test_seed_example_mid_step_resumed_by_the_kernel_asks_then_reruns(tmp_path: 
         assert started.returncode == 0, started.stderr
         task_id = started.stdout.split()[2]
         q = _question(home, task_id)
-        assert q["action_type"] == "workflow_mid_step"
-        assert json.loads(q["options_json"]) == ["continue", "rerun", "investigate"]
-        assert "Current focus: Token validation logic." in q["description"]
-        assert "Artifacts verified: src/auth/login.py, src/api/routes.py" in q["description"]
+        assert q.action_type == "workflow_mid_step"
+        assert q.options == ["continue", "rerun", "investigate"]
+        assert "Current focus: Token validation logic." in q.description
+        assert "Artifacts verified: src/auth/login.py, src/api/routes.py" in q.description
         assert _ran(work) == []  # never silently re-run
-        answered = _pfar(home, "answer", q["approval_id"][:8], "rerun")
+        answered = _pfar(home, "answer", q.approval_id[:8], "rerun")
         assert answered.returncode == 0, answered.stderr
         wait_for(lambda: _state(home, task_id) == "Completed", what="the workflow to finish")
     assert _ran(work) == ["implement", "validated"]  # steps 1-2 were not re-run
@@ -156,11 +154,11 @@ def test_seed_example_failed_asks_and_never_auto_retries(tmp_path: Path) -> None
             "task_id"
         ]
         q = _question(home, task_id)
-        assert q["action_type"] == "workflow_failed"
-        assert json.loads(q["options_json"]) == ["retry", "skip", "back", "abort"]
-        assert "Challenges: Auth endpoint returns 401 for valid tokens." in q["description"]
+        assert q.action_type == "workflow_failed"
+        assert q.options == ["retry", "skip", "back", "abort"]
+        assert "Challenges: Auth endpoint returns 401 for valid tokens." in q.description
         assert _ran(work) == []
-        k.request("answer", approval_id=q["approval_id"], decision="abort")
+        k.request("answer", approval_id=q.approval_id, decision="abort")
         wait_for(lambda: _state(home, task_id) == "Failed", what="the abort")
         assert _ran(work) == []
         # later the owner comes back to it: the recovery check runs again, asks again
@@ -169,8 +167,8 @@ def test_seed_example_failed_asks_and_never_auto_retries(tmp_path: Path) -> None
         again = resumed.stdout.split()[2]
         assert again != task_id
         q2 = _question(home, again)
-        assert q2["action_type"] == "workflow_failed"
-        assert _pfar(home, "answer", q2["approval_id"], "retry").returncode == 0
+        assert q2.action_type == "workflow_failed"
+        assert _pfar(home, "answer", q2.approval_id, "retry").returncode == 0
         wait_for(lambda: _state(home, again) == "Completed", what="the retried workflow")
     assert _ran(work) == ["validated"]
 
@@ -208,12 +206,12 @@ def test_kernel_killed_mid_step_asks_on_restart_and_the_step_runs_once_more(
 
     with running_kernel(home) as k2:
         q = _question(home, task_id)
-        assert q["action_type"] == "workflow_mid_step"
+        assert q.action_type == "workflow_mid_step"
         report = [m["body"] for m in owner_messages(home) if m["kind"] == "report"][-1]
         assert " - 1 orphaned process cleaned up" in report  # the `sleep 30` was ended
         # make the step quick this time, then let the owner choose to re-run it
         definition.write_text(definition.read_text().replace("sleep 30", "sleep 0"))
-        k2.request("answer", approval_id=q["approval_id"], decision="rerun")
+        k2.request("answer", approval_id=q.approval_id, decision="rerun")
         wait_for(lambda: _state(home, task_id) == "Completed", what="the workflow to finish")
     assert _ran(work) == ["oriented", "designed", "implement", "implement", "validated"]
 
@@ -241,9 +239,9 @@ def test_a_missing_artifact_turns_the_automatic_resume_into_a_question(tmp_path:
             "task_id"
         ]
         q = _question(home, task_id)
-        assert "docs/auth_api.md" in q["description"]
+        assert "docs/auth_api.md" in q.description
         assert _ran(work) == []
-        k.request("answer", approval_id=q["approval_id"], decision="continue")
+        k.request("answer", approval_id=q.approval_id, decision="continue")
         wait_for(lambda: _state(home, task_id) == "Completed", what="the workflow to finish")
     assert _ran(work) == ["implement", "validated"]
 

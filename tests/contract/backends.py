@@ -1,0 +1,94 @@
+"""The journal backends the contract runs on, and what each supplies beyond the protocol.
+
+A backend says how to open its store under a directory, where a child process finds
+that opener (the SIGKILL test), and, if it can, how to check its database whole, how
+many commits it made, and that `tasks.unfinished()` reads an index. The contract's
+tests see a backend only through these hooks and the store's own verbs. Adding one is
+a class here and a name in `BACKENDS` (the `backend` fixture's params follow it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import ClassVar
+
+from pfar.journal import Journal
+from pfar.journal.store import Store
+from pfar.vault.driver import sqlite
+
+from .verbs import unwrapped
+
+
+class Backend:
+    """The defaults: a backend without a whole-database check, a commit counter or a
+    query plan to look at skips those checks."""
+
+    name: ClassVar[str]
+    # "module:function" a child process calls as function(path) to open the store
+    opener: ClassVar[str]
+
+    def open(self, path: Path) -> Store:
+        """An opened store kept under `path` (a directory), created if it is not there
+        and opened as it is if it is: reopening shows what was committed."""
+        raise NotImplementedError
+
+    def integrity_problems(self, path: Path) -> list[str]:
+        """What a whole-database check of the store under `path` finds ([] when sound)."""
+        return []
+
+    def commits_made(self, store: Store) -> int | None:
+        """How many commits the store made so far (None: the backend does not count)."""
+        return None
+
+    def check_unfinished_reads_an_index(self, store: Store) -> None:
+        """Assert that `await store.tasks.unfinished()` reads only unfinished rows."""
+
+
+def open_sqlite_store(path: Path) -> Journal:
+    """The SQLite store under `path`: created when missing, opened as it is otherwise."""
+    return Journal.open(path / "sessions.db", create=True)
+
+
+class SQLiteBackend(Backend):
+    """The SQLite journal (WAL, synchronous=FULL)."""
+
+    name = "sqlite"
+    opener = f"{__name__}:open_sqlite_store"
+
+    def open(self, path: Path) -> Store:
+        return open_sqlite_store(path)
+
+    def integrity_problems(self, path: Path) -> list[str]:
+        conn = sqlite.connect(path / "sessions.db")
+        try:
+            rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+        finally:
+            conn.close()
+        return [] if rows == ["ok"] else rows
+
+    def commits_made(self, store: Store) -> int | None:
+        journal = unwrapped(store)
+        assert isinstance(journal, Journal)
+        return journal.writer.commits
+
+    def check_unfinished_reads_an_index(self, store: Store) -> None:
+        journal = unwrapped(store)
+        assert isinstance(journal, Journal)
+        seen: list[str] = []
+        conn = journal._db.reader
+        conn.set_trace_callback(seen.append)
+        try:
+            asyncio.run(journal.tasks.unfinished())
+        finally:
+            conn.set_trace_callback(None)
+        (sql,) = [s for s in seen if "task_journal" in s]
+        plan = " ".join(str(r[-1]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        # a walk of the partial index alone (it holds unfinished rows), in updated_at order
+        assert "idx_task_journal_unfinished" in plan, plan
+        assert "TEMP B-TREE" not in plan, plan
+
+
+BACKENDS: dict[str, Backend] = {b.name: b for b in (SQLiteBackend(),)}
+
+__all__ = ["BACKENDS", "Backend", "open_sqlite_store"]

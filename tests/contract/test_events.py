@@ -1,0 +1,199 @@
+"""The event family's contract: the owner's outbox (each key once, in order), the
+event bus and its subscribers' offsets, the kernel's boots, and pruning them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pfar.errors import (
+    IllegalTransition,
+)
+from pfar.journal import (
+    TaskState,
+)
+from pfar.journal import payloads as p
+from pfar.journal.records import rfc3339
+from pfar.journal.store import Store
+
+from . import builders as b
+from .helpers import created, run
+from .verbs import covers
+
+S = TaskState
+
+
+# -- the event bus ----------------------------------------------------------------
+
+
+@covers("events.bus")
+def test_moves_are_bus_events_in_commit_order(store: Store) -> None:
+    t = created(store)  # Extracting
+    for to in (p.Planning(), p.Executing(), p.Paused(then=p.Executing()), p.Executing()):
+        run(store.tasks.transition(t.task_id, to, point=None))
+    run(store.tasks.transition(t.task_id, p.Synthesizing(), point=None))
+    run(store.tasks.transition(t.task_id, p.Completed(), point=None))
+    events = run(store.events.bus(0))
+    mine = [e for e in events if e.task_id == t.task_id]
+    # runner moves between working states are no events; arrivals and resumptions are
+    assert [e.kind for e in mine] == [
+        "TaskCreated",
+        "TaskStarted",
+        "TaskPaused",
+        "TaskResumed",
+        "TaskCompleted",
+    ]
+    assert [e.seq for e in events] == sorted(e.seq for e in events)
+    assert mine[-1].body["state"] == "Completed" and mine[-1].body["from"] == "Synthesizing"
+    assert run(store.events.bus(mine[2].seq, limit=2)) == mine[3:5]
+
+
+@covers("events.bus")
+def test_a_refused_move_is_no_event(store: Store) -> None:
+    t = created(store, p.Completed())
+    before = run(store.events.bus(0))
+    with pytest.raises(IllegalTransition):
+        run(store.tasks.transition(t.task_id, p.Failed(), point=None))
+    assert run(store.events.bus(0)) == before
+
+
+@covers("events.bus_offset", "events.bus_ack")
+def test_a_subscribers_offset_is_kept_and_never_goes_back(store: Store) -> None:
+    assert run(store.events.bus_offset("watcher")) is None
+    run(store.events.bus_ack("watcher", 7))
+    run(store.events.bus_ack("watcher", 3))  # a late, older acknowledgement
+    assert run(store.events.bus_offset("watcher")) == 7
+    assert run(store.events.bus_offset("other")) is None
+
+
+@covers("events.bus_last")
+def test_the_bus_end_is_where_a_new_subscriber_starts(store: Store) -> None:
+    assert run(store.events.bus_last()) == max((e.seq for e in run(store.events.bus(0))), default=0)
+    t = created(store)
+    last = run(store.events.bus_last())
+    assert last == run(store.events.bus(0))[-1].seq
+    assert [e.task_id for e in run(store.events.bus(last - 2))] == [t.task_id, t.task_id]
+
+
+# -- the outbox ---------------------------------------------------------------------
+
+
+@covers("events.enqueue", "events.pending", "events.mark_delivered")
+def test_a_message_key_is_sent_once(store: Store) -> None:
+    m = b.message("result:x", "result", "hi")
+    run(store.events.enqueue([m]))
+    run(store.events.enqueue([replace(m, body="changed")]))
+    assert run(store.events.pending()) == [m]
+    store.events.mark_delivered(["result:x"])  # outside a loop: committed at once
+    assert run(store.events.pending()) == []
+    run(store.events.enqueue([m]))  # a resend after delivery is still a no-op
+    assert run(store.events.pending()) == []
+
+
+@covers("events.pending")
+def test_pending_messages_keep_their_order(store: Store) -> None:
+    msgs = [b.message(f"k{i}", body=str(i)) for i in (3, 1, 2)]
+    for m in msgs:
+        run(store.events.enqueue([m]))
+    assert run(store.events.pending()) == msgs
+
+
+@covers("events.mark_delivered")
+def test_mark_delivered_rides_on_the_next_commit(store: Store) -> None:
+    run(store.events.enqueue([b.message("a"), b.message("b")]))
+
+    async def go() -> None:
+        store.events.mark_delivered(["a"])
+        await store.events.enqueue([b.message("c")])
+
+    run(go())
+    assert [m.message_key for m in run(store.events.pending())] == ["b", "c"]
+
+
+@covers("questions.supersede_old_prompts")
+def test_supersede_old_prompts_keeps_the_reports(store: Store) -> None:
+    run(store.events.enqueue([b.message("q", "approval"), b.message("r", "report")]))
+    run(store.events.enqueue([b.message("c", "credential")]))
+    assert run(store.questions.supersede_old_prompts()) == 2
+    assert [m.message_key for m in run(store.events.pending())] == ["r"]
+
+
+@covers("events.start_boot", "events.end_boot", "events.last_boot")
+def test_boots_start_and_end(store: Store) -> None:
+    assert run(store.events.last_boot()) is None
+    run(store.events.start_boot("boot-1", 123, "0.0"))
+    boot = run(store.events.last_boot())
+    assert boot is not None and boot["boot_id"] == "boot-1" and not boot["clean"]
+    run(store.events.end_boot("boot-1"))
+    boot = run(store.events.last_boot())
+    assert boot is not None and boot["clean"] and boot["ended_at"] is not None
+
+
+@covers(
+    "events.prune",
+    "adapters.register_channels",
+    "adapters.sent",
+    "adapters.failed",
+    "adapters.sending",
+    "adapters.delivery_counts",
+    "adapters.replied_to",
+)
+def test_prune_drops_ended_deliveries_and_old_boots_in_batches(store: Store) -> None:
+    run(store.adapters.register_channels(["chat"]))
+    run(store.events.enqueue([b.message(k) for k in ("sent", "failed", "pending", "doubt")]))
+    run(store.adapters.sent("chat", "sent", "r-1"))
+    run(store.adapters.failed("chat", "failed", "refused"))
+    run(store.adapters.sending("chat", "doubt"))
+    run(store.adapters.register_channels(["chat"]))  # a restart: `doubt` is in doubt
+    for n in range(5):
+        run(store.events.start_boot(f"boot-{n}", n, "0.0"))
+    later = rfc3339(datetime.now(UTC) + timedelta(days=1))
+    earlier = rfc3339(datetime.now(UTC) - timedelta(days=1))
+    assert run(store.events.prune(earlier, keep_boots=5)) == 0  # nothing is old enough
+    # two ended deliveries and three boots beyond the newest two, two a commit
+    assert run(store.events.prune(later, keep_boots=2, batch=2)) == 4
+    assert run(store.events.prune(later, keep_boots=2, batch=2)) == 1
+    assert run(store.events.prune(later, keep_boots=2, batch=2)) == 0
+    counts = run(store.adapters.delivery_counts("chat"))
+    # pending: the one never sent, and the notice that `doubt` may not have arrived
+    assert counts == {"pending": 2, "in_doubt": 1}, counts
+    assert run(store.adapters.replied_to("chat", "r-1")) is None
+    boot = run(store.events.last_boot())
+    assert boot is not None and boot["boot_id"] == "boot-4"
+
+
+@covers("events.for_task")
+def test_a_tasks_messages_are_read_in_order_with_their_status(store: Store) -> None:
+    t = created(store)
+    run(store.events.enqueue([b.message("a", task_id=t.task_id, body="one")]))
+    run(store.events.enqueue([b.message("other", task_id="t-other"), b.message("none")]))
+    run(store.events.enqueue([b.message("b", "result", "two", task_id=t.task_id)]))
+    store.events.mark_delivered(["a"])  # outside a loop: committed at once
+    got = run(store.events.for_task(t.task_id))
+    assert [(m["message_key"], m["kind"], m["body"], m["status"]) for m in got] == [
+        ("a", "notice", "one", "delivered"),
+        ("b", "result", "two", "pending"),
+    ]
+    assert got[0]["delivered_at"] is not None and got[1]["delivered_at"] is None
+    assert all(m["created_at"] for m in got)
+    assert run(store.events.for_task("t-none")) == []
+
+
+@covers("events.publish", "events.bus_for_task")
+def test_published_events_join_the_bus_in_order(store: Store) -> None:
+    t = created(store)  # TaskCreated, TaskStarted
+    run(store.events.publish("LearningExtracted", t.task_id, {"text": "ünï"}))
+    run(store.events.publish("KernelNote", None, {"n": 1}))
+    run(store.tasks.transition(t.task_id, p.Paused(then=p.Extracting()), point=None))
+    mine = run(store.events.bus_for_task(t.task_id, frozenset({"LearningExtracted", "TaskPaused"})))
+    assert [(e.kind, e.task_id) for e in mine] == [
+        ("LearningExtracted", t.task_id),
+        ("TaskPaused", t.task_id),
+    ]
+    assert mine[0].body == {"text": "ünï"} and mine[0].seq < mine[1].seq
+    (note,) = [e for e in run(store.events.bus(0)) if e.kind == "KernelNote"]
+    assert (note.task_id, note.body) == (None, {"n": 1})
+    assert run(store.events.bus_for_task(t.task_id, frozenset({"TaskFailed"}))) == []
+    assert run(store.events.bus_for_task("t-none", frozenset({"TaskPaused"}))) == []

@@ -1,0 +1,191 @@
+"""The owner's hold on a task (pause, unpause, cancel, fail) and recovery's decisions,
+each one commit that a refusal leaves untouched."""
+
+from __future__ import annotations
+
+import pytest
+
+from pfar.answers import Approve
+from pfar.errors import (
+    AlreadyDecided,
+    IllegalTransition,
+    TaskStateRefused,
+)
+from pfar.journal import (
+    ApprovalStatus,
+    StepStatus,
+    TaskState,
+)
+from pfar.journal import payloads as p
+from pfar.journal.holds import CANCELLED_ERROR, PauseOutcome, ResumeOutcome
+from pfar.journal.store import Store
+
+from . import builders as b
+from .helpers import created, parked, run
+from .verbs import covers
+
+S = TaskState
+
+
+# -- the owner's hold: pause, unpause, cancel ---------------------------------------
+
+
+@covers("tasks.request_pause", "tasks.unpause")
+def test_pause_now_and_unpause_back_to_exactly_the_payload(store: Store) -> None:
+    held = p.Executing(current_step=4, skip_step=5)
+    t = created(store, held)
+    state, outcome = run(store.tasks.request_pause(t.task_id, running=lambda: False))
+    assert (state, outcome) == (S.Paused, PauseOutcome.paused)
+    assert run(store.tasks.get(t.task_id)).payload == p.Paused(then=held)
+    assert run(store.tasks.request_pause(t.task_id, running=lambda: False)) == (
+        S.Paused,
+        PauseOutcome.already,
+    )
+    # a runner's move out of Paused is refused
+    with pytest.raises(IllegalTransition):
+        run(store.tasks.transition(t.task_id, p.Synthesizing(), point=None))
+    assert run(store.tasks.unpause(t.task_id)) == (S.Executing, ResumeOutcome.resumed)
+    assert run(store.tasks.get(t.task_id)).payload == held
+
+
+@covers("tasks.request_pause", "tasks.unpause")
+def test_a_pause_request_is_withdrawn_before_its_boundary(store: Store) -> None:
+    t = created(store, p.Planning())
+    assert run(store.tasks.request_pause(t.task_id, running=lambda: True)) == (
+        S.Planning,
+        PauseOutcome.requested,
+    )
+    assert run(store.tasks.get(t.task_id)).payload == p.Planning(pause_requested=True)
+    assert run(store.tasks.unpause(t.task_id)) == (S.Planning, ResumeOutcome.withdrawn)
+    assert run(store.tasks.get(t.task_id)).payload == p.Planning()
+    # requested again, the next move of the runner is the boundary
+    run(store.tasks.request_pause(t.task_id, running=lambda: True))
+    assert run(store.tasks.transition(t.task_id, p.Executing(), point=None)) is S.Paused
+    assert run(store.tasks.get(t.task_id)).payload == p.Paused(then=p.Executing())
+
+
+@covers("tasks.request_pause", "tasks.unpause")
+def test_pause_and_unpause_refuse_what_they_cannot_hold(store: Store) -> None:
+    for payload in (b.task(S.AwaitingApproval).payload, p.Completed()):
+        t = created(store, payload)
+        with pytest.raises(TaskStateRefused):
+            run(store.tasks.request_pause(t.task_id, running=lambda: False))
+        with pytest.raises(TaskStateRefused):
+            run(store.tasks.unpause(t.task_id))
+        assert run(store.tasks.get(t.task_id)) == t
+
+
+@covers("tasks.begin_cancel")
+def test_begin_cancel_withdraws_the_questions_and_holds_the_task(store: Store) -> None:
+    t, a = parked(store)
+    intent = run(store.tasks.begin_cancel(t.task_id))
+    assert (intent.from_state, intent.approvals, intent.already) == (
+        S.AwaitingApproval,
+        [a.approval_id],
+        False,
+    )
+    assert run(store.tasks.get(t.task_id)).payload == p.Cancelling(
+        cancelled_from=S.AwaitingApproval, step=1
+    )
+    assert run(store.questions.approval(a.approval_id)).status is ApprovalStatus.withdrawn
+    with pytest.raises(AlreadyDecided, match="withdrawn"):
+        run(
+            store.questions.decide_approval(
+                a.approval_id, Approve(), resume_to=b.resume_to, by="cli"
+            )
+        )
+    for late in (p.Executing(current_step=1), p.Synthesizing(), p.Failed()):
+        with pytest.raises(IllegalTransition):
+            run(store.tasks.transition(t.task_id, late, point=None))
+    again = run(store.tasks.begin_cancel(t.task_id))
+    assert (again.from_state, again.already) == (S.AwaitingApproval, True)
+
+
+@covers("tasks.begin_cancel", "tasks.finish_cancel")
+def test_finish_cancel_cuts_off_running_steps_once(store: Store) -> None:
+    t = created(store, p.Executing(current_step=3))
+    run(store.tasks.step_started(b.step(t.task_id, 3)))
+    run(store.tasks.begin_cancel(t.task_id))
+    with pytest.raises(IllegalTransition):
+        run(store.tasks.step_started(b.step(t.task_id, 4)))
+    msg = b.message(f"cancelled:{t.task_id}", task_id=t.task_id)
+    assert run(store.tasks.finish_cancel(t.task_id, msg)) == [3]
+    task = run(store.tasks.get(t.task_id))
+    assert (task.state, task.error) == (S.Cancelled, CANCELLED_ERROR)
+    (row,) = run(store.tasks.steps(t.task_id))
+    assert row.status is StepStatus.cancelled and row.completed_at is not None
+    assert run(store.tasks.steps_in_flight()) == {}
+    assert run(store.tasks.finish_cancel(t.task_id, b.message("second"))) is None
+    assert run(store.events.pending()) == [msg]
+    with pytest.raises(TaskStateRefused):
+        run(store.tasks.begin_cancel(t.task_id))
+
+
+@covers("tasks.finish_cancel")
+def test_finish_cancel_needs_the_intent(store: Store) -> None:
+    t = created(store, p.Executing())
+    with pytest.raises(IllegalTransition):
+        run(store.tasks.finish_cancel(t.task_id, b.message("x")))
+    assert run(store.tasks.get(t.task_id)) == t
+    assert run(store.events.pending()) == []
+
+
+@covers("tasks.fail")
+def test_fail_ends_a_task_with_its_error(store: Store) -> None:
+    t = created(store, p.Synthesizing())
+    run(store.tasks.fail(t.task_id, "model gone", [b.message("f", task_id=t.task_id)]))
+    task = run(store.tasks.get(t.task_id))
+    assert (task.state, task.error) == (S.Failed, "model gone")
+    assert [m.message_key for m in run(store.events.pending())] == ["f"]
+
+
+# -- recovery ------------------------------------------------------------------------
+
+
+@covers("tasks.apply_recovery")
+def test_apply_recovery_is_one_commit(store: Store) -> None:
+    gone = created(store, p.Executing(current_step=1))
+    ask = created(store, p.Executing(current_step=2))
+    held = created(store, p.Planning(pause_requested=True))
+    ending = created(store, p.Cancelling(cancelled_from=S.Executing, step=0))
+    again = created(store, p.Extracting())
+    a = b.approval(ask.task_id, step=2)
+    parked = p.AwaitingApproval(approval_id=a.approval_id, step=2)
+    prompt = b.message(f"approval:{a.approval_id}:1", "approval", task_id=ask.task_id)
+    report = b.message("report:boot-1", "report")
+    run(
+        store.tasks.apply_recovery(
+            abandon=[(gone.task_id, "died twice")],
+            attempted=[again.task_id, again.task_id],
+            messages=[report, prompt],
+            park=[(a, parked)],
+            pause=[held.task_id],
+            cancel=[ending.task_id],
+        )
+    )
+    g = run(store.tasks.get(gone.task_id))
+    assert (g.state, g.error) == (S.Abandoned, "died twice")
+    assert run(store.tasks.get(ask.task_id)).payload == parked
+    assert run(store.questions.approval(a.approval_id)).prompts_sent == 1
+    assert run(store.tasks.get(held.task_id)).payload == p.Paused(then=p.Planning())
+    assert run(store.tasks.get(ending.task_id)).state is S.Cancelled
+    assert run(store.tasks.get(again.task_id)).recovery_attempts == 2
+    assert run(store.events.pending()) == [report, prompt]
+
+
+@covers("tasks.apply_recovery")
+def test_apply_recovery_refused_in_part_writes_nothing(store: Store) -> None:
+    gone = created(store, p.Executing())
+    done = created(store, p.Completed())
+    again = created(store)
+    with pytest.raises(IllegalTransition):
+        run(
+            store.tasks.apply_recovery(
+                abandon=[(gone.task_id, "x"), (done.task_id, "y")],
+                attempted=[again.task_id],
+                messages=[b.message("report")],
+            )
+        )
+    for t in (gone, done, again):
+        assert run(store.tasks.get(t.task_id)) == t
+    assert run(store.events.pending()) == []
