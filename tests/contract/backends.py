@@ -9,14 +9,16 @@ a class here and a name in `BACKENDS` (the `backend` fixture's params follow it)
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import ClassVar
 
 from pfar.journal import Journal
+from pfar.journal.postgres.store import open_journal as open_postgres
 from pfar.journal.store import Store
 from pfar.vault.driver import sqlite
 
+from ..pg_support import require_postgres, store_dsn
+from .helpers import run
 from .verbs import unwrapped
 
 
@@ -32,6 +34,14 @@ class Backend:
         """An opened store kept under `path` (a directory), created if it is not there
         and opened as it is if it is: reopening shows what was committed."""
         raise NotImplementedError
+
+    def close(self, store: Store) -> None:
+        journal = unwrapped(store)
+        assert isinstance(journal, Journal)
+        run(journal.aclose())
+
+    def available(self) -> None:
+        """Skip (or, under CI=true, fail) a test this machine cannot run on the backend."""
 
     def integrity_problems(self, path: Path) -> list[str]:
         """What a whole-database check of the store under `path` finds ([] when sound)."""
@@ -79,7 +89,7 @@ class SQLiteBackend(Backend):
         conn = journal._db.reader
         conn.set_trace_callback(seen.append)
         try:
-            asyncio.run(journal.tasks.unfinished())
+            run(journal.tasks.unfinished())
         finally:
             conn.set_trace_callback(None)
         (sql,) = [s for s in seen if "task_journal" in s]
@@ -89,6 +99,30 @@ class SQLiteBackend(Backend):
         assert "TEMP B-TREE" not in plan, plan
 
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (SQLiteBackend(),)}
+async def open_postgres_store(path: Path) -> Journal:
+    """The PostgreSQL store of `path`: a schema of the run's database that the directory
+    names, created when missing, opened as it is otherwise."""
+    return await open_postgres(store_dsn(path), create=True)
 
-__all__ = ["BACKENDS", "Backend", "open_sqlite_store"]
+
+class PostgresBackend(Backend):
+    """The PostgreSQL journal, on a schema of this run's own database."""
+
+    name = "postgresql"
+    opener = f"{__name__}:open_postgres_store"
+
+    def available(self) -> None:
+        require_postgres()
+
+    def open(self, path: Path) -> Store:
+        return run(open_postgres_store(path))
+
+    def commits_made(self, store: Store) -> int | None:
+        journal = unwrapped(store)
+        assert isinstance(journal, Journal)
+        return journal.writer.commits
+
+
+BACKENDS: dict[str, Backend] = {b.name: b for b in (SQLiteBackend(), PostgresBackend())}
+
+__all__ = ["BACKENDS", "Backend", "open_postgres_store", "open_sqlite_store"]

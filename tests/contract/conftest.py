@@ -20,7 +20,9 @@ from .verbs import claimed, recording
 
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request: pytest.FixtureRequest) -> Backend:
-    return BACKENDS[request.param]
+    found = BACKENDS[request.param]
+    found.available()
+    return found
 
 
 @pytest.fixture
@@ -42,10 +44,12 @@ def open_store(backend: Backend, verbs_called: set[str]) -> Callable[[Path], Sto
 
 
 @pytest.fixture
-def store(open_store: Callable[[Path], Store], store_path: Path) -> Iterator[Store]:
+def store(
+    open_store: Callable[[Path], Store], store_path: Path, backend: Backend
+) -> Iterator[Store]:
     s = open_store(store_path)
     yield s
-    s.close()
+    backend.close(s)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from pfar.journal import Journal, TaskUpdate
@@ -45,9 +46,16 @@ async def _write_forever(store: Journal) -> None:
 
 def main(argv: list[str]) -> None:
     module, _, name = argv[0].partition(":")
-    opener: Callable[[Path], Journal] = getattr(importlib.import_module(module), name)
-    store = opener(Path(argv[1]))
-    asyncio.run(_write_forever(store))
+    opener: Callable[[Path], Journal | Awaitable[Journal]] = getattr(
+        importlib.import_module(module), name
+    )
+
+    async def go() -> None:
+        opened = opener(Path(argv[1]))
+        store = await opened if inspect.isawaitable(opened) else opened
+        await _write_forever(store)
+
+    asyncio.run(go())
 
 
 if __name__ == "__main__":

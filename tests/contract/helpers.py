@@ -21,12 +21,16 @@ T = TypeVar("T")
 
 
 def run(coro: Awaitable[T]) -> T:
-    """Await one verb (each on a loop of its own, as a caller outside the kernel does)."""
+    """Await one verb, on the one event loop the contract's stores are opened on (a
+    server's connections belong to the loop that made them)."""
 
     async def go() -> T:
         return await coro
 
-    return asyncio.run(go())
+    return RUNNER.run(go())
+
+
+RUNNER = asyncio.Runner()
 
 
 def created(store: Store, payload: p.Payload | None = None) -> TaskRecord:
@@ -55,6 +59,11 @@ def lock_owner(boot: str = "boot-1", pid: int = 101, host: str = "here") -> Lock
 def release(store: Store, holder: str) -> None:
     """Let `holder`'s locks go (a release rides on the next commit: one is made)."""
     store.locks.release(holder)
+    settle(store)
+
+
+def settle(store: Store) -> None:
+    """Make a commit, so that what was deferred (it rides on the next one) is committed."""
     run(store.locks.renew("no-such-boot", 1))
 
 

@@ -94,13 +94,13 @@ def test_what_was_committed_survives_a_reopen(
     s = open_store(store_path)
     t = created(s)
     run(s.tasks.transition(t.task_id, p.Planning(), point=None, update=TaskUpdate(error="e")))
-    s.close()
+    backend.close(s)
     s2 = open_store(store_path)
     try:
         got = run(s2.tasks.get(t.task_id))
         assert (got.state, got.error) == (S.Planning, "e")
     finally:
-        s2.close()
+        backend.close(s2)
     assert backend.integrity_problems(store_path) == []
 
 
@@ -156,5 +156,5 @@ def test_every_acknowledged_write_survives_a_sigkill(
             assert got.state is S.Planning, task_id
             assert got.extracted_metadata == {"n": n}
     finally:
-        s.close()
+        backend.close(s)
     assert backend.integrity_problems(store_path) == []

@@ -19,7 +19,7 @@ from pfar.journal.records import rfc3339
 from pfar.journal.store import Store
 
 from . import builders as b
-from .helpers import created, run
+from .helpers import created, run, settle
 from .verbs import covers
 
 S = TaskState
@@ -86,7 +86,8 @@ def test_a_message_key_is_sent_once(store: Store) -> None:
     run(store.events.enqueue([m]))
     run(store.events.enqueue([replace(m, body="changed")]))
     assert run(store.events.pending()) == [m]
-    store.events.mark_delivered(["result:x"])  # outside a loop: committed at once
+    store.events.mark_delivered(["result:x"])  # rides on the next commit
+    settle(store)
     assert run(store.events.pending()) == []
     run(store.events.enqueue([m]))  # a resend after delivery is still a no-op
     assert run(store.events.pending()) == []
@@ -170,7 +171,8 @@ def test_a_tasks_messages_are_read_in_order_with_their_status(store: Store) -> N
     run(store.events.enqueue([b.message("a", task_id=t.task_id, body="one")]))
     run(store.events.enqueue([b.message("other", task_id="t-other"), b.message("none")]))
     run(store.events.enqueue([b.message("b", "result", "two", task_id=t.task_id)]))
-    store.events.mark_delivered(["a"])  # outside a loop: committed at once
+    store.events.mark_delivered(["a"])  # rides on the next commit
+    settle(store)
     got = run(store.events.for_task(t.task_id))
     assert [(m["message_key"], m["kind"], m["body"], m["status"]) for m in got] == [
         ("a", "notice", "one", "delivered"),

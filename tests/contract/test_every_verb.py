@@ -70,4 +70,4 @@ def test_the_store_has_every_verb_and_awaits_what_the_protocol_does(
                 got = inspect.iscoroutinefunction(getattr(impl, name))
                 assert got == wanted, f"{verb}: async {got}, the protocol says {wanted}"
     finally:
-        store.close()
+        backend.close(store)

@@ -23,7 +23,7 @@ from pfar.journal.records import rfc3339
 from pfar.journal.store import Store
 
 from . import builders as b
-from .helpers import created, llm_call, run
+from .helpers import created, llm_call, run, settle
 from .verbs import covers
 
 S = TaskState
@@ -203,7 +203,8 @@ def test_a_model_call_is_journaled_before_it_goes_out(store: Store) -> None:
         "cost_usd": 0.5,
         "queued_seconds": 0.0,
     }
-    store.tasks.record_llm_call(call)  # outside a loop: committed at once
+    store.tasks.record_llm_call(call)  # rides on the next commit
+    settle(store)
     assert run(store.tasks.llm_usage(t.task_id)) == {
         "calls": 1,
         "input_tokens": 10,

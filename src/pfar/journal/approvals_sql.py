@@ -215,7 +215,8 @@ def next_deadline(conn: Tx) -> str | None:
         "SELECT min(e) FROM ("
         "SELECT min(expires_at) AS e FROM pending_approvals WHERE status = 'pending' "
         "UNION ALL "
-        "SELECT min(expires_at) AS e FROM pending_credentials WHERE status = 'pending')"
+        "SELECT min(expires_at) AS e FROM pending_credentials WHERE status = 'pending'"
+        ") AS deadlines"
     ).fetchone()
     return None if row is None or row[0] is None else str(row[0])
 

@@ -91,7 +91,7 @@ def append_txn(conn: Tx, kind: str, task_id: str | None, body: dict[str, Any], a
 def since(conn: Tx, after: int, limit: int) -> list[BusEvent]:
     rows = conn.execute(
         "SELECT seq, kind, task_id, body_json, at FROM bus_events WHERE seq > ? "
-        "ORDER BY seq LIMIT ?",
+        f"AND {conn.dialect.bus_settled} ORDER BY seq LIMIT ?",
         (after, limit),
     ).fetchall()
     return [BusEvent(r[0], r[1], r[2], dict(loads(r[3]) or {}), r[4]) for r in rows]

@@ -40,8 +40,8 @@ def register_txn(conn: Tx, names: Sequence[str], at: str) -> None:
 
 def fan_out_txn(conn: Tx, key: str, seq: int, at: str) -> None:
     conn.execute(
-        "INSERT OR IGNORE INTO channel_outbox(channel, message_key, seq, updated_at) "
-        "SELECT name, ?, ?, ? FROM channels WHERE enabled = 1",
+        "INSERT INTO channel_outbox(channel, message_key, seq, updated_at) "
+        "SELECT name, ?, ?, ? FROM channels WHERE enabled = 1 ON CONFLICT DO NOTHING",
         (key, seq, at),
     )
 
@@ -98,8 +98,8 @@ def sending_now(conn: Tx) -> list[tuple[str, str]]:
 def deliver_to_txn(conn: Tx, channel: str, key: str, seq: int, at: str) -> None:
     """A message for one channel only (what it says concerns that channel)."""
     conn.execute(
-        "INSERT OR IGNORE INTO channel_outbox(channel, message_key, seq, updated_at) "
-        "VALUES (?, ?, ?, ?)",
+        "INSERT INTO channel_outbox(channel, message_key, seq, updated_at) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (channel, key, seq, at),
     )
 

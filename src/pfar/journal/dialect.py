@@ -40,6 +40,9 @@ class Dialect:
     bus_high_water: str
     # a subscriber's offset, never moved back
     ack_offset: str
+    # the bus events a reader may take: none that a transaction still running could
+    # number below them (PostgreSQL numbers events in one order and commits in another)
+    bus_settled: str
 
     def failure(self, exc: BaseException) -> Failure | None:
         """What `exc` means to a commit, or None when it is not this driver's error."""
@@ -47,4 +50,9 @@ class Dialect:
 
     def without_fields(self, column: str, fields: tuple[str, ...]) -> str:
         """`column`'s JSON object without the top-level `fields` (pfar's own names)."""
+        raise NotImplementedError
+
+    def with_object(self, column: str, field: str, keys: tuple[str, ...]) -> str:
+        """`column`'s JSON object with `field` set to an object of `keys`, whose text
+        values are the statement's next parameters."""
         raise NotImplementedError

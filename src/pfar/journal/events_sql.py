@@ -42,7 +42,7 @@ def put_adapter_state_txn(conn: Tx, adapter: str, state: dict[str, Any], at: str
 
 def enqueue_message_txn(conn: Tx, msg: OwnerMessage, at: str) -> bool:
     """Queue a message; False when its key was queued before (the resend is a no-op)."""
-    seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM owner_outbox").fetchone()[0]
+    seq = conn.execute(conn.dialect.next_outbox_seq).fetchone()[0]
     cur = conn.execute(
         "INSERT INTO owner_outbox(message_key, seq, sink, kind, task_id, body, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(message_key) DO NOTHING",

@@ -11,7 +11,8 @@ be raced past.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..vault.keys import VaultKey
@@ -39,7 +40,7 @@ class Journal:
         db: Backing,
         *,
         sessions: Callable[[], SessionManager],
-        on_close: Callable[[bool], None],
+        on_close: Callable[[bool], Awaitable[None] | None],
         path: Path | None = None,
     ) -> None:
         self.path = path  # the SQLite file, None on a server
@@ -88,9 +89,20 @@ class Journal:
         return self._sessions
 
     def close(self, *, checkpoint: bool = True) -> None:
+        """Close a SQLite journal (a server's is closed with `aclose`, on its loop)."""
         if self._sessions is not None:
             self._sessions.close()
-        self._on_close(checkpoint)
+        closing = self._on_close(checkpoint)
+        if inspect.isawaitable(closing):
+            raise RuntimeError(f"the journal on {self.where} is closed with `await aclose()`")
+
+    async def aclose(self, *, checkpoint: bool = True) -> None:
+        """Commit what is queued and close, on any backend."""
+        if self._sessions is not None:
+            self._sessions.close()
+        closing = self._on_close(checkpoint)
+        if closing is not None:
+            await closing
 
     def __enter__(self) -> Journal:
         return self

@@ -117,12 +117,13 @@ def record_anomalies_txn(
     at: str,
 ) -> None:
     conn.executemany(
-        "INSERT OR IGNORE INTO loop_anomalies(task_id, step, kind, detail, at) "
-        "VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO loop_anomalies(task_id, step, kind, detail, at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         [(task_id, step, kind, detail, at) for kind, detail in found],
     )
     if host is not None:
         conn.execute(
-            "INSERT OR IGNORE INTO seen_hosts(host, task_id, step, at) VALUES (?, ?, ?, ?)",
+            "INSERT INTO seen_hosts(host, task_id, step, at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
             (host, task_id, step, at),
         )

@@ -111,8 +111,7 @@ def in_flight(conn: Tx) -> list[StepRecord]:
     """Every step still marked started (through the partial index: cheap however long
     the history): writes whose outcome a crash left unknown."""
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM task_steps INDEXED BY idx_task_steps_started "
-        "WHERE status = 'started'"
+        f"SELECT {_COLUMNS} FROM {conn.dialect.started_steps} WHERE status = 'started'"
     ).fetchall()
     return [_row(r) for r in rows]
 

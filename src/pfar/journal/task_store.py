@@ -319,9 +319,9 @@ class SQLiteTaskStore:
         def op(conn: Tx) -> None:
             # only a working state's payload has llm_request: a task the owner paused or
             # cancelled meanwhile is refused, never given a field its state does not have
+            sent = conn.dialect.with_object("state_detail", "llm_request", ("phase", "sent_at"))
             cur = conn.execute(
-                "UPDATE task_journal SET state_detail = json_set(state_detail, "
-                "'$.llm_request', json_object('phase', ?, 'sent_at', ?)) WHERE task_id = ? "
+                f"UPDATE task_journal SET state_detail = {sent} WHERE task_id = ? "
                 "AND state IN ('Extracting', 'Planning', 'Executing', 'Synthesizing')",
                 (phase, now_rfc3339(), task_id),
             )

@@ -147,25 +147,18 @@ def progress_txn(conn: Tx, task_id: str, payload: Payload, progress: dict[str, A
     was not written: the caller reads the row and decides (Journal._executing_txn)."""
     cur = conn.execute(
         "UPDATE task_journal SET state_detail = ?, execute_progress = ?, recovery_attempts = 0 "
-        "WHERE task_id = ? AND state = 'Executing' "
-        "AND json_extract(state_detail, '$.pause_requested') IS NULL",
+        f"WHERE task_id = ? AND state = 'Executing' AND {conn.dialect.no_pause_requested}",
         (payloads.dumps(payload), dumps(progress), task_id),
     )
     return cur.rowcount == 1
-
-
-_SPENT_PATHS = ", ".join(f"'$.{name}'" for name in payloads.SPENT_BY_A_RUN)
 
 
 def spend_answers_txn(conn: Tx, task_id: str) -> None:
     """The owner's answers that let a step run are spent by the run that starts now (an
     Executing payload without them is still one: SQLite drops the fields, nothing is
     decoded here)."""
-    conn.execute(
-        f"UPDATE task_journal SET state_detail = json_remove(state_detail, {_SPENT_PATHS}) "
-        "WHERE task_id = ?",
-        (task_id,),
-    )
+    spent = conn.dialect.without_fields("state_detail", payloads.SPENT_BY_A_RUN)
+    conn.execute(f"UPDATE task_journal SET state_detail = {spent} WHERE task_id = ?", (task_id,))
 
 
 def set_payload_txn(conn: Tx, task_id: str, payload: Payload) -> None:
@@ -179,7 +172,7 @@ def set_payload_txn(conn: Tx, task_id: str, payload: Payload) -> None:
 def latest_workflow_task(conn: Tx, directory: str) -> str | None:
     row = conn.execute(
         "SELECT task_id FROM task_journal WHERE kind = 'workflow' "
-        "AND json_extract(trigger_event, '$.payload.directory') = ? "
+        f"AND {conn.dialect.trigger_directory} = ? "
         "ORDER BY created_at DESC LIMIT 1",
         (directory,),
     ).fetchone()
@@ -221,8 +214,8 @@ def executing_hold(conn: Tx, task_id: str) -> tuple[TaskState, bool] | None:
     """A task's state and whether the owner's pause request stands, read on every step
     commit: SQLite picks the one key out of the detail, no JSON is decoded here."""
     row = conn.execute(
-        "SELECT state, json_extract(state_detail, ?) FROM task_journal WHERE task_id = ?",
-        ("$.pause_requested", task_id),
+        f"SELECT state, {conn.dialect.pause_requested} FROM task_journal WHERE task_id = ?",
+        (task_id,),
     ).fetchone()
     return None if row is None else (_state(task_id, row[0]), bool(row[1]))
 
@@ -231,7 +224,7 @@ def unfinished(conn: Tx) -> tuple[list[TaskRecord], list[UnreadableTask]]:
     """Every task not in a terminal state, through the partial index (oldest first), and
     the unfinished rows that could not be read as tasks: reported, never skipped silently."""
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM task_journal INDEXED BY idx_task_journal_unfinished "
+        f"SELECT {_COLUMNS} FROM {conn.dialect.unfinished_tasks} "
         f"WHERE state NOT IN ({_TERMINAL_SQL})"
     ).fetchall()
     tasks: list[TaskRecord] = []

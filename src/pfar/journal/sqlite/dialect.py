@@ -27,9 +27,16 @@ class SQLiteDialect(Dialect):
         "updated_at = excluded.updated_at"
     )
 
+    # one writer: events commit in the order they are numbered
+    bus_settled = "TRUE"
+
     def without_fields(self, column: str, fields: tuple[str, ...]) -> str:
         paths = ", ".join(f"'$.{name}'" for name in fields)
         return f"json_remove({column}, {paths})"
+
+    def with_object(self, column: str, field: str, keys: tuple[str, ...]) -> str:
+        pairs = ", ".join(f"'{key}', ?" for key in keys)
+        return f"json_set({column}, '$.{field}', json_object({pairs}))"
 
     def failure(self, exc: BaseException) -> Failure | None:
         if isinstance(exc, VaultUnwritable):

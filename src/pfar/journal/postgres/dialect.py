@@ -1,0 +1,52 @@
+"""PostgreSQL's statements where they differ from SQLite's, and its errors read as pfar's."""
+
+from __future__ import annotations
+
+import psycopg
+
+from ..dialect import Dialect, Failure
+
+
+class PostgresDialect(Dialect):
+    name = "postgresql"
+    begin = "BEGIN"
+    unfinished_tasks = "task_journal"
+    started_steps = "task_steps"
+    pause_requested = "coalesce((state_detail->>'pause_requested')::boolean, false)"
+    no_pause_requested = "(state_detail->>'pause_requested') IS NULL"
+    trigger_directory = "(trigger_event->'payload'->>'directory')"
+    # a sequence: two kernels committing at once never take the same number
+    next_outbox_seq = "SELECT nextval('owner_outbox_seq')"
+    bus_high_water = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM bus_events_seq_seq"
+    ack_offset = (
+        "INSERT INTO bus_offsets(subscriber, seq, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT(subscriber) DO UPDATE SET seq = greatest(bus_offsets.seq, excluded.seq), "
+        "updated_at = excluded.updated_at"
+    )
+
+    # only events of transactions older than every one still running (xid is the
+    # appending transaction's): one numbered lower can no longer commit after them
+    bus_settled = "xid < pg_snapshot_xmin(pg_current_snapshot())"
+
+    def without_fields(self, column: str, fields: tuple[str, ...]) -> str:
+        return f"({column} - ARRAY[{', '.join(repr(f) for f in fields)}]::text[])"
+
+    def with_object(self, column: str, field: str, keys: tuple[str, ...]) -> str:
+        pairs = ", ".join(f"'{key}', ?::text" for key in keys)
+        return f"jsonb_set({column}, '{{{field}}}', jsonb_build_object({pairs}))"
+
+    def failure(self, exc: BaseException) -> Failure | None:
+        if not isinstance(exc, psycopg.Error):
+            return None
+        if isinstance(exc, psycopg.errors.LockNotAvailable):
+            return Failure.BUSY
+        if isinstance(exc, (psycopg.IntegrityError, psycopg.DataError)):
+            return Failure.REFUSED
+        if isinstance(exc, psycopg.errors.InFailedSqlTransaction):
+            return Failure.REFUSED
+        # a lost connection, a server shutting down, a disk full on the server, an
+        # internal error: the writer stops, and the kernel with it (fail-stop)
+        return Failure.STOP
+
+
+POSTGRES = PostgresDialect()

@@ -1,0 +1,136 @@
+"""PostgreSQL's group commit: the writes waiting while a commit is on its way go in the next.
+
+One connection is the writer's. A write is queued; when no commit is running, one
+starts as a task of the event loop, and every write queued while it waits on the
+server rides on the commit after it, so throughput grows with concurrency as it does
+on SQLite. What the transaction holds is `group_commit.py`'s, run through the bridge:
+each statement awaits the server, and the event loop goes on meanwhile. A lost
+connection or a server gone stops the writer for good (fail-stop), as a failed fsync
+does on SQLite: the kernel stops, and its next start recovers from what the server
+committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from psycopg import AsyncConnection
+
+from ...errors import StoreUnavailable, VaultIOError, WriteRefused
+from .. import group_commit
+from ..faults import FaultHook
+from ..group_commit import Busy, CommitWatcher, Job, Op, Outcome, RolledBack, Stopped
+from .bridge import run_sync
+from .connection import PostgresTx
+
+T = TypeVar("T")
+
+
+class PostgresWriter:
+    def __init__(
+        self, conn: AsyncConnection[Any], where: str, *, fault_hook: FaultHook | None = None
+    ) -> None:
+        # made on the loop the journal was opened on: its commits run there
+        self._loop = asyncio.get_running_loop()
+        self._tx = PostgresTx(conn)
+        self._conn = conn
+        self._where = where
+        self._faults = fault_hook or FaultHook(None)
+        self.on_failure: Callable[[BaseException], None] | None = None
+        self.alone: Callable[[], bool] | None = None  # no commit can be made inside a call
+        self.watcher: CommitWatcher | None = None
+        self._pending: list[Job[Any]] = []
+        self._running: asyncio.Task[None] | None = None
+        self._deferred_timer: asyncio.TimerHandle | None = None
+        self._failed: BaseException | None = None
+        self._closed = False
+        self.commits = 0
+        self.writes = 0
+
+    @property
+    def failure(self) -> BaseException | None:
+        return self._failed
+
+    def submit(self, op: Op[T], point: str | tuple[str, ...] | None = None) -> asyncio.Future[T]:
+        """Queue `op`; the future resolves once it is committed."""
+        fut: asyncio.Future[T] = self._loop.create_future()
+        if self._failed is not None or self._closed:
+            fut.set_exception(self._refusal())
+            return fut
+        self._pending.append(Job(op, group_commit.points(point), fut))
+        self._start()
+        return fut
+
+    def defer(
+        self, op: Op[Any], point: str | tuple[str, ...] | None = None, *, within: float = 0.05
+    ) -> None:
+        """Queue `op` to ride on the next commit, or one `within` seconds from now."""
+        if self._failed is not None or self._closed:
+            return
+        self._pending.append(Job(op, group_commit.points(point), None))
+        if self._running is None and self._deferred_timer is None:
+            self._deferred_timer = self._loop.call_later(within, self._start)
+
+    def _start(self) -> None:
+        if self._deferred_timer is not None:
+            self._deferred_timer.cancel()
+            self._deferred_timer = None
+        if self._running is None and self._pending:
+            self._running = self._loop.create_task(self._commit_all())
+
+    async def _commit_all(self) -> None:
+        try:
+            while self._pending and self._failed is None:
+                batch, self._pending = self._pending, []
+                await self._commit(batch)
+        finally:
+            self._running = None
+        if self._pending:  # queued after the writer stopped
+            group_commit.fail_all(self._pending, self._refusal())
+            self._pending = []
+
+    async def _commit(self, batch: list[Job[Any]]) -> None:
+        try:
+            outcomes: list[Outcome] = await run_sync(
+                group_commit.commit, self._tx, batch, self.watcher, busy_refuses=False
+            )
+        except Busy as busy:  # not raised with busy_refuses=False; kept for the contract
+            refused = WriteRefused(f"the journal is busy ({busy.cause}); nothing was written")
+            group_commit.resolve(batch, [(False, refused)] * len(batch))
+            return
+        except RolledBack as refused:
+            group_commit.resolve(batch, [refused.outcome])
+            return
+        except Stopped as stopped:
+            self._stop(stopped.cause, batch)
+            return
+        self.commits += 1
+        self.writes += len(batch)
+        if self.watcher is not None:
+            self.watcher.committed()
+        if self._faults.armed:
+            group_commit.pass_points(self._faults, batch, outcomes)
+        group_commit.resolve(batch, outcomes)
+
+    def _stop(self, cause: BaseException, batch: list[Job[Any]]) -> None:
+        self._failed = cause
+        if self.on_failure is not None:
+            self.on_failure(cause)
+        err = StoreUnavailable(
+            f"journal commit on {self._where} failed, the kernel must stop: {cause}"
+        )
+        group_commit.fail_all(batch, err)
+
+    def _refusal(self) -> VaultIOError:
+        if self._failed is not None:
+            return StoreUnavailable(f"the journal writer stopped: {self._failed}")
+        return VaultIOError("the journal writer is closed")
+
+    async def close(self) -> None:
+        """Commit what is queued, then refuse further writes."""
+        self._start()
+        if self._running is not None:
+            await asyncio.shield(self._running)
+        self._closed = True
