@@ -63,17 +63,50 @@ def cli(ctx: click.Context, home_dir: str | None) -> None:
 @click.option(
     "--no-encrypt", "choice", flag_value="none", help="A plain, unencrypted vault (not advised)."
 )
+@click.option(
+    "--postgres",
+    "dsn",
+    metavar="DSN",
+    help="Keep the journal on this PostgreSQL server (a DSN or URL without a password); "
+    "secrets and learnings stay in the local vault.",
+)
+@click.option(
+    "--password-env",
+    metavar="VAR",
+    help="With --postgres: the server's password is in environment variable VAR.",
+)
+@click.option(
+    "--password-secret",
+    metavar="NAME",
+    help="With --postgres: keep the server's password in the vault as secret NAME (read "
+    "from stdin, or a hidden prompt).",
+)
 @click.pass_context
-def init(ctx: click.Context, choice: str | None, key_file: Path | None) -> None:
+def init(
+    ctx: click.Context,
+    choice: str | None,
+    key_file: Path | None,
+    dsn: str | None,
+    password_env: str | None,
+    password_secret: str | None,
+) -> None:
     """Create a home: config.toml, an encrypted vault, example templates and a model script.
 
     The vault's key goes to the OS keychain where there is one, else to a key file
-    outside the home (printed); `--key-file`, `--passphrase` or `--no-encrypt` choose."""
-    from .vault_cmd import init_choice, say_where_the_key_went
+    outside the home (printed); `--key-file`, `--passphrase` or `--no-encrypt` choose.
+    `--postgres DSN` keeps the journal on a PostgreSQL server instead of the vault."""
+    from .vault_cmd import init_choice, postgres_init, say_where_the_key_went
 
     home = home_of(ctx)
     encryption, passphrase = init_choice(choice, key_file)
-    for path in init_home(home, encryption=encryption, key_file=key_file, passphrase=passphrase):
+    postgres = postgres_init(dsn, password_env, password_secret)
+    for path in init_home(
+        home,
+        encryption=encryption,
+        key_file=key_file,
+        passphrase=passphrase,
+        postgres=postgres,
+    ):
         out.print(f"created {path}")
     say_where_the_key_went(home, asked=choice or ("file" if key_file else None))
     out.print(f"\nhome ready: {home.root}\nnext: pfar --home {home.root} run")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import cast
 
 import click
 
-from ..errors import VaultError
+from ..errors import BadRequest, VaultError
+from ..kernel.setup_postgres import PostgresInit
 from ..vault import keys
 from ..vault.home import Home
 from . import vault_backup_cmd
@@ -73,3 +75,25 @@ from .vault_integrity_cmd import accept_loss, check  # noqa: E402
 
 for _command in (*vault_backup_cmd.commands, encrypt, rekey, status, check, accept_loss):
     vault.add_command(_command)
+
+
+def postgres_init(
+    dsn: str | None, password_env: str | None, password_secret: str | None
+) -> PostgresInit | None:
+    """What `pfar init --postgres` was asked for; the password of `--password-secret` is
+    read here, from stdin or a hidden prompt (never argv)."""
+    if dsn is None:
+        if password_env is not None or password_secret is not None:
+            raise BadRequest("--password-env/--password-secret", "only with --postgres DSN")
+        return None
+    if password_env is not None and password_secret is not None:
+        raise BadRequest("--password-env/--password-secret", "give one, not both")
+    password = None
+    if password_secret is not None:
+        if sys.stdin.isatty():
+            password = click.prompt("PostgreSQL password", hide_input=True, err=True)
+        else:
+            password = sys.stdin.readline().rstrip("\n")
+        if not password:
+            raise BadRequest("--password-secret", "no password was given")
+    return PostgresInit(dsn, password_env, password_secret, password)

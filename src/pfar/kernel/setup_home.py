@@ -32,6 +32,7 @@ from ..vault.durable import fsync_dir
 from ..vault.home import Home
 from ..vault.secrets import SecretStore
 from ..vault.sqlite import open_vault_db
+from .setup_postgres import PostgresInit, create_journal, with_postgres
 
 # Test-only: `PFAR_FAULT=init:POINT` SIGKILLs `pfar init` right after POINT, as
 # journal/faults.py does for the kernel's journal points.
@@ -46,6 +47,7 @@ def init_home(
     encryption: keys.EncryptChoice = "auto",
     key_file: Path | None = None,
     passphrase: str | None = None,
+    postgres: PostgresInit | None = None,
 ) -> list[str]:
     """Create what is missing; refuse to touch a vault that already exists.
 
@@ -73,7 +75,7 @@ def init_home(
     try:
         if encryption != "none":
             new_key = keys.create_key(home, encryption, key_file=key_file, passphrase=passphrase)
-        _build(Home(staging), examples, new_key)
+        _build(Home(staging), examples, new_key, postgres)
         _fault("staged")
         _sync_tree(staging)
         _fault("synced")
@@ -85,7 +87,7 @@ def init_home(
             created = _move_into(staging, home.root)
         _fault("placed")
     except BaseException:
-        if new_key is not None and not home.sessions_db.exists():
+        if new_key is not None and not home.secrets_db.exists():
             keys.discard(new_key.info.source)  # made for a vault that never came to be
         raise
     finally:
@@ -93,17 +95,26 @@ def init_home(
     return created
 
 
-def _build(home: Home, examples: bool, new_key: keys.NewKey | None) -> None:
+def _build(
+    home: Home, examples: bool, new_key: keys.NewKey | None, postgres: PostgresInit | None
+) -> None:
     for d in (home.vault_dir, home.templates_dir, home.workspaces_dir, home.scripts_dir):
         d.mkdir(mode=0o700)
-    _write(home.config, DEFAULT_CONFIG_TOML)
+    config = (
+        DEFAULT_CONFIG_TOML if postgres is None else with_postgres(DEFAULT_CONFIG_TOML, postgres)
+    )
+    _write(home.config, config)
     key = None
     if new_key is not None:
         keys.write_unlock(home.vault_dir, new_key.info)
         key = new_key.key
-    Journal.open(home.sessions_db, key=key, create=True).close()
     SecretStore.open(home.secrets_db, key=key, create=True).close()
     open_vault_db(home.memory_db, "memory", key=key, create=True).close()
+    if postgres is None:
+        Journal.open(home.sessions_db, key=key, create=True).close()
+    else:
+        # the server's tables last: a server that refuses leaves no home behind
+        create_journal(home, postgres, key)
     _fault("vault_created")
     if examples:
         assets = resources.files("pfar.kernel").joinpath("assets")

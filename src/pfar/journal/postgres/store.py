@@ -41,9 +41,12 @@ async def _configure(conn: AsyncConnection[Any]) -> None:
     conn.adapters.register_loader("json", TextLoader)
 
 
-async def connect(dsn: str, where: str) -> AsyncConnection[Any]:
+async def connect(dsn: str, where: str, password: str | None = None) -> AsyncConnection[Any]:
+    """A connection (autocommit) to the server; the password, when given, goes to libpq
+    as a keyword, never into the DSN a message could show."""
+    extra: dict[str, Any] = {} if password is None else {"password": password}
     try:
-        conn = await AsyncConnection.connect(dsn, autocommit=True)
+        conn = await AsyncConnection.connect(dsn, autocommit=True, **extra)
     except psycopg.Error as exc:
         raise StoreUnavailable(f"cannot connect to {where}: {_first_line(exc)}") from None
     await _configure(conn)
@@ -56,11 +59,12 @@ async def open_journal(
     create: bool = False,
     readonly: bool = False,
     fault_hook: FaultHook | None = None,
+    password: str | None = None,
 ) -> Journal:
     """A kernel's journal on the server `dsn` names (migrated to this pfar's schema), or,
     `readonly`, one to look at (nothing is migrated or written through it)."""
     where = describe(dsn)
-    wconn = await connect(dsn, where)
+    wconn = await connect(dsn, where, password)
     try:
         if not readonly:
             await migrate(wconn, where, create=create)
@@ -68,7 +72,7 @@ async def open_journal(
             dsn,
             min_size=1,
             max_size=POOL_SIZE,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, **({} if password is None else {"password": password})},
             configure=_configure,
             open=False,
             name="pfar-journal",

@@ -1,0 +1,76 @@
+"""One way to open a home's journal, whichever backend its configuration names."""
+
+from __future__ import annotations
+
+import os
+
+from ..config import VaultConfig
+from ..errors import ConfigError
+from ..vault.home import Home
+from ..vault.keys import VaultKey
+from ..vault.secrets import SecretStore
+from .faults import FaultHook
+from .journal import Journal
+
+
+async def open_store(
+    home: Home,
+    config: VaultConfig,
+    *,
+    key: VaultKey | None,
+    secrets: SecretStore | None = None,
+    fault_hook: FaultHook | None = None,
+    create: bool = False,
+    readonly: bool = False,
+) -> Journal:
+    """The journal `config` names: the vault's sessions.db, or a PostgreSQL server (its
+    password from the vault's `secrets` or the environment, as the configuration says)."""
+    if config.backend == "sqlite":
+        if readonly:
+            return Journal.open_readonly(home.sessions_db, key=key)
+        return Journal.open(
+            home.sessions_db,
+            key=key,
+            create=create,
+            synchronous=config.synchronous,
+            fault_hook=fault_hook,
+        )
+    from .postgres.store import open_journal  # psycopg is loaded only where it is used
+
+    pg = config.postgresql
+    assert pg is not None  # VaultConfig refuses postgresql without it
+    return await open_journal(
+        pg.dsn,
+        create=create,
+        readonly=readonly,
+        fault_hook=fault_hook,
+        password=password(home, config, secrets),
+    )
+
+
+def password(home: Home, config: VaultConfig, secrets: SecretStore | None) -> str | None:
+    """The server's password from where `[vault.postgresql]` says it is kept (None:
+    libpq's own sources, PGPASSWORD or ~/.pgpass, or none)."""
+    pg = config.postgresql
+    if pg is None:
+        return None
+    if pg.password_env is not None:
+        value = os.environ.get(pg.password_env)
+        if not value:
+            raise ConfigError(
+                str(home.config),
+                "vault.postgresql.password_env",
+                f"the environment variable {pg.password_env} is not set",
+            )
+        return value
+    if pg.password_secret is not None:
+        found = None if secrets is None else secrets.get(pg.password_secret)
+        if found is None:
+            raise ConfigError(
+                str(home.config),
+                "vault.postgresql.password_secret",
+                f"the vault has no secret named {pg.password_secret!r} "
+                f"(`pfar secret set {pg.password_secret}` keeps it there)",
+            )
+        return found
+    return None
