@@ -116,7 +116,10 @@ def high_water(conn: Tx) -> int:
 
 
 def last_seq(conn: Tx) -> int:
-    row = conn.execute("SELECT max(seq) FROM bus_events").fetchone()
+    # settled events only: one numbered lower that commits later is still to come
+    row = conn.execute(
+        f"SELECT max(seq) FROM bus_events WHERE {conn.dialect.bus_settled}"
+    ).fetchone()
     return int(row[0] or 0)
 
 
