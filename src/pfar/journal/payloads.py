@@ -320,7 +320,7 @@ def _defaults(cls: type) -> tuple[tuple[str, Any], ...]:
 
 def dumps(payload: Payload) -> str:
     data = plain(payload)
-    try:  # orjson: the same text as json's, faster (see records.ORJSON_OPTIONS)
+    try:  # orjson: the same text as json's, faster (see json_text.ORJSON_OPTIONS)
         return orjson.dumps(data).decode()
     except TypeError:
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False)

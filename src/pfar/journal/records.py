@@ -1,88 +1,57 @@
-"""Typed records of the journal: what a row holds, as plain data (JSON in, JSON out)."""
+"""Typed records of the journal: what a row holds, as plain data (JSON in, JSON out).
+
+Tasks and their steps are here; the questions and messages to the owner are in
+`owner_records`, the JSON text and the timestamps every column goes through in
+`json_text` and `timestamps` (imported from here too).
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-import time
 import uuid
-from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
-
-import orjson
 
 from ..errors import MalformedTaskRow
+from .json_text import JSON, ORJSON_OPTIONS, dumps, loads
+from .owner_records import (
+    ApprovalRecord,
+    ApprovalStatus,
+    CredentialPromptRecord,
+    CredentialStatus,
+    OwnerMessage,
+    args_digest,
+)
 from .payloads import Payload, Queued, Working, state_of, step_of
 from .states import TaskState
+from .timestamps import now_rfc3339, parse_rfc3339, rfc3339
 from .turns import PermissionRule
 
-JSON = Any  # a value json.dumps accepts
-
-# orjson writes the text json.dumps(sort_keys=True, separators=(",", ":")) does, several
-# times faster (a float may read 0.00001 for 1e-05). What it refuses goes to json, which
-# writes it (non-string keys, an int past 64 bits) or refuses it as before (a dataclass,
-# a datetime). NaN and the infinities, which JSON lacks, it writes as null, as
-# JavaScript's JSON.stringify does: the journal holds standard JSON, which SQLite's JSON
-# functions (a task's event is queried with json_extract) and PostgreSQL's jsonb read;
-# json would write NaN, which both refuse. Reading stays with json: orjson reads an
-# integer past 64 bits as a float, silently.
-ORJSON_OPTIONS = (
-    orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-)
-
-
-# the last whole second formatted, and its text: one tuple, swapped whole, so a
-# stamp made on another thread never pairs one second with another's text
-_second: list[tuple[int, str]] = [(-1, "")]
-
-
-def now_rfc3339() -> str:
-    """UTC, microseconds, 'Z': sorts as text in the order it happened."""
-    now = time.time()
-    seconds = int(now)
-    # a journal write stamps several times a millisecond: format each second once
-    last = _second[0]
-    if last[0] != seconds:
-        last = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
-        _second[0] = last
-    return f"{last[1]}.{int((now - seconds) * 1_000_000):06d}Z"
-
-
-def parse_rfc3339(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def dumps(value: JSON) -> str:
-    """Compact JSON with sorted keys (every journal column is written through here)."""
-    try:
-        return orjson.dumps(value, option=ORJSON_OPTIONS).decode()
-    except TypeError:  # an int past 64 bits, a lone surrogate: what json writes, or refuses
-        return json.dumps(_finite(value), separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-
-
-def _finite(value: JSON) -> JSON:
-    """`value` with NaN and the infinities as None, as orjson writes them (json would
-    write NaN, which is not JSON)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-def loads(text: str | None) -> JSON:
-    # json, not orjson: orjson reads an integer past 64 bits as a float, silently, and a
-    # guard that looks for such a run of digits costs more than orjson saves
-    return None if text is None else json.loads(text)
+__all__ = [
+    "JSON",
+    "ORJSON_OPTIONS",
+    "ApprovalRecord",
+    "ApprovalStatus",
+    "CompletedStep",
+    "CredentialPromptRecord",
+    "CredentialStatus",
+    "Idempotency",
+    "InboundEvent",
+    "Move",
+    "OwnerMessage",
+    "Semantics",
+    "StepRecord",
+    "StepStatus",
+    "TaskKind",
+    "TaskRecord",
+    "TaskUpdate",
+    "UnreadableTask",
+    "args_digest",
+    "dumps",
+    "loads",
+    "now_rfc3339",
+    "parse_rfc3339",
+    "rfc3339",
+]
 
 
 class Semantics(StrEnum):
@@ -105,22 +74,6 @@ class StepStatus(StrEnum):
     skipped = "skipped"
     # cut off by the owner's cancel while it ran: it may have had (some of) its effects
     cancelled = "cancelled"
-
-
-class ApprovalStatus(StrEnum):
-    pending = "pending"
-    approved = "approved"
-    denied = "denied"
-    expired = "expired"
-    recovered = "recovered"
-    withdrawn = "withdrawn"  # its task was cancelled: the question no longer stands
-
-
-class CredentialStatus(StrEnum):
-    pending = "pending"
-    received = "received"
-    expired = "expired"
-    withdrawn = "withdrawn"  # its task was cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,69 +271,6 @@ class CompletedStep:
 
 
 @dataclass(frozen=True, slots=True)
-class ApprovalRecord:
-    """One `pending_approvals` row: a question to the owner that a task waits on."""
-
-    approval_id: str
-    task_id: str
-    action_type: str
-    description: str
-    data_preview: str | None
-    taint_level: str | None
-    target_sink: str | None
-    tool: str | None
-    step: int | None
-    created_at: str
-    expires_at: str
-    status: ApprovalStatus
-    options: list[str]
-    decision: str | None
-    decided_at: str | None
-    prompts_sent: int
-    # sha256 of the canonical JSON of the arguments the owner was shown: an approval
-    # lets exactly those run (see args_digest)
-    args_sha256: str | None = None
-    # who answered, through which surface ("cli (uid 1000, pid 4242)", "timeout")
-    decided_by: str | None = None
-
-    def to_json(self) -> dict[str, JSON]:
-        return {**asdict(self), "status": self.status.value}
-
-
-@dataclass(frozen=True, slots=True)
-class CredentialPromptRecord:
-    """One `pending_credentials` row. Holds where the secret goes, never the secret."""
-
-    prompt_id: str
-    task_id: str
-    service: str
-    credential_type: str
-    instructions: str
-    vault_ref: str
-    message_id: str | None
-    created_at: str
-    expires_at: str
-    status: CredentialStatus
-    step: int | None
-    received_at: str | None
-    received_by: str | None = None  # who provided it, through which surface
-
-    def to_json(self) -> dict[str, JSON]:
-        return {**asdict(self), "status": self.status.value}
-
-
-@dataclass(frozen=True, slots=True)
-class OwnerMessage:
-    """A message to the owner, keyed so that a resend after a crash is a no-op."""
-
-    message_key: str
-    kind: str  # "report", "approval", "credential", "result", "notice"
-    body: str
-    task_id: str | None = None
-    sink: str = "owner"
-
-
-@dataclass(frozen=True, slots=True)
 class TaskUpdate:
     """Columns a transition sets besides the state (None: left as they are)."""
 
@@ -400,9 +290,3 @@ class Move:
     update: TaskUpdate = TaskUpdate()
     # an owner's "always allow" / "never allow": kept in the same commit as the answer
     remember: PermissionRule | None = None
-
-
-def args_digest(args: Any) -> str:
-    """The sha256 of a tool call's arguments as canonical JSON: what an approval binds."""
-    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()

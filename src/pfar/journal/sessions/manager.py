@@ -1,218 +1,36 @@
-"""Agent sessions: one per chat thread and project, kept in the `sessions` table of sessions.db.
-
-A session moves CREATED -> ACTIVE <-> PAUSED, and from any of those to
-TERMINATED (`SessionLifecycle`). A chat thread has at most one live (not
-TERMINATED) session. `context` is a JSON object that updates merge into;
-`process` names the agent subprocess (pid, start_time, argv) and is kept only
-while the session is ACTIVE: leaving ACTIVE clears it.
-
-Every write is an operation submitted to a group-commit writer (`writer.py`):
-the journal's own, in a kernel, so a session write and the task writes waiting
-at the same moment share one commit. The operation reads the row it changes
-inside the writer's transaction, so a compare-and-set transition cannot be raced
-past by another connection; on any error its savepoint is rolled back and the
-row is as it was. A write returns once it is committed, after its fault point
-(`session_created`, `session_activated`, `session_paused`,
-`session_terminated`) has been passed. A database error is raised as
-`SessionStoreError`, which names the file. Reads use the manager's own
-connection.
-"""
+"""The session manager: sessions read and written through a store's backing."""
 
 from __future__ import annotations
 
 import builtins
 import json
 import os
-import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from enum import Enum, StrEnum
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, TypeVar
 
-from ..errors import (
-    BadRequest,
-    IllegalSessionTransition,
+from ...errors import (
     InvalidSessionContext,
     SessionStatusMismatch,
     SessionStoreError,
     SessionThreadBusy,
-    UnknownSession,
     VaultIOError,
     WriteRefused,
 )
-from ..vault.keys import VaultKey
-from ..vault.sqlite import Synchronous, open_vault_db
-from .backing import Backing, Writer
-from .ids import resolve_id
-from .records import now_rfc3339
-from .sqlite.backing import SQLiteBacking
-from .sqlite.connection import JournalConnection
-from .sqlite.writer import GroupCommitWriter
-from .tx import Tx
+from ...vault.keys import VaultKey
+from ...vault.sqlite import Synchronous, open_vault_db
+from ..backing import Backing, Writer
+from ..records import now_rfc3339
+from ..sqlite.backing import SQLiteBacking
+from ..sqlite.connection import JournalConnection
+from ..sqlite.writer import GroupCommitWriter
+from ..tx import Tx
+from .record import KEEP, ProcessArg, SessionRecord, check_thread_id, json_object
+from .sessions_sql import COLUMNS, live_for_thread, resolve_session, session_row
+from .status import CREATED_POINT, MOVE_POINTS, SessionStatus
 
 T = TypeVar("T")
-
-
-class SessionStatus(StrEnum):
-    CREATED = "CREATED"
-    ACTIVE = "ACTIVE"
-    PAUSED = "PAUSED"
-    TERMINATED = "TERMINATED"
-
-    @property
-    def live(self) -> bool:
-        """Holds its chat thread: every status but TERMINATED."""
-        return self is not SessionStatus.TERMINATED
-
-
-_S = SessionStatus
-
-LEGAL_SESSION_MOVES: Final[Mapping[SessionStatus, frozenset[SessionStatus]]] = {
-    _S.CREATED: frozenset({_S.ACTIVE, _S.TERMINATED}),
-    _S.ACTIVE: frozenset({_S.PAUSED, _S.TERMINATED}),
-    _S.PAUSED: frozenset({_S.ACTIVE, _S.TERMINATED}),
-    _S.TERMINATED: frozenset(),
-}
-
-
-# the fault point each move passes once it is committed (faults.py)
-MOVE_POINTS: Final[Mapping[SessionStatus, str]] = {
-    _S.ACTIVE: "session_activated",
-    _S.PAUSED: "session_paused",
-    _S.TERMINATED: "session_terminated",
-}
-CREATED_POINT: Final = "session_created"
-
-
-def is_legal_session_move(src: SessionStatus, dst: SessionStatus) -> bool:
-    return dst in LEGAL_SESSION_MOVES[src]
-
-
-def check_session_transition(session_id: str, src: SessionStatus, dst: SessionStatus) -> None:
-    """Raise IllegalSessionTransition unless `src -> dst` is a legal move."""
-    if not is_legal_session_move(src, dst):
-        raise IllegalSessionTransition(session_id, src.value, dst.value)
-
-
-class _Keep(Enum):
-    KEEP = "keep"
-
-
-KEEP: Final = _Keep.KEEP
-"""Leave `process` as it is (the default of `update` and `transition`)."""
-
-ProcessArg: TypeAlias = dict[str, Any] | Literal[_Keep.KEEP] | None
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRecord:
-    """One `sessions` row."""
-
-    session_id: str
-    project_path: str
-    thread_id: str
-    status: SessionStatus
-    context: dict[str, Any]
-    created_at: str
-    updated_at: str
-    process: dict[str, Any] | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "session_id": self.session_id,
-            "project_path": self.project_path,
-            "thread_id": self.thread_id,
-            "status": self.status.value,
-            "context": self.context,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "process": self.process,
-        }
-
-
-# A chat platform's thread id: it ends up in the agent's argv and its log, so it is
-# plain (no shell or option syntax), and bounded.
-THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@+\-]{0,127}")
-
-
-def check_thread_id(thread_id: str) -> str:
-    if not isinstance(thread_id, str) or not THREAD_ID.fullmatch(thread_id):
-        raise BadRequest(
-            "thread_id",
-            f"{thread_id!r} is not a thread id: use 1 to 128 letters, digits and _ . : @ + - "
-            "(starting with a letter or digit)",
-        )
-    return thread_id
-
-
-# -- SQL -----------------------------------------------------------------------
-
-_COLUMNS = (
-    "session_id, project_path, thread_id, status, context, created_at, updated_at, process_json"
-)
-
-
-def _row(row: Sequence[Any]) -> SessionRecord:
-    return SessionRecord(
-        session_id=row[0],
-        project_path=row[1],
-        thread_id=row[2],
-        status=SessionStatus(row[3]),
-        context=json.loads(row[4]),
-        created_at=row[5],
-        updated_at=row[6],
-        process=None if row[7] is None else json.loads(row[7]),
-    )
-
-
-def _fetch(conn: Tx, session_id: str) -> SessionRecord | None:
-    row = conn.execute(
-        f"SELECT {_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
-    ).fetchone()
-    return None if row is None else _row(row)
-
-
-def _resolve(conn: Tx, session_id: str) -> SessionRecord:
-    """The session with this id or, failing that, the one whose id starts with it."""
-    full = resolve_id(conn, "sessions", "session_id", session_id, "session", UnknownSession)
-    rec = _fetch(conn, full)
-    if rec is None:  # gone between the two reads
-        raise UnknownSession(session_id)
-    return rec
-
-
-def _live_for_thread(conn: Tx, thread_id: str) -> SessionRecord | None:
-    row = conn.execute(
-        f"SELECT {_COLUMNS} FROM sessions WHERE thread_id = ? AND status != 'TERMINATED'",
-        (thread_id,),
-    ).fetchone()
-    return None if row is None else _row(row)
-
-
-def _json_object(session_id: str, what: str, value: object) -> str:
-    """`value` as JSON text, if it is a JSON object that reads back equal; else refuse it."""
-    if not isinstance(value, dict):
-        raise InvalidSessionContext(
-            session_id, f"{what} must be a JSON object (a dict), not {type(value).__name__}"
-        )
-    try:
-        text = json.dumps(
-            value, separators=(",", ":"), sort_keys=True, ensure_ascii=False, allow_nan=False
-        )
-    except (TypeError, ValueError) as exc:
-        raise InvalidSessionContext(session_id, f"{what} is not plain JSON ({exc})") from None
-    if json.loads(text) != value:
-        raise InvalidSessionContext(
-            session_id,
-            f"{what} is not plain JSON: it would not read back the same "
-            "(non-string keys, tuples or other non-JSON types)",
-        )
-    return text
-
-
-# -- the manager ---------------------------------------------------------------
 
 
 class SessionManager:
@@ -300,7 +118,9 @@ class SessionManager:
 
     async def get(self, session_id: str) -> SessionRecord:
         """The session with this id, or with this unambiguous prefix (4 characters or more)."""
-        return await self.read(f"reading session {session_id}", lambda c: _resolve(c, session_id))
+        return await self.read(
+            f"reading session {session_id}", lambda c: resolve_session(c, session_id)
+        )
 
     async def resolve_id(self, session_id: str) -> str:
         return (await self.get(session_id)).session_id
@@ -311,15 +131,15 @@ class SessionManager:
         def op(conn: Tx) -> builtins.list[SessionRecord]:
             if status is None:
                 rows = conn.execute(
-                    f"SELECT {_COLUMNS} FROM sessions ORDER BY created_at, session_id"
+                    f"SELECT {COLUMNS} FROM sessions ORDER BY created_at, session_id"
                 ).fetchall()
             else:
                 rows = conn.execute(
-                    f"SELECT {_COLUMNS} FROM sessions WHERE status = ? "
+                    f"SELECT {COLUMNS} FROM sessions WHERE status = ? "
                     "ORDER BY created_at, session_id",
                     (SessionStatus(status).value,),
                 ).fetchall()
-            return [_row(r) for r in rows]
+            return [session_row(r) for r in rows]
 
         what = "listing sessions" if status is None else f"listing {status} sessions"
         return await self.read(what, op)
@@ -328,7 +148,7 @@ class SessionManager:
         """The thread's live (not TERMINATED) session, if it has one."""
         return await self.read(
             f"reading the session of thread {thread_id!r}",
-            lambda c: _live_for_thread(c, thread_id),
+            lambda c: live_for_thread(c, thread_id),
         )
 
     # -- writes ----------------------------------------------------------------
@@ -355,11 +175,11 @@ class SessionManager:
         )
 
         def op(conn: Tx) -> SessionRecord:
-            live = _live_for_thread(conn, thread_id)
+            live = live_for_thread(conn, thread_id)
             if live is not None:
                 raise SessionThreadBusy(thread_id, live.session_id, live.status.value)
             conn.execute(
-                f"INSERT INTO sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, '{{}}', ?, ?, NULL)",
+                f"INSERT INTO sessions ({COLUMNS}) VALUES (?, ?, ?, ?, '{{}}', ?, ?, NULL)",
                 (
                     rec.session_id,
                     rec.project_path,
@@ -406,7 +226,7 @@ class SessionManager:
         """The one write path: resolve, compare-and-set the status, merge, write the row."""
 
         def op(conn: Tx) -> SessionRecord:
-            rec = _resolve(conn, session_id)
+            rec = resolve_session(conn, session_id)
             sid = rec.session_id
             if expect is not None and rec.status is not expect:
                 raise SessionStatusMismatch(sid, expect.value, rec.status.value)
@@ -422,10 +242,8 @@ class SessionManager:
                     sid, f"context must be a JSON object (a dict), not {type(context).__name__}"
                 )
             merged = {**rec.context, **context} if context else rec.context
-            context_text = _json_object(sid, "context", merged)
-            process_text = (
-                None if new_process is None else _json_object(sid, "process", new_process)
-            )
+            context_text = json_object(sid, "context", merged)
+            process_text = None if new_process is None else json_object(sid, "process", new_process)
             new = SessionRecord(
                 session_id=sid,
                 project_path=rec.project_path,
@@ -454,44 +272,3 @@ class SessionManager:
 
         point = None if status is None else MOVE_POINTS.get(status)
         return await self.write(what, op, point)
-
-
-# -- the lifecycle -------------------------------------------------------------
-
-
-class SessionLifecycle:
-    """The session state machine over a `SessionManager`: checked, compare-and-set moves."""
-
-    def __init__(self, manager: SessionManager) -> None:
-        self.manager = manager
-
-    async def transition(
-        self,
-        session_id: str,
-        from_status: SessionStatus,
-        to_status: SessionStatus,
-        *,
-        context: Mapping[str, Any] | None = None,
-        process: ProcessArg = KEEP,
-    ) -> SessionRecord:
-        """Move the session from `from_status` to `to_status` in one transaction.
-
-        Raises IllegalSessionTransition for a move the state machine forbids, and
-        SessionStatusMismatch when the stored status is not `from_status` (nothing is
-        changed then). `context` is merged and `process` set in the same transaction;
-        leaving ACTIVE clears the process.
-        """
-        src, dst = SessionStatus(from_status), SessionStatus(to_status)
-        check_session_transition(session_id, src, dst)
-        if dst is not SessionStatus.ACTIVE and process is not KEEP and process is not None:
-            raise ValueError(
-                f"session {session_id}: only an ACTIVE session has a process, not {dst}"
-            )
-        return await self.manager._apply(
-            session_id,
-            expect=src,
-            status=dst,
-            context=context,
-            process=process,
-            what=f"moving session {session_id} from {src} to {dst}",
-        )

@@ -1,0 +1,45 @@
+"""The whole `config.toml`: one Config of every section, read and validated at once."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..vault.perms import check_private
+from .channels import ChannelsConfig
+from .llm import LLMConfig
+from .loop import LoopConfig
+from .processes import HookConfig, SandboxConfig, SessionsConfig
+from .section import Section
+from .tasks import ApprovalsConfig, JournalConfig, RecoveryConfig, SchedulerConfig
+from .validation import validate_model
+from .vault import VaultConfig
+
+
+class Config(Section):
+    recovery: RecoveryConfig = RecoveryConfig()
+    approvals: ApprovalsConfig = ApprovalsConfig()
+    vault: VaultConfig = VaultConfig()
+    journal: JournalConfig = JournalConfig()
+    llm: LLMConfig = LLMConfig()
+    sessions: SessionsConfig = SessionsConfig()
+    loop: LoopConfig = LoopConfig()
+    channels: ChannelsConfig = ChannelsConfig()
+    sandbox: SandboxConfig = SandboxConfig()
+    scheduler: SchedulerConfig = SchedulerConfig()
+    hooks: list[HookConfig] = []
+
+    @classmethod
+    def load(cls, path: Path) -> Config:
+        """Read and validate `path`; a missing file means all defaults."""
+        if not path.exists():
+            return cls()
+        check_private(path)  # settings another user could edit are refused, not trusted
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(str(path), "", f"not valid TOML: {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(str(path), "", f"cannot be read: {exc}") from None
+        return validate_model(cls, data, path)

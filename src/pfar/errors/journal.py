@@ -1,0 +1,112 @@
+"""The journal and its store: unknown records, refused transitions and writes."""
+
+from __future__ import annotations
+
+from .base import PfarError
+from .vault import VaultIOError
+
+
+class JournalError(PfarError):
+    pass
+
+
+class WriteRefused(JournalError):
+    """The store refused one write (a constraint the write broke); nothing of it was
+    written, and the writes committed beside it stand."""
+
+
+class StoreUnavailable(VaultIOError):
+    """The journal's database cannot be reached (a PostgreSQL server down, a connection
+    lost): nothing more is written until the kernel starts again."""
+
+
+class UnknownTask(JournalError):
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"no task with id {task_id!r}; `pfar tasks` lists them")
+        self.task_id = task_id
+
+
+class UnknownApproval(JournalError):
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(f"no approval with id {approval_id!r}; `pfar approvals` lists them")
+        self.approval_id = approval_id
+
+
+class UnknownCredentialPrompt(JournalError):
+    def __init__(self, prompt_id: str) -> None:
+        super().__init__(
+            f"no credential prompt with id {prompt_id!r}; `pfar approvals` lists pending prompts"
+        )
+        self.prompt_id = prompt_id
+
+
+class IllegalTransition(JournalError):
+    def __init__(self, task_id: str, src: str, dst: str) -> None:
+        super().__init__(f"task {task_id}: cannot go from {src} to {dst}")
+        self.task_id, self.src, self.dst = task_id, src, dst
+
+
+class TaskStateRefused(JournalError):
+    """The owner asked to cancel, pause or resume a task whose state does not allow it."""
+
+    def __init__(self, task_id: str, state: str, action: str, why: str) -> None:
+        super().__init__(
+            f"task {task_id} is {state}: {why}, so it cannot be {action}; nothing was changed"
+        )
+        self.task_id, self.state, self.action = task_id, state, action
+
+
+class AlreadyDecided(JournalError):
+    def __init__(self, what: str, item_id: str, status: str) -> None:
+        super().__init__(f"{what} {item_id} is already {status}; nothing was changed")
+        self.item_id, self.status = item_id, status
+
+
+class AmbiguousId(JournalError):
+    def __init__(self, what: str, prefix: str) -> None:
+        super().__init__(f"{prefix!r} matches more than one {what}; give more of the id")
+        self.prefix = prefix
+
+
+class IdPrefixTooShort(JournalError):
+    def __init__(self, prefix: str, at_least: int) -> None:
+        super().__init__(
+            f"id prefix {prefix!r} is too short: give at least {at_least} characters "
+            "(or the whole id)"
+        )
+        self.prefix, self.at_least = prefix, at_least
+
+
+class EventIdReused(JournalError):
+    """Exactly-once means the same event twice, not any event under a used id."""
+
+    def __init__(self, event_id: str, task_id: str, differs: str) -> None:
+        super().__init__(
+            f"event id {event_id!r} was already used by task {task_id} ({differs}); "
+            "nothing was created (the same event id with the same template and text "
+            "returns that task; a new event needs a new id)"
+        )
+        self.event_id, self.task_id, self.differs = event_id, task_id, differs
+
+
+class MalformedTaskRow(JournalError):
+    """A task row that holds what pfar never writes (a hand edit, or a bug): it is reported
+    and left alone, never guessed at or rewritten."""
+
+    def __init__(self, task_id: str, field: str, problem: str) -> None:
+        super().__init__(
+            f"task {task_id}: its journal row is malformed: {field}: {problem}; the task "
+            "is left as it is (`pfar cancel` ends it)"
+        )
+        self.task_id, self.field, self.problem = task_id, field, problem
+
+
+class StaleConversation(JournalError):
+    """A loop task's conversation moved on under a writer that had read an older end."""
+
+    def __init__(self, task_id: str, after: int, last: int) -> None:
+        super().__init__(
+            f"task {task_id}: its conversation moved on (its last turn is {last}, "
+            f"not {after}); nothing was appended"
+        )
+        self.task_id = task_id

@@ -1,0 +1,62 @@
+"""The owner's requests to the kernel: refused, malformed, or with no kernel to take them."""
+
+from __future__ import annotations
+
+from .base import PfarError
+
+
+class BadRequest(PfarError, ValueError):
+    """A request (control socket or API call) whose field has the wrong type or shape
+    (a ValueError too: callers that caught the untyped one keep working)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field, self.problem = field, problem
+
+
+class NotTheOwner(PfarError):
+    """A control-socket request that does not come from the owner's `pfar` command: a
+    process pfar started (a task's command, a step, an agent, a hook), another user,
+    or a request without this boot's token."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            f"refused: {why}. The control socket takes requests only from the owner's "
+            "`pfar` command (docs/security.md)"
+        )
+        self.why = why
+
+
+class KernelNotRunning(PfarError):
+    def __init__(self, home: str) -> None:
+        super().__init__(f"no kernel is running on {home}; start one with `pfar run`")
+        self.home = home
+
+
+class KernelNotReady(KernelNotRunning):
+    """A kernel holds the home but its control socket is not (or no longer) there."""
+
+    def __init__(self, home: str) -> None:
+        PfarError.__init__(
+            self,
+            f"the kernel on {home} is not answering on its control socket yet "
+            "(it is starting or stopping); try again in a moment",
+        )
+        self.home = home
+
+
+class ShuttingDown(PfarError):
+    def __init__(self) -> None:
+        super().__init__(
+            "the kernel is shutting down and accepts no new work; try again when it has stopped"
+        )
+
+
+class AnswerDoesNotFit(BadRequest):
+    """The owner's answer is not one the question offers; nothing was changed."""
+
+    def __init__(self, approval_id: str, answer: str, options: list[str]) -> None:
+        problem = f"approval {approval_id[:8]} offers {', '.join(options)}; got {answer!r}"
+        PfarError.__init__(self, f"{problem}; nothing was changed")
+        self.field, self.problem = "decision", problem
+        self.approval_id, self.answer, self.options = approval_id, answer, options

@@ -1,0 +1,97 @@
+"""What the journal keeps for the owner: the questions a task waits on (approvals,
+credential prompts) and the messages sent to the owner."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+from .json_text import JSON
+
+
+class ApprovalStatus(StrEnum):
+    pending = "pending"
+    approved = "approved"
+    denied = "denied"
+    expired = "expired"
+    recovered = "recovered"
+    withdrawn = "withdrawn"  # its task was cancelled: the question no longer stands
+
+
+class CredentialStatus(StrEnum):
+    pending = "pending"
+    received = "received"
+    expired = "expired"
+    withdrawn = "withdrawn"  # its task was cancelled
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """One `pending_approvals` row: a question to the owner that a task waits on."""
+
+    approval_id: str
+    task_id: str
+    action_type: str
+    description: str
+    data_preview: str | None
+    taint_level: str | None
+    target_sink: str | None
+    tool: str | None
+    step: int | None
+    created_at: str
+    expires_at: str
+    status: ApprovalStatus
+    options: list[str]
+    decision: str | None
+    decided_at: str | None
+    prompts_sent: int
+    # sha256 of the canonical JSON of the arguments the owner was shown: an approval
+    # lets exactly those run (see args_digest)
+    args_sha256: str | None = None
+    # who answered, through which surface ("cli (uid 1000, pid 4242)", "timeout")
+    decided_by: str | None = None
+
+    def to_json(self) -> dict[str, JSON]:
+        return {**asdict(self), "status": self.status.value}
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialPromptRecord:
+    """One `pending_credentials` row. Holds where the secret goes, never the secret."""
+
+    prompt_id: str
+    task_id: str
+    service: str
+    credential_type: str
+    instructions: str
+    vault_ref: str
+    message_id: str | None
+    created_at: str
+    expires_at: str
+    status: CredentialStatus
+    step: int | None
+    received_at: str | None
+    received_by: str | None = None  # who provided it, through which surface
+
+    def to_json(self) -> dict[str, JSON]:
+        return {**asdict(self), "status": self.status.value}
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerMessage:
+    """A message to the owner, keyed so that a resend after a crash is a no-op."""
+
+    message_key: str
+    kind: str  # "report", "approval", "credential", "result", "notice"
+    body: str
+    task_id: str | None = None
+    sink: str = "owner"
+
+
+def args_digest(args: Any) -> str:
+    """The sha256 of a tool call's arguments as canonical JSON: what an approval binds."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
