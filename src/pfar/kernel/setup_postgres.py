@@ -73,7 +73,8 @@ def with_postgres(config_text: str, pg: PostgresInit) -> str:
         raise AssertionError("the default config.toml has a [vault] table")
     vault, rest_marker, rest = tail.partition("\n[")
     return (
-        f'{head}[vault]\nbackend = "postgresql"\n{vault.rstrip()}\n\n{pg.config_toml()}{rest_marker}{rest}'
+        f'{head}[vault]\nbackend = "postgresql"\n{vault.rstrip()}\n\n'
+        f"{pg.config_toml()}{rest_marker}{rest}"
     )
 
 
