@@ -21,13 +21,17 @@ from typing import Any, TypeVar
 
 from pfar import init_home
 from pfar.cli.client import call
-from pfar.journal import Journal, TaskState, payloads
+from pfar.journal import TaskState, payloads
 from pfar.journal.payloads import Payload
 from pfar.journal.store import Store
 from pfar.vault import keys
 from pfar.vault.driver import sqlite
 from pfar.vault.home import Home
 from pfar.vault.keys import EncryptChoice
+
+# The journal backend a test's homes get: "sqlite", or "postgresql" where a test runs
+# on both (tests/crash/conftest.py sets it per test)
+BACKEND = {"name": "sqlite"}
 
 
 def make_home(
@@ -38,19 +42,39 @@ def make_home(
     config: str | None = None,
     examples: bool = False,
     encryption: EncryptChoice = "auto",
+    backend: str | None = None,
 ) -> Home:
     """A fresh home. `templates` maps id -> TOML body; `script` is the scripted model's file.
     Encrypted as `pfar init` makes it (its key in a file: no keychain in tests), unless
-    `encryption` says otherwise."""
+    `encryption` says otherwise. Its journal is on `backend` (BACKEND's by default): on
+    PostgreSQL, in a schema of the run's own database that the home's directory names."""
     home = Home(root)
-    init_home(home, examples=examples, encryption=encryption)
+    postgres = None
+    if (backend or BACKEND["name"]) == "postgresql":
+        from pfar.kernel.setup_postgres import PostgresInit
+
+        from .pg_support import store_dsn
+
+        postgres = PostgresInit(store_dsn(root))
+    init_home(home, examples=examples, encryption=encryption, postgres=postgres)
     for tid, body in (templates or {}).items():
         (home.templates_dir / f"{tid}.toml").write_text(textwrap.dedent(body))
     if script is not None:
         (home.root / "scripts" / "default.toml").write_text(textwrap.dedent(script))
     if config is not None:
-        home.config.write_text(textwrap.dedent(config))
+        home.config.write_text(textwrap.dedent(config) + _vault_table(home, config))
     return home
+
+
+def _vault_table(home: Home, config: str) -> str:
+    """A test's own config.toml keeps the home's journal where init put it."""
+    if BACKEND["name"] != "postgresql" or "[vault" in config:
+        return ""
+    from .pg_support import store_dsn
+
+    return (
+        f'\n[vault]\nbackend = "postgresql"\n\n[vault.postgresql]\ndsn = "{store_dsn(home.root)}"\n'
+    )
 
 
 class KernelProcess:
@@ -159,12 +183,19 @@ T = TypeVar("T")
 def read_journal(home: Home, read: Callable[[Store], Awaitable[T]]) -> T:
     """One read of the home's journal through its store's verbs, opened read-only (as
     `pfar` looks at a home): `read_journal(home, lambda s: s.tasks.get(task_id))`."""
-    with Journal.open_readonly(home.sessions_db, key=keys.unlock(home)) as journal:
-        return asyncio.run(_awaited(read(journal)))
+    return asyncio.run(_read_journal(home, read))
 
 
-async def _awaited(read: Awaitable[T]) -> T:
-    return await read
+async def _read_journal(home: Home, read: Callable[[Store], Awaitable[T]]) -> T:
+    from pfar.config import Config
+    from pfar.journal.open_store import open_store
+
+    config = Config.load(home.config)
+    journal = await open_store(home, config.vault, key=keys.unlock(home), readonly=True)
+    try:
+        return await read(journal)
+    finally:
+        await journal.aclose()
 
 
 def db(home: Home) -> sqlite.Connection:
