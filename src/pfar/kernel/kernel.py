@@ -45,7 +45,6 @@ from ..errors import (
     BadRequest,
     ConfigError,
     EventIdReused,
-    IllegalTransition,
     PfarError,
     ShuttingDown,
     TaskStateRefused,
@@ -68,7 +67,7 @@ from ..journal import (
 from ..journal.faults import FaultHook
 from ..journal.journal import prompt_status_text
 from ..journal.locks_sql import LockOwner
-from ..journal.payloads import AwaitingApproval, Extracting, Queued, Working, pause_requested
+from ..journal.payloads import AwaitingApproval, Extracting
 from ..journal.records import now_rfc3339, rfc3339
 from ..llm.proxy import CallRecord, ChatModel, InferenceProxy
 from ..policy.redact import RedactingFilter, Redactor
@@ -98,6 +97,7 @@ from .api.attach import Viewers
 from .api.records import ChannelState
 from .audit import AuditLog
 from .backups import BackupSchedule, ScheduledBackups
+from .driver import TaskDriver
 from .guards import guards_off
 from .learning import Learner
 from .locks import LockManager, LockTable
@@ -139,6 +139,24 @@ class KernelStatistics:
 
 
 class Kernel:
+    # made by start(), in its stages
+    config: Config
+    journal: Journal
+    secrets: SecretStore
+    knowledge: knowledge.KnowledgeStore | None
+    sessions: SessionSupervisor
+    redactor: Redactor
+    audit: AuditLog
+    owner: OwnerChannel
+    tools: ToolRegistry
+    templates: TemplateRegistry
+    model: InferenceProxy
+    locks: LockManager
+    learner: Learner
+    services: Services
+    scheduler: Scheduler
+    admission: Admission
+
     def __init__(
         self,
         home: Home,
@@ -162,13 +180,14 @@ class Kernel:
         self.boot_id = str(uuid.uuid4())
         self._sandbox_home = sandbox.home_tag(home.root)
         self._lock = HomeLock(home)
-        self._running: dict[str, asyncio.Task[None]] = {}
-        self._ending_processes: set[asyncio.Task[int]] = set()  # see _end_processes_if_ended
         self._holds_collector = False  # start() set Python's collector for a kernel
         # who watches loop tasks' output live (`pfar attach`)
         self.viewers = Viewers()
-        self._again: set[str] = set()
         self._accepting = False
+        # the coroutines that advance tasks (kernel/driver.py)
+        self.driver = TaskDriver(
+            self, accepting=lambda: self._accepting, write_failed=self._fail_stop
+        )
         self._background: list[asyncio.Task[None]] = []
         # run at shutdown after the wait and the flush, while the journal is still open:
         # the chat channels send what the wait produced, then stop
@@ -176,10 +195,7 @@ class Kernel:
         # what reaches the owner without the journal's outbox (each chat channel, sent to
         # directly): the fail-stop notice goes through them (kernel/fail_stop.py)
         self.last_words: list[Sink] = []
-        self._idle = asyncio.Event()
         self.hooks = NO_HOOKS
-        self._bus_moved = asyncio.Event()  # wakes the lifecycle hooks' feed early
-        self._idle.set()
         self._stopped = asyncio.Event()
         # set by the operator API: the process serving this kernel shuts it down gracefully
         self.shutdown_requested = asyncio.Event()
@@ -232,7 +248,7 @@ class Kernel:
             self.journal.writer.on_failure = self._fail_stop
             # with one task running (or none: a submit), no other write would share its
             # commit: it commits at once (GroupCommitWriter.alone)
-            self.journal.writer.alone = lambda: len(self._running) <= 1
+            self.journal.writer.alone = lambda: self.driver.count() <= 1
             self.secrets = SecretStore.open(
                 self.home.secrets_db, key=key, synchronous=config.vault.synchronous
             )
@@ -356,7 +372,9 @@ class Kernel:
             "pfar-disk": lambda again: self._disk_loop(),
             # started again (after running out of descriptors), it plans afresh
             "pfar-schedules": lambda again: scheduler.run(None if again else schedule_plans),
-            "pfar-hooks": lambda again: hook_feed.run(self.journal, self.hooks, self._bus_moved),
+            "pfar-hooks": lambda again: hook_feed.run(
+                self.journal, self.hooks, self.driver.bus_moved
+            ),
             "pfar-leases": lambda again: self._lease_loop(config),
             # learnings a dying kernel left undecided or unstored (kernel/learning.py)
             "pfar-learnings": lambda again: self.learner.run(),
@@ -380,7 +398,7 @@ class Kernel:
         # slot, so they start by priority, not in the order recovery listed them
         self.owner.notify()
         if self.admission.max_concurrent:
-            await self._enter_recovered(to_resume)
+            await self.driver.enter_recovered(to_resume)
         for task_id in to_resume:
             self.advance(task_id)
         return report
@@ -409,15 +427,6 @@ class Kernel:
             self.journal.writer.watcher = self._acknowledged
         if self._vault.restored is not None:
             restored.remove(self._vault.restored)
-
-    async def _enter_recovered(self, task_ids: list[str]) -> None:
-        """The tasks recovery goes on with, into the queue together: by priority, then in
-        recovery's order, the longest unmoved first (docs/config.md, "queued again in
-        its turn")."""
-        entering = []
-        for task_id in task_ids:
-            entering.append((task_id, await self._priority(await self.journal.tasks.get(task_id))))
-        self.admission.enter_all(entering)
 
     async def _recover_sessions(self) -> list[str]:
         recovered = await self.sessions.recover_after_crash()
@@ -651,86 +660,6 @@ class Kernel:
             self.admission.forget(task.task_id)  # a redelivered event: its task exists
         return stored, created
 
-    def advance(self, task_id: str, *, created: TaskRecord | None = None) -> None:
-        """Advance a task from the journal, now. The one way any task continues: after a
-        submit, an answer, a restart or the owner's resume alike. `created`: the task's
-        row as its creation committed it (not read again)."""
-        if task_id in self._running:
-            self._again.add(task_id)
-            return
-        self._idle.clear()
-        self._running[task_id] = asyncio.create_task(
-            self._drive(task_id, created), name=f"task-{task_id}"
-        )
-
-    async def _drive(self, task_id: str, created: TaskRecord | None = None) -> None:
-        try:
-            task = created if created is not None else await self.journal.tasks.get(task_id)
-            priority = await self._priority(task) if self.admission.max_concurrent else 0
-
-            async def queued() -> None:
-                """Journaled Queued while it waits (seed 001, 1.1): a listing shows it, and
-                a restart queues it again instead of starting it ahead of its turn."""
-                now = await self.journal.tasks.get(task_id)
-                if now.state.working and isinstance(now.payload, Working):
-                    to = Queued(then=now.payload, priority=priority)
-                    # the owner paused or cancelled it meanwhile: it stays as they left it
-                    with contextlib.suppress(IllegalTransition):
-                        await self.journal.tasks.transition(task_id, to, point="task_queued")
-
-            async with self.admission.slot(task_id, priority, queued) as waited:
-                # queued while it waited, or before a restart: admitted now
-                now = await self.journal.tasks.get(task_id) if waited else task
-                if isinstance(now.payload, Queued):  # admitted: TaskScheduled on the bus
-                    await self.journal.tasks.transition(
-                        task_id, now.payload.then, point="task_scheduled"
-                    )
-                runner = runner_for(task)  # by its kind, which a task keeps for good
-                while True:
-                    self._again.discard(task_id)
-                    await runner.advance(task_id, self.services)  # it reads the row itself
-                    if task_id not in self._again:
-                        break
-            await self._settle_pause(task_id)
-            if task.kind is TaskKind.loop:
-                await self._wake_parent(task_id)
-                await self.learner.learn(task_id)
-        except asyncio.CancelledError:
-            raise
-        except PfarError as exc:
-            if self.journal.writer.failure is not None:
-                self._fail_stop(exc)
-            else:
-                log.error("task %s: %s", task_id, exc)
-        finally:
-            self.admission.forget(task_id)  # ended before taking the place it entered
-            self._running.pop(task_id, None)
-            self._end_processes_if_ended(task_id)
-            self._bus_moved.set()
-            if not self._running:
-                self._idle.set()
-
-    def _end_processes_if_ended(self, task_id: str) -> None:
-        """A task that ended ends what its commands left running (nohup, setsid …); run
-        apart, so a cancelled coroutine's cleanup never waits on it."""
-        if not self._accepting:
-            return  # shutting down: shutdown ends them all
-        if not task_processes.may_have_left(task_id):
-            return  # it started no command here: no walk through /proc for it
-        ending = asyncio.create_task(
-            task_processes.end_processes(self.journal, task_processes.terminal, task_id)
-        )
-        self._ending_processes.add(ending)
-        ending.add_done_callback(self._ending_processes.discard)
-
-    async def _priority(self, task: TaskRecord) -> int:
-        """Its template's priority, or a loop task's own (`pfar loop --priority`)."""
-        if task.kind is TaskKind.loop:
-            settings = await self.journal.loops.settings(task.task_id)
-            return settings.priority if settings is not None else 0
-        tpl = self.templates.get(task.template_id) if task.kind is TaskKind.pipeline else None
-        return tpl.priority if tpl is not None else 0
-
     # -- the knowledge store (seed 001, 2.3 and 6.3) ------------------------------
 
     def _close_knowledge(self) -> None:
@@ -738,34 +667,37 @@ class Kernel:
             self.knowledge.close()
             self.knowledge = None
 
-    async def _settle_pause(self, task_id: str) -> None:
-        """A runner that stopped short of a boundary (an error it logged) leaves a pause
-        request standing on a task no coroutine holds any more: pause it now."""
-        if pause_requested(await self.journal.tasks.payload(task_id)):
-            await self.journal.tasks.request_pause(task_id, running=lambda: False)
+    # -- the driver (kernel/driver.py) --------------------------------------------
 
-    async def _wake_parent(self, task_id: str) -> None:
-        """A subtask that ended wakes the loop task blocked on it (seed 001, 6.4)."""
-        task = await self.journal.tasks.get(task_id)
-        if task.kind is not TaskKind.loop or not task.state.terminal:
-            return
-        parent = (await self.journal.loops.settings(task_id)).parent_task_id
-        if parent is not None:
-            self.advance(parent)
+    def advance(self, task_id: str, *, created: TaskRecord | None = None) -> None:
+        """Advance a task from the journal, now. The one way any task continues: after a
+        submit, an answer, a restart or the owner's resume alike."""
+        self.driver.advance(task_id, created=created)
+
+    def is_running(self, task_id: str) -> bool:
+        """A coroutine holds the task (it is being advanced, or is about to be)."""
+        return self.driver.is_running(task_id)
+
+    def running_ids(self) -> list[str]:
+        """The tasks a coroutine advances now (what a shutdown waits for)."""
+        return self.driver.running_ids()
+
+    async def stop_coroutine(self, task_id: str) -> None:
+        await self.driver.stop_coroutine(task_id)
+
+    async def wait_idle(self) -> None:
+        """Wait until no task is being advanced (parked tasks do not count)."""
+        await self.driver.wait_idle()
+
+    async def wait_task(self, task_id: str) -> TaskRecord:
+        """Wait until the task `task_id` ends or waits on the owner (`--wait`)."""
+        return await self.driver.wait_task(task_id)
 
     def _sandbox_running(self, label: str) -> bool:
         """A sandbox's label names a task running here, or a session whose agent does."""
         if label.startswith(SANDBOX_PREFIX):
             return self.sessions.is_running(label.removeprefix(SANDBOX_PREFIX))
-        return self.is_running(label)
-
-    def is_running(self, task_id: str) -> bool:
-        """A coroutine holds the task (it is being advanced, or is about to be)."""
-        return task_id in self._running
-
-    async def stop_coroutine(self, task_id: str) -> None:
-        self._again.discard(task_id)
-        await holds.stop_coroutine(self._running, task_id)
+        return self.driver.is_running(label)
 
     # -- the owner's hold: cancel, pause, resume (see holds.py) -------------------
 
@@ -781,7 +713,7 @@ class Kernel:
                 await holds.cancel(self, child)
         # what its commands (and its subtasks') left running, parked or not
         await task_processes.end_processes(self.journal, task_processes.terminal)
-        await self._wake_parent(result.task_id)
+        await self.driver.wake_parent(result.task_id)
         await self._finish_worktree(result.task_id)
         return result
 
@@ -854,30 +786,6 @@ class Kernel:
         self.failure = f"{task.get_name()} stopped: {exc!r}"
         self._accepting = False
         self._stopped.set()
-
-    async def wait_idle(self) -> None:
-        """Wait until no task is being advanced (parked tasks do not count)."""
-        while self._running:
-            await self._idle.wait()
-            await asyncio.sleep(0)
-
-    async def wait_task(self, task_id: str) -> TaskRecord:
-        """Wait until the task `task_id` ends or waits on the owner (`--wait`): while a
-        coroutine advances it, or it waits on its subtasks (Blocked: it holds none then),
-        other tasks do not count."""
-        while True:
-            if (running := self._running.get(task_id)) is not None:
-                await asyncio.wait({running})
-                continue
-            task = await self.journal.tasks.get(task_id)
-            if task.state is TaskState.Cancelling:  # the cancel request ends it, shortly
-                await asyncio.sleep(0.05)
-                continue
-            others = set(self._running.values())
-            if task.state is not TaskState.Blocked or not others:
-                return task  # a Blocked task with nothing running waits on a question
-            # what it waits on wakes it from a task's end (advance, before that task ends)
-            await asyncio.wait(others, return_when=asyncio.FIRST_COMPLETED)
 
     # -- loop tasks -----------------------------------------------------------------
 
@@ -1227,7 +1135,7 @@ class Kernel:
         self._accepting = False
         if timeout is None:
             timeout = self.config.recovery.shutdown_timeout_seconds
-        still = await self._wait_running(timeout)
+        still = await self.driver.wait_running(timeout, self.stop_now)
         left = [t.get_name().removeprefix("task-") for t in still]
         for t in still:
             t.cancel()
@@ -1247,7 +1155,7 @@ class Kernel:
         for bg in self._background:
             bg.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-        await asyncio.gather(*self._ending_processes, return_exceptions=True)
+        await self.driver.processes_ended()
         # no kernel supervises what tasks' commands left running: the next start resumes
         # their tasks, not those processes
         ended = await task_processes.end_processes(self.journal, task_processes.any_state)
@@ -1267,35 +1175,13 @@ class Kernel:
         self._stopped.set()
         return left
 
-    def running_ids(self) -> list[str]:
-        """The tasks a coroutine advances now (what a shutdown waits for)."""
-        return list(self._running)
-
-    async def _wait_running(self, timeout: float) -> set[asyncio.Task[None]]:
-        """Wait up to `timeout` for the running tasks, or until `stop_now`; those still
-        running."""
-        still = {t for t in self._running.values() if not t.done()}
-        now = asyncio.create_task(self.stop_now.wait())
-        deadline = asyncio.get_running_loop().time() + timeout
-        try:
-            while still and not self.stop_now.is_set():
-                left = deadline - asyncio.get_running_loop().time()
-                if left <= 0:
-                    break
-                done, _ = await asyncio.wait(
-                    [*still, now], timeout=left, return_when=asyncio.FIRST_COMPLETED
-                )
-                still -= done
-        finally:
-            now.cancel()
-        return still
-
     async def abort(self) -> None:
         """Stop without the graceful steps (tests and fail-stop): the journal is as it is."""
         self._accepting = False
-        for t in [*self._running.values(), *self._background]:
+        coroutines = [*self.driver.coroutines(), *self._background]
+        for t in coroutines:
             t.cancel()
-        await asyncio.gather(*self._running.values(), *self._background, return_exceptions=True)
+        await asyncio.gather(*coroutines, return_exceptions=True)
         self.journal.close(checkpoint=False)
         if self._acknowledged is not None:
             self._acknowledged.abandon()
@@ -1324,7 +1210,7 @@ class Kernel:
     async def statistics(self) -> KernelStatistics:
         return KernelStatistics(
             boot_id=self.boot_id,
-            running=len(self._running),
+            running=self.driver.count(),
             counts=await self.journal.tasks.counts(),
             commits=self.journal.writer.commits,
             writes=self.journal.writer.writes,
