@@ -29,22 +29,13 @@ from typing import Any
 
 from ..answers import (
     IN_PROCESS,
-    Abandon,
     Actor,
     Answer,
-    Approve,
-    Deny,
-    Fail,
-    answer_of,
-    parse_answer,
 )
 from ..config import Config
 from ..errors import (
-    AlreadyDecided,
-    AnswerDoesNotFit,
     BadRequest,
     ConfigError,
-    EventIdReused,
     PfarError,
     ShuttingDown,
     TaskStateRefused,
@@ -56,32 +47,23 @@ from ..hooks import NO_HOOKS, HookPoint, Hooks
 from ..hooks.loading import load_handlers
 from ..journal import (
     ApprovalRecord,
-    InboundEvent,
     Journal,
-    Move,
     OwnerMessage,
     TaskKind,
     TaskRecord,
-    TaskState,
 )
 from ..journal.faults import FaultHook
-from ..journal.journal import prompt_status_text
 from ..journal.locks_sql import LockOwner
-from ..journal.payloads import AwaitingApproval, Extracting
 from ..journal.records import now_rfc3339, rfc3339
 from ..llm.proxy import CallRecord, ChatModel, InferenceProxy
 from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
-from ..recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer
 from ..runners import Services, TemplateRegistry
 from ..runners.loop import runner as loop_runner
-from ..runners.loop import tasks as loops
 from ..runners.loop import worktrees
 from ..runners.loop.context import ContextStats
-from ..runners.loop.permissions import PERMISSION, Policy
+from ..runners.loop.permissions import Policy
 from ..runners.loop.tasks import LoopRequest
-from ..runners.registry import runner_for
-from ..runners.workflow.definition import load_definition
 from ..tools import sandbox, sandbox_mounts
 from ..tools.processes import end_group_if_same, start_time
 from ..tools.registry import ToolRegistry
@@ -93,12 +75,14 @@ from ..vault.secrets import SecretStore, checked_secret
 from . import collector, descriptors, disk, holds, hook_feed, task_processes, vault_start
 from .acknowledging import Acknowledging
 from .admission import Admission
+from .answering import Answering
 from .api.attach import Viewers
 from .api.records import ChannelState
 from .audit import AuditLog
 from .backups import BackupSchedule, ScheduledBackups
 from .driver import TaskDriver
 from .guards import guards_off
+from .intake import Intake
 from .learning import Learner
 from .locks import LockManager, LockTable
 from .models import build_model, scripted_proxy
@@ -106,7 +90,6 @@ from .owner import OwnerChannel, OwnerLogSink, Sink
 from .reload import Reloaded, reload_kernel
 from .scheduler import Scheduler
 from .sessions import SANDBOX_PREFIX, SessionSupervisor
-from .workflows import workflow_task
 
 log = logging.getLogger("pfar.kernel")
 
@@ -114,9 +97,6 @@ SANDBOX_RECONCILE_SECONDS = 30.0
 # journal cleanup: rows a commit deletes at most, and the kernel boots kept
 CLEANUP_BATCH = 500
 KEEP_BOOTS = 100
-
-# an event id is an adapter's message id: a uuid, a mail Message-ID; longer is not an id
-MAX_EVENT_ID = 256
 
 
 def pfar_version() -> str:
@@ -188,6 +168,8 @@ class Kernel:
         self.driver = TaskDriver(
             self, accepting=lambda: self._accepting, write_failed=self._fail_stop
         )
+        self.intake = Intake(self)  # events and tasks coming in (kernel/intake.py)
+        self.answering = Answering(self)  # the owner's answers (kernel/answering.py)
         self._background: list[asyncio.Task[None]] = []
         # run at shutdown after the wait and the flush, while the journal is still open:
         # the chat channels send what the wait produced, then stop
@@ -550,7 +532,7 @@ class Kernel:
     def add_sink(self, sink: Sink) -> None:
         self.owner.add_sink(sink)
 
-    # -- tasks -----------------------------------------------------------------
+    # -- intake (kernel/intake.py) ---------------------------------------------------
 
     async def submit(
         self,
@@ -562,103 +544,23 @@ class Kernel:
         principal: str = "owner",
     ) -> TaskRecord:
         """Create a task from an event and start it. The same event id twice: one task."""
-        if not self._accepting:
-            raise ShuttingDown()
-        if not text.strip():  # refused as a loop's empty prompt is: a task about nothing
-            raise BadRequest("text", "is empty: say what the task is about")
-        if event_id is not None:
-            check_event_id(event_id)
-        tpl = self._reload_template(template_id)
-        event = InboundEvent(
-            event_id=event_id or str(uuid.uuid4()),
-            adapter=adapter,
-            template_id=template_id,
-            text=self.redactor.text(text),
-            principal=principal,
+        return await self.intake.submit(
+            template_id, text, event_id=event_id, adapter=adapter, principal=principal
         )
-        task = TaskRecord.new(
-            TaskKind.pipeline,
-            tpl.id,
-            event,
-            Extracting(),
-            data_ceiling=tpl.data_ceiling,
-            output_sinks=list(tpl.output_sinks),
-            template_hash=tpl.content_hash,
-        )
-        stored, created = await self._create_entered(
-            task, tpl.priority, lambda row: self.journal.tasks.create(row, event)
-        )
-        if not created:
-            self._same_event(stored, event)
-        if created:
-            self.audit.log(
-                "task_created", task_id=stored.task_id, template_id=tpl.id, adapter=adapter
-            )
-            if found := self.redactor.found(text):
-                await self._tell_text_was_redacted(stored, found)
-            self.advance(stored.task_id, created=stored)
-        return stored
 
-    async def _tell_text_was_redacted(self, task: TaskRecord, found: list[str]) -> None:
-        """A secret typed into a task's text is never stored: the task gets a marker in
-        its place. The owner is told, since what the task saves differs from what was typed."""
-        named = ", ".join(found)
-        await self.journal.events.enqueue(
-            [
-                OwnerMessage(
-                    f"redacted-input:{task.task_id}",
-                    "notice",
-                    f"Task {self.title(task)} ({task.task_id[:8]}): its text held {named}; "
-                    "pfar stored and ran it with [REDACTED:…] in its place, so the task "
-                    "never sees the value. To let a task use a secret, name it in the "
-                    "template's [[credentials]].",
-                    task.task_id,
-                )
-            ]
-        )
-        self.owner.notify()
+    async def start_loop(
+        self, request: LoopRequest, *, event_id: str | None = None, adapter: str = "api"
+    ) -> TaskRecord:
+        """Start an agentic loop task (seed 001) on `request`."""
+        return await self.intake.start_loop(request, event_id=event_id, adapter=adapter)
 
-    def _same_event(self, stored: TaskRecord, event: InboundEvent) -> None:
-        """A redelivered event is the same template and text; anything else reusing the id
-        is refused, naming the task that has it. The stored text was redacted with the
-        secrets known then: redact it again now, as the new text was, before comparing."""
-        first = stored.trigger_event or {}
-        if stored.template_id != event.template_id:
-            differs = f"template {stored.template_id!r}, not {event.template_id!r}"
-        elif self.redactor.text(str(first.get("text", ""))) != event.text:
-            differs = "a different text"
-        else:
-            return
-        raise EventIdReused(event.event_id, stored.task_id, differs)
+    async def start_workflow(self, definition_path: str, directory: str) -> TaskRecord:
+        """Run a traced workflow in `directory` (seed 003)."""
+        return await self.intake.start_workflow(definition_path, directory)
 
-    def _reload_template(self, template_id: str) -> Any:
-        tpl = self.templates.fresh(template_id)  # raises ConfigError for a malformed file
-        if tpl is None:
-            known = ", ".join(self.templates.ids()) or "none"
-            raise ConfigError(
-                str(self.home.templates_dir / f"{template_id}.toml"),
-                "",
-                f"no such template (known: {known})",
-            )
-        return tpl
-
-    async def _create_entered(
-        self,
-        task: TaskRecord,
-        priority: int,
-        create: Callable[[TaskRecord], Awaitable[tuple[TaskRecord, bool]]],
-    ) -> tuple[TaskRecord, bool]:
-        """Create a task with its place decided: it takes a slot, or it is created
-        Queued, so its creation's commit says TaskStarted only if it starts."""
-        started = self.admission.enter(task.task_id, priority)
-        try:
-            stored, created = await create(task if started else task.queued(priority))
-        except BaseException:
-            self.admission.forget(task.task_id)
-            raise
-        if not created:
-            self.admission.forget(task.task_id)  # a redelivered event: its task exists
-        return stored, created
+    async def resume_workflow(self, directory: str) -> TaskRecord:
+        """Go on with the workflow in `directory`."""
+        return await self.intake.resume_workflow(directory)
 
     # -- the knowledge store (seed 001, 2.3 and 6.3) ------------------------------
 
@@ -787,43 +689,18 @@ class Kernel:
         self._accepting = False
         self._stopped.set()
 
-    # -- loop tasks -----------------------------------------------------------------
+    # -- answering (kernel/answering.py) ----------------------------------------------
 
-    async def start_loop(
-        self, request: LoopRequest, *, event_id: str | None = None, adapter: str = "api"
+    async def answer(
+        self, approval_id: str, answer: Answer | str, by: Actor = IN_PROCESS
+    ) -> tuple[ApprovalRecord, bool]:
+        """Answer an approval (see Answering.answer); idempotent."""
+        return await self.answering.answer(approval_id, answer, by)
+
+    async def provide_credential(
+        self, prompt_id: str, secret: str, by: Actor = IN_PROCESS
     ) -> TaskRecord:
-        """Start an agentic loop task (seed 001) on `request`. The same event id twice:
-        one task."""
-        if not self._accepting:
-            raise ShuttingDown()
-        if event_id is not None:
-            check_event_id(event_id)
-        request = loops.checked(request)
-        prompt = self.redactor.text(request.prompt)
-        event = InboundEvent(
-            event_id=event_id or str(uuid.uuid4()),
-            adapter=adapter,
-            template_id=loops.LOOP_TEMPLATE,
-            text=prompt,
-            payload={"directory": request.directory, "tier": request.tier},
-        )
-        task, settings = loops.loop_task(request, prompt, event)
-        # the learnings it is given are fixed now, with the task: a resumed task sees
-        # the same ones (seed 001, 2.3)
-        settings = dataclasses.replace(settings, learnings=await self.learner.learnings_for(prompt))
-        stored, created = await self._create_entered(
-            task,
-            settings.priority,
-            lambda row: self.journal.loops.create(row, settings, prompt, event),
-        )
-        if not created:
-            self._same_event(stored, event)
-            return stored
-        self.audit.log("task_created", task_id=stored.task_id, template_id="loop", adapter=adapter)
-        if found := self.redactor.found(request.prompt):
-            await self._tell_text_was_redacted(stored, found)
-        self.advance(stored.task_id)
-        return stored
+        return await self.answering.provide_credential(prompt_id, secret, by)
 
     async def send(
         self,
@@ -834,39 +711,14 @@ class Kernel:
         event_id: str | None = None,
         adapter: str = "api",
     ) -> TaskRecord:
-        """The owner's message to a loop task waiting for one (`done`: end it instead,
-        with its summary). Refused, naming its state, when it is not waiting. With an
-        `event_id` (a chat message's), the same message twice is taken once."""
-        if not self._accepting:
-            raise ShuttingDown()
-        task_id = await self.journal.tasks.resolve_id(task_id)
-        if not done and not text.strip():
-            raise BadRequest("text", "is empty")
-        event = None if event_id is None else (check_event_id(event_id), adapter)
-        if not done and self.hooks.wants(HookPoint.PostUserInput):
-            # the message kept is the one the handlers left (a refused one is not kept)
-            said = await self.hooks.fire(
-                HookPoint.PostUserInput,
-                {"task_id": task_id, "kind": "message", "text": self.redactor.text(text)},
-            )
-            if said.blocked:
-                raise BadRequest("text", f"was refused: {said.blocked}")
-            text = str(said.changes.get("text", text))
-        await self.journal.loops.send(task_id, self.redactor.text(text), done=done, event=event)
-        self.audit.log("user_input", task_id=task_id, done=done)
-        self.advance(task_id)
-        return await self.journal.tasks.get(task_id)
+        """The owner's message to a loop task waiting for one (`done`: end it instead)."""
+        return await self.answering.send(
+            task_id, text, done=done, event_id=event_id, adapter=adapter
+        )
 
     async def retry_answer(self, task_id: str) -> TaskRecord:
-        """The owner's `/retry`: discard the model's answer that waits for the owner, and
-        ask the model again. Refused, naming the state, unless the task waits so."""
-        if not self._accepting:
-            raise ShuttingDown()
-        task_id = await self.journal.tasks.resolve_id(task_id)
-        await self.journal.loops.retry(task_id)
-        self.audit.log("user_input", task_id=task_id, retry=True)
-        self.advance(task_id)
-        return await self.journal.tasks.get(task_id)
+        """The owner's `/retry` of the model's answer that waits for them."""
+        return await self.answering.retry_answer(task_id)
 
     async def loop_context(self, task_id: str) -> ContextStats:
         """`/context`: how full a loop task's context is."""
@@ -874,122 +726,6 @@ class Kernel:
         if task.kind is not TaskKind.loop:
             raise BadRequest("task", f"{task.task_id} is a {task.kind.value} task, not a loop")
         return await loop_runner.context_stats(task.task_id, self.services)
-
-    # -- traced workflows ---------------------------------------------------------
-
-    async def start_workflow(self, definition_path: str, directory: str) -> TaskRecord:
-        """Run a traced workflow in `directory` (seed 003). If the directory already has
-        a trace.md, the workflow's first act is the recovery check on it."""
-        if not self._accepting:
-            raise ShuttingDown()
-        definition_file = Path(os.path.abspath(definition_path))
-        workdir = Path(os.path.abspath(directory))
-        definition = load_definition(definition_file)
-        if not workdir.is_dir():
-            raise PfarError(f"workflow directory {workdir} does not exist")
-        task = workflow_task(definition, definition_file, workdir)
-        stored, _ = await self._create_entered(task, 0, self.journal.tasks.create)
-        self.audit.log("workflow_started", task_id=stored.task_id, directory=str(workdir))
-        self.advance(stored.task_id)
-        return stored
-
-    async def resume_workflow(self, directory: str) -> TaskRecord:
-        """Go on with the workflow in `directory`: its running task, or a new one that
-        starts with the recovery check on the trace."""
-        workdir = os.path.abspath(directory)
-        task_id = await self.journal.tasks.latest_workflow_task(workdir)
-        if task_id is None:
-            raise PfarError(
-                f"no workflow was started in {workdir}; "
-                "start one with `pfar workflow start DEFINITION DIR`"
-            )
-        task = await self.journal.tasks.get(task_id)
-        if task.state.terminal:
-            payload = (task.trigger_event or {}).get("payload", {})
-            return await self.start_workflow(str(payload["definition"]), workdir)
-        if task.state is TaskState.Paused:  # "go on" is the owner's resume
-            await self.resume_task(task_id)
-            return await self.journal.tasks.get(task_id)
-        if task.state.working:
-            self.advance(task_id)
-        return task
-
-    # -- the owner's answers ---------------------------------------------------
-
-    async def answer(
-        self, approval_id: str, answer: Answer | str, by: Actor = IN_PROCESS
-    ) -> tuple[ApprovalRecord, bool]:
-        """Answer an approval: Approve (its first option), Deny (its way of saying no),
-        or one of the options it offers (as a record of pfar.answers, or its name);
-        anything else is refused (AnswerDoesNotFit), naming them. Idempotent: the same
-        answer again changes nothing. `by` (who, through which surface) is journaled
-        with the answer."""
-        if not self._accepting:
-            raise ShuttingDown()
-        if isinstance(answer, str):  # this API is an edge too: parsed here, once
-            answer = parse_answer(answer)
-        approval_id = await self.journal.questions.resolve_approval_id(approval_id)
-        a = await self.journal.questions.approval(approval_id)
-        option = _as_option(a, answer)
-        if option.kind not in a.options and a.status.value == "pending":
-            raise AnswerDoesNotFit(approval_id, answer.kind, a.options)
-        decided, changed = await self.journal.questions.decide_approval(
-            approval_id, option, resume_to=_answer_outcome, by=str(by)
-        )
-        if changed:
-            self.audit.log(
-                "approval_decided",
-                approval_id=approval_id,
-                decision=option.kind,
-                task_id=decided.task_id,
-                by=str(by),
-            )
-            await self._answered_hooks(decided, option.kind)
-            self.advance(decided.task_id)
-            self.owner.notify()
-        return decided, changed
-
-    async def _answered_hooks(self, decided: ApprovalRecord, choice: str) -> None:
-        """PostUserInput with the owner's decision; PermissionGranted or PermissionDenied
-        when it answered a permission question (seed 001, 4.2)."""
-        about = {
-            "task_id": decided.task_id,
-            "kind": "answer",
-            "question": decided.action_type,
-            "step": decided.step,
-            "tool": decided.tool,
-            "decision": choice,
-        }
-        await self.hooks.observe(HookPoint.PostUserInput, about)
-        if decided.action_type == PERMISSION:
-            granted = choice in ("approve", "always")
-            point = HookPoint.PermissionGranted if granted else HookPoint.PermissionDenied
-            await self.hooks.observe(point, {**about, "by": "owner"})
-
-    async def provide_credential(
-        self, prompt_id: str, secret: str, by: Actor = IN_PROCESS
-    ) -> TaskRecord:
-        if not self._accepting:
-            raise ShuttingDown()
-        prompt_id = await self.journal.questions.resolve_prompt_id(prompt_id)
-        p = await self.journal.questions.credential_prompt(prompt_id)
-        if p.status.value != "pending":
-            raise AlreadyDecided("credential prompt", prompt_id, prompt_status_text(p))
-        name = p.vault_ref.removeprefix("vault:")
-        value = checked_secret(name, secret)
-        # secrets.db first: a crash before the journal write re-prompts, never loses it
-        self.secrets.set(name, value, p.service)
-        self.redactor.refresh()
-        await self.journal.questions.receive_credential(prompt_id, str(by))
-        self.audit.log(
-            "credential_received",
-            prompt_id=prompt_id,
-            service=p.service,
-            task_id=p.task_id,
-            by=str(by),
-        )
-        self.advance(p.task_id)
-        return await self.journal.tasks.get(p.task_id)
 
     def set_secret(self, name: str, value: str) -> None:
         """Store a secret in secrets.db; from now on it is redacted wherever it appears."""
@@ -1224,44 +960,6 @@ class Kernel:
             return str(meta["title"])
         tpl = self.templates.get(task.template_id)
         return tpl.title if tpl else task.template_id
-
-
-def check_event_id(event_id: object) -> str:
-    """Event ids are strings: `True` or `1` would collide with "True" or "1" once stored."""
-    if not isinstance(event_id, str):
-        raise BadRequest("event_id", f"must be a string, not {type(event_id).__name__}")
-    if not event_id.strip() or len(event_id) > MAX_EVENT_ID:
-        raise BadRequest("event_id", f"must be 1 to {MAX_EVENT_ID} characters, not all blank")
-    if not event_id.isprintable():
-        raise BadRequest("event_id", "must not contain control characters")
-    return event_id
-
-
-def _as_option(a: ApprovalRecord, answer: Answer) -> Answer:
-    """Approve and Deny in the question's own terms: its first option, and its way of
-    saying no ("abandon" where it offers no "fail")."""
-    if isinstance(answer, Approve):
-        return answer_of(a.options[0])
-    if isinstance(answer, Deny) and "deny" not in a.options:
-        return Abandon() if "abandon" in a.options and "fail" not in a.options else Fail()
-    return answer
-
-
-def _answer_outcome(task: TaskRecord, approval: ApprovalRecord, answer: Answer) -> Move:
-    """Where an answer sends the task: recovery's own question is answered alike for
-    every kind of task; any other question by the task's runner. Only a task parked on
-    this very question moves (a stale question's answer moves nothing)."""
-    parked = task.payload
-    if not isinstance(parked, AwaitingApproval) or parked.approval_id != approval.approval_id:
-        raise TaskStateRefused(
-            task.task_id,
-            task.state.value,
-            "answered",
-            f"it is not waiting on question {approval.approval_id[:8]}",
-        )
-    if approval.action_type == IN_FLIGHT_DEATHS:
-        return in_flight_answer(task, approval, answer)
-    return runner_for(task).apply_answer(task, approval, answer)
 
 
 def _config_hash(home: Home) -> str:
