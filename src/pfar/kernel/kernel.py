@@ -54,7 +54,6 @@ from ..journal import (
 )
 from ..journal.faults import FaultHook
 from ..journal.locks_sql import LockOwner
-from ..journal.records import now_rfc3339, rfc3339
 from ..llm.proxy import CallRecord, ChatModel, InferenceProxy
 from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
@@ -72,15 +71,15 @@ from ..vault.driver import sqlite
 from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import collector, descriptors, disk, holds, hook_feed, task_processes, vault_start
+from . import collector, disk, holds, task_processes, vault_start
 from .acknowledging import Acknowledging
 from .admission import Admission
 from .answering import Answering
 from .api.attach import Viewers
 from .api.records import ChannelState
 from .audit import AuditLog
-from .backups import BackupSchedule, ScheduledBackups
 from .driver import TaskDriver
+from .duties import Duties
 from .guards import guards_off
 from .intake import Intake
 from .learning import Learner
@@ -92,11 +91,6 @@ from .scheduler import Scheduler
 from .sessions import SANDBOX_PREFIX, SessionSupervisor
 
 log = logging.getLogger("pfar.kernel")
-
-SANDBOX_RECONCILE_SECONDS = 30.0
-# journal cleanup: rows a commit deletes at most, and the kernel boots kept
-CLEANUP_BATCH = 500
-KEEP_BOOTS = 100
 
 
 def pfar_version() -> str:
@@ -170,7 +164,13 @@ class Kernel:
         )
         self.intake = Intake(self)  # events and tasks coming in (kernel/intake.py)
         self.answering = Answering(self)  # the owner's answers (kernel/answering.py)
-        self._background: list[asyncio.Task[None]] = []
+        # what runs beside the tasks while the kernel does (kernel/duties.py)
+        self.duties = Duties(
+            self,
+            sandbox_home=self._sandbox_home,
+            sandbox_running=self._sandbox_running,
+            bus_moved=self.driver.bus_moved,
+        )
         # run at shutdown after the wait and the flush, while the journal is still open:
         # the chat channels send what the wait produced, then stop
         self.before_close: list[Callable[[], Awaitable[None]]] = []
@@ -187,8 +187,6 @@ class Kernel:
         self.report: RecoveryReport | None = None
         self.failure: str | None = None  # why the kernel stopped itself, if it did
         self._fail_stopped: BaseException | None = None  # a vault write failed (_fail_stop)
-        self._disk: disk.DiskWatch | None = None  # the home's free space (kernel/disk.py)
-        self._disk_warnings = 0
         self.template_errors: list[ConfigError] = []
         self._vault = vault_start.VaultStart()  # what the start's vault checks found
         # keeps vault/acknowledged up with the journal once recovery has reported
@@ -202,12 +200,7 @@ class Kernel:
         check_home(self.home)
         config = self._config or Config.load(self.home.config)
         self.config = config
-        self._disk = disk.DiskWatch(
-            self.home.root,
-            self.home.vault_dir / disk.RESERVE_NAME,
-            config.vault.low_space_mb * disk.MB,
-            config.vault.reserve_mb * disk.MB,
-        )
+        self.duties.watch_disk(config)
         if not self.home.sessions_db.exists():
             raise VaultMissing(
                 f"{self.home.sessions_db} does not exist; run `pfar init` to create a new home "
@@ -294,11 +287,11 @@ class Kernel:
         stale = await self.journal.locks.clear_stale(self.lock_owner, _alive)
         if stale:
             self.audit.log("stale_locks_released", count=stale)
-        await self._expire()
-        await self._cleanup()
-        if not self._disk_watch.make_reserve() and config.vault.reserve_mb:
+        await self.duties.expire()
+        await self.duties.cleanup()
+        if not self.duties.disk_watch.make_reserve() and config.vault.reserve_mb:
             log.warning("no room for the journal's reserve of %d MB", config.vault.reserve_mb)
-        await self._check_disk()
+        await self.duties.check_disk()
         for err in self.template_errors:
             for problem in err.each:
                 self.audit.log("template_invalid", error=str(problem))
@@ -345,33 +338,7 @@ class Kernel:
 
         # Stage 4: background services (adapters attach their sinks before `open`)
         self._accepting = True
-        scheduler = self.scheduler
-        duties: dict[str, Callable[[bool], Awaitable[None]]] = {
-            "pfar-owner": lambda again: self.owner.run(),
-            "pfar-expiry": lambda again: self._expiry_loop(),
-            "pfar-cleanup": lambda again: self._cleanup_loop(),
-            "pfar-sandboxes": lambda again: self._sandbox_loop(),
-            "pfar-disk": lambda again: self._disk_loop(),
-            # started again (after running out of descriptors), it plans afresh
-            "pfar-schedules": lambda again: scheduler.run(None if again else schedule_plans),
-            "pfar-hooks": lambda again: hook_feed.run(
-                self.journal, self.hooks, self.driver.bus_moved
-            ),
-            "pfar-leases": lambda again: self._lease_loop(config),
-            # learnings a dying kernel left undecided or unstored (kernel/learning.py)
-            "pfar-learnings": lambda again: self.learner.run(),
-        }
-        schedule = BackupSchedule.of(self.home, config.vault.backup)
-        if schedule is not None:  # [vault.backup] (kernel/backups.py)
-            duties["pfar-backup"] = lambda again: ScheduledBackups(self, schedule).run()
-        # a duty that runs out of file descriptors (a flooded listener) waits and goes
-        # on; any other end of a duty stops the kernel (_background_ended)
-        self._background = [
-            asyncio.create_task(descriptors.kept(name, start), name=name)
-            for name, start in duties.items()
-        ]
-        for bg in self._background:
-            bg.add_done_callback(self._background_ended)
+        self.duties.start(schedule_plans, on_ended=self._background_ended)
 
         collector.hold()  # what it loaded lives as long as it runs (kernel/collector.py)
         self._holds_collector = True
@@ -671,7 +638,7 @@ class Kernel:
         what = "journal write" if self.journal.writer.failure is not None else "write"
         log.critical("%s failed; stopping the kernel: %s", what, exc)
         # room for what the stop and the next start still write (kernel/disk.py)
-        if self._disk is not None and self._disk.release():
+        if self.duties.disk is not None and self.duties.disk.release():
             log.critical("released the journal's reserve (vault/%s)", disk.RESERVE_NAME)
         self._accepting = False
         self._stopped.set()
@@ -748,121 +715,10 @@ class Kernel:
             raise UnknownSecret(name)
         self.audit.log("secret_removed", name=name)
 
-    # -- background duties -----------------------------------------------------
-
-    async def _expire(self) -> None:
-        """Fail the tasks whose approval or credential prompt ran out of time."""
-        now = now_rfc3339()
-        deadline = await self.journal.questions.next_deadline()
-        if deadline is None or deadline > now:
-            return
-        expired = await self.journal.questions.expire_due(now)
-        failed = [(task_id, error) for task_id, error in expired if error is not None]
-        for task_id, error in expired:
-            if error is None:  # a permission left unanswered: a "No", and the task goes on
-                self.audit.log("permission_expired", task_id=task_id)
-                self.advance(task_id)
-        for task_id, error in failed:
-            self.audit.log("task_expired", task_id=task_id, error=error)
-        if failed:
-            await self.journal.events.enqueue(
-                [
-                    OwnerMessage(
-                        f"failed:{task_id}",
-                        "notice",
-                        f"Task {task_id[:8]} failed: {error}",
-                        task_id,
-                    )
-                    for task_id, error in failed
-                ]
-            )
-            self.owner.notify()
-
-    async def _expiry_loop(self) -> None:
-        while True:
-            await asyncio.sleep(1.0)
-            self.audit.flush(sync=False)
-            await self._expire()
-
-    async def _cleanup(self) -> int:
-        r = self.config.recovery
-        now = datetime.now(UTC)
-        completed_before = rfc3339(now - timedelta(hours=r.journal_retention_completed_hours))
-        failed_before = rfc3339(now - timedelta(days=r.journal_retention_failed_days))
-        # in bounded batches, each its own commit: a long history never holds the writer
-        removed = pruned = 0
-        while True:
-            n = await self.journal.tasks.cleanup(completed_before, failed_before, CLEANUP_BATCH)
-            removed += n
-            if n < CLEANUP_BATCH:
-                break
-        while True:  # delivered chat messages go with the owner's, after the longer retention
-            n = await self.journal.events.prune(failed_before, KEEP_BOOTS, CLEANUP_BATCH)
-            pruned += n
-            if n < CLEANUP_BATCH:
-                break
-        if removed or pruned:
-            self.audit.log("journal_cleanup", removed=removed, pruned=pruned)
-        return removed
-
-    async def _sandbox_loop(self) -> None:
-        """R7: every 30 s, a sandbox whose task is not running on this kernel is killed."""
-        while True:
-            await asyncio.sleep(SANDBOX_RECONCILE_SECONDS)
-            killed = sandbox.reconcile(self._sandbox_home, self._sandbox_running)
-            if killed:
-                log.warning("killed %d orphaned sandbox(es)", killed)
-                self.audit.log("orphan_sandboxes_killed", count=killed)
-            # a task that ended with no coroutine of this kernel (a question that lapsed)
-            ended = await task_processes.end_processes(self.journal, task_processes.terminal)
-            if ended:
-                self.audit.log("task_processes_ended", count=ended, at="reconcile")
-
-    @property
-    def _disk_watch(self) -> disk.DiskWatch:
-        assert self._disk is not None, "set by start()"
-        return self._disk
-
-    async def _disk_loop(self) -> None:
-        while True:
-            await asyncio.sleep(disk.CHECK_SECONDS)
-            await self._check_disk()
-
-    async def _check_disk(self) -> None:
-        """Tell the owner, once a crossing, that the home's disk is nearly full."""
-        watch = self._disk_watch
-        try:
-            free = watch.crossed()
-        except OSError as exc:  # a duty that stops would stop the kernel: this is a warning
-            log.warning("cannot read the free space of %s: %s", self.home.root, exc)
-            return
-        if free is None:
-            return
-        text = disk.low_space_message(self.home.root, free, watch.low_bytes)
-        log.warning("%s", text)
-        self.audit.log("disk_low", free_mb=free // disk.MB)
-        self._disk_warnings += 1
-        key = f"disk-low:{self.boot_id}:{self._disk_warnings}"
-        await self.journal.events.enqueue([OwnerMessage(key, "notice", text, None)])
-        self.owner.notify()
-
-    async def _lease_loop(self, config: Config) -> None:
-        """Renew this kernel's lock leases every third of their length."""
-        lease = config.scheduler.lock_lease_seconds
-        while True:
-            await asyncio.sleep(lease / 3)
-            if self.locks.holding():  # an idle kernel writes nothing
-                await self.journal.locks.renew(self.boot_id, lease)
-
     @property
     def lock_owner(self) -> LockOwner:
         pid = os.getpid()
         return LockOwner(self.boot_id, socket.gethostname(), pid, start_time(pid) or 0)
-
-    async def _cleanup_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.journal.cleanup_interval_hours * 3600)
-            await self._cleanup()
 
     # -- shutdown ----------------------------------------------------------------
 
@@ -888,9 +744,7 @@ class Kernel:
             except Exception:
                 log.exception("a shutdown step failed; the journal is closed all the same")
         await self.sessions.close()
-        for bg in self._background:
-            bg.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.duties.stop()
         await self.driver.processes_ended()
         # no kernel supervises what tasks' commands left running: the next start resumes
         # their tasks, not those processes
@@ -904,7 +758,7 @@ class Kernel:
         if self._acknowledged is not None:
             self._acknowledged.close()
         self.secrets.close()
-        self._disk_watch.release()  # a stopped kernel holds no space it does not use
+        self.duties.disk_watch.release()  # a stopped kernel holds no space it does not use
         self._close_knowledge()
         self._lock.release()
         self._give_back_collector()
@@ -914,7 +768,7 @@ class Kernel:
     async def abort(self) -> None:
         """Stop without the graceful steps (tests and fail-stop): the journal is as it is."""
         self._accepting = False
-        coroutines = [*self.driver.coroutines(), *self._background]
+        coroutines = [*self.driver.coroutines(), *self.duties.tasks]
         for t in coroutines:
             t.cancel()
         await asyncio.gather(*coroutines, return_exceptions=True)
@@ -922,8 +776,8 @@ class Kernel:
         if self._acknowledged is not None:
             self._acknowledged.abandon()
         self.secrets.close()
-        if self._disk is not None:
-            self._disk.release()
+        if self.duties.disk is not None:
+            self.duties.disk.release()
         self._close_knowledge()
         self.sessions.manager.close()
         self._lock.release()
