@@ -38,7 +38,6 @@ from ..errors import (
     ConfigError,
     PfarError,
     ShuttingDown,
-    TaskStateRefused,
     UnknownSecret,
     VaultIOError,
     VaultMissing,
@@ -48,7 +47,6 @@ from ..hooks.loading import load_handlers
 from ..journal import (
     ApprovalRecord,
     Journal,
-    OwnerMessage,
     TaskKind,
     TaskRecord,
 )
@@ -59,7 +57,6 @@ from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..runners import Services, TemplateRegistry
 from ..runners.loop import runner as loop_runner
-from ..runners.loop import worktrees
 from ..runners.loop.context import ContextStats
 from ..runners.loop.permissions import Policy
 from ..runners.loop.tasks import LoopRequest
@@ -571,57 +568,15 @@ class Kernel:
     # -- the owner's hold: cancel, pause, resume (see holds.py) -------------------
 
     async def cancel_task(self, task_id: str) -> holds.HoldResult:
-        """End the task as Cancelled: intent committed, coroutine cancelled, processes
-        ended, questions withdrawn. Refused (TaskStateRefused) for an ended task."""
-        if not self._accepting:
-            raise ShuttingDown()
-        result = await holds.cancel(self, task_id)
-        # its subtasks have no one to answer any more; a subtask's parent goes on
-        for child in await self._unfinished_children(result.task_id):
-            with contextlib.suppress(TaskStateRefused):  # it ended meanwhile
-                await holds.cancel(self, child)
-        # what its commands (and its subtasks') left running, parked or not
-        await task_processes.end_processes(self.journal, task_processes.terminal)
-        await self.driver.wake_parent(result.task_id)
-        await self._finish_worktree(result.task_id)
-        return result
-
-    async def _finish_worktree(self, task_id: str) -> None:
-        """A cancelled loop task's worktree: kept for a look, or removed (its branch kept)."""
-        task = await self.journal.tasks.get(task_id)
-        if task.kind is not TaskKind.loop:
-            return
-        settings = await self.journal.loops.settings(task_id)
-        if settings.parent_task_id or settings.worktree is None:
-            return
-        keep = self.services.loop.keep_failed_worktrees
-        note = await worktrees.finish(task_id, settings, succeeded=False, keep=keep)
-        if note:
-            message = OwnerMessage(f"worktree-end:{task_id}", "notice", note, task_id)
-            await self.journal.events.enqueue([message])
-            self.owner.notify()
-
-    async def _unfinished_children(self, task_id: str) -> list[str]:
-        task = await self.journal.tasks.get(task_id)
-        if task.kind is not TaskKind.loop:
-            return []
-        out = []
-        for child in await self.journal.loops.children(task_id):
-            if not (await self.journal.tasks.get(child)).state.terminal:
-                out.append(child)
-                out.extend(await self._unfinished_children(child))
-        return out
+        """End the task (and its subtasks) as Cancelled; refused for an ended task."""
+        return await holds.cancel_with_subtasks(self, task_id)
 
     async def pause_task(self, task_id: str) -> holds.HoldResult:
         """Pause the task at its next step boundary (now, if no coroutine holds it)."""
-        if not self._accepting:
-            raise ShuttingDown()
         return await holds.pause(self, task_id)
 
     async def resume_task(self, task_id: str) -> holds.HoldResult:
         """Continue a paused task from the journal (or withdraw a pause not yet reached)."""
-        if not self._accepting:
-            raise ShuttingDown()
         return await holds.resume(self, task_id)
 
     def _give_back_collector(self) -> None:
