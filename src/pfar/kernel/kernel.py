@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import hashlib
 import logging
 import os
@@ -22,9 +21,6 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
 from ..answers import (
@@ -42,8 +38,7 @@ from ..errors import (
     VaultIOError,
     VaultMissing,
 )
-from ..hooks import NO_HOOKS, HookPoint, Hooks
-from ..hooks.loading import load_handlers
+from ..hooks import NO_HOOKS
 from ..journal import (
     ApprovalRecord,
     Journal,
@@ -52,23 +47,22 @@ from ..journal import (
 )
 from ..journal.faults import FaultHook
 from ..journal.locks_sql import LockOwner
-from ..llm.proxy import CallRecord, ChatModel, InferenceProxy
+from ..llm.proxy import ChatModel, InferenceProxy
 from ..policy.redact import RedactingFilter, Redactor
-from ..recovery import RecoveryReport, plan_recovery, recover_tasks
+from ..recovery import RecoveryReport
 from ..runners import Services, TemplateRegistry
 from ..runners.loop import runner as loop_runner
 from ..runners.loop.context import ContextStats
-from ..runners.loop.permissions import Policy
 from ..runners.loop.tasks import LoopRequest
-from ..tools import sandbox, sandbox_mounts
-from ..tools.processes import end_group_if_same, start_time
+from ..tools import sandbox
+from ..tools.processes import start_time
 from ..tools.registry import ToolRegistry
-from ..vault import keys, knowledge, restored
-from ..vault.driver import sqlite
+from ..vault import keys, knowledge
+from ..vault.backup import pfar_version
 from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import collector, disk, holds, task_processes, vault_start
+from . import collector, disk, holds, recovering, task_processes, task_services, vault_start
 from .acknowledging import Acknowledging
 from .admission import Admission
 from .answering import Answering
@@ -80,21 +74,13 @@ from .duties import Duties
 from .guards import guards_off
 from .intake import Intake
 from .learning import Learner
-from .locks import LockManager, LockTable
-from .models import build_model, scripted_proxy
+from .locks import LockManager
 from .owner import OwnerChannel, OwnerLogSink, Sink
 from .reload import Reloaded, reload_kernel
 from .scheduler import Scheduler
 from .sessions import SANDBOX_PREFIX, SessionSupervisor
 
 log = logging.getLogger("pfar.kernel")
-
-
-def pfar_version() -> str:
-    try:
-        return version("pfar")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +173,7 @@ class Kernel:
         self.template_errors: list[ConfigError] = []
         self._vault = vault_start.VaultStart()  # what the start's vault checks found
         # keeps vault/acknowledged up with the journal once recovery has reported
-        self._acknowledged: Acknowledging | None = None
+        self.acknowledged: Acknowledging | None = None
 
     # -- startup -------------------------------------------------------------
 
@@ -225,12 +211,12 @@ class Kernel:
                 self.home.secrets_db, key=key, synchronous=config.vault.synchronous
             )
             opened.append(self.secrets)
-            self.knowledge = _open_knowledge(self.home.memory_db, key)
+            self.knowledge = task_services.open_knowledge(self.home.memory_db, key)
             self.sessions = SessionSupervisor(
                 self.journal.sessions,
                 self.home.root / "sessions",
                 config.sessions,
-                self._sandboxer(config),
+                task_services.sandboxer(self.home, self._sandbox_home, config),
             )
             self.redactor = Redactor(self.secrets.values)
             for name in self.redactor.too_short:
@@ -241,7 +227,14 @@ class Kernel:
                     name,
                 )
             self.log_filter = RedactingFilter(self.redactor)  # for pfar's log handlers
-            self._load_services(config)
+            # Stage 3: services, before any journal write
+            task_services.load_services(
+                self,
+                config,
+                tools=self._tools,
+                model=self._model,
+                sandboxer=task_services.sandboxer(self.home, self._sandbox_home, config),
+            )
             self.audit = AuditLog(self.home.audit_log, self.redactor)
         except BaseException:
             for resource in opened:
@@ -269,73 +262,20 @@ class Kernel:
             raise
 
     async def _recover_and_open(self, config: Config) -> RecoveryReport:
-        # Stage 2: recovery
-        previous = await self.journal.events.last_boot()
-        crashed = previous is not None and not previous["clean"]
-        names = self._channel_names
-        if names is None:
-            names = config.channels.receivers()
-        in_doubt = await self.journal.adapters.register_channels(names)
-        for name in [*names, *(n for n in config.channels.enabled() if n not in names)]:
-            self.channel_states[name] = ChannelState(name, "starting")
-        await self.journal.questions.supersede_old_prompts()
-        await self.journal.events.start_boot(self.boot_id, os.getpid(), pfar_version())
-        # locks of kernels that died here (their holder process is gone) are let go now
-        stale = await self.journal.locks.clear_stale(self.lock_owner, _alive)
-        if stale:
-            self.audit.log("stale_locks_released", count=stale)
-        await self.duties.expire()
-        await self.duties.cleanup()
-        if not self.duties.disk_watch.make_reserve() and config.vault.reserve_mb:
-            log.warning("no room for the journal's reserve of %d MB", config.vault.reserve_mb)
-        await self.duties.check_disk()
-        for err in self.template_errors:
-            for problem in err.each:
-                self.audit.log("template_invalid", error=str(problem))
-
-        # Stage 3 (services) was loaded before any journal write: see _load_services
-        now = datetime.now(UTC)
-        plan = await plan_recovery(
-            self.journal,
-            now,
-            timedelta(seconds=config.recovery.max_task_age_seconds),
-            config.recovery.max_recovery_attempts,
-            crashed,
-            claim=True,
+        # Stage 2: recovery (kernel/recovering.py)
+        recovered = await recovering.recover(
+            self,
+            config,
+            channel_names=self._channel_names,
+            vault=self._vault,
+            sandbox_home=self._sandbox_home,
+            sandbox_running=self._sandbox_running,
         )
-        orphans = await self._end_orphans()
-        # R7: sandboxes of an earlier boot (no task runs yet): killed before any resumes
-        orphan_sandboxes = sandbox.reconcile(self._sandbox_home, self._sandbox_running)
-        # and what tasks' commands left running outside a sandbox (nohup, setsid …)
-        left = await task_processes.end_processes(self.journal, task_processes.any_state)
-        if left:
-            self.audit.log("task_processes_ended", count=left, at="start")
-        sessions_recovered = await self._recover_sessions()
-        # cron slots missed while down: fired after recovery, said in its report
-        self.scheduler = Scheduler(self)
-        self.admission = Admission(config.scheduler.max_concurrent, self.model.headroom)
-        schedule_plans = await self.scheduler.plans()
-        report, to_resume = await recover_tasks(
-            self.journal,
-            plan,
-            self.title,
-            count_attempts=crashed,
-            report_key=f"report:{self.boot_id}",
-            question_timeout=config.approvals.approval_timeout_seconds,
-            orphan_processes=orphans,
-            orphan_sandboxes=orphan_sandboxes,
-            sessions_recovered=sessions_recovered,
-            channel_doubts=in_doubt,
-            schedules=self.scheduler.describe(schedule_plans),
-            vault=self._vault.notes,
-        )
-        self.report = report
-        await self._acknowledge(config)
-        self.audit.log("recovery", crashed=crashed, **report.to_json())
+        to_resume = recovered.to_resume
 
         # Stage 4: background services (adapters attach their sinks before `open`)
         self._accepting = True
-        self.duties.start(schedule_plans, on_ended=self._background_ended)
+        self.duties.start(recovered.schedule_plans, on_ended=self._background_ended)
 
         collector.hold()  # what it loaded lives as long as it runs (kernel/collector.py)
         self._holds_collector = True
@@ -347,151 +287,16 @@ class Kernel:
             await self.driver.enter_recovered(to_resume)
         for task_id in to_resume:
             self.advance(task_id)
-        return report
-
-    async def _acknowledge(self, config: Config) -> None:
-        """From the recovery report on (it is journaled now, with what the vault checks
-        found), every commit is work the kernel acknowledges: vault/acknowledged follows
-        the journal, and a restore already reported is not reported again."""
-        try:
-            self._acknowledged = Acknowledging(
-                self.home.vault_dir,
-                await self.journal.events.bus_high_water(),
-                previous=self._vault.previous,
-                boot_id=self.boot_id,
-                synchronous=config.vault.synchronous,
-                # the audit log's hash chain head, checkpointed with the record
-                audit_head=self.audit.head,
-            )
-        except OSError as exc:  # a check on the journal, not the journal: tasks go on
-            log.error(
-                "vault/acknowledged: cannot be written (%s); a journal that goes "
-                "back in time may not be noticed at the next start",
-                exc,
-            )
-        else:
-            self.journal.writer.watcher = self._acknowledged
-        if self._vault.restored is not None:
-            restored.remove(self._vault.restored)
-
-    async def _recover_sessions(self) -> list[str]:
-        recovered = await self.sessions.recover_after_crash()
-        if recovered:
-            self.audit.log("sessions_recovered", session_ids=recovered)
-        return recovered
-
-    async def _end_orphans(self) -> int:
-        """Spec §7.1 step 4: end what interrupted steps left running, before deciding
-        anything about those steps (a command still running is not "in doubt", it is
-        running; ending it first makes the owner's retry the only run)."""
-        return await self.end_processes(None, "orphan_process_ended")
+        return recovered.report
 
     async def end_processes(self, task_id: str | None, event: str) -> int:
         """End the process groups that steps (of `task_id`, or of every task) recorded and
         that still run as recorded; audit each one as `event`. Returns how many."""
-        ended = 0
-        for owner, step, process in await self.journal.tasks.started_processes(task_id):
-            if end_group_if_same(process):
-                ended += 1
-                self.audit.log(event, task_id=owner, step=step, **process)
-        return ended
+        return await task_processes.end_recorded(self.journal, self.audit, task_id, event)
 
     async def _release_after_failed_start(self) -> None:
         self.audit.close()
         await self.abort()
-
-    def _load_services(self, config: Config) -> None:
-        """Templates, tools and the model, validated before the journal is written to:
-        a bad script or config stops the start without touching any task."""
-        self.tools = self._tools or ToolRegistry.builtin()
-        self.templates = TemplateRegistry(
-            self.home.templates_dir, [tool.name for tool in self.tools]
-        )
-        self.template_errors = self.templates.load()
-        self.model = self._load_model(config)
-        self.hooks = Hooks(
-            load_handlers(config.hooks, self.home.config, self.home.hooks_dir, self.home.root)
-        )
-        locking = (
-            HookPoint.ResourceLockWait,
-            HookPoint.ResourceLockAcquired,
-            HookPoint.ResourceLockReleased,
-        )
-        self.locks = LockManager(
-            config.scheduler.lock_timeout_seconds,
-            self.hooks.observe if any(self.hooks.wants(p) for p in locking) else None,
-            LockTable(
-                self.journal.locks,
-                self.lock_owner,
-                config.scheduler.lock_lease_seconds,
-                _alive,
-            ),
-        )
-        self.learner = Learner(
-            lambda: self.knowledge,
-            self.hooks,
-            self.journal,
-            self.model,
-            config.loop.learnings,
-            config.loop.tool_seconds,
-        )
-        self.services = Services(
-            journal=self.journal,
-            tools=self.tools,
-            model=self.model,
-            templates=self.templates,
-            secret=self.secrets.get,
-            redactor=self.redactor,
-            # a task's directory is asked for at each of its steps: the path is made once
-            workspace=functools.lru_cache(maxsize=4096)(self.home.workspace),
-            approval_timeout_seconds=config.approvals.approval_timeout_seconds,
-            credential_timeout_seconds=config.approvals.credential_prompt_timeout_seconds,
-            notify_owner=self._notify_owner,
-            loop=config.loop,
-            loop_policy=Policy.of(config.loop, home=self.home.root),
-            advance=self.advance,
-            # late-bound: the admission is made at start, after the services
-            enter=lambda task_id, priority: self.admission.enter(task_id, priority),  # noqa: PLW0108
-            forget=lambda task_id: self.admission.forget(task_id),  # noqa: PLW0108
-            loop_events=self.viewers.publish,
-            sandbox=self._sandboxer(config),
-            hold=self.locks.hold,
-            hooks=self.hooks,
-        )
-
-    def _sandboxer(self, config: Config) -> Callable[[str, Path], sandbox.Sandbox] | None:
-        if not config.sandbox.enabled:
-            return None
-        if not sandbox.available():
-            raise ConfigError(
-                str(self.home.config),
-                "sandbox.enabled",
-                "bubblewrap (bwrap) is not installed: install the Debian package "
-                "`bubblewrap`, or set it to false",
-            )
-        home, network, root = self._sandbox_home, config.sandbox.network, self.home.root
-        passed = frozenset(config.sandbox.pass_env)
-
-        def make(task_id: str, workdir: Path) -> sandbox.Sandbox:
-            # what is hidden is looked up each time: a credential folder made later counts
-            hidden = sandbox_mounts.hidden_paths(root)
-            return sandbox.Sandbox(home, task_id, workdir, network, hidden, passed)
-
-        return make
-
-    def _notify_owner(self) -> None:
-        self.owner.notify()
-
-    def _load_model(self, config: Config) -> InferenceProxy:
-        names = [f.name for f in dataclasses.fields(CallRecord)]
-
-        def on_call(call: CallRecord) -> None:
-            # flat fields: asdict's deep copy costs more than the row's insert
-            self.journal.tasks.record_llm_call({n: getattr(call, n) for n in names})
-
-        if self._model is not None:
-            return scripted_proxy(self._model, config, on_call=on_call)
-        return build_model(config, home=self.home, secret=self.secrets.get, on_call=on_call)
 
     def add_sink(self, sink: Sink) -> None:
         self.owner.add_sink(sink)
@@ -710,8 +515,8 @@ class Kernel:
         self.audit.log("system_shutdown", left_in_journal=left)
         self.audit.close()
         self.journal.close(checkpoint=True)
-        if self._acknowledged is not None:
-            self._acknowledged.close()
+        if self.acknowledged is not None:
+            self.acknowledged.close()
         self.secrets.close()
         self.duties.disk_watch.release()  # a stopped kernel holds no space it does not use
         self._close_knowledge()
@@ -728,8 +533,8 @@ class Kernel:
             t.cancel()
         await asyncio.gather(*coroutines, return_exceptions=True)
         self.journal.close(checkpoint=False)
-        if self._acknowledged is not None:
-            self._acknowledged.abandon()
+        if self.acknowledged is not None:
+            self.acknowledged.abandon()
         self.secrets.close()
         if self.duties.disk is not None:
             self.duties.disk.release()
@@ -787,18 +592,3 @@ async def open_kernel(home: Home | str, **kwargs: Any) -> AsyncIterator[Kernel]:
         yield kernel
     finally:
         await kernel.shutdown()
-
-
-def _open_knowledge(path: Path, key: keys.VaultKey | None) -> knowledge.KnowledgeStore | None:
-    """memory.db's learnings; None (logged) when it cannot be opened: tasks run on
-    without learnings, since the store is a help, never a dependency."""
-    try:
-        return knowledge.KnowledgeStore.open(path, key=key)
-    except (PfarError, sqlite.Error, OSError) as exc:
-        log.warning("knowledge store unavailable (%s): tasks get no learnings", exc)
-        return None
-
-
-def _alive(pid: int, started: int) -> bool:
-    """Whether the process `pid` that started at `started` still runs (here)."""
-    return started != 0 and start_time(pid) == started
