@@ -1,7 +1,7 @@
 """Answering: what the owner says to a task that waits on them. An answer to its
 question (an approval, a credential prompt), a message to a loop task waiting for
-one, or `/retry` of the model's answer it holds. Each is journaled first, then the
-task is advanced from the journal.
+one, or `/retry` of the model's answer it holds: each is journaled first, then the
+task is advanced from the journal. And `/context`: how full a loop task's context is.
 """
 
 from __future__ import annotations
@@ -21,11 +21,14 @@ from ..answers import (
 )
 from ..errors import AlreadyDecided, AnswerDoesNotFit, BadRequest, ShuttingDown, TaskStateRefused
 from ..hooks import HookPoint, Hooks
-from ..journal import ApprovalRecord, Journal, Move, TaskRecord
+from ..journal import ApprovalRecord, Journal, Move, TaskKind, TaskRecord
 from ..journal.journal import prompt_status_text
 from ..journal.payloads import AwaitingApproval
 from ..policy.redact import Redactor
 from ..recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer
+from ..runners import Services
+from ..runners.loop import runner as loop_runner
+from ..runners.loop.context import ContextStats
 from ..runners.loop.permissions import PERMISSION
 from ..runners.registry import runner_for
 from ..vault.secrets import SecretStore, checked_secret
@@ -43,6 +46,7 @@ class AnsweringHost(Protocol):
     hooks: Hooks
     redactor: Redactor
     secrets: SecretStore
+    services: Services
 
     @property
     def accepting(self) -> bool: ...
@@ -176,6 +180,14 @@ class Answering:
         k.audit.log("user_input", task_id=task_id, retry=True)
         k.advance(task_id)
         return await k.journal.tasks.get(task_id)
+
+    async def loop_context(self, task_id: str) -> ContextStats:
+        """`/context`: how full a loop task's context is."""
+        k = self._k
+        task = await k.journal.tasks.get(await k.journal.tasks.resolve_id(task_id))
+        if task.kind is not TaskKind.loop:
+            raise BadRequest("task", f"{task.task_id} is a {task.kind.value} task, not a loop")
+        return await loop_runner.context_stats(task.task_id, k.services)
 
 
 def _as_option(a: ApprovalRecord, answer: Answer) -> Answer:

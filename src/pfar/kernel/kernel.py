@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hashlib
 import logging
 import os
 import socket
@@ -23,46 +22,32 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..answers import (
-    IN_PROCESS,
-    Actor,
-    Answer,
-)
 from ..config import Config
-from ..errors import (
-    BadRequest,
-    ConfigError,
-    PfarError,
-    ShuttingDown,
-    UnknownSecret,
-    VaultIOError,
-    VaultMissing,
-)
+from ..errors import ConfigError, PfarError, ShuttingDown, UnknownSecret, VaultIOError, VaultMissing
 from ..hooks import NO_HOOKS
-from ..journal import (
-    ApprovalRecord,
-    Journal,
-    TaskKind,
-    TaskRecord,
-)
+from ..journal import Journal, TaskKind, TaskRecord
 from ..journal.faults import FaultHook
 from ..journal.locks_sql import LockOwner
 from ..llm.proxy import ChatModel, InferenceProxy
 from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport
 from ..runners import Services, TemplateRegistry
-from ..runners.loop import runner as loop_runner
-from ..runners.loop.context import ContextStats
-from ..runners.loop.tasks import LoopRequest
 from ..tools import sandbox
 from ..tools.processes import start_time
 from ..tools.registry import ToolRegistry
 from ..vault import keys, knowledge
-from ..vault.backup import pfar_version
 from ..vault.home import Home, HomeLock
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import collector, disk, holds, recovering, task_processes, task_services, vault_start
+from . import (
+    collector,
+    disk,
+    holds,
+    opening,
+    recovering,
+    task_processes,
+    vault_start,
+)
 from .acknowledging import Acknowledging
 from .admission import Admission
 from .answering import Answering
@@ -71,7 +56,6 @@ from .api.records import ChannelState
 from .audit import AuditLog
 from .driver import TaskDriver
 from .duties import Duties
-from .guards import guards_off
 from .intake import Intake
 from .learning import Learner
 from .locks import LockManager
@@ -103,6 +87,7 @@ class Kernel:
     knowledge: knowledge.KnowledgeStore | None
     sessions: SessionSupervisor
     redactor: Redactor
+    log_filter: RedactingFilter
     audit: AuditLog
     owner: OwnerChannel
     tools: ToolRegistry
@@ -145,8 +130,26 @@ class Kernel:
         self.driver = TaskDriver(
             self, accepting=lambda: self._accepting, write_failed=self._fail_stop
         )
-        self.intake = Intake(self)  # events and tasks coming in (kernel/intake.py)
-        self.answering = Answering(self)  # the owner's answers (kernel/answering.py)
+        # events and tasks coming in (kernel/intake.py)
+        self.intake = Intake(self)
+        # what the owner says to a task that waits on them (kernel/answering.py)
+        self.answering = Answering(self)
+        # the kernel's operations are its parts' own (their docstrings say what each does)
+        self.advance = self.driver.advance  # the one way any task continues
+        self.is_running = self.driver.is_running
+        self.running_ids = self.driver.running_ids
+        self.stop_coroutine = self.driver.stop_coroutine
+        self.wait_idle = self.driver.wait_idle
+        self.wait_task = self.driver.wait_task
+        self.submit = self.intake.submit
+        self.start_loop = self.intake.start_loop
+        self.start_workflow = self.intake.start_workflow
+        self.resume_workflow = self.intake.resume_workflow
+        self.answer = self.answering.answer
+        self.provide_credential = self.answering.provide_credential
+        self.send = self.answering.send
+        self.retry_answer = self.answering.retry_answer
+        self.loop_context = self.answering.loop_context
         # what runs beside the tasks while the kernel does (kernel/duties.py)
         self.duties = Duties(
             self,
@@ -196,62 +199,23 @@ class Kernel:
             # before anything opens the vault to write: a damaged vault, or a journal
             # behind what the kernel acknowledged, stops the start here, vault untouched
             self._vault = vault_start.check_at_start(self.home, key)
-            self.journal = Journal.open(
-                self.home.sessions_db,
-                key=key,
-                synchronous=config.vault.synchronous,
-                fault_hook=self._faults,
-            )
-            opened.append(self.journal)
-            self.journal.writer.on_failure = self._fail_stop
-            # with one task running (or none: a submit), no other write would share its
-            # commit: it commits at once (GroupCommitWriter.alone)
-            self.journal.writer.alone = lambda: self.driver.count() <= 1
-            self.secrets = SecretStore.open(
-                self.home.secrets_db, key=key, synchronous=config.vault.synchronous
-            )
-            opened.append(self.secrets)
-            self.knowledge = task_services.open_knowledge(self.home.memory_db, key)
-            self.sessions = SessionSupervisor(
-                self.journal.sessions,
-                self.home.root / "sessions",
-                config.sessions,
-                task_services.sandboxer(self.home, self._sandbox_home, config),
-            )
-            self.redactor = Redactor(self.secrets.values)
-            for name in self.redactor.too_short:
-                log.warning(
-                    "secret %r is too short to be redacted; set a longer value with "
-                    "`pfar secret set %s`",
-                    name,
-                    name,
-                )
-            self.log_filter = RedactingFilter(self.redactor)  # for pfar's log handlers
-            # Stage 3: services, before any journal write
-            task_services.load_services(
+            opening.open_stores(
                 self,
                 config,
+                key,
+                opened,
+                fault_hook=self._faults,
+                write_failed=self._fail_stop,
+                sandbox_home=self._sandbox_home,
                 tools=self._tools,
                 model=self._model,
-                sandboxer=task_services.sandboxer(self.home, self._sandbox_home, config),
             )
-            self.audit = AuditLog(self.home.audit_log, self.redactor)
         except BaseException:
             for resource in opened:
                 resource.close()
             self._lock.release()
             raise
-        self.audit.log(
-            "system_startup",
-            version=pfar_version(),
-            boot_id=self.boot_id,
-            config_hash=_config_hash(self.home),
-        )
-        for event, fields in self._vault.audit:
-            self.audit.log(event, **fields)
-        for off in guards_off(config):  # said at every start, so no one runs them unaware
-            log.warning("guard off: %s (%s)", off.detail, off.guard)
-            self.audit.log("guard_off", guard=off.guard, detail=off.detail)
+        opening.log_start(self, config, self._vault)
         self.owner = OwnerChannel(self.journal, OwnerLogSink(self.home.owner_log))
 
         try:
@@ -301,68 +265,12 @@ class Kernel:
     def add_sink(self, sink: Sink) -> None:
         self.owner.add_sink(sink)
 
-    # -- intake (kernel/intake.py) ---------------------------------------------------
-
-    async def submit(
-        self,
-        template_id: str,
-        text: str,
-        *,
-        event_id: str | None = None,
-        adapter: str = "api",
-        principal: str = "owner",
-    ) -> TaskRecord:
-        """Create a task from an event and start it. The same event id twice: one task."""
-        return await self.intake.submit(
-            template_id, text, event_id=event_id, adapter=adapter, principal=principal
-        )
-
-    async def start_loop(
-        self, request: LoopRequest, *, event_id: str | None = None, adapter: str = "api"
-    ) -> TaskRecord:
-        """Start an agentic loop task (seed 001) on `request`."""
-        return await self.intake.start_loop(request, event_id=event_id, adapter=adapter)
-
-    async def start_workflow(self, definition_path: str, directory: str) -> TaskRecord:
-        """Run a traced workflow in `directory` (seed 003)."""
-        return await self.intake.start_workflow(definition_path, directory)
-
-    async def resume_workflow(self, directory: str) -> TaskRecord:
-        """Go on with the workflow in `directory`."""
-        return await self.intake.resume_workflow(directory)
-
     # -- the knowledge store (seed 001, 2.3 and 6.3) ------------------------------
 
     def _close_knowledge(self) -> None:
         if self.knowledge is not None:
             self.knowledge.close()
             self.knowledge = None
-
-    # -- the driver (kernel/driver.py) --------------------------------------------
-
-    def advance(self, task_id: str, *, created: TaskRecord | None = None) -> None:
-        """Advance a task from the journal, now. The one way any task continues: after a
-        submit, an answer, a restart or the owner's resume alike."""
-        self.driver.advance(task_id, created=created)
-
-    def is_running(self, task_id: str) -> bool:
-        """A coroutine holds the task (it is being advanced, or is about to be)."""
-        return self.driver.is_running(task_id)
-
-    def running_ids(self) -> list[str]:
-        """The tasks a coroutine advances now (what a shutdown waits for)."""
-        return self.driver.running_ids()
-
-    async def stop_coroutine(self, task_id: str) -> None:
-        await self.driver.stop_coroutine(task_id)
-
-    async def wait_idle(self) -> None:
-        """Wait until no task is being advanced (parked tasks do not count)."""
-        await self.driver.wait_idle()
-
-    async def wait_task(self, task_id: str) -> TaskRecord:
-        """Wait until the task `task_id` ends or waits on the owner (`--wait`)."""
-        return await self.driver.wait_task(task_id)
 
     def _sandbox_running(self, label: str) -> bool:
         """A sandbox's label names a task running here, or a session whose agent does."""
@@ -415,44 +323,6 @@ class Kernel:
         self.failure = f"{task.get_name()} stopped: {exc!r}"
         self._accepting = False
         self._stopped.set()
-
-    # -- answering (kernel/answering.py) ----------------------------------------------
-
-    async def answer(
-        self, approval_id: str, answer: Answer | str, by: Actor = IN_PROCESS
-    ) -> tuple[ApprovalRecord, bool]:
-        """Answer an approval (see Answering.answer); idempotent."""
-        return await self.answering.answer(approval_id, answer, by)
-
-    async def provide_credential(
-        self, prompt_id: str, secret: str, by: Actor = IN_PROCESS
-    ) -> TaskRecord:
-        return await self.answering.provide_credential(prompt_id, secret, by)
-
-    async def send(
-        self,
-        task_id: str,
-        text: str,
-        *,
-        done: bool = False,
-        event_id: str | None = None,
-        adapter: str = "api",
-    ) -> TaskRecord:
-        """The owner's message to a loop task waiting for one (`done`: end it instead)."""
-        return await self.answering.send(
-            task_id, text, done=done, event_id=event_id, adapter=adapter
-        )
-
-    async def retry_answer(self, task_id: str) -> TaskRecord:
-        """The owner's `/retry` of the model's answer that waits for them."""
-        return await self.answering.retry_answer(task_id)
-
-    async def loop_context(self, task_id: str) -> ContextStats:
-        """`/context`: how full a loop task's context is."""
-        task = await self.journal.tasks.get(await self.journal.tasks.resolve_id(task_id))
-        if task.kind is not TaskKind.loop:
-            raise BadRequest("task", f"{task.task_id} is a {task.kind.value} task, not a loop")
-        return await loop_runner.context_stats(task.task_id, self.services)
 
     def set_secret(self, name: str, value: str) -> None:
         """Store a secret in secrets.db; from now on it is redacted wherever it appears."""
@@ -574,13 +444,6 @@ class Kernel:
             return str(meta["title"])
         tpl = self.templates.get(task.template_id)
         return tpl.title if tpl else task.template_id
-
-
-def _config_hash(home: Home) -> str:
-    try:
-        return hashlib.sha256(home.config.read_bytes()).hexdigest()[:16]
-    except OSError:
-        return "defaults"
 
 
 @contextlib.asynccontextmanager
