@@ -1,4 +1,14 @@
-"""The kernel: startup in the spec's stages, task scheduling, answers from the owner, shutdown.
+"""The kernel: the process that owns a home, runs tasks, and answers the owner.
+
+`Kernel` owns its parts and wires them; each part names what it uses of the kernel
+in a small protocol:
+
+- opening.py, task_services.py, recovering.py: the start's stages (stores, services,
+  recovery); the Kernel runs them in order, then starts the duties and resumes tasks;
+- driver.py: the coroutines that advance tasks;
+- intake.py: events and tasks coming in; answering.py: the owner's answers;
+- holds.py: cancel, pause, resume; duties.py: what runs beside the tasks;
+- lifecycle.py: whether it takes work, and how it ends.
 
 Use it from Python as
 
@@ -23,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Config
-from ..errors import ConfigError, PfarError, ShuttingDown, UnknownSecret, VaultIOError, VaultMissing
+from ..errors import ConfigError, ShuttingDown, UnknownSecret, VaultMissing
 from ..hooks import NO_HOOKS
 from ..journal import Journal, TaskKind, TaskRecord
 from ..journal.faults import FaultHook
@@ -36,18 +46,10 @@ from ..tools import sandbox
 from ..tools.processes import start_time
 from ..tools.registry import ToolRegistry
 from ..vault import keys, knowledge
-from ..vault.home import Home, HomeLock
+from ..vault.home import Home
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import (
-    collector,
-    disk,
-    holds,
-    opening,
-    recovering,
-    task_processes,
-    vault_start,
-)
+from . import holds, lifecycle, opening, recovering, task_processes, vault_start
 from .acknowledging import Acknowledging
 from .admission import Admission
 from .answering import Answering
@@ -58,6 +60,7 @@ from .driver import TaskDriver
 from .duties import Duties
 from .intake import Intake
 from .learning import Learner
+from .lifecycle import Life
 from .locks import LockManager
 from .owner import OwnerChannel, OwnerLogSink, Sink
 from .reload import Reloaded, reload_kernel
@@ -121,14 +124,13 @@ class Kernel:
         self._faults = fault_hook if fault_hook is not None else FaultHook.from_env()
         self.boot_id = str(uuid.uuid4())
         self._sandbox_home = sandbox.home_tag(home.root)
-        self._lock = HomeLock(home)
-        self._holds_collector = False  # start() set Python's collector for a kernel
+        # whether it takes work, what it holds while it runs, why it stopped (lifecycle.py)
+        self.life = Life(home)
         # who watches loop tasks' output live (`pfar attach`)
         self.viewers = Viewers()
-        self._accepting = False
         # the coroutines that advance tasks (kernel/driver.py)
         self.driver = TaskDriver(
-            self, accepting=lambda: self._accepting, write_failed=self._fail_stop
+            self, accepting=lambda: self.life.accepting, write_failed=self._fail_stop
         )
         # events and tasks coming in (kernel/intake.py)
         self.intake = Intake(self)
@@ -164,15 +166,12 @@ class Kernel:
         # directly): the fail-stop notice goes through them (kernel/fail_stop.py)
         self.last_words: list[Sink] = []
         self.hooks = NO_HOOKS
-        self._stopped = asyncio.Event()
         # set by the operator API: the process serving this kernel shuts it down gracefully
         self.shutdown_requested = asyncio.Event()
         # set by the process serving this kernel (a second Ctrl-C): a shutdown's wait for
         # running tasks ends now; they are left in the journal for the next start
         self.stop_now = asyncio.Event()
         self.report: RecoveryReport | None = None
-        self.failure: str | None = None  # why the kernel stopped itself, if it did
-        self._fail_stopped: BaseException | None = None  # a vault write failed (_fail_stop)
         self.template_errors: list[ConfigError] = []
         self._vault = vault_start.VaultStart()  # what the start's vault checks found
         # keeps vault/acknowledged up with the journal once recovery has reported
@@ -192,7 +191,7 @@ class Kernel:
                 f"{self.home.sessions_db} does not exist; run `pfar init` to create a new home "
                 "(an existing home whose vault went missing should be restored from backup)"
             )
-        self._lock.acquire()
+        self.life.take_home()
         opened: list[Any] = []
         try:
             key = keys.unlock(self.home)
@@ -213,7 +212,7 @@ class Kernel:
         except BaseException:
             for resource in opened:
                 resource.close()
-            self._lock.release()
+            self.life.let_go()
             raise
         opening.log_start(self, config, self._vault)
         self.owner = OwnerChannel(self.journal, OwnerLogSink(self.home.owner_log))
@@ -238,11 +237,10 @@ class Kernel:
         to_resume = recovered.to_resume
 
         # Stage 4: background services (adapters attach their sinks before `open`)
-        self._accepting = True
+        self.life.accepting = True
         self.duties.start(recovered.schedule_plans, on_ended=self._background_ended)
 
-        collector.hold()  # what it loaded lives as long as it runs (kernel/collector.py)
-        self._holds_collector = True
+        self.life.hold_collector()
 
         # Stage 5: notify, then resume; every task enters the queue before any takes a
         # slot, so they start by priority, not in the order recovery listed them
@@ -265,13 +263,6 @@ class Kernel:
     def add_sink(self, sink: Sink) -> None:
         self.owner.add_sink(sink)
 
-    # -- the knowledge store (seed 001, 2.3 and 6.3) ------------------------------
-
-    def _close_knowledge(self) -> None:
-        if self.knowledge is not None:
-            self.knowledge.close()
-            self.knowledge = None
-
     def _sandbox_running(self, label: str) -> bool:
         """A sandbox's label names a task running here, or a session whose agent does."""
         if label.startswith(SANDBOX_PREFIX):
@@ -292,37 +283,17 @@ class Kernel:
         """Continue a paused task from the journal (or withdraw a pause not yet reached)."""
         return await holds.resume(self, task_id)
 
-    def _give_back_collector(self) -> None:
-        if self._holds_collector:
-            self._holds_collector = False
-            collector.give_back()
-
     def _fail_stop(self, exc: BaseException) -> None:
-        """A write to the vault failed (kernel/fail_stop.py): stop taking work, and have
-        the process stop without the graceful steps, which would write."""
-        if self._fail_stopped is not None:
-            return  # said once: every task that meets the stopped writer comes here too
-        self._fail_stopped = exc
-        what = "journal write" if self.journal.writer.failure is not None else "write"
-        log.critical("%s failed; stopping the kernel: %s", what, exc)
-        # room for what the stop and the next start still write (kernel/disk.py)
-        if self.duties.disk is not None and self.duties.disk.release():
-            log.critical("released the journal's reserve (vault/%s)", disk.RESERVE_NAME)
-        self._accepting = False
-        self._stopped.set()
+        """A write to the vault failed (kernel/fail_stop.py): the kernel stops."""
+        disk_watch = self.duties.disk
+        self.life.fail_stop(
+            exc,
+            journal_failed=self.journal.writer.failure is not None,
+            release_reserve=lambda: disk_watch is not None and disk_watch.release(),
+        )
 
     def _background_ended(self, task: asyncio.Task[None]) -> None:
-        """A duty that should run for the kernel's life ended: stop loudly, not limp on."""
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if isinstance(exc, VaultIOError):  # owner.log on a disk that failed, say
-            self._fail_stop(exc)
-            return
-        log.critical("kernel duty %s stopped: %r; stopping the kernel", task.get_name(), exc)
-        self.failure = f"{task.get_name()} stopped: {exc!r}"
-        self._accepting = False
-        self._stopped.set()
+        self.life.duty_ended(task, self._fail_stop)
 
     def set_secret(self, name: str, value: str) -> None:
         """Store a secret in secrets.db; from now on it is redacted wherever it appears."""
@@ -332,7 +303,7 @@ class Kernel:
 
     async def reload(self) -> Reloaded:
         """`pfar reload` and SIGHUP: templates, hooks and the live settings, again."""
-        if not self._accepting:
+        if not self.life.accepting:
             raise ShuttingDown()
         done = await reload_kernel(self)
         self.audit.log("reloaded", **done.to_json())
@@ -354,78 +325,30 @@ class Kernel:
 
     async def shutdown(self, timeout: float | None = None) -> list[str]:
         """Graceful shutdown (spec §9). Returns the ids of tasks left in the journal."""
-        self._accepting = False
-        if timeout is None:
-            timeout = self.config.recovery.shutdown_timeout_seconds
-        still = await self.driver.wait_running(timeout, self.stop_now)
-        left = [t.get_name().removeprefix("task-") for t in still]
-        for t in still:
-            t.cancel()
-        if still:
-            await asyncio.gather(*still, return_exceptions=True)
-            self.audit.log("shutdown_timeout", pending_tasks=len(left))
-        try:
-            await self.owner.deliver_pending()
-        except (PfarError, OSError) as exc:  # they stay in the outbox for the next start
-            log.error("owner messages not delivered at shutdown: %s", exc)
-        for step in self.before_close:
-            try:
-                await step()
-            except Exception:
-                log.exception("a shutdown step failed; the journal is closed all the same")
-        await self.sessions.close()
-        await self.duties.stop()
-        await self.driver.processes_ended()
-        # no kernel supervises what tasks' commands left running: the next start resumes
-        # their tasks, not those processes
-        ended = await task_processes.end_processes(self.journal, task_processes.any_state)
-        if ended:
-            self.audit.log("task_processes_ended", count=ended, at="shutdown")
-        await self.journal.events.end_boot(self.boot_id)
-        self.audit.log("system_shutdown", left_in_journal=left)
-        self.audit.close()
-        self.journal.close(checkpoint=True)
-        if self.acknowledged is not None:
-            self.acknowledged.close()
-        self.secrets.close()
-        self.duties.disk_watch.release()  # a stopped kernel holds no space it does not use
-        self._close_knowledge()
-        self._lock.release()
-        self._give_back_collector()
-        self._stopped.set()
-        return left
+        return await lifecycle.shutdown(self, timeout)
 
     async def abort(self) -> None:
         """Stop without the graceful steps (tests and fail-stop): the journal is as it is."""
-        self._accepting = False
-        coroutines = [*self.driver.coroutines(), *self.duties.tasks]
-        for t in coroutines:
-            t.cancel()
-        await asyncio.gather(*coroutines, return_exceptions=True)
-        self.journal.close(checkpoint=False)
-        if self.acknowledged is not None:
-            self.acknowledged.abandon()
-        self.secrets.close()
-        if self.duties.disk is not None:
-            self.duties.disk.release()
-        self._close_knowledge()
-        self.sessions.manager.close()
-        self._lock.release()
-        self._give_back_collector()
+        await lifecycle.abort(self)
 
     @property
     def fail_stopped(self) -> BaseException | None:
         """The failed write that stopped the kernel (fail-stop), if one did."""
-        return self._fail_stopped
+        return self.life.fail_stopped
 
     @property
     def accepting(self) -> bool:
         """False from the start of a shutdown (or a fail-stop) on: no new work is taken."""
-        return self._accepting
+        return self.life.accepting
+
+    @property
+    def failure(self) -> str | None:
+        """Why the kernel stopped itself (a duty ended), if it did."""
+        return self.life.failure
 
     @property
     def stopped(self) -> asyncio.Event:
-        return self._stopped
+        return self.life.stopped
 
     async def statistics(self) -> KernelStatistics:
         return KernelStatistics(
