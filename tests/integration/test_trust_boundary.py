@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pfar.kernel.kernel import SANDBOX_RECONCILE_SECONDS
+from pfar.kernel.duties import SANDBOX_RECONCILE_SECONDS
 from pfar.tools import sandbox
 from pfar.vault.home import Home
 

@@ -26,8 +26,8 @@ from pfar.journal import (
 from pfar.journal import payloads as p
 from pfar.journal.payloads import Payload
 from pfar.journal.records import UnreadableTask
+from pfar.kernel.answering import _answer_outcome
 from pfar.kernel.api import HomeReader
-from pfar.kernel.kernel import _answer_outcome
 from pfar.vault.driver import sqlite
 from pfar.vault.home import Home
 from tests.contract.builders import task

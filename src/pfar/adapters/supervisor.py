@@ -38,21 +38,19 @@ from ..kernel.api import Operator
 from ..kernel.api.records import ChannelState
 from ..kernel.kernel import Kernel
 from ..policy.printable import printable
-from . import whole_action
 from .channel import (
     REPLY_KIND,
     AuthFailed,
-    Button,
     Channel,
     ChannelDown,
     Link,
     Outbound,
     RateLimited,
     Undeliverable,
-    quoted,
     reply_key,
 )
 from .commands import ChatDefaults, Origin, chat_directory, handle
+from .outbound import as_outbound
 
 log = logging.getLogger("pfar.adapters")
 
@@ -328,7 +326,9 @@ class Supervisor:
         """Send one delivery; False when it is held back (sent again later)."""
         adapters = self._kernel.journal.adapters
         name, key = channel.name, delivery.message.message_key
-        outbound = await self._outbound(name, delivery.message)
+        outbound = await as_outbound(
+            self._kernel.journal.adapters, self._operator, name, delivery.message
+        )
         await adapters.sending(name, key)
         try:
             remote_id = await channel.send(outbound)
@@ -369,53 +369,3 @@ class Supervisor:
         else:
             await adapters.sent(name, key, remote_id)
         return True
-
-    async def _outbound(self, channel: str, message: OwnerMessage) -> Outbound:
-        """The message as a channel shows it: a question with its answers as buttons, and
-        the earlier prompts of the same question whose buttons it replaces."""
-        kind, key = message.kind, message.message_key
-        question_id: str | None = None
-        buttons: tuple[Button, ...] = ()
-        replaces: tuple[str, ...] = ()
-        if kind in ("approval", "credential") and key.count(":") >= 2:
-            question_id = key.split(":")[1]
-            prefix = f"{kind}:{question_id}:"
-            earlier = await self._kernel.journal.adapters.sent_ids(channel, prefix)
-            replaces = tuple(remote for k, remote in earlier if k != key)
-        text = message.body
-        if kind == "approval" and question_id is not None:
-            with contextlib.suppress(Exception):
-                approval = await self._operator.approval(question_id)
-                # a cut action: no Yes one tap away, until the owner has seen it whole
-                offered = [o for o in approval.options if not whole_action.withheld(approval, o)]
-                buttons = tuple(Button(_label(o), o) for o in offered)
-                if len(offered) < len(approval.options):
-                    text += whole_action.note(approval)
-        return Outbound(
-            key,
-            kind,
-            text,
-            message.task_id,
-            question_id,
-            buttons,
-            replaces,
-            quoted(key) if kind == REPLY_KIND else None,
-        )
-
-
-_LABELS = {
-    "approve": "Yes",
-    "deny": "No",
-    "always": "Always allow",
-    "never": "Never allow",
-    "retry": "Retry",
-    "skip": "Skip",
-    "fail": "Fail",
-    "continue": "Continue",
-    "resume": "Resume",
-    "abandon": "Abandon",
-}
-
-
-def _label(option: str) -> str:
-    return _LABELS.get(option, option.replace("_", " ").capitalize())

@@ -19,20 +19,31 @@ whose write a crash cut off. A checkpoint (a head kept elsewhere) finds a tail c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .audit_chain import (
     BRIDGES,
     EMPTY,
-    GENESIS,
     AuditHead,
     Record,
     Unchained,
     line_digest,
     parse_line,
 )
-from .audit_verdict import Finding, FindingKind, Note, Verdict
+from .audit_findings import (
+    START,
+    Findings,
+    Gap,
+    Odd,
+    Seen,
+    compare_checkpoint,
+    lines_text,
+    missing_file,
+    missing_records,
+    odd_at_end,
+    order,
+)
+from .audit_verdict import Finding, Note, Verdict
 
 
 def verify(path: Path, checkpoint: AuditHead | None = None) -> Verdict:
@@ -52,60 +63,19 @@ def verify(path: Path, checkpoint: AuditHead | None = None) -> Verdict:
     return walk.verdict(path, exists=True)
 
 
-@dataclass(slots=True)
-class _Seen:
-    """A record as the walk keeps it."""
-
-    n: int
-    line: int
-    event: str
-    digest: str
-    prev: str
-
-    def named(self) -> str:
-        return f"record {self.n} (line {self.line}, {self.event})"
-
-
-_START = _Seen(0, 0, "", GENESIS, GENESIS)
-
-
-@dataclass(slots=True)
-class _Gap:
-    """Numbers missing where the chain went on: removed, unless found later."""
-
-    lo: int
-    hi: int
-    before: _Seen  # the record the gap follows
-    at: int  # the line the first record after it stands on
-    before_digest: str  # what the first missing record's prev must be
-    next_prev: str  # what the last missing record's digest must be
-    damaged: list[int] = field(default_factory=list)  # lines not records where they stood
-
-
-@dataclass(slots=True)
-class _Odd:
-    """A line that is not a record."""
-
-    line: int
-    digest: str
-    unchained: bool  # a JSON object from before the chain
-    newline: bool
-
-
-class _Walk:
+class _Walk(Findings):
     def __init__(self, checkpoint: AuditHead | None) -> None:
+        super().__init__()
         self.checkpoint = checkpoint
-        self.base = _START  # the record the chain stands on
-        self.twin: _Seen | None = None  # a second record with base's number and prev
-        self.pending: tuple[_Seen, _Seen] | None = None  # a broken link, judged at the next
-        self.reported: _Seen | None = None  # said edited: the link after it is not said
-        self.odd: list[_Odd] = []  # lines that are not records, since the last record
-        self.gaps: list[_Gap] = []
-        self.at_checkpoint: _Seen | None = None
+        self.base = START  # the record the chain stands on
+        self.twin: Seen | None = None  # a second record with base's number and prev
+        self.pending: tuple[Seen, Seen] | None = None  # a broken link, judged at the next
+        self.reported: Seen | None = None  # said edited: the link after it is not said
+        self.odd: list[Odd] = []  # lines that are not records, since the last record
+        self.gaps: list[Gap] = []
+        self.at_checkpoint: Seen | None = None
         self.lines = 0
         self.records = 0
-        self.findings: list[Finding] = []
-        self.notes: list[Note] = []
 
     # -- one line --------------------------------------------------------------------
 
@@ -116,10 +86,10 @@ class _Walk:
         parsed = parse_line(text)
         digest = line_digest(text)
         if not isinstance(parsed, Record):
-            self.odd.append(_Odd(self.lines, digest, isinstance(parsed, Unchained), newline))
+            self.odd.append(Odd(self.lines, digest, isinstance(parsed, Unchained), newline))
             return
         self.records += 1
-        seen = _Seen(parsed.n, self.lines, parsed.event, digest, parsed.prev)
+        seen = Seen(parsed.n, self.lines, parsed.event, digest, parsed.prev)
         damaged = None
         if self.odd:
             if self._bridged(seen, parsed):
@@ -127,7 +97,7 @@ class _Walk:
             damaged = self._odd_between(seen)
         self._record(seen, damaged)
 
-    def _bridged(self, seen: _Seen, record: Record) -> bool:
+    def _bridged(self, seen: Seen, record: Record) -> bool:
         """Lines that are not records, and a record that bridges them as a start does."""
         odd, base = self.odd, self.base
         if not (
@@ -138,7 +108,7 @@ class _Walk:
         ):
             return False
         self._judge_pending(seen, bridged=True)
-        before_any = base is _START
+        before_any = base is START
         for o in odd:
             if o.unchained and before_any:
                 continue
@@ -156,7 +126,7 @@ class _Walk:
                 Note(
                     "unchained",
                     from_before[0],
-                    f"{_lines(from_before)} were written before the audit log was "
+                    f"{lines_text(from_before)} were written before the audit log was "
                     "chained (an older pfar): they cannot be verified",
                 )
             )
@@ -164,7 +134,7 @@ class _Walk:
         self._advance(seen)
         return True
 
-    def _odd_between(self, seen: _Seen) -> list[int] | None:
+    def _odd_between(self, seen: Seen) -> list[int] | None:
         """Lines that are not records, not bridged, before `seen`: where numbers are
         missing they stand in their place (edited or damaged), else they were inserted."""
         lines = [o.line for o in self.odd]
@@ -176,7 +146,7 @@ class _Walk:
 
     def _inserted(self, lines: list[int]) -> None:
         for line in lines:
-            self._find(
+            self.find(
                 "inserted",
                 line,
                 None,
@@ -185,7 +155,7 @@ class _Walk:
                 "to each other: inserted",
             )
 
-    def _record(self, c: _Seen, damaged: list[int] | None = None) -> None:
+    def _record(self, c: Seen, damaged: list[int] | None = None) -> None:
         base = self.base
         if self.twin is not None:
             if self._resolve_twin(c):
@@ -203,7 +173,7 @@ class _Walk:
                 self._renumbered(c, base)
                 return
             self.gaps.append(
-                _Gap(base.n + 1, c.n - 1, base, c.line, base.digest, c.prev, damaged or [])
+                Gap(base.n + 1, c.n - 1, base, c.line, base.digest, c.prev, damaged or [])
             )
             self._advance(c)
         elif (gap := self._gap_of(c.n)) is not None:
@@ -214,32 +184,32 @@ class _Walk:
             self._judge_pending(c)
             self._renumbered(c, base)
         else:
-            self._about(
+            self.about(
                 "inserted",
                 c,
                 f"{c.named()} does not belong here: its number came already (the chain "
                 f"stands at {base.named()}): inserted, or copied from elsewhere in the log",
             )
 
-    def _advance(self, c: _Seen) -> None:
+    def _advance(self, c: Seen) -> None:
         self.base = c
         cp = self.checkpoint
         if cp is not None and c.n == cp.count and self.at_checkpoint is None:
             self.at_checkpoint = c
 
-    def _renumbered(self, c: _Seen, base: _Seen) -> None:
+    def _renumbered(self, c: Seen, base: Seen) -> None:
         """`c` chains to the record before it, but its number is not the next one."""
-        self._about(
+        self.about(
             "edited",
             c,
             f"record at line {c.line} ({c.event}) chains to {base.named()} but is numbered "
             f"{c.n}, not {base.n + 1}: its number was edited",
         )
-        fixed = _Seen(base.n + 1, c.line, c.event, c.digest, c.prev)
+        fixed = Seen(base.n + 1, c.line, c.event, c.digest, c.prev)
         self.reported = fixed
         self._advance(fixed)
 
-    def _judge_pending(self, nxt: _Seen, *, bridged: bool = False) -> None:
+    def _judge_pending(self, nxt: Seen, *, bridged: bool = False) -> None:
         """A link p -> c broke; `nxt` follows c. Both of c's links broken: c was edited.
         Only the first: p was (or c's prev was: the walk cannot tell, and says p)."""
         if self.pending is None:
@@ -247,24 +217,24 @@ class _Walk:
         p, c = self.pending
         self.pending = None
         both = not bridged and nxt.n == c.n + 1 and nxt.prev != c.digest
-        if both or p is _START:
-            self._about(
+        if both or p is START:
+            self.about(
                 "edited",
                 c,
                 f"{c.named()} was edited: it does not chain to "
-                + ("the genesis value" if p is _START else p.named())
+                + ("the genesis value" if p is START else p.named())
                 + (f", and record {nxt.n} (line {nxt.line}) does not chain to it" if both else ""),
             )
             self.reported = c
         else:
-            self._about(
+            self.about(
                 "edited",
                 p,
                 f"{c.named()} does not chain to {p.named()}: record {p.n} was edited "
                 f"(or record {c.n}'s prev)",
             )
 
-    def _resolve_twin(self, nxt: _Seen) -> bool:
+    def _resolve_twin(self, nxt: Seen) -> bool:
         """Two records with one number: the one the next record chains to is the chain's;
         the other was inserted. True when the chain moved to the twin."""
         twin, base = self.twin, self.base
@@ -274,7 +244,7 @@ class _Walk:
             inserted, kept = base, twin
         else:
             inserted, kept = twin, base
-        self._about(
+        self.about(
             "inserted",
             inserted,
             f"{inserted.named()} was inserted: {kept.named()} has its number and the chain "
@@ -285,17 +255,17 @@ class _Walk:
             return True
         return False
 
-    def _gap_of(self, n: int) -> _Gap | None:
+    def _gap_of(self, n: int) -> Gap | None:
         for gap in self.gaps:
             if gap.lo <= n <= gap.hi:
                 return gap
         return None
 
-    def _out_of_place(self, c: _Seen, gap: _Gap) -> None:
+    def _out_of_place(self, c: Seen, gap: Gap) -> None:
         edited = (c.n == gap.lo and c.prev != gap.before_digest) or (
             c.n == gap.hi and c.digest != gap.next_prev
         )
-        self._about(
+        self.about(
             "reordered",
             c,
             f"{c.named()} is out of order: it was written before the record at line "
@@ -305,16 +275,16 @@ class _Walk:
         self.gaps.remove(gap)
         if gap.lo < c.n:
             self.gaps.append(
-                _Gap(gap.lo, c.n - 1, gap.before, gap.at, gap.before_digest, c.prev, gap.damaged)
+                Gap(gap.lo, c.n - 1, gap.before, gap.at, gap.before_digest, c.prev, gap.damaged)
             )
         if c.n < gap.hi:
-            self.gaps.append(_Gap(c.n + 1, gap.hi, gap.before, gap.at, c.digest, gap.next_prev))
+            self.gaps.append(Gap(c.n + 1, gap.hi, gap.before, gap.at, c.digest, gap.next_prev))
 
     # -- the end -----------------------------------------------------------------------
 
     def end(self) -> None:
         if self.twin is not None:
-            self._about(
+            self.about(
                 "inserted",
                 self.twin,
                 f"{self.twin.named()} and {self.base.named()} have one number: one of them "
@@ -322,140 +292,23 @@ class _Walk:
             )
         if self.pending is not None:
             p, c = self.pending
-            self._about(
+            self.about(
                 "edited",
                 p,
                 f"{c.named()} does not chain to {p.named()}: record {p.n} was edited "
                 f"(or record {c.n}'s prev)",
             )
-        self._odd_at_end()
+        odd_at_end(self, self.odd, self.base)
         for gap in sorted(self.gaps, key=lambda g: g.lo):
-            self._missing(gap)
-        self._compare_checkpoint()
-
-    def _odd_at_end(self) -> None:
-        """Lines that are not records after the last one: the last is a torn write (a
-        crash, or a write under way); lines from before the chain when there is no
-        record; anything else was put there."""
-        if not self.odd:
-            return
-        from_before = self.base is _START
-        *earlier, last = self.odd
-        unchained = [o.line for o in self.odd if o.unchained and from_before]
-        torn = last.line not in unchained and not (last.unchained and last.newline)
-        for o in earlier:
-            if o.line not in unchained:
-                self._find(
-                    "inserted",
-                    o.line,
-                    None,
-                    None,
-                    f"line {o.line} is not an audit record: inserted or damaged",
-                )
-        if unchained:
-            self.notes.append(
-                Note(
-                    "unchained",
-                    unchained[0],
-                    f"{_lines(unchained)} were written before the audit log was chained (an "
-                    "older pfar): they cannot be verified; the next start chains the log "
-                    "from there",
-                )
-            )
-        if torn:
-            self.notes.append(
-                Note(
-                    "torn",
-                    last.line,
-                    f"line {last.line}, the last, is not a whole record: a write cut off (a "
-                    "crash, or a kernel writing it right now); the next start records it. A "
-                    "checkpoint tells this from a tail cut on purpose",
-                )
-            )
-        elif last.line not in unchained:
-            self._find(
-                "inserted",
-                last.line,
-                None,
-                None,
-                f"line {last.line}, the last, is a JSON object but not a chained record: "
-                "appended by something other than pfar",
-            )
-
-    def _missing(self, gap: _Gap) -> None:
-        single = gap.lo == gap.hi
-        which = f"record {gap.lo}" if single else f"records {gap.lo}–{gap.hi}"
-        if gap.damaged:
-            self._find(
-                "damaged",
-                gap.damaged[0],
-                gap.lo,
-                None,
-                f"{_lines(gap.damaged)}: not a whole record, where {which} should be: edited "
-                "or damaged",
-            )
-            return
-        where = f"between {gap.before.named()} and the record at line {gap.at}"
-        if gap.before is _START:
-            where = f"before the record at line {gap.at}"
-        self._find(
-            "removed",
-            gap.at,
-            gap.lo,
-            None,
-            f"{which} {'is' if single else 'are'} missing {where}: removed",
-        )
-
-    def _compare_checkpoint(self) -> None:
-        cp = self.checkpoint
-        if cp is None or cp.count == 0:
-            return
-        head = self.base
-        if self.at_checkpoint is None and head.n < cp.count:
-            self._find(
-                "truncated",
-                None,
-                cp.count,
-                None,
-                f"the log ends at record {head.n}"
-                + (f" (line {head.line})" if head.line else "")
-                + f", but the checkpoint names record {cp.count}: "
-                + (
-                    f"record {cp.count} was"
-                    if cp.count == head.n + 1
-                    else f"records {head.n + 1}–{cp.count} were"
-                )
-                + " cut from its end",
-            )
-        elif (
-            self.at_checkpoint is not None and cp.digest and self.at_checkpoint.digest != cp.digest
-        ):
-            at = self.at_checkpoint
-            self._about(
-                "edited",
-                at,
-                f"{at.named()} is not the record the checkpoint names (its digest is "
-                f"{at.digest[:16]}…, the checkpoint's {cp.digest[:16]}…): the log was "
-                "rewritten up to there",
-            )
+            missing_records(self, gap)
+        compare_checkpoint(self, self.checkpoint, self.base, self.at_checkpoint)
 
     def missing(self, path: Path) -> None:
-        cp = self.checkpoint
-        if cp is not None and cp.count:
-            self._find(
-                "truncated",
-                None,
-                cp.count,
-                None,
-                f"{path} does not exist, but the checkpoint names record {cp.count}: "
-                "the log was removed",
-            )
-        else:
-            self.notes.append(Note("missing", None, f"{path} does not exist (yet)"))
+        missing_file(self, self.checkpoint, path)
 
     def verdict(self, path: Path, *, exists: bool) -> Verdict:
         base = self.base
-        head = EMPTY if base is _START else AuditHead(base.n, base.digest)
+        head = EMPTY if base is START else AuditHead(base.n, base.digest)
         return Verdict(
             path,
             exists,
@@ -463,29 +316,9 @@ class _Walk:
             self.records,
             head,
             self.checkpoint,
-            tuple(sorted(self.findings, key=_order)),
+            tuple(sorted(self.findings, key=order)),
             tuple(self.notes),
         )
-
-    def _find(
-        self, kind: FindingKind, line: int | None, n: int | None, event: str | None, msg: str
-    ) -> None:
-        self.findings.append(Finding(kind, line, n, event, msg))
-
-    def _about(self, kind: FindingKind, record: _Seen, msg: str) -> None:
-        self._find(kind, record.line, record.n, record.event, msg)
-
-
-def _order(f: Finding) -> tuple[int, int]:
-    return (f.line if f.line is not None else 1 << 62, f.n or 0)
-
-
-def _lines(lines: list[int]) -> str:
-    if len(lines) == 1:
-        return f"line {lines[0]}"
-    if lines == list(range(lines[0], lines[-1] + 1)):
-        return f"lines {lines[0]}–{lines[-1]}"
-    return "lines " + ", ".join(map(str, lines))
 
 
 __all__ = ["Finding", "Note", "Verdict", "verify"]

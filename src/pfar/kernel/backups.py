@@ -19,18 +19,18 @@ import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..config import VaultBackupConfig
+from ..journal import Journal
 from ..journal.records import OwnerMessage
 from ..vault import keys
 from ..vault.backup import BackupKey, make_backup
 from ..vault.home import Home
 from ..vault.key_place import read_key_file
 from ..vault.manifest import DB_NAMES, MANIFEST_NAME, Manifest, is_pfar_backup
-
-if TYPE_CHECKING:
-    from .kernel import Kernel
+from .audit import AuditLog
+from .owner import OwnerChannel
 
 log = logging.getLogger("pfar.backups")
 
@@ -115,10 +115,20 @@ class Made:
     removed: list[Path]
 
 
+class BackupsHost(Protocol):
+    """What scheduled backups use of the kernel."""
+
+    home: Home
+    boot_id: str
+    journal: Journal
+    audit: AuditLog
+    owner: OwnerChannel
+
+
 class ScheduledBackups:
     """The kernel's `pfar-backup` duty."""
 
-    def __init__(self, kernel: Kernel, schedule: BackupSchedule) -> None:
+    def __init__(self, kernel: BackupsHost, schedule: BackupSchedule) -> None:
         self._kernel = kernel
         self._schedule = schedule
         self._failing = False

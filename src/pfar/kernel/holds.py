@@ -15,19 +15,52 @@ nothing already): it can be answered or cancelled.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ..errors import MalformedTaskRow
-from ..journal import OwnerMessage
+from ..errors import MalformedTaskRow, ShuttingDown, TaskStateRefused
+from ..journal import Journal, OwnerMessage, TaskKind, TaskRecord
 from ..journal.holds import PauseOutcome, ResumeOutcome
 from ..journal.states import TaskState
 from ..recovery.cancelling import cancel_message
+from ..runners import Services
+from ..runners.loop import worktrees
+from . import task_processes
+from .audit import AuditLog
+from .owner import OwnerChannel
 
-if TYPE_CHECKING:
-    from .kernel import Kernel
+
+class Coroutines(Protocol):
+    """The kernel's task coroutines, as a hold moves them (kernel/driver.py)."""
+
+    def advance(self, task_id: str, *, created: TaskRecord | None = None) -> None: ...
+
+    def is_running(self, task_id: str) -> bool: ...
+
+    async def stop_coroutine(self, task_id: str) -> None: ...
+
+    async def wake_parent(self, task_id: str) -> None: ...
+
+
+class HoldsHost(Protocol):
+    """What a hold uses of the kernel."""
+
+    journal: Journal
+    audit: AuditLog
+    owner: OwnerChannel
+    services: Services
+
+    @property
+    def driver(self) -> Coroutines: ...
+
+    @property
+    def accepting(self) -> bool: ...
+
+    def title(self, task: TaskRecord) -> str: ...
+
+    async def end_processes(self, task_id: str | None, event: str) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +85,53 @@ class HoldResult:
         }
 
 
-async def cancel(k: Kernel, given_id: str) -> HoldResult:
+async def cancel_with_subtasks(k: HoldsHost, given_id: str) -> HoldResult:
+    """End the task as Cancelled: intent committed, coroutine cancelled, processes
+    ended, questions withdrawn; and its subtasks with it. Refused (TaskStateRefused)
+    for an ended task."""
+    if not k.accepting:
+        raise ShuttingDown()
+    result = await cancel(k, given_id)
+    # its subtasks have no one to answer any more; a subtask's parent goes on
+    for child in await _unfinished_children(k.journal, result.task_id):
+        with contextlib.suppress(TaskStateRefused):  # it ended meanwhile
+            await cancel(k, child)
+    # what its commands (and its subtasks') left running, parked or not
+    await task_processes.end_processes(k.journal, task_processes.terminal)
+    await k.driver.wake_parent(result.task_id)
+    await _finish_worktree(k, result.task_id)
+    return result
+
+
+async def _finish_worktree(k: HoldsHost, task_id: str) -> None:
+    """A cancelled loop task's worktree: kept for a look, or removed (its branch kept)."""
+    task = await k.journal.tasks.get(task_id)
+    if task.kind is not TaskKind.loop:
+        return
+    settings = await k.journal.loops.settings(task_id)
+    if settings.parent_task_id or settings.worktree is None:
+        return
+    keep = k.services.loop.keep_failed_worktrees
+    note = await worktrees.finish(task_id, settings, succeeded=False, keep=keep)
+    if note:
+        message = OwnerMessage(f"worktree-end:{task_id}", "notice", note, task_id)
+        await k.journal.events.enqueue([message])
+        k.owner.notify()
+
+
+async def _unfinished_children(journal: Journal, task_id: str) -> list[str]:
+    task = await journal.tasks.get(task_id)
+    if task.kind is not TaskKind.loop:
+        return []
+    out = []
+    for child in await journal.loops.children(task_id):
+        if not (await journal.tasks.get(child)).state.terminal:
+            out.append(child)
+            out.extend(await _unfinished_children(journal, child))
+    return out
+
+
+async def cancel(k: HoldsHost, given_id: str) -> HoldResult:
     task_id = await k.journal.tasks.resolve_id(given_id)
     intent = await k.journal.tasks.begin_cancel(task_id)  # refuses an ended task, naming its state
     withdrawn = [*intent.approvals, *intent.prompts]
@@ -62,7 +141,7 @@ async def cancel(k: Kernel, given_id: str) -> HoldResult:
         from_state=intent.from_state.value,
         withdrawn=withdrawn,
     )
-    await k.stop_coroutine(task_id)
+    await k.driver.stop_coroutine(task_id)
     ended = await k.end_processes(task_id, "cancelled_process_ended")
     try:
         task = await k.journal.tasks.get(task_id)
@@ -79,35 +158,31 @@ async def cancel(k: Kernel, given_id: str) -> HoldResult:
     return HoldResult(task_id, TaskState.Cancelled, "cancelled", withdrawn, cut, ended)
 
 
-async def pause(k: Kernel, given_id: str) -> HoldResult:
+async def pause(k: HoldsHost, given_id: str) -> HoldResult:
+    """Pause the task at its next step boundary (now, if no coroutine holds it)."""
+    if not k.accepting:
+        raise ShuttingDown()
     task_id = await k.journal.tasks.resolve_id(given_id)
     # decided when the commit runs (on the loop's thread): no coroutine can start or stop
     # between the look and the write
     state, outcome = await k.journal.tasks.request_pause(
-        task_id, running=lambda: k.is_running(task_id)
+        task_id, running=lambda: k.driver.is_running(task_id)
     )
     if outcome is not PauseOutcome.already:
         k.audit.log("task_pause", task_id=task_id, outcome=outcome.value, state=state.value)
     return HoldResult(task_id, state, outcome.value)
 
 
-async def resume(k: Kernel, given_id: str) -> HoldResult:
+async def resume(k: HoldsHost, given_id: str) -> HoldResult:
+    """Continue a paused task from the journal (or withdraw a pause not yet reached)."""
+    if not k.accepting:
+        raise ShuttingDown()
     task_id = await k.journal.tasks.resolve_id(given_id)
     state, outcome = await k.journal.tasks.unpause(task_id)
     k.audit.log("task_resume", task_id=task_id, outcome=outcome.value, state=state.value)
     if outcome is ResumeOutcome.resumed:
-        k.advance(task_id)
+        k.driver.advance(task_id)
     return HoldResult(task_id, state, outcome.value)
-
-
-async def stop_coroutine(running: dict[str, asyncio.Task[None]], task_id: str) -> None:
-    """Cancel the coroutine advancing `task_id` and wait until it has unwound (its tools
-    end their processes as they unwind)."""
-    t = running.get(task_id)
-    if t is None:
-        return
-    t.cancel()
-    await asyncio.gather(t, return_exceptions=True)
 
 
 def describe(r: Mapping[str, Any]) -> str:

@@ -1,4 +1,14 @@
-"""The kernel: startup in the spec's stages, task scheduling, answers from the owner, shutdown.
+"""The kernel: the process that owns a home, runs tasks, and answers the owner.
+
+`Kernel` owns its parts and wires them; each part names what it uses of the kernel
+in a small protocol:
+
+- opening.py, task_services.py, recovering.py: the start's stages (stores, services,
+  recovery); the Kernel runs them in order, then starts the duties and resumes tasks;
+- driver.py: the coroutines that advance tasks;
+- intake.py: events and tasks coming in; answering.py: the owner's answers;
+- holds.py: cancel, pause, resume; duties.py: what runs beside the tasks;
+- lifecycle.py: whether it takes work, and how it ends.
 
 Use it from Python as
 
@@ -14,116 +24,50 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
-import hashlib
 import logging
 import os
 import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
-from ..answers import (
-    IN_PROCESS,
-    Abandon,
-    Actor,
-    Answer,
-    Approve,
-    Deny,
-    Fail,
-    answer_of,
-    parse_answer,
-)
 from ..config import Config
-from ..errors import (
-    AlreadyDecided,
-    AnswerDoesNotFit,
-    BadRequest,
-    ConfigError,
-    EventIdReused,
-    IllegalTransition,
-    PfarError,
-    ShuttingDown,
-    TaskStateRefused,
-    UnknownSecret,
-    VaultIOError,
-    VaultMissing,
-)
-from ..hooks import NO_HOOKS, HookPoint, Hooks
-from ..hooks.loading import load_handlers
-from ..journal import (
-    ApprovalRecord,
-    InboundEvent,
-    Journal,
-    Move,
-    OwnerMessage,
-    TaskKind,
-    TaskRecord,
-    TaskState,
-)
+from ..errors import ConfigError, ShuttingDown, UnknownSecret, VaultMissing
+from ..hooks import NO_HOOKS
+from ..journal import Journal, TaskKind, TaskRecord
 from ..journal.faults import FaultHook
-from ..journal.journal import prompt_status_text
 from ..journal.locks_sql import LockOwner
-from ..journal.payloads import AwaitingApproval, Extracting, Queued, Working, pause_requested
-from ..journal.records import now_rfc3339, rfc3339
-from ..llm.proxy import CallRecord, ChatModel, InferenceProxy
+from ..llm.proxy import ChatModel, InferenceProxy
 from ..policy.redact import RedactingFilter, Redactor
-from ..recovery import RecoveryReport, plan_recovery, recover_tasks
-from ..recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer
+from ..recovery import RecoveryReport
 from ..runners import Services, TemplateRegistry
-from ..runners.loop import runner as loop_runner
-from ..runners.loop import tasks as loops
-from ..runners.loop import worktrees
-from ..runners.loop.context import ContextStats
-from ..runners.loop.permissions import PERMISSION, Policy
-from ..runners.loop.tasks import LoopRequest
-from ..runners.registry import runner_for
-from ..runners.workflow.definition import load_definition
-from ..tools import sandbox, sandbox_mounts
-from ..tools.processes import end_group_if_same, start_time
+from ..tools import sandbox
+from ..tools.processes import start_time
 from ..tools.registry import ToolRegistry
-from ..vault import keys, knowledge, restored
-from ..vault.driver import sqlite
-from ..vault.home import Home, HomeLock
+from ..vault import keys, knowledge
+from ..vault.home import Home
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import collector, descriptors, disk, holds, hook_feed, task_processes, vault_start
+from . import holds, lifecycle, opening, recovering, task_processes, vault_start
 from .acknowledging import Acknowledging
 from .admission import Admission
+from .answering import Answering
 from .api.attach import Viewers
 from .api.records import ChannelState
 from .audit import AuditLog
-from .backups import BackupSchedule, ScheduledBackups
-from .guards import guards_off
+from .driver import TaskDriver
+from .duties import Duties
+from .intake import Intake
 from .learning import Learner
-from .locks import LockManager, LockTable
-from .models import build_model, scripted_proxy
+from .lifecycle import Life
+from .locks import LockManager
 from .owner import OwnerChannel, OwnerLogSink, Sink
 from .reload import Reloaded, reload_kernel
 from .scheduler import Scheduler
 from .sessions import SANDBOX_PREFIX, SessionSupervisor
-from .workflows import workflow_task
 
 log = logging.getLogger("pfar.kernel")
-
-SANDBOX_RECONCILE_SECONDS = 30.0
-# journal cleanup: rows a commit deletes at most, and the kernel boots kept
-CLEANUP_BATCH = 500
-KEEP_BOOTS = 100
-
-# an event id is an adapter's message id: a uuid, a mail Message-ID; longer is not an id
-MAX_EVENT_ID = 256
-
-
-def pfar_version() -> str:
-    try:
-        return version("pfar")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +83,25 @@ class KernelStatistics:
 
 
 class Kernel:
+    # made by start(), in its stages
+    config: Config
+    journal: Journal
+    secrets: SecretStore
+    knowledge: knowledge.KnowledgeStore | None
+    sessions: SessionSupervisor
+    redactor: Redactor
+    log_filter: RedactingFilter
+    audit: AuditLog
+    owner: OwnerChannel
+    tools: ToolRegistry
+    templates: TemplateRegistry
+    model: InferenceProxy
+    locks: LockManager
+    learner: Learner
+    services: Services
+    scheduler: Scheduler
+    admission: Admission
+
     def __init__(
         self,
         home: Home,
@@ -161,40 +124,58 @@ class Kernel:
         self._faults = fault_hook if fault_hook is not None else FaultHook.from_env()
         self.boot_id = str(uuid.uuid4())
         self._sandbox_home = sandbox.home_tag(home.root)
-        self._lock = HomeLock(home)
-        self._running: dict[str, asyncio.Task[None]] = {}
-        self._ending_processes: set[asyncio.Task[int]] = set()  # see _end_processes_if_ended
-        self._holds_collector = False  # start() set Python's collector for a kernel
+        # whether it takes work, what it holds while it runs, why it stopped (lifecycle.py)
+        self.life = Life(home)
         # who watches loop tasks' output live (`pfar attach`)
         self.viewers = Viewers()
-        self._again: set[str] = set()
-        self._accepting = False
-        self._background: list[asyncio.Task[None]] = []
+        # the coroutines that advance tasks (kernel/driver.py)
+        self.driver = TaskDriver(
+            self, accepting=lambda: self.life.accepting, write_failed=self._fail_stop
+        )
+        # events and tasks coming in (kernel/intake.py)
+        self.intake = Intake(self)
+        # what the owner says to a task that waits on them (kernel/answering.py)
+        self.answering = Answering(self)
+        # the kernel's operations are its parts' own (their docstrings say what each does)
+        self.advance = self.driver.advance  # the one way any task continues
+        self.is_running = self.driver.is_running
+        self.running_ids = self.driver.running_ids
+        self.stop_coroutine = self.driver.stop_coroutine
+        self.wait_idle = self.driver.wait_idle
+        self.wait_task = self.driver.wait_task
+        self.submit = self.intake.submit
+        self.start_loop = self.intake.start_loop
+        self.start_workflow = self.intake.start_workflow
+        self.resume_workflow = self.intake.resume_workflow
+        self.answer = self.answering.answer
+        self.provide_credential = self.answering.provide_credential
+        self.send = self.answering.send
+        self.retry_answer = self.answering.retry_answer
+        self.loop_context = self.answering.loop_context
+        # what runs beside the tasks while the kernel does (kernel/duties.py)
+        self.duties = Duties(
+            self,
+            sandbox_home=self._sandbox_home,
+            sandbox_running=self._sandbox_running,
+            bus_moved=self.driver.bus_moved,
+        )
         # run at shutdown after the wait and the flush, while the journal is still open:
         # the chat channels send what the wait produced, then stop
         self.before_close: list[Callable[[], Awaitable[None]]] = []
         # what reaches the owner without the journal's outbox (each chat channel, sent to
         # directly): the fail-stop notice goes through them (kernel/fail_stop.py)
         self.last_words: list[Sink] = []
-        self._idle = asyncio.Event()
         self.hooks = NO_HOOKS
-        self._bus_moved = asyncio.Event()  # wakes the lifecycle hooks' feed early
-        self._idle.set()
-        self._stopped = asyncio.Event()
         # set by the operator API: the process serving this kernel shuts it down gracefully
         self.shutdown_requested = asyncio.Event()
         # set by the process serving this kernel (a second Ctrl-C): a shutdown's wait for
         # running tasks ends now; they are left in the journal for the next start
         self.stop_now = asyncio.Event()
         self.report: RecoveryReport | None = None
-        self.failure: str | None = None  # why the kernel stopped itself, if it did
-        self._fail_stopped: BaseException | None = None  # a vault write failed (_fail_stop)
-        self._disk: disk.DiskWatch | None = None  # the home's free space (kernel/disk.py)
-        self._disk_warnings = 0
         self.template_errors: list[ConfigError] = []
         self._vault = vault_start.VaultStart()  # what the start's vault checks found
         # keeps vault/acknowledged up with the journal once recovery has reported
-        self._acknowledged: Acknowledging | None = None
+        self.acknowledged: Acknowledging | None = None
 
     # -- startup -------------------------------------------------------------
 
@@ -204,73 +185,36 @@ class Kernel:
         check_home(self.home)
         config = self._config or Config.load(self.home.config)
         self.config = config
-        self._disk = disk.DiskWatch(
-            self.home.root,
-            self.home.vault_dir / disk.RESERVE_NAME,
-            config.vault.low_space_mb * disk.MB,
-            config.vault.reserve_mb * disk.MB,
-        )
+        self.duties.watch_disk(config)
         if not self.home.sessions_db.exists():
             raise VaultMissing(
                 f"{self.home.sessions_db} does not exist; run `pfar init` to create a new home "
                 "(an existing home whose vault went missing should be restored from backup)"
             )
-        self._lock.acquire()
+        self.life.take_home()
         opened: list[Any] = []
         try:
             key = keys.unlock(self.home)
             # before anything opens the vault to write: a damaged vault, or a journal
             # behind what the kernel acknowledged, stops the start here, vault untouched
             self._vault = vault_start.check_at_start(self.home, key)
-            self.journal = Journal.open(
-                self.home.sessions_db,
-                key=key,
-                synchronous=config.vault.synchronous,
+            opening.open_stores(
+                self,
+                config,
+                key,
+                opened,
                 fault_hook=self._faults,
+                write_failed=self._fail_stop,
+                sandbox_home=self._sandbox_home,
+                tools=self._tools,
+                model=self._model,
             )
-            opened.append(self.journal)
-            self.journal.writer.on_failure = self._fail_stop
-            # with one task running (or none: a submit), no other write would share its
-            # commit: it commits at once (GroupCommitWriter.alone)
-            self.journal.writer.alone = lambda: len(self._running) <= 1
-            self.secrets = SecretStore.open(
-                self.home.secrets_db, key=key, synchronous=config.vault.synchronous
-            )
-            opened.append(self.secrets)
-            self.knowledge = _open_knowledge(self.home.memory_db, key)
-            self.sessions = SessionSupervisor(
-                self.journal.sessions,
-                self.home.root / "sessions",
-                config.sessions,
-                self._sandboxer(config),
-            )
-            self.redactor = Redactor(self.secrets.values)
-            for name in self.redactor.too_short:
-                log.warning(
-                    "secret %r is too short to be redacted; set a longer value with "
-                    "`pfar secret set %s`",
-                    name,
-                    name,
-                )
-            self.log_filter = RedactingFilter(self.redactor)  # for pfar's log handlers
-            self._load_services(config)
-            self.audit = AuditLog(self.home.audit_log, self.redactor)
         except BaseException:
             for resource in opened:
                 resource.close()
-            self._lock.release()
+            self.life.let_go()
             raise
-        self.audit.log(
-            "system_startup",
-            version=pfar_version(),
-            boot_id=self.boot_id,
-            config_hash=_config_hash(self.home),
-        )
-        for event, fields in self._vault.audit:
-            self.audit.log(event, **fields)
-        for off in guards_off(config):  # said at every start, so no one runs them unaware
-            log.warning("guard off: %s (%s)", off.detail, off.guard)
-            self.audit.log("guard_off", guard=off.guard, detail=off.detail)
+        opening.log_start(self, config, self._vault)
         self.owner = OwnerChannel(self.journal, OwnerLogSink(self.home.owner_log))
 
         try:
@@ -281,807 +225,75 @@ class Kernel:
             raise
 
     async def _recover_and_open(self, config: Config) -> RecoveryReport:
-        # Stage 2: recovery
-        previous = await self.journal.events.last_boot()
-        crashed = previous is not None and not previous["clean"]
-        names = self._channel_names
-        if names is None:
-            names = config.channels.receivers()
-        in_doubt = await self.journal.adapters.register_channels(names)
-        for name in [*names, *(n for n in config.channels.enabled() if n not in names)]:
-            self.channel_states[name] = ChannelState(name, "starting")
-        await self.journal.questions.supersede_old_prompts()
-        await self.journal.events.start_boot(self.boot_id, os.getpid(), pfar_version())
-        # locks of kernels that died here (their holder process is gone) are let go now
-        stale = await self.journal.locks.clear_stale(self.lock_owner, _alive)
-        if stale:
-            self.audit.log("stale_locks_released", count=stale)
-        await self._expire()
-        await self._cleanup()
-        if not self._disk_watch.make_reserve() and config.vault.reserve_mb:
-            log.warning("no room for the journal's reserve of %d MB", config.vault.reserve_mb)
-        await self._check_disk()
-        for err in self.template_errors:
-            for problem in err.each:
-                self.audit.log("template_invalid", error=str(problem))
-
-        # Stage 3 (services) was loaded before any journal write: see _load_services
-        now = datetime.now(UTC)
-        plan = await plan_recovery(
-            self.journal,
-            now,
-            timedelta(seconds=config.recovery.max_task_age_seconds),
-            config.recovery.max_recovery_attempts,
-            crashed,
-            claim=True,
+        # Stage 2: recovery (kernel/recovering.py)
+        recovered = await recovering.recover(
+            self,
+            config,
+            channel_names=self._channel_names,
+            vault=self._vault,
+            sandbox_home=self._sandbox_home,
+            sandbox_running=self._sandbox_running,
         )
-        orphans = await self._end_orphans()
-        # R7: sandboxes of an earlier boot (no task runs yet): killed before any resumes
-        orphan_sandboxes = sandbox.reconcile(self._sandbox_home, self._sandbox_running)
-        # and what tasks' commands left running outside a sandbox (nohup, setsid …)
-        left = await task_processes.end_processes(self.journal, task_processes.any_state)
-        if left:
-            self.audit.log("task_processes_ended", count=left, at="start")
-        sessions_recovered = await self._recover_sessions()
-        # cron slots missed while down: fired after recovery, said in its report
-        self.scheduler = Scheduler(self)
-        self.admission = Admission(config.scheduler.max_concurrent, self.model.headroom)
-        schedule_plans = await self.scheduler.plans()
-        report, to_resume = await recover_tasks(
-            self.journal,
-            plan,
-            self.title,
-            count_attempts=crashed,
-            report_key=f"report:{self.boot_id}",
-            question_timeout=config.approvals.approval_timeout_seconds,
-            orphan_processes=orphans,
-            orphan_sandboxes=orphan_sandboxes,
-            sessions_recovered=sessions_recovered,
-            channel_doubts=in_doubt,
-            schedules=self.scheduler.describe(schedule_plans),
-            vault=self._vault.notes,
-        )
-        self.report = report
-        await self._acknowledge(config)
-        self.audit.log("recovery", crashed=crashed, **report.to_json())
+        to_resume = recovered.to_resume
 
         # Stage 4: background services (adapters attach their sinks before `open`)
-        self._accepting = True
-        scheduler = self.scheduler
-        duties: dict[str, Callable[[bool], Awaitable[None]]] = {
-            "pfar-owner": lambda again: self.owner.run(),
-            "pfar-expiry": lambda again: self._expiry_loop(),
-            "pfar-cleanup": lambda again: self._cleanup_loop(),
-            "pfar-sandboxes": lambda again: self._sandbox_loop(),
-            "pfar-disk": lambda again: self._disk_loop(),
-            # started again (after running out of descriptors), it plans afresh
-            "pfar-schedules": lambda again: scheduler.run(None if again else schedule_plans),
-            "pfar-hooks": lambda again: hook_feed.run(self.journal, self.hooks, self._bus_moved),
-            "pfar-leases": lambda again: self._lease_loop(config),
-            # learnings a dying kernel left undecided or unstored (kernel/learning.py)
-            "pfar-learnings": lambda again: self.learner.run(),
-        }
-        schedule = BackupSchedule.of(self.home, config.vault.backup)
-        if schedule is not None:  # [vault.backup] (kernel/backups.py)
-            duties["pfar-backup"] = lambda again: ScheduledBackups(self, schedule).run()
-        # a duty that runs out of file descriptors (a flooded listener) waits and goes
-        # on; any other end of a duty stops the kernel (_background_ended)
-        self._background = [
-            asyncio.create_task(descriptors.kept(name, start), name=name)
-            for name, start in duties.items()
-        ]
-        for bg in self._background:
-            bg.add_done_callback(self._background_ended)
+        self.life.accepting = True
+        self.duties.start(recovered.schedule_plans, on_ended=self._background_ended)
 
-        collector.hold()  # what it loaded lives as long as it runs (kernel/collector.py)
-        self._holds_collector = True
+        self.life.hold_collector()
 
         # Stage 5: notify, then resume; every task enters the queue before any takes a
         # slot, so they start by priority, not in the order recovery listed them
         self.owner.notify()
         if self.admission.max_concurrent:
-            await self._enter_recovered(to_resume)
+            await self.driver.enter_recovered(to_resume)
         for task_id in to_resume:
             self.advance(task_id)
-        return report
-
-    async def _acknowledge(self, config: Config) -> None:
-        """From the recovery report on (it is journaled now, with what the vault checks
-        found), every commit is work the kernel acknowledges: vault/acknowledged follows
-        the journal, and a restore already reported is not reported again."""
-        try:
-            self._acknowledged = Acknowledging(
-                self.home.vault_dir,
-                await self.journal.events.bus_high_water(),
-                previous=self._vault.previous,
-                boot_id=self.boot_id,
-                synchronous=config.vault.synchronous,
-                # the audit log's hash chain head, checkpointed with the record
-                audit_head=self.audit.head,
-            )
-        except OSError as exc:  # a check on the journal, not the journal: tasks go on
-            log.error(
-                "vault/acknowledged: cannot be written (%s); a journal that goes "
-                "back in time may not be noticed at the next start",
-                exc,
-            )
-        else:
-            self.journal.writer.watcher = self._acknowledged
-        if self._vault.restored is not None:
-            restored.remove(self._vault.restored)
-
-    async def _enter_recovered(self, task_ids: list[str]) -> None:
-        """The tasks recovery goes on with, into the queue together: by priority, then in
-        recovery's order, the longest unmoved first (docs/config.md, "queued again in
-        its turn")."""
-        entering = []
-        for task_id in task_ids:
-            entering.append((task_id, await self._priority(await self.journal.tasks.get(task_id))))
-        self.admission.enter_all(entering)
-
-    async def _recover_sessions(self) -> list[str]:
-        recovered = await self.sessions.recover_after_crash()
-        if recovered:
-            self.audit.log("sessions_recovered", session_ids=recovered)
-        return recovered
-
-    async def _end_orphans(self) -> int:
-        """Spec §7.1 step 4: end what interrupted steps left running, before deciding
-        anything about those steps (a command still running is not "in doubt", it is
-        running; ending it first makes the owner's retry the only run)."""
-        return await self.end_processes(None, "orphan_process_ended")
+        return recovered.report
 
     async def end_processes(self, task_id: str | None, event: str) -> int:
         """End the process groups that steps (of `task_id`, or of every task) recorded and
         that still run as recorded; audit each one as `event`. Returns how many."""
-        ended = 0
-        for owner, step, process in await self.journal.tasks.started_processes(task_id):
-            if end_group_if_same(process):
-                ended += 1
-                self.audit.log(event, task_id=owner, step=step, **process)
-        return ended
+        return await task_processes.end_recorded(self.journal, self.audit, task_id, event)
 
     async def _release_after_failed_start(self) -> None:
         self.audit.close()
         await self.abort()
 
-    def _load_services(self, config: Config) -> None:
-        """Templates, tools and the model, validated before the journal is written to:
-        a bad script or config stops the start without touching any task."""
-        self.tools = self._tools or ToolRegistry.builtin()
-        self.templates = TemplateRegistry(
-            self.home.templates_dir, [tool.name for tool in self.tools]
-        )
-        self.template_errors = self.templates.load()
-        self.model = self._load_model(config)
-        self.hooks = Hooks(
-            load_handlers(config.hooks, self.home.config, self.home.hooks_dir, self.home.root)
-        )
-        locking = (
-            HookPoint.ResourceLockWait,
-            HookPoint.ResourceLockAcquired,
-            HookPoint.ResourceLockReleased,
-        )
-        self.locks = LockManager(
-            config.scheduler.lock_timeout_seconds,
-            self.hooks.observe if any(self.hooks.wants(p) for p in locking) else None,
-            LockTable(
-                self.journal.locks,
-                self.lock_owner,
-                config.scheduler.lock_lease_seconds,
-                _alive,
-            ),
-        )
-        self.learner = Learner(
-            lambda: self.knowledge,
-            self.hooks,
-            self.journal,
-            self.model,
-            config.loop.learnings,
-            config.loop.tool_seconds,
-        )
-        self.services = Services(
-            journal=self.journal,
-            tools=self.tools,
-            model=self.model,
-            templates=self.templates,
-            secret=self.secrets.get,
-            redactor=self.redactor,
-            # a task's directory is asked for at each of its steps: the path is made once
-            workspace=functools.lru_cache(maxsize=4096)(self.home.workspace),
-            approval_timeout_seconds=config.approvals.approval_timeout_seconds,
-            credential_timeout_seconds=config.approvals.credential_prompt_timeout_seconds,
-            notify_owner=self._notify_owner,
-            loop=config.loop,
-            loop_policy=Policy.of(config.loop, home=self.home.root),
-            advance=self.advance,
-            # late-bound: the admission is made at start, after the services
-            enter=lambda task_id, priority: self.admission.enter(task_id, priority),  # noqa: PLW0108
-            forget=lambda task_id: self.admission.forget(task_id),  # noqa: PLW0108
-            loop_events=self.viewers.publish,
-            sandbox=self._sandboxer(config),
-            hold=self.locks.hold,
-            hooks=self.hooks,
-        )
-
-    def _sandboxer(self, config: Config) -> Callable[[str, Path], sandbox.Sandbox] | None:
-        if not config.sandbox.enabled:
-            return None
-        if not sandbox.available():
-            raise ConfigError(
-                str(self.home.config),
-                "sandbox.enabled",
-                "bubblewrap (bwrap) is not installed: install the Debian package "
-                "`bubblewrap`, or set it to false",
-            )
-        home, network, root = self._sandbox_home, config.sandbox.network, self.home.root
-        passed = frozenset(config.sandbox.pass_env)
-
-        def make(task_id: str, workdir: Path) -> sandbox.Sandbox:
-            # what is hidden is looked up each time: a credential folder made later counts
-            hidden = sandbox_mounts.hidden_paths(root)
-            return sandbox.Sandbox(home, task_id, workdir, network, hidden, passed)
-
-        return make
-
-    def _notify_owner(self) -> None:
-        self.owner.notify()
-
-    def _load_model(self, config: Config) -> InferenceProxy:
-        names = [f.name for f in dataclasses.fields(CallRecord)]
-
-        def on_call(call: CallRecord) -> None:
-            # flat fields: asdict's deep copy costs more than the row's insert
-            self.journal.tasks.record_llm_call({n: getattr(call, n) for n in names})
-
-        if self._model is not None:
-            return scripted_proxy(self._model, config, on_call=on_call)
-        return build_model(config, home=self.home, secret=self.secrets.get, on_call=on_call)
-
     def add_sink(self, sink: Sink) -> None:
         self.owner.add_sink(sink)
-
-    # -- tasks -----------------------------------------------------------------
-
-    async def submit(
-        self,
-        template_id: str,
-        text: str,
-        *,
-        event_id: str | None = None,
-        adapter: str = "api",
-        principal: str = "owner",
-    ) -> TaskRecord:
-        """Create a task from an event and start it. The same event id twice: one task."""
-        if not self._accepting:
-            raise ShuttingDown()
-        if not text.strip():  # refused as a loop's empty prompt is: a task about nothing
-            raise BadRequest("text", "is empty: say what the task is about")
-        if event_id is not None:
-            check_event_id(event_id)
-        tpl = self._reload_template(template_id)
-        event = InboundEvent(
-            event_id=event_id or str(uuid.uuid4()),
-            adapter=adapter,
-            template_id=template_id,
-            text=self.redactor.text(text),
-            principal=principal,
-        )
-        task = TaskRecord.new(
-            TaskKind.pipeline,
-            tpl.id,
-            event,
-            Extracting(),
-            data_ceiling=tpl.data_ceiling,
-            output_sinks=list(tpl.output_sinks),
-            template_hash=tpl.content_hash,
-        )
-        stored, created = await self._create_entered(
-            task, tpl.priority, lambda row: self.journal.tasks.create(row, event)
-        )
-        if not created:
-            self._same_event(stored, event)
-        if created:
-            self.audit.log(
-                "task_created", task_id=stored.task_id, template_id=tpl.id, adapter=adapter
-            )
-            if found := self.redactor.found(text):
-                await self._tell_text_was_redacted(stored, found)
-            self.advance(stored.task_id, created=stored)
-        return stored
-
-    async def _tell_text_was_redacted(self, task: TaskRecord, found: list[str]) -> None:
-        """A secret typed into a task's text is never stored: the task gets a marker in
-        its place. The owner is told, since what the task saves differs from what was typed."""
-        named = ", ".join(found)
-        await self.journal.events.enqueue(
-            [
-                OwnerMessage(
-                    f"redacted-input:{task.task_id}",
-                    "notice",
-                    f"Task {self.title(task)} ({task.task_id[:8]}): its text held {named}; "
-                    "pfar stored and ran it with [REDACTED:…] in its place, so the task "
-                    "never sees the value. To let a task use a secret, name it in the "
-                    "template's [[credentials]].",
-                    task.task_id,
-                )
-            ]
-        )
-        self.owner.notify()
-
-    def _same_event(self, stored: TaskRecord, event: InboundEvent) -> None:
-        """A redelivered event is the same template and text; anything else reusing the id
-        is refused, naming the task that has it. The stored text was redacted with the
-        secrets known then: redact it again now, as the new text was, before comparing."""
-        first = stored.trigger_event or {}
-        if stored.template_id != event.template_id:
-            differs = f"template {stored.template_id!r}, not {event.template_id!r}"
-        elif self.redactor.text(str(first.get("text", ""))) != event.text:
-            differs = "a different text"
-        else:
-            return
-        raise EventIdReused(event.event_id, stored.task_id, differs)
-
-    def _reload_template(self, template_id: str) -> Any:
-        tpl = self.templates.fresh(template_id)  # raises ConfigError for a malformed file
-        if tpl is None:
-            known = ", ".join(self.templates.ids()) or "none"
-            raise ConfigError(
-                str(self.home.templates_dir / f"{template_id}.toml"),
-                "",
-                f"no such template (known: {known})",
-            )
-        return tpl
-
-    async def _create_entered(
-        self,
-        task: TaskRecord,
-        priority: int,
-        create: Callable[[TaskRecord], Awaitable[tuple[TaskRecord, bool]]],
-    ) -> tuple[TaskRecord, bool]:
-        """Create a task with its place decided: it takes a slot, or it is created
-        Queued, so its creation's commit says TaskStarted only if it starts."""
-        started = self.admission.enter(task.task_id, priority)
-        try:
-            stored, created = await create(task if started else task.queued(priority))
-        except BaseException:
-            self.admission.forget(task.task_id)
-            raise
-        if not created:
-            self.admission.forget(task.task_id)  # a redelivered event: its task exists
-        return stored, created
-
-    def advance(self, task_id: str, *, created: TaskRecord | None = None) -> None:
-        """Advance a task from the journal, now. The one way any task continues: after a
-        submit, an answer, a restart or the owner's resume alike. `created`: the task's
-        row as its creation committed it (not read again)."""
-        if task_id in self._running:
-            self._again.add(task_id)
-            return
-        self._idle.clear()
-        self._running[task_id] = asyncio.create_task(
-            self._drive(task_id, created), name=f"task-{task_id}"
-        )
-
-    async def _drive(self, task_id: str, created: TaskRecord | None = None) -> None:
-        try:
-            task = created if created is not None else await self.journal.tasks.get(task_id)
-            priority = await self._priority(task) if self.admission.max_concurrent else 0
-
-            async def queued() -> None:
-                """Journaled Queued while it waits (seed 001, 1.1): a listing shows it, and
-                a restart queues it again instead of starting it ahead of its turn."""
-                now = await self.journal.tasks.get(task_id)
-                if now.state.working and isinstance(now.payload, Working):
-                    to = Queued(then=now.payload, priority=priority)
-                    # the owner paused or cancelled it meanwhile: it stays as they left it
-                    with contextlib.suppress(IllegalTransition):
-                        await self.journal.tasks.transition(task_id, to, point="task_queued")
-
-            async with self.admission.slot(task_id, priority, queued) as waited:
-                # queued while it waited, or before a restart: admitted now
-                now = await self.journal.tasks.get(task_id) if waited else task
-                if isinstance(now.payload, Queued):  # admitted: TaskScheduled on the bus
-                    await self.journal.tasks.transition(
-                        task_id, now.payload.then, point="task_scheduled"
-                    )
-                runner = runner_for(task)  # by its kind, which a task keeps for good
-                while True:
-                    self._again.discard(task_id)
-                    await runner.advance(task_id, self.services)  # it reads the row itself
-                    if task_id not in self._again:
-                        break
-            await self._settle_pause(task_id)
-            if task.kind is TaskKind.loop:
-                await self._wake_parent(task_id)
-                await self.learner.learn(task_id)
-        except asyncio.CancelledError:
-            raise
-        except PfarError as exc:
-            if self.journal.writer.failure is not None:
-                self._fail_stop(exc)
-            else:
-                log.error("task %s: %s", task_id, exc)
-        finally:
-            self.admission.forget(task_id)  # ended before taking the place it entered
-            self._running.pop(task_id, None)
-            self._end_processes_if_ended(task_id)
-            self._bus_moved.set()
-            if not self._running:
-                self._idle.set()
-
-    def _end_processes_if_ended(self, task_id: str) -> None:
-        """A task that ended ends what its commands left running (nohup, setsid …); run
-        apart, so a cancelled coroutine's cleanup never waits on it."""
-        if not self._accepting:
-            return  # shutting down: shutdown ends them all
-        if not task_processes.may_have_left(task_id):
-            return  # it started no command here: no walk through /proc for it
-        ending = asyncio.create_task(
-            task_processes.end_processes(self.journal, task_processes.terminal, task_id)
-        )
-        self._ending_processes.add(ending)
-        ending.add_done_callback(self._ending_processes.discard)
-
-    async def _priority(self, task: TaskRecord) -> int:
-        """Its template's priority, or a loop task's own (`pfar loop --priority`)."""
-        if task.kind is TaskKind.loop:
-            settings = await self.journal.loops.settings(task.task_id)
-            return settings.priority if settings is not None else 0
-        tpl = self.templates.get(task.template_id) if task.kind is TaskKind.pipeline else None
-        return tpl.priority if tpl is not None else 0
-
-    # -- the knowledge store (seed 001, 2.3 and 6.3) ------------------------------
-
-    def _close_knowledge(self) -> None:
-        if self.knowledge is not None:
-            self.knowledge.close()
-            self.knowledge = None
-
-    async def _settle_pause(self, task_id: str) -> None:
-        """A runner that stopped short of a boundary (an error it logged) leaves a pause
-        request standing on a task no coroutine holds any more: pause it now."""
-        if pause_requested(await self.journal.tasks.payload(task_id)):
-            await self.journal.tasks.request_pause(task_id, running=lambda: False)
-
-    async def _wake_parent(self, task_id: str) -> None:
-        """A subtask that ended wakes the loop task blocked on it (seed 001, 6.4)."""
-        task = await self.journal.tasks.get(task_id)
-        if task.kind is not TaskKind.loop or not task.state.terminal:
-            return
-        parent = (await self.journal.loops.settings(task_id)).parent_task_id
-        if parent is not None:
-            self.advance(parent)
 
     def _sandbox_running(self, label: str) -> bool:
         """A sandbox's label names a task running here, or a session whose agent does."""
         if label.startswith(SANDBOX_PREFIX):
             return self.sessions.is_running(label.removeprefix(SANDBOX_PREFIX))
-        return self.is_running(label)
-
-    def is_running(self, task_id: str) -> bool:
-        """A coroutine holds the task (it is being advanced, or is about to be)."""
-        return task_id in self._running
-
-    async def stop_coroutine(self, task_id: str) -> None:
-        self._again.discard(task_id)
-        await holds.stop_coroutine(self._running, task_id)
+        return self.driver.is_running(label)
 
     # -- the owner's hold: cancel, pause, resume (see holds.py) -------------------
 
     async def cancel_task(self, task_id: str) -> holds.HoldResult:
-        """End the task as Cancelled: intent committed, coroutine cancelled, processes
-        ended, questions withdrawn. Refused (TaskStateRefused) for an ended task."""
-        if not self._accepting:
-            raise ShuttingDown()
-        result = await holds.cancel(self, task_id)
-        # its subtasks have no one to answer any more; a subtask's parent goes on
-        for child in await self._unfinished_children(result.task_id):
-            with contextlib.suppress(TaskStateRefused):  # it ended meanwhile
-                await holds.cancel(self, child)
-        # what its commands (and its subtasks') left running, parked or not
-        await task_processes.end_processes(self.journal, task_processes.terminal)
-        await self._wake_parent(result.task_id)
-        await self._finish_worktree(result.task_id)
-        return result
-
-    async def _finish_worktree(self, task_id: str) -> None:
-        """A cancelled loop task's worktree: kept for a look, or removed (its branch kept)."""
-        task = await self.journal.tasks.get(task_id)
-        if task.kind is not TaskKind.loop:
-            return
-        settings = await self.journal.loops.settings(task_id)
-        if settings.parent_task_id or settings.worktree is None:
-            return
-        keep = self.services.loop.keep_failed_worktrees
-        note = await worktrees.finish(task_id, settings, succeeded=False, keep=keep)
-        if note:
-            message = OwnerMessage(f"worktree-end:{task_id}", "notice", note, task_id)
-            await self.journal.events.enqueue([message])
-            self.owner.notify()
-
-    async def _unfinished_children(self, task_id: str) -> list[str]:
-        task = await self.journal.tasks.get(task_id)
-        if task.kind is not TaskKind.loop:
-            return []
-        out = []
-        for child in await self.journal.loops.children(task_id):
-            if not (await self.journal.tasks.get(child)).state.terminal:
-                out.append(child)
-                out.extend(await self._unfinished_children(child))
-        return out
+        """End the task (and its subtasks) as Cancelled; refused for an ended task."""
+        return await holds.cancel_with_subtasks(self, task_id)
 
     async def pause_task(self, task_id: str) -> holds.HoldResult:
         """Pause the task at its next step boundary (now, if no coroutine holds it)."""
-        if not self._accepting:
-            raise ShuttingDown()
         return await holds.pause(self, task_id)
 
     async def resume_task(self, task_id: str) -> holds.HoldResult:
         """Continue a paused task from the journal (or withdraw a pause not yet reached)."""
-        if not self._accepting:
-            raise ShuttingDown()
         return await holds.resume(self, task_id)
 
-    def _give_back_collector(self) -> None:
-        if self._holds_collector:
-            self._holds_collector = False
-            collector.give_back()
-
     def _fail_stop(self, exc: BaseException) -> None:
-        """A write to the vault failed (kernel/fail_stop.py): stop taking work, and have
-        the process stop without the graceful steps, which would write."""
-        if self._fail_stopped is not None:
-            return  # said once: every task that meets the stopped writer comes here too
-        self._fail_stopped = exc
-        what = "journal write" if self.journal.writer.failure is not None else "write"
-        log.critical("%s failed; stopping the kernel: %s", what, exc)
-        # room for what the stop and the next start still write (kernel/disk.py)
-        if self._disk is not None and self._disk.release():
-            log.critical("released the journal's reserve (vault/%s)", disk.RESERVE_NAME)
-        self._accepting = False
-        self._stopped.set()
+        """A write to the vault failed (kernel/fail_stop.py): the kernel stops."""
+        disk_watch = self.duties.disk
+        self.life.fail_stop(
+            exc,
+            journal_failed=self.journal.writer.failure is not None,
+            release_reserve=lambda: disk_watch is not None and disk_watch.release(),
+        )
 
     def _background_ended(self, task: asyncio.Task[None]) -> None:
-        """A duty that should run for the kernel's life ended: stop loudly, not limp on."""
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if isinstance(exc, VaultIOError):  # owner.log on a disk that failed, say
-            self._fail_stop(exc)
-            return
-        log.critical("kernel duty %s stopped: %r; stopping the kernel", task.get_name(), exc)
-        self.failure = f"{task.get_name()} stopped: {exc!r}"
-        self._accepting = False
-        self._stopped.set()
-
-    async def wait_idle(self) -> None:
-        """Wait until no task is being advanced (parked tasks do not count)."""
-        while self._running:
-            await self._idle.wait()
-            await asyncio.sleep(0)
-
-    async def wait_task(self, task_id: str) -> TaskRecord:
-        """Wait until the task `task_id` ends or waits on the owner (`--wait`): while a
-        coroutine advances it, or it waits on its subtasks (Blocked: it holds none then),
-        other tasks do not count."""
-        while True:
-            if (running := self._running.get(task_id)) is not None:
-                await asyncio.wait({running})
-                continue
-            task = await self.journal.tasks.get(task_id)
-            if task.state is TaskState.Cancelling:  # the cancel request ends it, shortly
-                await asyncio.sleep(0.05)
-                continue
-            others = set(self._running.values())
-            if task.state is not TaskState.Blocked or not others:
-                return task  # a Blocked task with nothing running waits on a question
-            # what it waits on wakes it from a task's end (advance, before that task ends)
-            await asyncio.wait(others, return_when=asyncio.FIRST_COMPLETED)
-
-    # -- loop tasks -----------------------------------------------------------------
-
-    async def start_loop(
-        self, request: LoopRequest, *, event_id: str | None = None, adapter: str = "api"
-    ) -> TaskRecord:
-        """Start an agentic loop task (seed 001) on `request`. The same event id twice:
-        one task."""
-        if not self._accepting:
-            raise ShuttingDown()
-        if event_id is not None:
-            check_event_id(event_id)
-        request = loops.checked(request)
-        prompt = self.redactor.text(request.prompt)
-        event = InboundEvent(
-            event_id=event_id or str(uuid.uuid4()),
-            adapter=adapter,
-            template_id=loops.LOOP_TEMPLATE,
-            text=prompt,
-            payload={"directory": request.directory, "tier": request.tier},
-        )
-        task, settings = loops.loop_task(request, prompt, event)
-        # the learnings it is given are fixed now, with the task: a resumed task sees
-        # the same ones (seed 001, 2.3)
-        settings = dataclasses.replace(settings, learnings=await self.learner.learnings_for(prompt))
-        stored, created = await self._create_entered(
-            task,
-            settings.priority,
-            lambda row: self.journal.loops.create(row, settings, prompt, event),
-        )
-        if not created:
-            self._same_event(stored, event)
-            return stored
-        self.audit.log("task_created", task_id=stored.task_id, template_id="loop", adapter=adapter)
-        if found := self.redactor.found(request.prompt):
-            await self._tell_text_was_redacted(stored, found)
-        self.advance(stored.task_id)
-        return stored
-
-    async def send(
-        self,
-        task_id: str,
-        text: str,
-        *,
-        done: bool = False,
-        event_id: str | None = None,
-        adapter: str = "api",
-    ) -> TaskRecord:
-        """The owner's message to a loop task waiting for one (`done`: end it instead,
-        with its summary). Refused, naming its state, when it is not waiting. With an
-        `event_id` (a chat message's), the same message twice is taken once."""
-        if not self._accepting:
-            raise ShuttingDown()
-        task_id = await self.journal.tasks.resolve_id(task_id)
-        if not done and not text.strip():
-            raise BadRequest("text", "is empty")
-        event = None if event_id is None else (check_event_id(event_id), adapter)
-        if not done and self.hooks.wants(HookPoint.PostUserInput):
-            # the message kept is the one the handlers left (a refused one is not kept)
-            said = await self.hooks.fire(
-                HookPoint.PostUserInput,
-                {"task_id": task_id, "kind": "message", "text": self.redactor.text(text)},
-            )
-            if said.blocked:
-                raise BadRequest("text", f"was refused: {said.blocked}")
-            text = str(said.changes.get("text", text))
-        await self.journal.loops.send(task_id, self.redactor.text(text), done=done, event=event)
-        self.audit.log("user_input", task_id=task_id, done=done)
-        self.advance(task_id)
-        return await self.journal.tasks.get(task_id)
-
-    async def retry_answer(self, task_id: str) -> TaskRecord:
-        """The owner's `/retry`: discard the model's answer that waits for the owner, and
-        ask the model again. Refused, naming the state, unless the task waits so."""
-        if not self._accepting:
-            raise ShuttingDown()
-        task_id = await self.journal.tasks.resolve_id(task_id)
-        await self.journal.loops.retry(task_id)
-        self.audit.log("user_input", task_id=task_id, retry=True)
-        self.advance(task_id)
-        return await self.journal.tasks.get(task_id)
-
-    async def loop_context(self, task_id: str) -> ContextStats:
-        """`/context`: how full a loop task's context is."""
-        task = await self.journal.tasks.get(await self.journal.tasks.resolve_id(task_id))
-        if task.kind is not TaskKind.loop:
-            raise BadRequest("task", f"{task.task_id} is a {task.kind.value} task, not a loop")
-        return await loop_runner.context_stats(task.task_id, self.services)
-
-    # -- traced workflows ---------------------------------------------------------
-
-    async def start_workflow(self, definition_path: str, directory: str) -> TaskRecord:
-        """Run a traced workflow in `directory` (seed 003). If the directory already has
-        a trace.md, the workflow's first act is the recovery check on it."""
-        if not self._accepting:
-            raise ShuttingDown()
-        definition_file = Path(os.path.abspath(definition_path))
-        workdir = Path(os.path.abspath(directory))
-        definition = load_definition(definition_file)
-        if not workdir.is_dir():
-            raise PfarError(f"workflow directory {workdir} does not exist")
-        task = workflow_task(definition, definition_file, workdir)
-        stored, _ = await self._create_entered(task, 0, self.journal.tasks.create)
-        self.audit.log("workflow_started", task_id=stored.task_id, directory=str(workdir))
-        self.advance(stored.task_id)
-        return stored
-
-    async def resume_workflow(self, directory: str) -> TaskRecord:
-        """Go on with the workflow in `directory`: its running task, or a new one that
-        starts with the recovery check on the trace."""
-        workdir = os.path.abspath(directory)
-        task_id = await self.journal.tasks.latest_workflow_task(workdir)
-        if task_id is None:
-            raise PfarError(
-                f"no workflow was started in {workdir}; "
-                "start one with `pfar workflow start DEFINITION DIR`"
-            )
-        task = await self.journal.tasks.get(task_id)
-        if task.state.terminal:
-            payload = (task.trigger_event or {}).get("payload", {})
-            return await self.start_workflow(str(payload["definition"]), workdir)
-        if task.state is TaskState.Paused:  # "go on" is the owner's resume
-            await self.resume_task(task_id)
-            return await self.journal.tasks.get(task_id)
-        if task.state.working:
-            self.advance(task_id)
-        return task
-
-    # -- the owner's answers ---------------------------------------------------
-
-    async def answer(
-        self, approval_id: str, answer: Answer | str, by: Actor = IN_PROCESS
-    ) -> tuple[ApprovalRecord, bool]:
-        """Answer an approval: Approve (its first option), Deny (its way of saying no),
-        or one of the options it offers (as a record of pfar.answers, or its name);
-        anything else is refused (AnswerDoesNotFit), naming them. Idempotent: the same
-        answer again changes nothing. `by` (who, through which surface) is journaled
-        with the answer."""
-        if not self._accepting:
-            raise ShuttingDown()
-        if isinstance(answer, str):  # this API is an edge too: parsed here, once
-            answer = parse_answer(answer)
-        approval_id = await self.journal.questions.resolve_approval_id(approval_id)
-        a = await self.journal.questions.approval(approval_id)
-        option = _as_option(a, answer)
-        if option.kind not in a.options and a.status.value == "pending":
-            raise AnswerDoesNotFit(approval_id, answer.kind, a.options)
-        decided, changed = await self.journal.questions.decide_approval(
-            approval_id, option, resume_to=_answer_outcome, by=str(by)
-        )
-        if changed:
-            self.audit.log(
-                "approval_decided",
-                approval_id=approval_id,
-                decision=option.kind,
-                task_id=decided.task_id,
-                by=str(by),
-            )
-            await self._answered_hooks(decided, option.kind)
-            self.advance(decided.task_id)
-            self.owner.notify()
-        return decided, changed
-
-    async def _answered_hooks(self, decided: ApprovalRecord, choice: str) -> None:
-        """PostUserInput with the owner's decision; PermissionGranted or PermissionDenied
-        when it answered a permission question (seed 001, 4.2)."""
-        about = {
-            "task_id": decided.task_id,
-            "kind": "answer",
-            "question": decided.action_type,
-            "step": decided.step,
-            "tool": decided.tool,
-            "decision": choice,
-        }
-        await self.hooks.observe(HookPoint.PostUserInput, about)
-        if decided.action_type == PERMISSION:
-            granted = choice in ("approve", "always")
-            point = HookPoint.PermissionGranted if granted else HookPoint.PermissionDenied
-            await self.hooks.observe(point, {**about, "by": "owner"})
-
-    async def provide_credential(
-        self, prompt_id: str, secret: str, by: Actor = IN_PROCESS
-    ) -> TaskRecord:
-        if not self._accepting:
-            raise ShuttingDown()
-        prompt_id = await self.journal.questions.resolve_prompt_id(prompt_id)
-        p = await self.journal.questions.credential_prompt(prompt_id)
-        if p.status.value != "pending":
-            raise AlreadyDecided("credential prompt", prompt_id, prompt_status_text(p))
-        name = p.vault_ref.removeprefix("vault:")
-        value = checked_secret(name, secret)
-        # secrets.db first: a crash before the journal write re-prompts, never loses it
-        self.secrets.set(name, value, p.service)
-        self.redactor.refresh()
-        await self.journal.questions.receive_credential(prompt_id, str(by))
-        self.audit.log(
-            "credential_received",
-            prompt_id=prompt_id,
-            service=p.service,
-            task_id=p.task_id,
-            by=str(by),
-        )
-        self.advance(p.task_id)
-        return await self.journal.tasks.get(p.task_id)
+        self.life.duty_ended(task, self._fail_stop)
 
     def set_secret(self, name: str, value: str) -> None:
         """Store a secret in secrets.db; from now on it is redacted wherever it appears."""
@@ -1091,7 +303,7 @@ class Kernel:
 
     async def reload(self) -> Reloaded:
         """`pfar reload` and SIGHUP: templates, hooks and the live settings, again."""
-        if not self._accepting:
+        if not self.life.accepting:
             raise ShuttingDown()
         done = await reload_kernel(self)
         self.audit.log("reloaded", **done.to_json())
@@ -1104,227 +316,44 @@ class Kernel:
             raise UnknownSecret(name)
         self.audit.log("secret_removed", name=name)
 
-    # -- background duties -----------------------------------------------------
-
-    async def _expire(self) -> None:
-        """Fail the tasks whose approval or credential prompt ran out of time."""
-        now = now_rfc3339()
-        deadline = await self.journal.questions.next_deadline()
-        if deadline is None or deadline > now:
-            return
-        expired = await self.journal.questions.expire_due(now)
-        failed = [(task_id, error) for task_id, error in expired if error is not None]
-        for task_id, error in expired:
-            if error is None:  # a permission left unanswered: a "No", and the task goes on
-                self.audit.log("permission_expired", task_id=task_id)
-                self.advance(task_id)
-        for task_id, error in failed:
-            self.audit.log("task_expired", task_id=task_id, error=error)
-        if failed:
-            await self.journal.events.enqueue(
-                [
-                    OwnerMessage(
-                        f"failed:{task_id}",
-                        "notice",
-                        f"Task {task_id[:8]} failed: {error}",
-                        task_id,
-                    )
-                    for task_id, error in failed
-                ]
-            )
-            self.owner.notify()
-
-    async def _expiry_loop(self) -> None:
-        while True:
-            await asyncio.sleep(1.0)
-            self.audit.flush(sync=False)
-            await self._expire()
-
-    async def _cleanup(self) -> int:
-        r = self.config.recovery
-        now = datetime.now(UTC)
-        completed_before = rfc3339(now - timedelta(hours=r.journal_retention_completed_hours))
-        failed_before = rfc3339(now - timedelta(days=r.journal_retention_failed_days))
-        # in bounded batches, each its own commit: a long history never holds the writer
-        removed = pruned = 0
-        while True:
-            n = await self.journal.tasks.cleanup(completed_before, failed_before, CLEANUP_BATCH)
-            removed += n
-            if n < CLEANUP_BATCH:
-                break
-        while True:  # delivered chat messages go with the owner's, after the longer retention
-            n = await self.journal.events.prune(failed_before, KEEP_BOOTS, CLEANUP_BATCH)
-            pruned += n
-            if n < CLEANUP_BATCH:
-                break
-        if removed or pruned:
-            self.audit.log("journal_cleanup", removed=removed, pruned=pruned)
-        return removed
-
-    async def _sandbox_loop(self) -> None:
-        """R7: every 30 s, a sandbox whose task is not running on this kernel is killed."""
-        while True:
-            await asyncio.sleep(SANDBOX_RECONCILE_SECONDS)
-            killed = sandbox.reconcile(self._sandbox_home, self._sandbox_running)
-            if killed:
-                log.warning("killed %d orphaned sandbox(es)", killed)
-                self.audit.log("orphan_sandboxes_killed", count=killed)
-            # a task that ended with no coroutine of this kernel (a question that lapsed)
-            ended = await task_processes.end_processes(self.journal, task_processes.terminal)
-            if ended:
-                self.audit.log("task_processes_ended", count=ended, at="reconcile")
-
-    @property
-    def _disk_watch(self) -> disk.DiskWatch:
-        assert self._disk is not None, "set by start()"
-        return self._disk
-
-    async def _disk_loop(self) -> None:
-        while True:
-            await asyncio.sleep(disk.CHECK_SECONDS)
-            await self._check_disk()
-
-    async def _check_disk(self) -> None:
-        """Tell the owner, once a crossing, that the home's disk is nearly full."""
-        watch = self._disk_watch
-        try:
-            free = watch.crossed()
-        except OSError as exc:  # a duty that stops would stop the kernel: this is a warning
-            log.warning("cannot read the free space of %s: %s", self.home.root, exc)
-            return
-        if free is None:
-            return
-        text = disk.low_space_message(self.home.root, free, watch.low_bytes)
-        log.warning("%s", text)
-        self.audit.log("disk_low", free_mb=free // disk.MB)
-        self._disk_warnings += 1
-        key = f"disk-low:{self.boot_id}:{self._disk_warnings}"
-        await self.journal.events.enqueue([OwnerMessage(key, "notice", text, None)])
-        self.owner.notify()
-
-    async def _lease_loop(self, config: Config) -> None:
-        """Renew this kernel's lock leases every third of their length."""
-        lease = config.scheduler.lock_lease_seconds
-        while True:
-            await asyncio.sleep(lease / 3)
-            if self.locks.holding():  # an idle kernel writes nothing
-                await self.journal.locks.renew(self.boot_id, lease)
-
     @property
     def lock_owner(self) -> LockOwner:
         pid = os.getpid()
         return LockOwner(self.boot_id, socket.gethostname(), pid, start_time(pid) or 0)
 
-    async def _cleanup_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.journal.cleanup_interval_hours * 3600)
-            await self._cleanup()
-
     # -- shutdown ----------------------------------------------------------------
 
     async def shutdown(self, timeout: float | None = None) -> list[str]:
         """Graceful shutdown (spec §9). Returns the ids of tasks left in the journal."""
-        self._accepting = False
-        if timeout is None:
-            timeout = self.config.recovery.shutdown_timeout_seconds
-        still = await self._wait_running(timeout)
-        left = [t.get_name().removeprefix("task-") for t in still]
-        for t in still:
-            t.cancel()
-        if still:
-            await asyncio.gather(*still, return_exceptions=True)
-            self.audit.log("shutdown_timeout", pending_tasks=len(left))
-        try:
-            await self.owner.deliver_pending()
-        except (PfarError, OSError) as exc:  # they stay in the outbox for the next start
-            log.error("owner messages not delivered at shutdown: %s", exc)
-        for step in self.before_close:
-            try:
-                await step()
-            except Exception:
-                log.exception("a shutdown step failed; the journal is closed all the same")
-        await self.sessions.close()
-        for bg in self._background:
-            bg.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
-        await asyncio.gather(*self._ending_processes, return_exceptions=True)
-        # no kernel supervises what tasks' commands left running: the next start resumes
-        # their tasks, not those processes
-        ended = await task_processes.end_processes(self.journal, task_processes.any_state)
-        if ended:
-            self.audit.log("task_processes_ended", count=ended, at="shutdown")
-        await self.journal.events.end_boot(self.boot_id)
-        self.audit.log("system_shutdown", left_in_journal=left)
-        self.audit.close()
-        self.journal.close(checkpoint=True)
-        if self._acknowledged is not None:
-            self._acknowledged.close()
-        self.secrets.close()
-        self._disk_watch.release()  # a stopped kernel holds no space it does not use
-        self._close_knowledge()
-        self._lock.release()
-        self._give_back_collector()
-        self._stopped.set()
-        return left
-
-    def running_ids(self) -> list[str]:
-        """The tasks a coroutine advances now (what a shutdown waits for)."""
-        return list(self._running)
-
-    async def _wait_running(self, timeout: float) -> set[asyncio.Task[None]]:
-        """Wait up to `timeout` for the running tasks, or until `stop_now`; those still
-        running."""
-        still = {t for t in self._running.values() if not t.done()}
-        now = asyncio.create_task(self.stop_now.wait())
-        deadline = asyncio.get_running_loop().time() + timeout
-        try:
-            while still and not self.stop_now.is_set():
-                left = deadline - asyncio.get_running_loop().time()
-                if left <= 0:
-                    break
-                done, _ = await asyncio.wait(
-                    [*still, now], timeout=left, return_when=asyncio.FIRST_COMPLETED
-                )
-                still -= done
-        finally:
-            now.cancel()
-        return still
+        return await lifecycle.shutdown(self, timeout)
 
     async def abort(self) -> None:
         """Stop without the graceful steps (tests and fail-stop): the journal is as it is."""
-        self._accepting = False
-        for t in [*self._running.values(), *self._background]:
-            t.cancel()
-        await asyncio.gather(*self._running.values(), *self._background, return_exceptions=True)
-        self.journal.close(checkpoint=False)
-        if self._acknowledged is not None:
-            self._acknowledged.abandon()
-        self.secrets.close()
-        if self._disk is not None:
-            self._disk.release()
-        self._close_knowledge()
-        self.sessions.manager.close()
-        self._lock.release()
-        self._give_back_collector()
+        await lifecycle.abort(self)
 
     @property
     def fail_stopped(self) -> BaseException | None:
         """The failed write that stopped the kernel (fail-stop), if one did."""
-        return self._fail_stopped
+        return self.life.fail_stopped
 
     @property
     def accepting(self) -> bool:
         """False from the start of a shutdown (or a fail-stop) on: no new work is taken."""
-        return self._accepting
+        return self.life.accepting
+
+    @property
+    def failure(self) -> str | None:
+        """Why the kernel stopped itself (a duty ended), if it did."""
+        return self.life.failure
 
     @property
     def stopped(self) -> asyncio.Event:
-        return self._stopped
+        return self.life.stopped
 
     async def statistics(self) -> KernelStatistics:
         return KernelStatistics(
             boot_id=self.boot_id,
-            running=len(self._running),
+            running=self.driver.count(),
             counts=await self.journal.tasks.counts(),
             commits=self.journal.writer.commits,
             writes=self.journal.writer.writes,
@@ -1340,51 +369,6 @@ class Kernel:
         return tpl.title if tpl else task.template_id
 
 
-def check_event_id(event_id: object) -> str:
-    """Event ids are strings: `True` or `1` would collide with "True" or "1" once stored."""
-    if not isinstance(event_id, str):
-        raise BadRequest("event_id", f"must be a string, not {type(event_id).__name__}")
-    if not event_id.strip() or len(event_id) > MAX_EVENT_ID:
-        raise BadRequest("event_id", f"must be 1 to {MAX_EVENT_ID} characters, not all blank")
-    if not event_id.isprintable():
-        raise BadRequest("event_id", "must not contain control characters")
-    return event_id
-
-
-def _as_option(a: ApprovalRecord, answer: Answer) -> Answer:
-    """Approve and Deny in the question's own terms: its first option, and its way of
-    saying no ("abandon" where it offers no "fail")."""
-    if isinstance(answer, Approve):
-        return answer_of(a.options[0])
-    if isinstance(answer, Deny) and "deny" not in a.options:
-        return Abandon() if "abandon" in a.options and "fail" not in a.options else Fail()
-    return answer
-
-
-def _answer_outcome(task: TaskRecord, approval: ApprovalRecord, answer: Answer) -> Move:
-    """Where an answer sends the task: recovery's own question is answered alike for
-    every kind of task; any other question by the task's runner. Only a task parked on
-    this very question moves (a stale question's answer moves nothing)."""
-    parked = task.payload
-    if not isinstance(parked, AwaitingApproval) or parked.approval_id != approval.approval_id:
-        raise TaskStateRefused(
-            task.task_id,
-            task.state.value,
-            "answered",
-            f"it is not waiting on question {approval.approval_id[:8]}",
-        )
-    if approval.action_type == IN_FLIGHT_DEATHS:
-        return in_flight_answer(task, approval, answer)
-    return runner_for(task).apply_answer(task, approval, answer)
-
-
-def _config_hash(home: Home) -> str:
-    try:
-        return hashlib.sha256(home.config.read_bytes()).hexdigest()[:16]
-    except OSError:
-        return "defaults"
-
-
 @contextlib.asynccontextmanager
 async def open_kernel(home: Home | str, **kwargs: Any) -> AsyncIterator[Kernel]:
     """Start a kernel on `home`; shut it down gracefully on exit."""
@@ -1394,18 +378,3 @@ async def open_kernel(home: Home | str, **kwargs: Any) -> AsyncIterator[Kernel]:
         yield kernel
     finally:
         await kernel.shutdown()
-
-
-def _open_knowledge(path: Path, key: keys.VaultKey | None) -> knowledge.KnowledgeStore | None:
-    """memory.db's learnings; None (logged) when it cannot be opened: tasks run on
-    without learnings, since the store is a help, never a dependency."""
-    try:
-        return knowledge.KnowledgeStore.open(path, key=key)
-    except (PfarError, sqlite.Error, OSError) as exc:
-        log.warning("knowledge store unavailable (%s): tasks get no learnings", exc)
-        return None
-
-
-def _alive(pid: int, started: int) -> bool:
-    """Whether the process `pid` that started at `started` still runs (here)."""
-    return started != 0 and start_time(pid) == started

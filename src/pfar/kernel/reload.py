@@ -13,15 +13,17 @@ Scripted models' scripts need nothing: they are re-read when they change.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..config import Config
-from ..errors import PfarError
-from ..hooks import HookPoint
+from ..errors import ConfigError, PfarError
+from ..hooks import HookPoint, Hooks
 from ..hooks.loading import load_handlers
-
-if TYPE_CHECKING:
-    from .kernel import Kernel
+from ..runners import Services, TemplateRegistry
+from ..vault.home import Home
+from .locks import LockManager
+from .scheduler import Scheduler
+from .sessions import SessionSupervisor
 
 # the [sections] a running kernel applies; every other one is read at its start
 LIVE = ("hooks", "sessions", "approvals")
@@ -86,7 +88,22 @@ class Reloaded:
         return out
 
 
-async def reload_kernel(kernel: Kernel) -> Reloaded:
+class ReloadHost(Protocol):
+    """What a reload reads of the kernel, and what it replaces (its settings and the
+    templates' errors)."""
+
+    home: Home
+    config: Config
+    templates: TemplateRegistry
+    template_errors: list[ConfigError]
+    hooks: Hooks
+    locks: LockManager
+    sessions: SessionSupervisor
+    services: Services
+    scheduler: Scheduler
+
+
+async def reload_kernel(kernel: ReloadHost) -> Reloaded:
     before = set(kernel.templates.ids())
     errors = kernel.templates.load()
     kernel.template_errors = errors

@@ -16,18 +16,17 @@ import contextlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
+from ..config import Config
 from ..errors import EventIdReused, PfarError, VaultError
+from ..journal import Journal, TaskRecord
 from ..journal.records import parse_rfc3339, rfc3339
 from ..runners import schedules
 from ..runners.schedules import Due
-from ..runners.templates import Template
+from ..runners.templates import Template, TemplateRegistry
 from .admission import Waiting
-
-if TYPE_CHECKING:
-    from .kernel import Kernel
 
 log = logging.getLogger("pfar.scheduler")
 
@@ -38,8 +37,27 @@ def position_name(template_id: str) -> str:
     return f"schedule:{template_id}"
 
 
+class SchedulerHost(Protocol):
+    """What the cron loop uses of the kernel: its templates and settings (both change
+    on `pfar reload`), the journal, and submit."""
+
+    templates: TemplateRegistry
+    config: Config
+    journal: Journal
+
+    async def submit(
+        self,
+        template_id: str,
+        text: str,
+        *,
+        event_id: str | None = None,
+        adapter: str = "api",
+        principal: str = "owner",
+    ) -> TaskRecord: ...
+
+
 class Scheduler:
-    def __init__(self, kernel: Kernel, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, kernel: SchedulerHost, clock: Callable[[], datetime] | None = None) -> None:
         self._kernel = kernel
         self._clock = clock or (lambda: datetime.now(UTC))
         self._wake = asyncio.Event()

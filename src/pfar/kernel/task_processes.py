@@ -13,6 +13,8 @@ from ..errors import PfarError
 from ..journal import Journal
 from ..journal.states import TaskState
 from ..tools import task_processes
+from ..tools.processes import end_group_if_same
+from .audit import AuditLog
 
 log = logging.getLogger("pfar.kernel")
 
@@ -43,6 +45,17 @@ async def end_processes(
     if killed:
         log.warning("ended %d process group(s) that tasks' commands left running", killed)
     return killed
+
+
+async def end_recorded(journal: Journal, audit: AuditLog, task_id: str | None, event: str) -> int:
+    """End the process groups that steps (of `task_id`, or of every task) recorded and
+    that still run as recorded; audit each one as `event`. Returns how many."""
+    ended = 0
+    for owner, step, process in await journal.tasks.started_processes(task_id):
+        if end_group_if_same(process):
+            ended += 1
+            audit.log(event, task_id=owner, step=step, **process)
+    return ended
 
 
 def may_have_left(task_id: str) -> bool:
