@@ -34,6 +34,7 @@ except ModuleNotFoundError:  # run as a script: python bench/hooks_bench.py
 from pfar.config import Config
 from pfar.journal import Journal
 from pfar.journal.locks_sql import LockOwner
+from pfar.journal.sqlite import open_journal
 from pfar.kernel import Kernel
 from pfar.kernel.locks import LockManager, LockTable
 from pfar.kernel.setup_home import init_home
@@ -99,7 +100,7 @@ async def _steps(calls: int, hooks: str, base: str | None) -> float:
 def _table(d: Path) -> tuple[Journal, LockTable]:
     home = Home(d / "home")
     init_home(home, examples=False, key_file=home.root.parent / f"{home.root.name}.key")
-    journal = Journal.open(home.sessions_db, key=keys.unlock(home))
+    journal = open_journal(home.sessions_db, key=keys.unlock(home))
     owner = LockOwner("bench", "here", os.getpid(), start_time(os.getpid()) or 0)
     return journal, LockTable(journal.locks, owner, 60, lambda pid, started: True)
 

@@ -42,6 +42,7 @@ except ModuleNotFoundError:  # run as a script: python bench/loop_bench.py
 from pfar.config import Config
 from pfar.journal import InboundEvent, Journal, TaskKind, TaskRecord
 from pfar.journal.payloads import Executing
+from pfar.journal.sqlite import open_journal
 from pfar.journal.turns import AssistantTurn, LoopCall, LoopResult, LoopSettings, ResultsTurn
 from pfar.kernel import Kernel
 from pfar.kernel.setup_home import init_home
@@ -122,7 +123,7 @@ async def _append_cost(base: str | None, samples: int = 200) -> dict[str, float]
     with fresh_dir(base) as d:
         home = Home(d / "home")
         init_home(home, examples=False, key_file=home.root.parent / f"{home.root.name}.key")
-        journal = Journal.open(home.sessions_db, key=keys.unlock(home), create=False)
+        journal = open_journal(home.sessions_db, key=keys.unlock(home), create=False)
         try:
             out: dict[str, float] = {}
             for size in (10, 1000):

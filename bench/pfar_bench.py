@@ -66,9 +66,10 @@ except ModuleNotFoundError:  # run as a script: python bench/pfar_bench.py
 
 from pfar import init_home
 from pfar.config import Config
-from pfar.journal import Journal, TaskRecord, TaskState, tasks_sql
+from pfar.journal import TaskRecord, TaskState, tasks_sql
 from pfar.journal.payloads import EMPTY, Executing, Payload
 from pfar.journal.records import Idempotency, Semantics, rfc3339
+from pfar.journal.sqlite import open_journal
 from pfar.kernel.kernel import Kernel
 from pfar.llm.script_file import Script, ScriptHandler
 from pfar.llm.scripted import ScriptedChatModel
@@ -751,7 +752,7 @@ def pfar_plan_recovery(
         config = Config()
         max_age = timedelta(seconds=config.recovery.max_task_age_seconds)
         t0 = time.perf_counter()
-        journal = Journal.open(home.sessions_db, key=keys.unlock(home))
+        journal = open_journal(home.sessions_db, key=keys.unlock(home))
         opened = time.perf_counter() - t0
 
         async def timed() -> tuple[float, int, int]:
@@ -917,7 +918,7 @@ def describe_recovery(rec: RecoveryFigures) -> str:
 def describe_plan(p: PlanFigures) -> str:
     return (
         f"plan_recovery: {p.unfinished:,} unfinished + {p.finished:,} finished tasks "
-        f"({p.db_mb:.0f} MB sessions.db, built in {p.build_seconds:.1f} s): Journal.open "
+        f"({p.db_mb:.0f} MB sessions.db, built in {p.build_seconds:.1f} s): open_journal "
         f"{p.open_seconds * 1000:.0f} ms, first plan {p.first_seconds * 1000:.0f} ms, best "
         f"{p.best_seconds * 1000:.0f} ms, {p.decisions:,} decisions"
     )

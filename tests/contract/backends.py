@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from pfar.journal import Journal
 from pfar.journal.postgres.store import open_journal as open_postgres
+from pfar.journal.sqlite import open_journal
 from pfar.journal.store import Store
 from pfar.vault.driver import sqlite
 
@@ -57,7 +58,7 @@ class Backend:
 
 def open_sqlite_store(path: Path) -> Journal:
     """The SQLite store under `path`: created when missing, opened as it is otherwise."""
-    return Journal.open(path / "sessions.db", create=True)
+    return open_journal(path / "sessions.db", create=True)
 
 
 class SQLiteBackend(Backend):

@@ -47,6 +47,7 @@ from pfar.journal import (
 )
 from pfar.journal.payloads import SPENT_BY_A_RUN, AwaitingApproval, Completed, Executing, Planning
 from pfar.journal.records import now_rfc3339, rfc3339
+from pfar.journal.sqlite import open_journal, open_readonly
 from pfar.runners.asking import answer_outcome, approval_message, credential_message
 from pfar.runners.workflow.answers import answer_outcome as workflow_answer_outcome
 from pfar.vault.driver import sqlite
@@ -93,7 +94,7 @@ def _event(event_id: str, text: str = "hello") -> InboundEvent:
 
 @pytest.fixture
 def journal(tmp_path: Path) -> Iterator[Journal]:
-    j = Journal.open(tmp_path / "sessions.db", create=True)
+    j = open_journal(tmp_path / "sessions.db", create=True)
     yield j
     j.close()
 
@@ -120,13 +121,13 @@ async def _to_executing(j: Journal, task_id: str, plan_steps: int = 3) -> None:
 def test_open_without_create_refuses_a_missing_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope" / "sessions.db"
     with pytest.raises(VaultMissing, match="pfar init"):
-        Journal.open(missing)
+        open_journal(missing)
     assert not missing.exists()
 
 
 def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
     path = tmp_path / "sessions.db"
-    j = Journal.open(path, create=True)
+    j = open_journal(path, create=True)
     t = _task()
     run(j.tasks.create(t))
     run(
@@ -135,14 +136,14 @@ def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
         )
     )
     j.close()
-    j2 = Journal.open(path)
+    j2 = open_journal(path)
     try:
         got = run(j2.tasks.get(t.task_id))
         assert got.state is S.Planning
         assert got.extracted_metadata == {"a": [1, 2]}
     finally:
         j2.close()
-    ro = Journal.open_readonly(path)
+    ro = open_readonly(path)
     try:
         assert run(ro.tasks.get(t.task_id)).state is S.Planning
         with pytest.raises(RuntimeError, match="read-only"):

@@ -17,7 +17,6 @@ from pfar.errors import IllegalTransition, MalformedTaskRow, TaskStateRefused
 from pfar.journal import (
     ApprovalRecord,
     ApprovalStatus,
-    Journal,
     OwnerMessage,
     TaskKind,
     TaskRecord,
@@ -26,6 +25,7 @@ from pfar.journal import (
 from pfar.journal import payloads as p
 from pfar.journal.payloads import Payload
 from pfar.journal.records import UnreadableTask
+from pfar.journal.sqlite import open_journal
 from pfar.kernel.answering import _answer_outcome
 from pfar.kernel.api import HomeReader
 from pfar.vault.driver import sqlite
@@ -238,7 +238,7 @@ def test_rows_of_every_state_are_upgraded_to_their_typed_payloads(tmp_path: Path
             for tid, (state, detail, _) in OLD_ROWS.items()
         ],
     )
-    with Journal.open(path) as journal:
+    with open_journal(path) as journal:
         for tid, (state, _, payload) in OLD_ROWS.items():
             task = asyncio.run(journal.tasks.get(tid))
             assert (task.state, task.payload) == (TaskState(state), payload), tid
@@ -263,7 +263,7 @@ def test_a_row_the_upgrade_cannot_read_is_left_as_it_was_and_reported(tmp_path: 
             ("good", "note", "Executing", '{"current_step": 1}'),
         ],
     )
-    with Journal.open(path) as journal:
+    with open_journal(path) as journal:
         rows = dict(journal._db.reader.execute("SELECT task_id, state_detail FROM task_journal"))
         assert rows["bad"] == "{not json" and rows["lost"] == '{"current_step": 1}'
         assert rows["float"] == '{"current_step": 2.0}'
@@ -308,7 +308,7 @@ def test_a_row_the_upgrade_cannot_read_is_left_as_it_was_and_reported(tmp_path: 
 def _journal_with(tmp_path: Path, rows: list[tuple[str, str, str, str]]) -> Path:
     path = tmp_path / "sessions.db"
     _old_vault(path, rows)
-    with Journal.open(path):  # upgraded, then closed
+    with open_journal(path):  # upgraded, then closed
         pass
     return path
 
@@ -342,7 +342,7 @@ def test_an_unreadable_parked_task_times_out_without_holding_back_the_others(
         )
     conn.commit()
     conn.close()
-    with Journal.open(path) as journal:
+    with open_journal(path) as journal:
         failed = asyncio.run(journal.questions.expire_due("2027-01-01T00:00:00Z"))
         assert sorted(failed) == [("fine", "approval timeout"), ("odd", "approval timeout")]
         assert asyncio.run(journal.tasks.get("odd")).state is TaskState.Failed
@@ -352,7 +352,7 @@ def test_a_model_call_is_journaled_only_while_its_task_thinks(tmp_path: Path) ->
     """A cancel committed first: the runner's late "request sent" is refused, and the row
     stays one pfar can read (the cancel can finish)."""
     path = _journal_with(tmp_path, [("t", "note", "Planning", "{}")])
-    with Journal.open(path) as journal:
+    with open_journal(path) as journal:
 
         async def go() -> None:
             await journal.tasks.begin_cancel("t")

@@ -15,6 +15,7 @@ from pfar.errors import SessionStoreError, SessionThreadBusy
 from pfar.journal import Journal, TaskState
 from pfar.journal.payloads import Planning
 from pfar.journal.sessions import SessionLifecycle, SessionManager, SessionStatus
+from pfar.journal.sqlite import open_journal, open_sessions
 from pfar.vault.driver import sqlite
 from tests.contract.builders import task as make_task
 
@@ -23,14 +24,14 @@ S = SessionStatus
 
 @pytest.fixture
 def journal(tmp_path: Path) -> Iterator[Journal]:
-    j = Journal.open(tmp_path / "sessions.db", create=True)
+    j = open_journal(tmp_path / "sessions.db", create=True)
     yield j
     j.close()
 
 
 @pytest.fixture
 def manager(journal: Journal) -> Iterator[SessionManager]:
-    m = SessionManager.open(journal.path, writer=journal.writer)
+    m = open_sessions(journal.path, writer=journal.writer)
     yield m
     m.close()
 

@@ -26,7 +26,8 @@ import pytest
 
 from pfar.errors import PfarError, SessionRecoveryFailed, SessionStoreError, VaultError
 from pfar.journal.records import now_rfc3339, parse_rfc3339
-from pfar.journal.sessions import SessionLifecycle, SessionManager, SessionRecord, SessionStatus
+from pfar.journal.sessions import SessionLifecycle, SessionRecord, SessionStatus
+from pfar.journal.sqlite import sessions_on
 from pfar.journal.sqlite.connection import JournalConnection
 from pfar.recovery.sessions import CrashRecovery, recovery_message
 from pfar.tools import agent_process
@@ -47,7 +48,7 @@ class Kernel:
 
     def __init__(self, path: Path, *, create: bool = False) -> None:
         self.conn = open_vault_db(path, "sessions", create=create, factory=JournalConnection)
-        self.manager = SessionManager.on_connection(self.conn)
+        self.manager = sessions_on(self.conn)
         self.lifecycle = SessionLifecycle(self.manager)
         self.recovery = CrashRecovery(self.manager, self.lifecycle)
 
@@ -269,9 +270,7 @@ def test_recovery_with_database_error_raises_and_corrupts_nothing(
         release = _hold_write_lock(db, second)
         recovery = second.recovery
     elif failure == "readonly":
-        ro = SessionManager.on_connection(
-            open_vault_db(db, "sessions", readonly=True, factory=JournalConnection)
-        )
+        ro = sessions_on(open_vault_db(db, "sessions", readonly=True, factory=JournalConnection))
         recovery = CrashRecovery(ro, SessionLifecycle(ro))
         release = ro.close
     else:
@@ -420,12 +419,13 @@ _KERNEL = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from pfar.journal.sessions import SessionLifecycle, SessionManager, SessionStatus
+    from pfar.journal.sessions import SessionLifecycle, SessionStatus
+    from pfar.journal.sqlite import open_sessions
     from pfar.tools import agent_process
 
     async def main() -> None:
         db, project, logs = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
-        manager = SessionManager.open(db)
+        manager = open_sessions(db)
         s = await manager.create(project, "thread-k")
         agent = await agent_process.start(
             s.session_id, ["sleep", "60"], project_path=project, log_dir=logs

@@ -41,6 +41,7 @@ from pfar.journal.sessions import (
     check_session_transition,
     is_legal_session_move,
 )
+from pfar.journal.sqlite import open_sessions, sessions_on
 from pfar.journal.sqlite.connection import JournalConnection
 from pfar.vault.driver import sqlite
 from pfar.vault.schema import schema_version
@@ -66,7 +67,7 @@ def db(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def manager(db: Path) -> Iterator[SessionManager]:
-    m = SessionManager.on_connection(open_vault_db(db, "sessions", factory=JournalConnection))
+    m = sessions_on(open_vault_db(db, "sessions", factory=JournalConnection))
     yield m
     m.close()
 
@@ -138,7 +139,7 @@ def test_a_version_1_vault_is_migrated_to_sessions(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     conn = open_vault_db(path, "sessions", factory=JournalConnection)
-    m = SessionManager.on_connection(conn)
+    m = sessions_on(conn)
     try:
         assert schema_version(conn) >= 2
         assert conn.execute("SELECT adapter FROM adapter_state").fetchall() == [("cli",)]
@@ -179,7 +180,7 @@ def test_create_makes_a_created_session_that_survives_a_reopen(
     parse_rfc3339(rec.created_at)
     assert run(manager.get(rec.session_id)) == rec
     manager.close()
-    again = SessionManager.open(db)
+    again = open_sessions(db)
     try:
         assert run(again.get(rec.session_id)) == rec
     finally:
@@ -412,7 +413,7 @@ def test_a_stale_second_connection_cannot_race_past_the_first(
 ) -> None:
     rec = run(manager.create("/p", "t1"))
     run(lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE))
-    other = SessionManager.open(db)
+    other = open_sessions(db)
     try:
         seen = run(other.get(rec.session_id))
         assert seen.status is S.ACTIVE
@@ -429,7 +430,7 @@ def test_racing_threads_move_a_session_exactly_once(
 ) -> None:
     rec = run(manager.create("/p", "t1"))
     run(lifecycle.transition(rec.session_id, S.CREATED, S.ACTIVE))
-    racers = [SessionManager.open(db) for _ in range(6)]
+    racers = [open_sessions(db) for _ in range(6)]
     barrier = threading.Barrier(len(racers))
     outcomes: list[str] = []
 
@@ -486,7 +487,7 @@ def test_an_invalid_context_in_a_transition_changes_nothing(
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionManager]:
     path = tmp_path_factory.mktemp("props") / "sessions.db"
-    m = SessionManager.on_connection(
+    m = sessions_on(
         open_vault_db(
             path, "sessions", create=True, synchronous="NORMAL", factory=JournalConnection
         )
@@ -526,7 +527,7 @@ def test_a_write_that_the_database_refuses_is_a_vault_error_naming_the_file(
 ) -> None:
     rec = run(manager.create("/p", "t1"))
     ro_conn = open_vault_db(db, "sessions", readonly=True, factory=JournalConnection)
-    readonly = SessionManager.on_connection(ro_conn)
+    readonly = sessions_on(ro_conn)
     try:
         assert asyncio.run(readonly.get(rec.session_id)) == rec  # reads work
         with pytest.raises(SessionStoreError) as info:

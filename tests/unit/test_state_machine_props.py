@@ -28,6 +28,7 @@ from pfar.journal.payloads import (
     paused_from,
 )
 from pfar.journal.records import now_rfc3339
+from pfar.journal.sqlite import open_journal
 from pfar.journal.states import (
     LEGAL,
     TERMINAL,
@@ -194,7 +195,7 @@ def test_phase_names_follow_the_spec(s: TaskState) -> None:
 @contextmanager
 def _journal() -> Iterator[Journal]:
     with tempfile.TemporaryDirectory() as d:
-        j = Journal.open(Path(d) / "sessions.db", create=True, synchronous="NORMAL")
+        j = open_journal(Path(d) / "sessions.db", create=True, synchronous="NORMAL")
         try:
             yield j
         finally:

@@ -15,12 +15,9 @@ import inspect
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from ..vault.keys import VaultKey
-from ..vault.sqlite import Synchronous
 from .adapter_store import SQLiteAdapterStore
 from .backing import Backing, Writer
 from .event_store import SQLiteEventStore
-from .faults import FaultHook
 from .lock_store import SQLiteLockStore
 from .loop_store import SQLiteLoopStore
 from .question_store import SQLiteQuestionStore, prompt_status_text
@@ -30,10 +27,10 @@ from .task_store import SQLiteTaskStore
 
 
 class Journal:
-    """A store over one backing. Open a SQLite one with `Journal.open` (a kernel's,
-    writable) or `Journal.open_readonly` (for looking at a home no kernel owns); a
-    PostgreSQL one with `journal.postgres.open_journal`; either from the home's
-    configuration with `journal.open_store`."""
+    """A store over one backing. Open a SQLite one with `journal.sqlite.open_journal` (a
+    kernel's, writable) or `open_readonly` (for looking at a home no kernel owns); a
+    PostgreSQL one with `journal.postgres.store.open_journal`; either from the home's
+    configuration with `journal.open_store.open_store`."""
 
     def __init__(
         self,
@@ -57,29 +54,6 @@ class Journal:
         self._sessions: SessionManager | None = None
 
     # -- opening and closing -------------------------------------------------
-
-    @classmethod
-    def open(
-        cls,
-        path: Path,
-        *,
-        key: VaultKey | None = None,
-        create: bool = False,
-        synchronous: Synchronous = "FULL",
-        fault_hook: FaultHook | None = None,
-    ) -> Journal:
-        from .sqlite.store import open_journal  # the backend knows the store, not back
-
-        return open_journal(
-            path, key=key, create=create, synchronous=synchronous, fault_hook=fault_hook
-        )
-
-    @classmethod
-    def open_readonly(cls, path: Path, *, key: VaultKey | None = None) -> Journal:
-        """For inspecting a vault no kernel owns: nothing can be written through it."""
-        from .sqlite.store import open_readonly
-
-        return open_readonly(path, key=key)
 
     @property
     def sessions(self) -> SessionManager:

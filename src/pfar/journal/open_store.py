@@ -26,20 +26,22 @@ async def open_store(
     """The journal `config` names: the vault's sessions.db, or a PostgreSQL server (its
     password from the vault's `secrets` or the environment, as the configuration says)."""
     if config.backend == "sqlite":
+        from .sqlite import open_journal, open_readonly
+
         if readonly:
-            return Journal.open_readonly(home.sessions_db, key=key)
-        return Journal.open(
+            return open_readonly(home.sessions_db, key=key)
+        return open_journal(
             home.sessions_db,
             key=key,
             create=create,
             synchronous=config.synchronous,
             fault_hook=fault_hook,
         )
-    from .postgres.store import open_journal  # psycopg is loaded only where it is used
+    from .postgres.store import open_journal as open_server  # psycopg: loaded when used
 
     pg = config.postgresql
     assert pg is not None  # VaultConfig refuses postgresql without it
-    return await open_journal(
+    return await open_server(
         pg.dsn,
         create=create,
         readonly=readonly,

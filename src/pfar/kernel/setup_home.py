@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..config import DEFAULT_CONFIG_TOML
 from ..errors import VaultError
-from ..journal import Journal
+from ..journal.sqlite import open_journal
 from ..vault import keys
 from ..vault.durable import fsync_dir
 from ..vault.home import Home
@@ -111,7 +111,7 @@ def _build(
     SecretStore.open(home.secrets_db, key=key, create=True).close()
     open_vault_db(home.memory_db, "memory", key=key, create=True).close()
     if postgres is None:
-        Journal.open(home.sessions_db, key=key, create=True).close()
+        open_journal(home.sessions_db, key=key, create=True).close()
     else:
         # the server's tables last: a server that refuses leaves no home behind
         create_journal(home, postgres, key)

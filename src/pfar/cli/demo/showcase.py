@@ -21,7 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ...journal import Journal, TaskRecord
+from ...journal import TaskRecord
+from ...journal.sqlite import open_readonly
 from ...kernel.setup_home import init_home
 from ...policy.printable import printable
 from ...vault import keys
@@ -80,7 +81,7 @@ def _tasks_table(home: Home, names: dict[str, str]) -> Table:
     t = Table(title_justify="left")
     for c in ("task", "task_id", "state", "step", "error"):
         t.add_column(c)
-    with Journal.open_readonly(home.sessions_db, key=keys.unlock(home)) as journal:
+    with open_readonly(home.sessions_db, key=keys.unlock(home)) as journal:
         listed = asyncio.run(journal.tasks.listing(limit=1000))
     tasks = sorted(
         (task for task in listed if isinstance(task, TaskRecord)), key=lambda t: t.created_at

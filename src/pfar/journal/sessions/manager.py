@@ -18,13 +18,8 @@ from ...errors import (
     VaultIOError,
     WriteRefused,
 )
-from ...vault.keys import VaultKey
-from ...vault.sqlite import Synchronous, open_vault_db
 from ..backing import Backing, Writer
 from ..records import now_rfc3339
-from ..sqlite.backing import SQLiteBacking
-from ..sqlite.connection import JournalConnection
-from ..sqlite.writer import GroupCommitWriter
 from ..tx import Tx
 from .record import KEEP, ProcessArg, SessionRecord, check_thread_id, json_object
 from .sessions_sql import COLUMNS, live_for_thread, resolve_session, session_row
@@ -38,7 +33,7 @@ class SessionManager:
 
     In a kernel, the journal's: a session write shares the writer's commits and
     fault points with the task writes waiting at the same moment. Opened on its own
-    (`SessionManager.open`), a SQLite manager writes through a writer of its own,
+    (`journal.sqlite.open_sessions`), a SQLite manager writes through a writer of its own,
     which refuses a write another connection locks out and goes on.
     """
 
@@ -46,45 +41,6 @@ class SessionManager:
         self._db = db
         self.path = db.where
         self._on_close = on_close
-
-    @classmethod
-    def open(
-        cls,
-        path: Path,
-        *,
-        key: VaultKey | None = None,
-        create: bool = False,
-        synchronous: Synchronous = "FULL",
-        writer: GroupCommitWriter | None = None,
-        readonly: bool = False,
-    ) -> SessionManager:
-        """Open (and migrate) sessions.db at `path`; write through `writer` when given."""
-        conn = open_vault_db(
-            path,
-            "sessions",
-            key=key,
-            create=create,
-            synchronous=synchronous,
-            readonly=readonly,
-            factory=JournalConnection,
-        )
-        assert isinstance(conn, JournalConnection)
-        return cls.on_connection(conn, writer=writer)
-
-    @classmethod
-    def on_connection(
-        cls, conn: JournalConnection, *, writer: GroupCommitWriter | None = None
-    ) -> SessionManager:
-        """A manager reading on `conn` (which it closes), writing through `writer`, or
-        through a writer of its own on `conn` when none is given."""
-        own = None if writer is not None else GroupCommitWriter(conn, stop_when_busy=False)
-
-        def close() -> None:
-            if own is not None:
-                own.close()
-            conn.close()
-
-        return cls(SQLiteBacking(conn.path, conn, writer or own), on_close=close)
 
     def close(self) -> None:
         """Close what the manager opened (its own writer; a shared one stays open)."""

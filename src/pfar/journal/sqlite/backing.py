@@ -1,9 +1,17 @@
-"""SQLite's backing: the vault file, a reading connection and the group-commit writer."""
+"""SQLite's backing: the vault file, a reading connection and the group-commit writer.
+
+Reads run on a thread of their own, on the reading connection, so that a long one (a
+listing, recovery's scan of the unfinished tasks, a conversation) never holds the
+event loop; the writer commits on the loop's own thread (writer.py says why).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
@@ -23,6 +31,10 @@ class SQLiteBacking:
     path: Path
     reader: JournalConnection
     writer_or_none: GroupCommitWriter | None
+    # one thread: the reading connection is used by one thread at a time
+    reads: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="pfar-journal-read")
+    )
 
     @property
     def where(self) -> str:
@@ -39,9 +51,13 @@ class SQLiteBacking:
         return self.writer_or_none
 
     async def read(self, fn: Callable[Concatenate[Tx, P], T], *args: P.args, **kw: P.kwargs) -> T:
-        # a read of the local file: a page from the cache or the disk, shorter than a
-        # hand-off to a thread and back
-        return fn(self.reader, *args, **kw)
+        call = functools.partial(fn, self.reader, *args, **kw)
+        return await asyncio.get_running_loop().run_in_executor(self.reads, call)
+
+    def close(self) -> None:
+        """Let the reading thread finish what it was given; the caller closes the
+        connections."""
+        self.reads.shutdown(wait=True)
 
     async def write(self, op: Op[T], point: str | tuple[str, ...] | None) -> T:
         return await self.writer.submit(op, point)

@@ -11,6 +11,7 @@ from ..journal import Journal
 from ..sessions import SessionManager
 from .backing import SQLiteBacking
 from .connection import JournalConnection
+from .sessions import open_sessions
 from .writer import GroupCommitWriter
 
 
@@ -44,9 +45,16 @@ def open_journal(
         conn = _journal_conn(
             connect(path, key=key, synchronous=synchronous, factory=JournalConnection)
         )
-        return SessionManager(SQLiteBacking(path, conn, writer), on_close=conn.close)
+        sessions_db = SQLiteBacking(path, conn, writer)
+
+        def close() -> None:
+            sessions_db.close()
+            conn.close()
+
+        return SessionManager(sessions_db, on_close=close)
 
     def close(checkpoint: bool) -> None:
+        db.close()
         writer.close()
         if checkpoint and writer.failure is None:
             wconn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -64,9 +72,13 @@ def open_readonly(path: Path, *, key: VaultKey | None = None) -> Journal:
     db = SQLiteBacking(path, conn, None)
 
     def sessions() -> SessionManager:
-        return SessionManager.open(path, key=key, readonly=True)
+        return open_sessions(path, key=key, readonly=True)
 
-    return Journal(db, sessions=sessions, on_close=lambda _checkpoint: conn.close(), path=path)
+    def close(_checkpoint: bool) -> None:
+        db.close()
+        conn.close()
+
+    return Journal(db, sessions=sessions, on_close=close, path=path)
 
 
 def _journal_conn(conn: object) -> JournalConnection:

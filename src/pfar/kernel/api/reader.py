@@ -26,6 +26,7 @@ from ...journal import (
 from ...journal.bus_sql import BusEvent
 from ...journal.open_store import backend_of, open_home_journal
 from ...journal.sessions import SessionRecord, SessionStatus
+from ...journal.sqlite import open_readonly
 from ...recovery import plan_recovery
 from ...runners.loop.context import ContextStats
 from ...vault import keys
@@ -115,7 +116,7 @@ class HomeReader:
                     "a reader of a home whose journal is on a server is opened "
                     "with `async with HomeReader(home)`"
                 )
-            self._journal = Journal.open_readonly(self.home.sessions_db, key=keys.unlock(self.home))
+            self._journal = open_readonly(self.home.sessions_db, key=keys.unlock(self.home))
             self._opened.append(self._journal)
         return self._journal
 
