@@ -15,6 +15,7 @@ from ...errors import (
     SessionStatusMismatch,
     SessionStoreError,
     SessionThreadBusy,
+    VaultCorrupt,
     VaultIOError,
     WriteRefused,
 )
@@ -57,9 +58,7 @@ class SessionManager:
         """Run `op` outside a write transaction; a database error becomes SessionStoreError."""
         try:
             return await self._db.read(op)
-        except Exception as exc:
-            if self._db.dialect.failure(exc) is None:
-                raise
+        except (VaultIOError, VaultCorrupt) as exc:  # the backing's words for a failed read
             raise SessionStoreError(self.path, what, str(exc)) from exc
 
     async def write(self, what: str, op: Callable[[Tx], T], point: str | None = None) -> T:

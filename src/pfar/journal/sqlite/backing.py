@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
+from ...errors import PfarError, VaultIOError
+from ...vault.driver import sqlite
 from ...vault.sqlite import DamagedDatabase, check_table, recovery_advice
 from ..group_commit import Op
 from ..tx import Tx
@@ -52,7 +54,13 @@ class SQLiteBacking:
 
     async def read(self, fn: Callable[Concatenate[Tx, P], T], *args: P.args, **kw: P.kwargs) -> T:
         call = functools.partial(fn, self.reader, *args, **kw)
-        return await asyncio.get_running_loop().run_in_executor(self.reads, call)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.reads, call)
+        except sqlite.Error as exc:
+            if isinstance(exc, PfarError):  # a damaged page, named by the vault connection
+                raise
+            # the driver's own error never leaves the journal
+            raise VaultIOError(f"reading the journal {self.path} failed: {exc}") from exc
 
     def close(self) -> None:
         """Let the reading thread finish what it was given; the caller closes the
