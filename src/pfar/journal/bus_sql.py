@@ -3,6 +3,7 @@ transaction of the move they describe, read in order from a subscriber's offset.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +81,9 @@ def created_txn(conn: Tx, task_id: str, kind: str, state: TaskState, at: str) ->
 APPENDED = [0]
 
 
-def append_txn(conn: Tx, kind: str, task_id: str | None, body: dict[str, Any], at: str) -> None:
+def append_txn(
+    conn: Tx, kind: str, task_id: str | None, body: Mapping[str, object], at: str
+) -> None:
     conn.execute(
         "INSERT INTO bus_events(kind, task_id, body_json, at) VALUES (?, ?, ?, ?)",
         (kind, task_id, dumps(body), at),
