@@ -64,9 +64,9 @@ def test_step_started_is_durable_and_overwritten_by_a_rerun(store: Store) -> Non
     run(store.tasks.step_started(rerun))
     assert run(store.tasks.steps(t.task_id)) == [rerun]
     # a running step's process, so that a restart can end it
-    run(store.tasks.step_process(t.task_id, 0, {"pid": 4242, "start": 1.5}))
+    run(store.tasks.step_process(t.task_id, 0, {"pid": 4242, "start_time": 1717}))
     assert run(store.tasks.started_processes(t.task_id)) == [
-        (t.task_id, 0, {"pid": 4242, "start": 1.5})
+        (t.task_id, 0, {"pid": 4242, "start_time": 1717})
     ]
 
 
@@ -242,10 +242,11 @@ def test_cleanup_takes_a_tasks_model_calls_with_it_in_batches(store: Store) -> N
 @covers("tasks.learnings_decided")
 def test_the_first_learnings_decided_are_the_ones_kept(store: Store) -> None:
     t = created(store, p.Completed())
-    first = [{"text": "use uv", "tags": ["python"]}]
+    first = [{"content": "use uv", "tags": ["python"]}]
     assert run(store.tasks.learnings_decided(t.task_id, first)) == first
     # decided again after a restart: what was decided first stands
-    assert run(store.tasks.learnings_decided(t.task_id, [{"text": "other"}])) == first
+    other = [{"content": "other", "tags": []}]
+    assert run(store.tasks.learnings_decided(t.task_id, other)) == first
     assert run(store.tasks.learnings_decided(created(store).task_id, [])) == []
 
 

@@ -33,6 +33,7 @@ from ..config import ChannelsConfig, RecoveryConfig
 from ..errors import VaultIOError
 from ..journal import OwnerMessage
 from ..journal.channels_sql import Delivery
+from ..journal.json_text import JsonObject
 from ..journal.records import now_rfc3339, parse_rfc3339, rfc3339
 from ..kernel.api import Operator
 from ..kernel.api.records import ChannelState
@@ -216,7 +217,7 @@ class Supervisor:
         adapters = self._kernel.journal.adapters
         name = channel.name
 
-        async def load() -> dict[str, object] | None:
+        async def load() -> JsonObject | None:
             return await adapters.get(name)
 
         async def save(state: dict[str, object], event_ids: list[str]) -> None:

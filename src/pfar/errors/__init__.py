@@ -10,15 +10,21 @@ one, what to do about it.
   + VaultError
     - VaultMissing           the vault does not exist where it should
     - VaultLocked            another kernel owns this home
+    - VaultKeyMissing        the vault is encrypted and its key could not be had
+    - VaultKeyWrong          a key was found but it is not this vault's (files untouched)
     - VaultCorrupt           a database file is not readable; never repaired by overwriting
+      . BackupDamaged        a backup's files differ from its manifest or cannot be read
     - VaultWentBack          the journal holds less than the kernel acknowledged
     - VaultIOError           a write or fsync failed: the kernel stops (fail-stop)
       . VaultUnwritable      read-only, disk full, permission denied: not damage
+      . StoreUnavailable     the journal's database cannot be reached (a server down)
     - MigrationFailed
-    - BackupDamaged          a backup's files differ from its manifest or cannot be read
     - RestoreRefused         a restore would replace a newer (or unreadable) vault
     - SessionStoreError      the sessions table could not be read or written (rolled back)
     - SessionRecoveryFailed  session crash recovery stopped at a database error
+  + UnknownSecret            no secret of that name in the vault
+  + UnknownLearning          no learning with that id (or more than one starts so)
+  + KnowledgeUnavailable     the knowledge store could not be opened at start
   + JournalError
     - UnknownTask
     - UnknownApproval
@@ -30,6 +36,8 @@ one, what to do about it.
     - IdPrefixTooShort       an id prefix is shorter than the few characters it takes
     - EventIdReused          an event id came back with another template or text
     - MalformedTaskRow       a task row holds what no pfar writes (field named); left as it is
+    - WriteRefused           the store refused one write (a constraint it broke); the rest stand
+    - StaleConversation      a loop task's conversation moved on under a writer that read it
     - UnknownSession
     - IllegalSessionTransition  the session state machine refused a transition
     - SessionStatusMismatch  compare-and-set: the session is not in the expected status
@@ -39,10 +47,12 @@ one, what to do about it.
     - UnknownTool
     - ToolTimeout
     - ToolFailed
+    - ResourceLocked         a call's resource lock was not to be had within the timeout
   + ProviderError            the LLM provider could not answer
   + KernelNotRunning         a command needs a running kernel
     - KernelNotReady         one holds the home but is starting or stopping
   + ShuttingDown             the kernel is shutting down and takes no new work
+  + NotTheOwner              a control-socket request that is not the owner's `pfar` command
   + BadRequest               a request's field has the wrong type or shape (field named)
     - AnswerDoesNotFit       an answer the question does not offer (the ones it does named)
 

@@ -3,12 +3,12 @@ and the owner's messages as each chat channel delivers them (channels_sql.py).""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from . import channels_sql, events_sql
 from .backing import Backing
 from .channels_sql import Delivery
+from .json_text import JsonObject
 from .records import OwnerMessage, now_rfc3339
 from .tx import Tx
 
@@ -17,16 +17,18 @@ class SQLiteAdapterStore:
     def __init__(self, db: Backing) -> None:
         self._db = db
 
-    async def get(self, adapter: str) -> dict[str, Any] | None:
+    async def get(self, adapter: str) -> JsonObject | None:
         return await self._db.read(events_sql.get_adapter_state, adapter)
 
-    async def put(self, adapter: str, state: dict[str, Any]) -> None:
+    async def put(self, adapter: str, state: Mapping[str, object]) -> None:
         def op(conn: Tx) -> None:
             events_sql.put_adapter_state_txn(conn, adapter, state, now_rfc3339())
 
         await self._db.write(op, None)
 
-    async def ingested(self, adapter: str, state: dict[str, Any], event_ids: Sequence[str]) -> None:
+    async def ingested(
+        self, adapter: str, state: Mapping[str, object], event_ids: Sequence[str]
+    ) -> None:
         """An adapter's new position and the ids of the updates it handled up to it (each
         once: a redelivered one is found in `inbound_events`), in one commit."""
 

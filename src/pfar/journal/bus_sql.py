@@ -3,9 +3,10 @@ transaction of the move they describe, read in order from a subscriber's offset.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from .json_text import JsonObject
 from .records import dumps, loads
 from .states import TaskState
 from .tx import Tx
@@ -32,10 +33,10 @@ class BusEvent:
     seq: int
     kind: str
     task_id: str | None
-    body: dict[str, Any]
+    body: JsonObject
     at: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "seq": self.seq,
             "kind": self.kind,
@@ -56,7 +57,7 @@ def moved_txn(conn: Tx, task_id: str, before: TaskState, after: TaskState, at: s
         kind = "TaskResumed"
     if kind is None:
         return  # a runner's move between its own working states: no event
-    body: dict[str, Any] = {"state": after.value, "from": before.value}
+    body: JsonObject = {"state": after.value, "from": before.value}
     if kind == "UserInputNeeded":
         body["waits_for"] = {
             TaskState.AwaitingApproval: "approval",
@@ -80,7 +81,9 @@ def created_txn(conn: Tx, task_id: str, kind: str, state: TaskState, at: str) ->
 APPENDED = [0]
 
 
-def append_txn(conn: Tx, kind: str, task_id: str | None, body: dict[str, Any], at: str) -> None:
+def append_txn(
+    conn: Tx, kind: str, task_id: str | None, body: Mapping[str, object], at: str
+) -> None:
     conn.execute(
         "INSERT INTO bus_events(kind, task_id, body_json, at) VALUES (?, ?, ?, ?)",
         (kind, task_id, dumps(body), at),

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from . import bus_sql, channels_sql, events_sql
 from .backing import Backing
 from .bus_sql import BusEvent
 from .records import OwnerMessage, now_rfc3339
+from .rows import KernelBoot, TaskMessage
 from .tx import Tx
 
 
@@ -27,7 +27,7 @@ class SQLiteEventStore:
     async def pending(self) -> list[OwnerMessage]:
         return await self._db.read(events_sql.pending_messages)
 
-    async def for_task(self, task_id: str) -> list[dict[str, Any]]:
+    async def for_task(self, task_id: str) -> list[TaskMessage]:
         return await self._db.read(events_sql.messages_for_task, task_id)
 
     def mark_delivered(self, keys: Sequence[str]) -> None:
@@ -54,7 +54,7 @@ class SQLiteEventStore:
 
         await self._db.write(op, None)
 
-    async def last_boot(self) -> dict[str, Any] | None:
+    async def last_boot(self) -> KernelBoot | None:
         return await self._db.read(events_sql.last_boot)
 
     async def prune(self, before: str, keep_boots: int, batch: int = 500) -> int:
@@ -95,7 +95,7 @@ class SQLiteEventStore:
 
         await self._db.write(op, point)
 
-    async def publish(self, kind: str, task_id: str | None, body: dict[str, Any]) -> None:
+    async def publish(self, kind: str, task_id: str | None, body: Mapping[str, object]) -> None:
         """An event that is no task's move (a learning kept): its own commit."""
 
         def op(conn: Tx) -> None:

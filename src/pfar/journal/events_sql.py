@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from . import channels_sql
+from .json_text import JsonObject
 from .records import OwnerMessage, dumps, loads
+from .rows import KernelBoot, TaskMessage
 from .tx import Tx
 
 
@@ -24,14 +26,14 @@ def record_event_txn(conn: Tx, event_id: str, adapter: str, task_id: str | None,
     )
 
 
-def get_adapter_state(conn: Tx, adapter: str) -> dict[str, Any] | None:
+def get_adapter_state(conn: Tx, adapter: str) -> JsonObject | None:
     row = conn.execute(
         "SELECT state_json FROM adapter_state WHERE adapter = ?", (adapter,)
     ).fetchone()
     return None if row is None else dict(loads(row[0]))
 
 
-def put_adapter_state_txn(conn: Tx, adapter: str, state: dict[str, Any], at: str) -> None:
+def put_adapter_state_txn(conn: Tx, adapter: str, state: Mapping[str, object], at: str) -> None:
     conn.execute(
         "INSERT INTO adapter_state(adapter, state_json, updated_at) VALUES (?, ?, ?) "
         "ON CONFLICT(adapter) DO UPDATE SET state_json = excluded.state_json, "
@@ -90,30 +92,35 @@ def supersede_prompts_txn(conn: Tx, at: str) -> int:
     return len(keys)
 
 
-def messages_for_task(conn: Tx, task_id: str) -> list[dict[str, Any]]:
+def messages_for_task(conn: Tx, task_id: str) -> list[TaskMessage]:
     rows = conn.execute(
         "SELECT message_key, kind, body, status, created_at, delivered_at FROM owner_outbox "
         "WHERE task_id = ? ORDER BY seq",
         (task_id,),
     ).fetchall()
-    keys = ("message_key", "kind", "body", "status", "created_at", "delivered_at")
-    return [dict(zip(keys, r, strict=True)) for r in rows]
+    return [
+        TaskMessage(
+            message_key=r[0],
+            kind=r[1],
+            body=r[2],
+            status=r[3],
+            created_at=r[4],
+            delivered_at=r[5],
+        )
+        for r in rows
+    ]
 
 
-def last_boot(conn: Tx) -> dict[str, Any] | None:
+def last_boot(conn: Tx) -> KernelBoot | None:
     row = conn.execute(
         "SELECT boot_id, pid, started_at, ended_at, clean FROM kernel_boots "
         "ORDER BY started_at DESC LIMIT 1"
     ).fetchone()
     if row is None:
         return None
-    return {
-        "boot_id": row[0],
-        "pid": row[1],
-        "started_at": row[2],
-        "ended_at": row[3],
-        "clean": bool(row[4]),
-    }
+    return KernelBoot(
+        boot_id=row[0], pid=row[1], started_at=row[2], ended_at=row[3], clean=bool(row[4])
+    )
 
 
 def start_boot_txn(conn: Tx, boot_id: str, pid: int, version: str, at: str) -> None:

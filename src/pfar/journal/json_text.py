@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, TypeAlias
 
 import orjson
 
 JSON = Any  # a value json.dumps accepts
+
+# what a JSON column reads back as (`loads`): the type of a value the journal keeps
+# whole without knowing its keys (a step's result, an adapter's position, a verdict)
+JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
+JsonObject: TypeAlias = dict[str, JsonValue]
 
 # orjson writes the text json.dumps(sort_keys=True, separators=(",", ":")) does, several
 # times faster (a float may read 0.00001 for 1e-05). What it refuses goes to json, which

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ..errors import IllegalTransition, UnknownTask
 from . import events_sql, payloads, steps_sql, tasks_sql
@@ -11,6 +10,7 @@ from .backing import Backing
 from .moves import executing_txn, transition_txn
 from .payloads import Payload
 from .records import OwnerMessage, StepRecord, TaskUpdate, now_rfc3339
+from .rows import LlmCall, StepProcess
 from .states import TaskState
 from .tx import Tx
 
@@ -33,7 +33,7 @@ class StepWrites:
 
         await self._db.write(op, "step_started")
 
-    async def step_process(self, task_id: str, step: int, process: dict[str, Any]) -> None:
+    async def step_process(self, task_id: str, step: int, process: StepProcess) -> None:
         """Record the process a running step started, so a restart can end it."""
 
         def op(conn: Tx) -> None:
@@ -111,7 +111,7 @@ class StepWrites:
 
         await self._db.write(op, "llm_request_sent")
 
-    def record_llm_call(self, call: dict[str, Any]) -> None:
+    def record_llm_call(self, call: LlmCall) -> None:
         """A model call's usage and cost; rides on the next commit (accounting, not state)."""
         row = dict(call)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .json_text import JSON, JsonValue
 from .records import Idempotency, Semantics, StepRecord, StepStatus, dumps, loads
+from .rows import StepProcess
 from .tx import Tx
 
 _COLUMNS = (
@@ -83,16 +85,14 @@ def finish_txn(conn: Tx, rec: StepRecord) -> None:
     )
 
 
-def set_process_txn(conn: Tx, task_id: str, step: int, process: dict[str, Any]) -> None:
+def set_process_txn(conn: Tx, task_id: str, step: int, process: StepProcess) -> None:
     conn.execute(
         "UPDATE task_steps SET process_json = ? WHERE task_id = ? AND step = ?",
         (dumps(process), task_id, step),
     )
 
 
-def started_processes(
-    conn: Tx, task_id: str | None = None
-) -> list[tuple[str, int, dict[str, Any]]]:
+def started_processes(conn: Tx, task_id: str | None = None) -> list[tuple[str, int, StepProcess]]:
     """(task_id, step, process) of steps still marked started that recorded a process
     (of one task, or of all)."""
     sql = (
@@ -104,7 +104,11 @@ def started_processes(
         if task_id is not None
         else conn.execute(sql).fetchall()
     )
-    return [(str(r[0]), int(r[1]), dict(loads(r[2]))) for r in rows]
+    return [(str(r[0]), int(r[1]), _process(loads(r[2]))) for r in rows]
+
+
+def _process(found: JSON) -> StepProcess:
+    return StepProcess(pid=int(found["pid"]), start_time=int(found["start_time"]))
 
 
 def in_flight(conn: Tx) -> list[StepRecord]:
@@ -123,7 +127,7 @@ def for_task(conn: Tx, task_id: str) -> list[StepRecord]:
     return [_row(r) for r in rows]
 
 
-def results_for_task(conn: Tx, task_id: str) -> list[tuple[int, Any]]:
+def results_for_task(conn: Tx, task_id: str) -> list[tuple[int, JsonValue]]:
     """(step, result) of each of the task's steps, in order: what a synthesis reads."""
     rows = conn.execute(
         "SELECT step, result_json FROM task_steps WHERE task_id = ? ORDER BY step", (task_id,)

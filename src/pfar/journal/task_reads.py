@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ..errors import UnknownTask
 from . import hooks_sql, steps_sql, tasks_sql
 from .backing import Backing
 from .ids import resolve_id
+from .json_text import JsonObject, JsonValue
 from .payloads import Payload
 from .records import StepRecord, TaskRecord, UnreadableTask
+from .rows import LlmUsage, StepProcess
 
 
 class TaskReads:
@@ -64,7 +65,7 @@ class TaskReads:
         await self._all_there(task_id, [s.step for s in steps])
         return steps
 
-    async def step_results(self, task_id: str) -> list[Any]:
+    async def step_results(self, task_id: str) -> list[JsonValue]:
         rows = await self._db.read(steps_sql.results_for_task, task_id)
         await self._all_there(task_id, [step for step, _ in rows])
         return [result for _, result in rows]
@@ -112,11 +113,11 @@ class TaskReads:
 
     async def started_processes(
         self, task_id: str | None = None
-    ) -> list[tuple[str, int, dict[str, Any]]]:
+    ) -> list[tuple[str, int, StepProcess]]:
         return await self._db.read(steps_sql.started_processes, task_id)
 
-    async def llm_usage(self, task_id: str) -> dict[str, Any]:
+    async def llm_usage(self, task_id: str) -> LlmUsage:
         return await self._db.read(tasks_sql.llm_usage, task_id)
 
-    async def hook_verdict(self, task_id: str, key: str) -> dict[str, Any] | None:
+    async def hook_verdict(self, task_id: str, key: str) -> JsonObject | None:
         return await self._db.read(hooks_sql.get, task_id, key)

@@ -3,15 +3,16 @@ learnings decided, the owner's pause and cancel, recovery's decisions and cleanu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 from . import approvals_sql, bus_sql, events_sql, holds, hooks_sql, payloads, tasks_sql
 from .backing import Backing
-from .hooks_sql import LEARNINGS_DECIDED, LEARNINGS_KEPT
+from .hooks_sql import LEARNINGS_DECIDED, LEARNINGS_KEPT, decided_learnings
+from .json_text import JsonObject
 from .moves import NO_UPDATE, park_approval_txn, transition_txn
 from .payloads import Payload
 from .records import ApprovalRecord, InboundEvent, OwnerMessage, TaskRecord, TaskUpdate, now_rfc3339
+from .rows import DecidedLearning
 from .states import TaskState
 from .tx import Tx
 
@@ -69,14 +70,14 @@ class TaskWrites:
         self,
         task_id: str,
         key: str,
-        verdict: dict[str, Any],
+        verdict: JsonObject,
         messages: Sequence[OwnerMessage] = (),
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Keep what a hook point's handlers decided about `key` of the task (with what
         the owner is told of it): the verdict kept, which is the first one kept for
         `key` when two firings raced."""
 
-        def op(conn: Tx) -> dict[str, Any]:
+        def op(conn: Tx) -> JsonObject:
             at = now_rfc3339()
             if not hooks_sql.put_txn(conn, task_id, key, verdict, at):
                 return hooks_sql.get(conn, task_id, key) or verdict
@@ -87,21 +88,22 @@ class TaskWrites:
         return await self._db.write(op, "hook_verdict")
 
     async def learnings_decided(
-        self, task_id: str, learnings: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
+        self, task_id: str, learnings: Sequence[DecidedLearning]
+    ) -> list[DecidedLearning]:
         """A completed task's learnings as decided (after its LearningExtracted hook and
         the cheap tier): kept with the task before any is stored, so a restart stores
         these and does not decide again. The first kept wins; returns it."""
 
-        def op(conn: Tx) -> list[dict[str, Any]]:
+        def op(conn: Tx) -> list[DecidedLearning]:
             verdict = {"learnings": learnings}
-            if not hooks_sql.put_txn(conn, task_id, LEARNINGS_DECIDED, verdict, now_rfc3339()):
-                verdict = hooks_sql.get(conn, task_id, LEARNINGS_DECIDED) or verdict
-            return list(verdict["learnings"])
+            if hooks_sql.put_txn(conn, task_id, LEARNINGS_DECIDED, verdict, now_rfc3339()):
+                return list(learnings)
+            kept = hooks_sql.get(conn, task_id, LEARNINGS_DECIDED)
+            return decided_learnings(kept) if kept else list(learnings)
 
         return await self._db.write(op, "learnings_decided")
 
-    async def learnings_kept(self, task_id: str, events: Sequence[dict[str, Any]]) -> bool:
+    async def learnings_kept(self, task_id: str, events: Sequence[Mapping[str, object]]) -> bool:
         """The mark that a task's learnings are stored, with their LearningExtracted events,
         in one commit; False (nothing published) when it was marked before."""
 

@@ -9,6 +9,7 @@ from ..errors import MalformedTaskRow
 from . import bus_sql, payloads
 from .payloads import Payload
 from .records import TaskKind, TaskRecord, TaskUpdate, UnreadableTask, dumps, loads
+from .rows import LlmUsage
 from .states import BY_VALUE, TERMINAL, TaskState
 from .tx import Tx
 
@@ -302,7 +303,7 @@ def delete_orphan_llm_calls_txn(conn: Tx, limit: int) -> int:
     return cur.rowcount
 
 
-def llm_usage(conn: Tx, task_id: str) -> dict[str, Any]:
+def llm_usage(conn: Tx, task_id: str) -> LlmUsage:
     """A task's model calls: how many, their tokens and their cost."""
     row = conn.execute(
         "SELECT count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
@@ -310,9 +311,9 @@ def llm_usage(conn: Tx, task_id: str) -> dict[str, Any]:
         (task_id,),
     ).fetchone()
     # int() and float(): PostgreSQL sums integers as numeric
-    return {
-        "calls": int(row[0]),
-        "input_tokens": int(row[1]),
-        "output_tokens": int(row[2]),
-        "cost_usd": float(row[3]),
-    }
+    return LlmUsage(
+        calls=int(row[0]),
+        input_tokens=int(row[1]),
+        output_tokens=int(row[2]),
+        cost_usd=float(row[3]),
+    )

@@ -24,13 +24,13 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import PfarError
 from ..hooks import HookPoint, Hooks
 from ..journal import Journal, TaskState
-from ..journal.hooks_sql import LEARNINGS_DECIDED, LEARNINGS_KEPT
+from ..journal.hooks_sql import LEARNINGS_DECIDED, LEARNINGS_KEPT, decided_learnings
 from ..journal.records import TaskKind, now_rfc3339
+from ..journal.rows import DecidedLearning
 from ..journal.turns import AssistantTurn, SummaryTurn, UserTurn
 from ..llm.messages import ChatRequest, Message
 from ..llm.proxy import InferenceProxy
@@ -89,17 +89,18 @@ class Learner:
         if await self.journal.tasks.hook_verdict(task_id, LEARNINGS_KEPT) is not None:
             return  # kept before (a restart's second look)
         decided = await self.journal.tasks.hook_verdict(task_id, LEARNINGS_DECIDED)
+        learnings: list[DecidedLearning] | None = None
         if decided is None:
             found = await self._decide(task_id)
             if found is None:
                 return  # no candidates: nothing to keep, and nothing to journal
             learnings = await self.journal.tasks.learnings_decided(task_id, found)
-        else:
-            learnings = list(decided.get("learnings", []))
         kept = []
         try:
+            if learnings is None:  # decided before (a restart): as journaled
+                learnings = decided_learnings(decided or {})
             for n, item in enumerate(learnings):
-                content, tags = str(item["content"]), tuple(str(t) for t in item["tags"])
+                content, tags = item["content"], tuple(item["tags"])
                 at = now_rfc3339()
                 learning = store.add(
                     content, task_id, tags, at, knowledge.learning_id_for(task_id, n)
@@ -111,7 +112,7 @@ class Learner:
             return
         await self.journal.tasks.learnings_kept(task_id, kept)
 
-    async def _decide(self, task_id: str) -> list[dict[str, Any]] | None:
+    async def _decide(self, task_id: str) -> list[DecidedLearning] | None:
         """The task's learnings as they are to be kept (after the cheap tier in hybrid
         mode and the LearningExtracted hook); None when its answers hold no candidate."""
         turns = await self.journal.loops.turns(task_id)
@@ -126,7 +127,7 @@ class Learner:
         if self.mode == "hybrid":
             prompt = next((t.turn.text for t in turns if isinstance(t.turn, UserTurn)), "")
             candidates = await self._refine(task_id, prompt, candidates)
-        decided: list[dict[str, Any]] = []
+        decided: list[DecidedLearning] = []
         for content, tags in candidates:
             if self.hooks.wants(HookPoint.LearningExtracted):
                 try:

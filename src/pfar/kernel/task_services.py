@@ -5,7 +5,6 @@ so a bad script or config stops the start without touching any task.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from ..hooks import HookPoint, Hooks
 from ..hooks.loading import load_handlers
 from ..journal import Journal, TaskRecord
 from ..journal.locks_sql import LockOwner
+from ..journal.rows import LlmCall
 from ..llm.proxy import CallRecord, ChatModel, InferenceProxy
 from ..policy.redact import Redactor
 from ..runners import Services, TemplateRegistry
@@ -129,11 +129,22 @@ def load_services(
 
 
 def _load_model(k: ServicesHost, config: Config, model: ChatModel | None) -> InferenceProxy:
-    names = [f.name for f in dataclasses.fields(CallRecord)]
-
     def on_call(call: CallRecord) -> None:
-        # flat fields: asdict's deep copy costs more than the row's insert
-        k.journal.tasks.record_llm_call({n: getattr(call, n) for n in names})
+        # field by field: asdict's deep copy costs more than the row's insert
+        k.journal.tasks.record_llm_call(
+            LlmCall(
+                task_id=call.task_id,
+                provider=call.provider,
+                model=call.model,
+                input_tokens=call.input_tokens,
+                output_tokens=call.output_tokens,
+                time_to_first_token=call.time_to_first_token,
+                total_time=call.total_time,
+                cost_usd=call.cost_usd,
+                queued_seconds=call.queued_seconds,
+                granted_at=call.granted_at,
+            )
+        )
 
     if model is not None:  # it answers in-process
         return scripted_proxy(model, config, on_call=on_call)

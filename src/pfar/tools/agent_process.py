@@ -90,7 +90,8 @@ async def start(
     # An agent that has already ended (and been reaped) has no start time to read: it
     # is recorded with None, which names no process, so nothing is ever signalled for
     # it; its exit code still reaches whoever waits on it, as for any agent.
-    ident: dict[str, Any] = identity(proc.pid) or {"pid": proc.pid, "start_time": None}
+    found = identity(proc.pid)
+    ident = {"pid": proc.pid, "start_time": None if found is None else found["start_time"]}
     return AgentProcess(session_id, {**ident, "argv": command}, log_path, proc)
 
 

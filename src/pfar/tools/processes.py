@@ -9,8 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+from ..journal.rows import StepProcess
 
 
 def start_time(pid: int) -> int | None:
@@ -24,9 +26,9 @@ def start_time(pid: int) -> int | None:
     return int(fields[19])  # field 22 of the whole line
 
 
-def identity(pid: int) -> dict[str, int] | None:
+def identity(pid: int) -> StepProcess | None:
     started = start_time(pid)
-    return None if started is None else {"pid": pid, "start_time": started}
+    return None if started is None else StepProcess(pid=pid, start_time=started)
 
 
 def kill_group(pgid: int) -> None:
@@ -35,14 +37,14 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def end_group_if_same(process: dict[str, int | None]) -> bool:
+def end_group_if_same(process: Mapping[str, object]) -> bool:
     """SIGKILL the process group led by `process` if that very process still runs.
 
     A record without a start time (the process ended before it could be read) names
     no process, and nothing is signalled for it.
     """
-    pid, started = int(process.get("pid") or 0), process.get("start_time")
-    if pid <= 0 or started is None or start_time(pid) != started:
+    pid, started = process.get("pid") or 0, process.get("start_time")
+    if not isinstance(pid, int) or pid <= 0 or started is None or start_time(pid) != started:
         return False
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)

@@ -82,7 +82,8 @@ async def stream(
 ) -> AsyncIterator[Shown]:
     """What a viewer of `task_id` is shown, until the task ends (or the viewer leaves)."""
     mark = None if from_start else await journal.adapters.get(mark_key(task_id))
-    seen = _Seen(int(mark["seq"]) if mark and isinstance(mark.get("seq"), int) else -1)
+    seq = mark.get("seq") if mark else None
+    seen = _Seen(int(seq) if isinstance(seq, int) else -1)
     state = None
     with viewers.watching(task_id) as queue:
         while True:

@@ -103,7 +103,8 @@ async def replay(journal: Journal, task_id: str, *, from_start: bool) -> list[Sh
             "task_id", f"{task.task_id} is a {task.kind.value} task; only loop tasks stream"
         )
     mark = None if from_start else await journal.adapters.get(mark_key(task_id))
-    after = int(mark["seq"]) if mark and isinstance(mark.get("seq"), int) else -1
+    seq = mark.get("seq") if mark else None
+    after = int(seq) if isinstance(seq, int) else -1
     shown, _ = await turns_shown(journal, task_id, after)
     shown.append(Shown("state", task.state.value))
     if task.state.terminal:

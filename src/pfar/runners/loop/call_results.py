@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ...errors import PfarError
-from ...hooks import HookPoint
+from ...hooks import HookPoint, Verdict
 from ...journal import StepStatus, TaskRecord
 from ...journal.turns import LoopCall, LoopResult
 from ..services import Services
@@ -25,8 +25,8 @@ async def result_of(task: TaskRecord, call: LoopCall, svc: Services) -> LoopResu
             kept = await svc.journal.tasks.hook_verdict(
                 task.task_id, f"{HookPoint.PreToolUse}:step:{call.step}"
             )
-            if kept and kept.get("context"):
-                text += "\n\n" + "\n".join(kept["context"])
+            if kept and (context := Verdict.from_json(kept).context):
+                text += "\n\n" + "\n".join(context)
         return LoopResult(call_id=call.id, step=call.step, content=text)
     if rec.status is StepStatus.failed:
         text = await _retried(task, call, svc) + (rec.error or "failed")
