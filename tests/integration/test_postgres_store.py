@@ -37,30 +37,37 @@ def _open(runner: asyncio.Runner, dsn: str, **kw: object) -> Journal:
     return runner.run(open_journal(dsn, create=True, **kw))  # type: ignore[arg-type]
 
 
-def test_the_bus_is_read_only_past_transactions_that_may_still_commit_below(
+def test_bus_events_are_numbered_in_commit_order_across_connections(
     runner: asyncio.Runner, dsn: str
 ) -> None:
+    """Another kernel's transaction holds the journal's write lock with an event numbered:
+    this kernel's commit waits for it, so its event is numbered after, and a reader of
+    `seq > N` never misses an event that commits later with a lower number."""
     journal = _open(runner, dsn)
     try:
         runner.run(journal.events.publish("First", None, {}))
         first = runner.run(journal.events.bus(0))
         assert [e.kind for e in first] == ["First"]
-        # another kernel's transaction takes the next number and has not committed yet
         other = psycopg.connect(dsn)
+        other.execute("SELECT pg_advisory_xact_lock(1885761906, 1)")  # as a writer begins
         other.execute(
             "INSERT INTO bus_events(kind, task_id, body_json, at) VALUES ('Slow', NULL, '{}', 't')"
         )
-        # this kernel's event is numbered after it and commits first
-        runner.run(journal.events.publish("Fast", None, {}))
-        after = first[-1].seq
-        # the reader does not take Fast yet: Slow, numbered below it, may still commit
-        assert runner.run(journal.events.bus(after)) == []
-        assert runner.run(journal.events.bus_last()) == after
-        other.commit()
+
+        async def publish_then_look() -> list[str]:
+            fast = asyncio.create_task(journal.events.publish("Fast", None, {}))
+            await asyncio.sleep(0.3)
+            assert not fast.done()  # waiting for the other transaction's commit
+            assert await journal.events.bus(first[-1].seq) == []  # nothing committed yet
+            await asyncio.to_thread(other.commit)
+            await fast
+            return [e.kind for e in await journal.events.bus(first[-1].seq)]
+
+        assert runner.run(publish_then_look()) == ["Slow", "Fast"]
         other.close()
-        got = runner.run(journal.events.bus(after))
-        assert [e.kind for e in got] == ["Slow", "Fast"]
+        got = runner.run(journal.events.bus(0))
         assert [e.seq for e in got] == sorted(e.seq for e in got)
+        assert runner.run(journal.events.bus_last()) == got[-1].seq
     finally:
         runner.run(journal.aclose())
 

@@ -22,7 +22,8 @@ class Dialect:
     """A backend's statements. Subclasses set every attribute."""
 
     name: str
-    # starts a write transaction that holds the write lock from its first statement
+    # starts a write transaction that holds the journal's write lock from its first
+    # statement: the event bus and the owner's outbox are numbered in commit order
     begin: str
     # FROM clauses of the two reads recovery makes at every start (SQLite is told the
     # partial index to use; PostgreSQL's planner picks it)
@@ -40,9 +41,6 @@ class Dialect:
     bus_high_water: str
     # a subscriber's offset, never moved back
     ack_offset: str
-    # the bus events a reader may take: none that a transaction still running could
-    # number below them (PostgreSQL numbers events in one order and commits in another)
-    bus_settled: str
 
     def failure(self, exc: BaseException) -> Failure | None:
         """What `exc` means to a commit, or None when it is not this driver's error."""

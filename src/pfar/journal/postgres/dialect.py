@@ -9,7 +9,12 @@ from ..dialect import Dialect, Failure
 
 class PostgresDialect(Dialect):
     name = "postgresql"
-    begin = "BEGIN"
+    # The journal's write lock, for the transaction (an advisory lock, "pfar" in ASCII
+    # and 1): a transaction numbers bus events and outbox messages only while it holds
+    # it and commits before the next one can take it, so numbers are in commit order and
+    # a reader of `seq > N` never misses one that commits later below it. One kernel's
+    # group commit takes it once a batch; kernels sharing the journal take turns.
+    begin = "BEGIN; SELECT pg_advisory_xact_lock(1885761906, 1)"
     unfinished_tasks = "task_journal"
     started_steps = "task_steps"
     pause_requested = "coalesce((state_detail->>'pause_requested')::boolean, false)"
@@ -23,10 +28,6 @@ class PostgresDialect(Dialect):
         "ON CONFLICT(subscriber) DO UPDATE SET seq = greatest(bus_offsets.seq, excluded.seq), "
         "updated_at = excluded.updated_at"
     )
-
-    # only events of transactions older than every one still running (xid is the
-    # appending transaction's): one numbered lower can no longer commit after them
-    bus_settled = "xid < pg_snapshot_xmin(pg_current_snapshot())"
 
     def without_fields(self, column: str, fields: tuple[str, ...]) -> str:
         return f"({column} - ARRAY[{', '.join(repr(f) for f in fields)}]::text[])"

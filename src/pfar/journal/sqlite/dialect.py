@@ -27,9 +27,6 @@ class SQLiteDialect(Dialect):
         "updated_at = excluded.updated_at"
     )
 
-    # one writer: events commit in the order they are numbered
-    bus_settled = "TRUE"
-
     def without_fields(self, column: str, fields: tuple[str, ...]) -> str:
         paths = ", ".join(f"'$.{name}'" for name in fields)
         return f"json_remove({column}, {paths})"
