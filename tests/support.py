@@ -43,14 +43,20 @@ def make_home(
     examples: bool = False,
     encryption: EncryptChoice = "auto",
     backend: str | None = None,
+    postgres_dsn: str | None = None,
 ) -> Home:
     """A fresh home. `templates` maps id -> TOML body; `script` is the scripted model's file.
     Encrypted as `pfar init` makes it (its key in a file: no keychain in tests), unless
     `encryption` says otherwise. Its journal is on `backend` (BACKEND's by default): on
-    PostgreSQL, in a schema of the run's own database that the home's directory names."""
+    PostgreSQL, in a schema of the run's own database that the home's directory names,
+    or in the database `postgres_dsn` names (a server of the test's own)."""
     home = Home(root)
     postgres = None
-    if (backend or BACKEND["name"]) == "postgresql":
+    if postgres_dsn is not None:
+        from pfar.kernel.setup_postgres import PostgresInit
+
+        postgres = PostgresInit(postgres_dsn)
+    elif (backend or BACKEND["name"]) == "postgresql":
         from pfar.kernel.setup_postgres import PostgresInit
 
         from .pg_support import store_dsn

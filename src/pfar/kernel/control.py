@@ -48,6 +48,8 @@ REFUSAL_LOG_SECONDS = 10.0  # refused connections are logged at most this often
 # may wait before its first request: idle connections cannot use up the descriptors
 MAX_CLIENTS = 256
 FIRST_REQUEST_SECONDS = 10.0
+# how long closing waits for the connections' handlers to see their end
+CLOSE_SECONDS = 2.0
 
 
 _TOO_LONG = {
@@ -83,6 +85,8 @@ class ControlServer:
         self._operator = Operator(kernel)
         self._server: asyncio.AbstractServer | None = None
         self._clients: set[asyncio.StreamWriter] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()
+        self._closing = False
         self._token = ""
         self._refused = 0  # connections refused since the last log line about them
         self._refusal_logged = float("-inf")
@@ -112,9 +116,17 @@ class ControlServer:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
+            self._closing = True
+            await asyncio.sleep(0)  # a connection just accepted: its handler sees the close
             for client in list(self._clients):  # an idle client must not hold shutdown
                 client.close()
             await self._server.wait_closed()
+            # Each handler ends once it sees its connection's end. One still running when
+            # the process's loop ends is cancelled, and asyncio's stream callback (3.11)
+            # reports that as an unhandled error with a traceback: a fail-stop, which
+            # goes straight on to exit, would end with one instead of its own message
+            if self._handlers:
+                await asyncio.wait(list(self._handlers), timeout=CLOSE_SECONDS)
         for path in (self._kernel.home.control_socket, self._kernel.home.control_token):
             try:
                 path.unlink()
@@ -124,6 +136,13 @@ class ControlServer:
                 log.error("could not remove %s: %s", path, exc.strerror or exc)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._closing:
+            writer.close()
+            return
+        handler = asyncio.current_task()
+        if handler is not None:
+            self._handlers.add(handler)
+            handler.add_done_callback(self._handlers.discard)
         if len(self._clients) >= self._most:  # a flood: refused at once, its descriptor freed
             if self._refused_lines.due():
                 log.warning("control socket: %d connections open; refusing more", self._most)

@@ -116,11 +116,15 @@ class PostgresWriter:
 
     def _stop(self, cause: BaseException, batch: list[Job[Any]]) -> None:
         self._failed = cause
-        if self.on_failure is not None:
-            self.on_failure(cause)
+        # the kernel's fail-stop is told with the server named: the driver's error alone
+        # would be said as if it were the home's SQLite file's. libpq's message runs on
+        # several lines; the owner reads it as one
         err = StoreUnavailable(
-            f"journal commit on {self._where} failed, the kernel must stop: {cause}"
+            f"journal commit on {self._where} failed, the kernel must stop: "
+            f"{' '.join(str(cause).split()) or type(cause).__name__}"
         )
+        if self.on_failure is not None:
+            self.on_failure(err)
         group_commit.fail_all(batch, err)
 
     def _refusal(self) -> VaultIOError:
