@@ -41,7 +41,8 @@ from ..support import (
     wait_for,
 )
 
-pytestmark = pytest.mark.crash
+# every test here runs on each journal backend
+pytestmark = [pytest.mark.crash, pytest.mark.both_backends]
 
 MAX = 2  # kernel deaths in a row with a task in flight before its owner is asked
 CONFIG = f"[recovery]\nmax_recovery_attempts = {MAX}\n"

@@ -27,7 +27,8 @@ from pfar.vault.home import Home
 from ..support import make_home, pfar, read_journal, task_states, wait_for
 from .test_regressions import kernel
 
-pytestmark = pytest.mark.crash
+# every test here runs on each journal backend
+pytestmark = [pytest.mark.crash, pytest.mark.both_backends]
 
 # another kernel's process, as the lock table sees it: it takes a lock on FILE for a
 # lease of LEASE seconds, says so, and lives on without renewing it

@@ -26,7 +26,8 @@ from ..support import (
     write_journal,
 )
 
-pytestmark = pytest.mark.crash
+# every test here runs on each journal backend
+pytestmark = [pytest.mark.crash, pytest.mark.both_backends]
 
 SLOW_NOTE = """
     id = "slow_note"

@@ -205,6 +205,7 @@ def quiet(server: RecordingServer) -> None:
 # -- R1 ---------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r1_resume_from_step_2_after_kill_after_first_step(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -253,6 +254,7 @@ def test_r1_resume_from_step_2_after_kill_after_first_step(
 # -- R2 ---------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r2_approval_resent_after_kill_then_approved_write_runs_once(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -316,6 +318,7 @@ def test_r2_approval_resent_after_kill_then_approved_write_runs_once(
 # -- R3 ---------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r3_killed_while_planning_is_retried_from_scratch_without_duplicates(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -360,6 +363,7 @@ IN_DOUBT = (
 )
 
 
+@pytest.mark.both_backends
 def test_r4_shell_write_in_doubt_asks_the_owner_then_retries(tmp_path: Path) -> None:
     log = tmp_path / "effects.log"
     home = make_home(
@@ -415,6 +419,7 @@ def test_r4_shell_write_in_doubt_asks_the_owner_then_retries(tmp_path: Path) -> 
     assert step_statuses(home, tid) == {0: "completed", 1: "completed"}
 
 
+@pytest.mark.both_backends
 def test_r4_shell_write_that_ran_before_the_kill_is_skipped_on_the_owners_word(
     tmp_path: Path,
 ) -> None:
@@ -466,6 +471,7 @@ def test_r4_shell_write_that_ran_before_the_kill_is_skipped_on_the_owners_word(
     assert step_statuses(home, tid) == {0: "skipped"}
 
 
+@pytest.mark.both_backends
 def test_r4_http_write_in_doubt_is_retried_with_the_same_idempotency_key(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -517,6 +523,7 @@ def test_r4_http_write_in_doubt_is_retried_with_the_same_idempotency_key(
     assert not [m for m in owner_messages(home) if m["kind"] == "approval"]
 
 
+@pytest.mark.both_backends
 def test_r4_post_to_a_host_not_trusted_with_keys_asks_the_owner(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -559,6 +566,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"  # a zombie has ended; only its parent has not reaped it
 
 
+@pytest.mark.both_backends
 def test_r4_an_approved_write_interrupted_mid_run_asks_again(tmp_path: Path) -> None:
     """The owner's approval covered one run: if that run is cut off, the owner is asked
     about the write in doubt instead of it silently running a second time."""
@@ -648,6 +656,7 @@ def test_r5_only_tasks_younger_than_max_age_are_recovered(tmp_path: Path) -> Non
 # -- R8 ---------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r8_sigterm_lets_in_flight_tasks_finish_and_shuts_down_cleanly(tmp_path: Path) -> None:
     home = make_home(
         tmp_path / "home",
@@ -679,6 +688,7 @@ def test_r8_sigterm_lets_in_flight_tasks_finish_and_shuts_down_cleanly(tmp_path:
 # -- R9 ---------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r9_shutdown_timeout_leaves_the_slow_task_for_the_next_start(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -734,6 +744,7 @@ def test_r9_shutdown_timeout_leaves_the_slow_task_for_the_next_start(
 # -- R10 --------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r10_credential_prompt_resent_after_kill_and_secret_never_leaks(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -927,6 +938,7 @@ def test_r11_one_report_lists_retried_resumed_reprompted_and_abandoned(
 # -- R12 --------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r12_clean_restart_reports_no_pending_tasks(tmp_path: Path) -> None:
     home = make_home(
         tmp_path / "home",

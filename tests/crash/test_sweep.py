@@ -38,7 +38,8 @@ from ..support import (
     task_states,
 )
 
-pytestmark = pytest.mark.crash
+# every test here runs on each journal backend
+pytestmark = [pytest.mark.crash, pytest.mark.both_backends]
 
 TERMINAL = {"Completed", "Failed", "Abandoned"}
 
