@@ -78,7 +78,7 @@ def read(home: Home, ask: Callable[[HomeReader], Awaitable[T]]) -> T:
     kernel (its vault is opened read-only, and closed again)."""
 
     async def asking() -> T:
-        with HomeReader(home) as r:
+        async with HomeReader(home) as r:
             return await ask(r)
 
     return asyncio.run(asking())

@@ -48,6 +48,34 @@ async def open_store(
     )
 
 
+async def open_home_journal(home: Home, *, readonly: bool = True) -> Journal:
+    """The home's journal as its config.toml places it, to look at (no kernel needed):
+    the vault's key unlocked, and the server's password read from the vault when the
+    configuration keeps it there."""
+    from ..config import Config
+    from ..vault import keys
+
+    config = Config.load(home.config).vault
+    key = keys.unlock(home)
+    if config.backend == "sqlite" or config.postgresql is None:
+        return await open_store(home, config, key=key, readonly=readonly)
+    secrets = None
+    if config.postgresql.password_secret is not None:
+        secrets = SecretStore.open(home.secrets_db, key=key, readonly=True)
+    try:
+        return await open_store(home, config, key=key, secrets=secrets, readonly=readonly)
+    finally:
+        if secrets is not None:
+            secrets.close()
+
+
+def backend_of(home: Home) -> str:
+    """Where the home's journal is ("sqlite" or "postgresql"), as config.toml says."""
+    from ..config import Config
+
+    return Config.load(home.config).vault.backend
+
+
 def password(home: Home, config: VaultConfig, secrets: SecretStore | None) -> str | None:
     """The server's password from where `[vault.postgresql]` says it is kept (None:
     libpq's own sources, PGPASSWORD or ~/.pgpass, or none)."""

@@ -186,7 +186,8 @@ class Kernel:
         config = self._config or Config.load(self.home.config)
         self.config = config
         self.duties.watch_disk(config)
-        if not self.home.sessions_db.exists():
+        in_vault = config.vault.backend == "sqlite"  # else the journal is on a server
+        if in_vault and not self.home.sessions_db.exists():
             raise VaultMissing(
                 f"{self.home.sessions_db} does not exist; run `pfar init` to create a new home "
                 "(an existing home whose vault went missing should be restored from backup)"
@@ -197,8 +198,8 @@ class Kernel:
             key = keys.unlock(self.home)
             # before anything opens the vault to write: a damaged vault, or a journal
             # behind what the kernel acknowledged, stops the start here, vault untouched
-            self._vault = vault_start.check_at_start(self.home, key)
-            opening.open_stores(
+            self._vault = vault_start.check_at_start(self.home, key, journal=in_vault)
+            await opening.open_stores(
                 self,
                 config,
                 key,
@@ -211,7 +212,7 @@ class Kernel:
             )
         except BaseException:
             for resource in opened:
-                resource.close()
+                await opening.close(resource)
             self.life.let_go()
             raise
         opening.log_start(self, config, self._vault)

@@ -141,7 +141,7 @@ async def shutdown(k: Stopping, timeout: float | None) -> list[str]:
     await k.journal.events.end_boot(k.boot_id)
     k.audit.log("system_shutdown", left_in_journal=left)
     k.audit.close()
-    k.journal.close(checkpoint=True)
+    await k.journal.aclose(checkpoint=True)
     if k.acknowledged is not None:
         k.acknowledged.close()
     k.secrets.close()
@@ -159,7 +159,7 @@ async def abort(k: Stopping) -> None:
     for t in coroutines:
         t.cancel()
     await asyncio.gather(*coroutines, return_exceptions=True)
-    k.journal.close(checkpoint=False)
+    await k.journal.aclose(checkpoint=False)
     if k.acknowledged is not None:
         k.acknowledged.abandon()
     k.secrets.close()

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from ..config import Config
 from ..journal import Journal
 from ..journal.faults import FaultHook
+from ..journal.open_store import open_store
 from ..llm.proxy import ChatModel
 from ..policy.redact import RedactingFilter, Redactor
 from ..tools.registry import ToolRegistry
@@ -45,7 +46,7 @@ class OpeningHost(ServicesHost, Protocol):
     def driver(self) -> Counted: ...
 
 
-def open_stores(
+async def open_stores(
     k: OpeningHost,
     config: Config,
     key: keys.VaultKey | None,
@@ -59,19 +60,17 @@ def open_stores(
 ) -> None:
     """Open the stores onto `k`, each into `opened` as it is (the caller closes them if
     the start goes no further)."""
-    k.journal = Journal.open(
-        k.home.sessions_db,
-        key=key,
-        synchronous=config.vault.synchronous,
-        fault_hook=fault_hook,
+    # secrets first: the journal's server may take its password from them
+    k.secrets = SecretStore.open(k.home.secrets_db, key=key, synchronous=config.vault.synchronous)
+    opened.append(k.secrets)
+    k.journal = await open_store(
+        k.home, config.vault, key=key, secrets=k.secrets, fault_hook=fault_hook
     )
     opened.append(k.journal)
     k.journal.writer.on_failure = write_failed
     # with one task running (or none: a submit), no other write would share its
     # commit: it commits at once (GroupCommitWriter.alone)
     k.journal.writer.alone = lambda: k.driver.count() <= 1
-    k.secrets = SecretStore.open(k.home.secrets_db, key=key, synchronous=config.vault.synchronous)
-    opened.append(k.secrets)
     k.knowledge = task_services.open_knowledge(k.home.memory_db, key)
     k.sessions = SessionSupervisor(
         k.journal.sessions,
@@ -120,3 +119,11 @@ def _config_hash(home: Home) -> str:
         return hashlib.sha256(home.config.read_bytes()).hexdigest()[:16]
     except OSError:
         return "defaults"
+
+
+async def close(resource: Any) -> None:
+    """Close what a start opened before it failed (a journal on a server is awaited)."""
+    if isinstance(resource, Journal):
+        await resource.aclose(checkpoint=False)
+    else:
+        resource.close()

@@ -159,6 +159,8 @@ async def _acknowledge(k: RecoveringHost, config: Config, vault: vault_start.Vau
     """From the recovery report on (it is journaled now, with what the vault checks
     found), every commit is work the kernel acknowledges: vault/acknowledged follows
     the journal, and a restore already reported is not reported again."""
+    if k.journal.path is None:
+        return  # a journal on a server: the server keeps it whole, no local record follows it
     try:
         k.acknowledged = Acknowledging(
             k.home.vault_dir,

@@ -102,15 +102,19 @@ class VaultStart:
     audit: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
-def check_at_start(home: Home, key: VaultKey | None) -> VaultStart:
+def check_at_start(home: Home, key: VaultKey | None, *, journal: bool = True) -> VaultStart:
     """Raise VaultCorrupt for a damaged vault, VaultWentBack for a journal behind what
-    was acknowledged; otherwise what the recovery report is to say. Reads only."""
+    was acknowledged; otherwise what the recovery report is to say. Reads only.
+    `journal`: the journal is in the vault (sessions.db); a journal on a server is the
+    server's to keep whole, and only the vault's own files are checked."""
     check = integrity.check_vault(home.vault_dir, key)
     keep_check(home, check)
     damaged = check.refusal(home.vault_dir)
     if damaged is not None:
         raise damaged
     found = VaultStart()
+    if not journal:
+        return found
     with reading(home, key) as conn:
         if not has_bus(conn):
             # not a pfar journal (opening it says so), or one older than the event bus,

@@ -96,6 +96,13 @@ def make_backup(
             "unlock.json changed since it was read?); nothing was written"
         )
     if not home.sessions_db.exists():
+        if home.secrets_db.exists():  # a home whose journal is on a server
+            raise VaultError(
+                f"{home.root} keeps its journal on a PostgreSQL server ([vault] backend in "
+                "config.toml): back the journal up with the server's own tools (pg_dump, "
+                "base backups); `pfar vault backup` copies a vault whose journal is "
+                "sessions.db, and does not copy half a home. Nothing was written"
+            )
         raise VaultError(f"{home.sessions_db} does not exist: there is no vault to back up")
     dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}{_PARTIAL}", dir=dest.parent))

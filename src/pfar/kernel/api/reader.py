@@ -24,6 +24,7 @@ from ...journal import (
     TaskState,
 )
 from ...journal.bus_sql import BusEvent
+from ...journal.open_store import backend_of, open_home_journal
 from ...journal.sessions import SessionRecord, SessionStatus
 from ...recovery import plan_recovery
 from ...runners.loop.context import ContextStats
@@ -87,6 +88,19 @@ class HomeReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def __aenter__(self) -> HomeReader:
+        """Open the home's journal now when it is on a server (a connection belongs to
+        the event loop that made it); a vault file is opened when first read."""
+        if self._journal is None and backend_of(self.home) != "sqlite":
+            self._journal = await open_home_journal(self.home)
+            self._opened.append(self._journal)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for resource in self._opened:
+            await resource.aclose()
+        self._opened.clear()
+
     def close(self) -> None:
         """Close what this reader opened (never a kernel's journal)."""
         for resource in self._opened:
@@ -96,6 +110,11 @@ class HomeReader:
     @property
     def journal(self) -> Journal:
         if self._journal is None:
+            if backend_of(self.home) != "sqlite":
+                raise RuntimeError(
+                    "a reader of a home whose journal is on a server is opened "
+                    "with `async with HomeReader(home)`"
+                )
             self._journal = Journal.open_readonly(self.home.sessions_db, key=keys.unlock(self.home))
             self._opened.append(self._journal)
         return self._journal
