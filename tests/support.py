@@ -22,7 +22,9 @@ from typing import Any, TypeVar
 from pfar import init_home
 from pfar.cli.client import call
 from pfar.journal import TaskState, payloads
+from pfar.journal.owner_records import ApprovalRecord
 from pfar.journal.payloads import Payload
+from pfar.journal.records import TaskRecord
 from pfar.journal.store import Store
 from pfar.vault import keys
 from pfar.vault.driver import sqlite
@@ -192,12 +194,20 @@ def read_journal(home: Home, read: Callable[[Store], Awaitable[T]]) -> T:
     return asyncio.run(_read_journal(home, read))
 
 
-async def _read_journal(home: Home, read: Callable[[Store], Awaitable[T]]) -> T:
+def write_journal(home: Home, write: Callable[[Store], Awaitable[T]]) -> T:
+    """One write through the store's verbs, with no kernel running: a situation set up
+    as the kernel itself would journal it, whatever the backend."""
+    return asyncio.run(_read_journal(home, write, readonly=False))
+
+
+async def _read_journal(
+    home: Home, read: Callable[[Store], Awaitable[T]], *, readonly: bool = True
+) -> T:
     from pfar.config import Config
     from pfar.journal.open_store import open_store
 
     config = Config.load(home.config)
-    journal = await open_store(home, config.vault, key=keys.unlock(home), readonly=True)
+    journal = await open_store(home, config.vault, key=keys.unlock(home), readonly=readonly)
     try:
         return await read(journal)
     finally:
@@ -212,11 +222,40 @@ def db(home: Home) -> sqlite.Connection:
 
 
 def task_states(home: Home) -> dict[str, str]:
-    with db(home) as conn:
-        return {
-            r["task_id"]: r["state"]
-            for r in conn.execute("SELECT task_id, state FROM task_journal")
-        }
+    """Each task's state by id, as the journal's store lists them (any backend)."""
+    listed = read_journal(home, lambda s: s.tasks.listing(limit=1_000_000))
+    return {t.task_id: str(t.state) for t in listed}
+
+
+def task_record(home: Home, task_id: str) -> TaskRecord:
+    return read_journal(home, lambda s: s.tasks.get(task_id))
+
+
+def step_statuses(home: Home, task_id: str) -> dict[int, str]:
+    """Each journaled step of the task and its status."""
+    steps = read_journal(home, lambda s: s.tasks.steps(task_id))
+    return {r.step: str(r.status) for r in steps}
+
+
+def task_approvals(home: Home, task_id: str) -> list[ApprovalRecord]:
+    """The task's questions to the owner, oldest first, whatever their status."""
+    return read_journal(home, lambda s: s.questions.approvals_for_task(task_id))
+
+
+def pending_approvals(home: Home) -> list[ApprovalRecord]:
+    return read_journal(home, lambda s: s.questions.approvals())
+
+
+def task_of_event(home: Home, event_id: str) -> str | None:
+    """The task an inbound event created (None: the journal has not seen the event)."""
+    return read_journal(home, lambda s: s.adapters.event_task(event_id)) or None
+
+
+def last_boot(home: Home) -> dict[str, Any]:
+    """The newest boot in the journal: its id, pid and whether it ended cleanly."""
+    found = read_journal(home, lambda s: s.events.last_boot())
+    assert found is not None, "the journal has no boot"
+    return found
 
 
 def owner_messages(home: Home) -> list[dict[str, Any]]:

@@ -19,7 +19,14 @@ import pytest
 from pfar.vault.home import Home
 
 from ..integration.test_bad_input import pfar
-from ..support import RecordingServer, make_home, owner_messages, wait_for
+from ..support import (
+    RecordingServer,
+    make_home,
+    owner_messages,
+    step_statuses,
+    task_record,
+    wait_for,
+)
 from .test_regressions import (
     kernel,
     lines_of,
@@ -28,9 +35,7 @@ from .test_regressions import (
     rows,
     script,
     shell_append,
-    steps_of,
     submit,
-    task_row,
     template,
     wait_state,
 )
@@ -61,7 +66,7 @@ def _asked_again_or_ran(home: Home, task_id: str, log: Path, runs: int) -> dict[
 
 
 def _not_completed(home: Home, task_id: str) -> None:
-    assert task_row(home, task_id)["state"] == "AwaitingApproval"
+    assert task_record(home, task_id).state == "AwaitingApproval"
     assert not [m for m in owner_messages(home) if m["kind"] == "result"]
 
 
@@ -97,7 +102,7 @@ def test_a_retry_of_a_write_in_doubt_is_spent_by_the_run_it_starts(tmp_path: Pat
         assert again["approval_id"] != first["approval_id"]
         assert again["action_type"] == "write_in_doubt" and again["step"] == 0
         assert _questions(home, tid)[first["approval_id"]]["status"] == "approved"
-        assert steps_of(home, tid) == {0: "started"}
+        assert step_statuses(home, tid) == {0: "started"}
         _not_completed(home, tid)
     assert lines_of(log) == ["announce", "announce"]
 
@@ -129,7 +134,7 @@ def test_a_skip_is_spent_on_its_own_step_never_the_next(tmp_path: Path) -> None:
         again = _asked_again_or_ran(home, tid, log, runs=2)
         assert again["approval_id"] != first["approval_id"]
         assert again["action_type"] == "write_in_doubt" and again["step"] == 1
-        assert steps_of(home, tid) == {0: "skipped", 1: "started"}
+        assert step_statuses(home, tid) == {0: "skipped", 1: "started"}
         _not_completed(home, tid)
     assert lines_of(log) == ["one", "two"]
 
@@ -302,7 +307,7 @@ def test_a_workflow_skip_is_spent_on_its_own_step_never_the_next(tmp_path: Path)
             lambda: (
                 _pending(home, tid)
                 or "ship" in lines_of(log)
-                or task_row(home, tid)["state"] == "Completed"
+                or task_record(home, tid).state == "Completed"
             ),
             what="a new question (or the workflow to go on without one)",
         )

@@ -12,9 +12,20 @@ from pathlib import Path
 
 import pytest
 
+from pfar.journal import payloads
 from pfar.vault.home import Home
 
-from ..support import make_home, owner_messages, pfar, running_kernel, said, task_states, wait_for
+from ..support import (
+    make_home,
+    owner_messages,
+    pfar,
+    running_kernel,
+    said,
+    step_statuses,
+    task_record,
+    task_states,
+    wait_for,
+)
 from .test_regressions import (
     boot,
     boot_report,
@@ -22,9 +33,7 @@ from .test_regressions import (
     plan,
     rows,
     script,
-    steps_of,
     submit,
-    task_row,
     template,
     wait_state,
 )
@@ -82,7 +91,7 @@ def _step_pid(home: Home, task_id: str) -> int:
 
 
 def _cut_off(home: Home, task_id: str) -> None:
-    assert steps_of(home, task_id) == {0: "cancelled"}  # no row for step 2: it never started
+    assert step_statuses(home, task_id) == {0: "cancelled"}  # no row for step 2: it never started
     (error,) = rows(home, "SELECT error FROM task_steps WHERE task_id = ? AND step = 0", task_id)[0]
     assert "cut off by the owner's cancel while it ran" in error
     assert "may have had (some of) its effects" in error
@@ -104,7 +113,7 @@ def test_cancel_ends_the_running_command_and_no_further_step_runs(tmp_path: Path
         assert task_states(home)[tid] == "Cancelled"  # acknowledged means committed
         wait_for(lambda: _gone(pid), what="the step's process group to be gone")
         _cut_off(home, tid)
-        assert task_row(home, tid)["error"] == "cancelled by the owner"
+        assert task_record(home, tid).error == "cancelled by the owner"
         time.sleep(0.5)
         assert not marker.exists(), "a step ran after the cancel"
         notice = wait_for(
@@ -147,7 +156,7 @@ def test_a_kill_after_the_cancel_intent_finishes_the_cancel_at_the_next_start(
         assert k.killed_by_fault(), k.output()
     # the intent is durable; the command outlived the kernel
     assert task_states(home)[tid] == "Cancelling"
-    assert steps_of(home, tid) == {0: "started"}
+    assert step_statuses(home, tid) == {0: "started"}
     assert not _gone(pid)
 
     with running_kernel(home) as k2:
@@ -200,9 +209,9 @@ def test_a_paused_task_stays_paused_across_a_kill_and_resumes_where_it_was(
         )
         # the running step is not cut: it finishes, and the task stops before the next
         wait_state(home, tid, "Paused")
-        assert steps_of(home, tid) == {0: "completed"}
-        detail = json.loads(task_row(home, tid)["state_detail"])
-        assert detail == {"kind": "Paused", "then": {"kind": "Executing", "current_step": 1}}
+        assert step_statuses(home, tid) == {0: "completed"}
+        paused = payloads.Paused(then=payloads.Executing(current_step=1))
+        assert task_record(home, tid).payload == paused
         again = pfar(home, "pause", tid)
         assert said(again) == f"task {tid} is already Paused; nothing changed"
         listed = pfar(home, "tasks", "--state", "Paused", "--json")
@@ -223,7 +232,7 @@ def test_a_paused_task_stays_paused_across_a_kill_and_resumes_where_it_was(
         assert said(r) == f"task {tid} resumes (Executing)"
         wait_state(home, tid, "Completed")
     assert log.read_text().split() == ["one", "two", "three"]
-    assert steps_of(home, tid) == {0: "completed", 1: "completed", 2: "completed"}
+    assert step_statuses(home, tid) == {0: "completed", 1: "completed", 2: "completed"}
 
 
 def test_cancelling_a_task_parked_on_an_approval_withdraws_the_question(tmp_path: Path) -> None:
@@ -328,7 +337,7 @@ def test_cancelling_a_running_workflow_ends_its_command_and_says_so_in_the_trace
         assert "step 2 was cut off while it ran" in said(r)
         assert task_states(home)[tid] == "Cancelled"
         wait_for(lambda: _gone(pid), what="the step's process group to be gone")
-        assert steps_of(home, tid) == {0: "completed", 1: "cancelled"}
+        assert step_statuses(home, tid) == {0: "completed", 1: "cancelled"}
         trace = (work / "trace.md").read_text()
         assert "compile cut off: the task was cancelled while it ran" in trace
         time.sleep(0.5)
@@ -368,7 +377,7 @@ def test_a_paused_workflow_survives_a_kill_and_resume_goes_on_from_its_trace(
         r = pfar(home, "pause", tid)
         assert r.returncode == 0, said(r)
         wait_state(home, tid, "Paused")
-        assert steps_of(home, tid) == {0: "completed", 1: "completed"}
+        assert step_statuses(home, tid) == {0: "completed", 1: "completed"}
     finally:
         k.kill()
     with running_kernel(home) as k2:

@@ -24,39 +24,37 @@ from typing import Any
 
 import pytest
 
+from pfar.journal import payloads
+from pfar.journal.owner_records import ApprovalRecord
+from pfar.journal.records import TaskRecord
 from pfar.vault.home import Home
 
-from ..support import KernelProcess, db, make_home, owner_messages, pfar, wait_for
+from ..support import (
+    KernelProcess,
+    last_boot,
+    make_home,
+    owner_messages,
+    pfar,
+    task_approvals,
+    task_of_event,
+    task_record,
+    wait_for,
+)
 
-pytestmark = pytest.mark.crash
+# every test here runs on each journal backend
+pytestmark = [pytest.mark.crash, pytest.mark.both_backends]
 
 MAX = 2  # kernel deaths in a row with a task in flight before its owner is asked
 CONFIG = f"[recovery]\nmax_recovery_attempts = {MAX}\n"
 TERMINAL = ("Completed", "Failed", "Abandoned")
 
 
-def _row(home: Home, task_id: str) -> dict[str, Any]:
-    with contextlib.closing(db(home)) as conn:
-        row = conn.execute("SELECT * FROM task_journal WHERE task_id = ?", (task_id,)).fetchone()
-        return dict(row)
-
-
-def _approvals(home: Home, task_id: str) -> list[dict[str, Any]]:
-    with contextlib.closing(db(home)) as conn:
-        return [
-            dict(r)
-            for r in conn.execute(
-                "SELECT * FROM pending_approvals WHERE task_id = ? ORDER BY created_at", (task_id,)
-            )
-        ]
-
-
-def _wait_state(home: Home, task_id: str, state: str) -> dict[str, Any]:
-    def reached() -> dict[str, Any] | None:
-        row = _row(home, task_id)
-        if row["state"] != state and row["state"] in TERMINAL:
-            raise AssertionError(f"task ended {row['state']}, not {state}: {row['error']}")
-        return row if row["state"] == state else None
+def _wait_state(home: Home, task_id: str, state: str) -> TaskRecord:
+    def reached() -> TaskRecord | None:
+        row = task_record(home, task_id)
+        if row.state != state and row.state in TERMINAL:
+            raise AssertionError(f"task ended {row.state}, not {state}: {row.error}")
+        return row if row.state == state else None
 
     return wait_for(reached, what=f"the task to reach {state}")  # type: ignore[no-any-return]
 
@@ -80,8 +78,8 @@ def _question(home: Home, approval_id: str, *, resent: bool) -> str:
     return str(body)
 
 
-def _pending(home: Home, task_id: str) -> dict[str, Any]:
-    (pending,) = [a for a in _approvals(home, task_id) if a["status"] == "pending"]
+def _pending(home: Home, task_id: str) -> ApprovalRecord:
+    (pending,) = [a for a in task_approvals(home, task_id) if a.status == "pending"]
     return pending
 
 
@@ -118,14 +116,8 @@ def _submit(k: KernelProcess, template: str) -> str:
     try:
         return str(k.request("submit", template=template, text="go", event_id=event_id)["task_id"])
     except Exception:
-
-        def row() -> Any:
-            with contextlib.closing(db(k.home)) as conn:
-                return conn.execute(
-                    "SELECT task_id FROM task_journal WHERE event_id = ?", (event_id,)
-                ).fetchone()
-
-        return str(wait_for(row, what="the submitted task's row")["task_id"])
+        found = wait_for(lambda: task_of_event(k.home, event_id), what="the submitted task")
+        return str(found)
 
 
 # -- killed from outside while the task happens to be in flight -------------------------
@@ -166,7 +158,7 @@ def test_a_task_in_flight_during_outside_kills_is_asked_about_never_abandoned(
         task_id = _submit(k1, "slow")
         _kill_while_planning(home, k1, task_id)  # death 1
         k2 = _start(home, started)
-        assert _row(home, task_id)["recovery_attempts"] == 1
+        assert task_record(home, task_id).recovery_attempts == 1
         _kill_while_planning(home, k2, task_id)  # death 2
 
         # what a restart would do, and why: what is known, not a guess
@@ -185,15 +177,16 @@ def test_a_task_in_flight_during_outside_kills_is_asked_about_never_abandoned(
         )
         row = _wait_state(home, task_id, "AwaitingApproval")
         first = _pending(home, task_id)
-        assert first["action_type"] == "in_flight_deaths"
-        assert json.loads(row["state_detail"])["approval_id"] == first["approval_id"]
-        body = _question(home, first["approval_id"], resent=False)
+        assert first.action_type == "in_flight_deaths"
+        assert isinstance(row.payload, payloads.AwaitingApproval)
+        assert row.payload.approval_id == first.approval_id
+        body = _question(home, first.approval_id, resent=False)
         assert (
             f"Task Slow plan ({task_id[:8]}) was in flight (Planning) during {MAX} kernel "
             "deaths in a row, with no progress between them. pfar cannot tell whether it "
             "caused them. Resume it where it was, or abandon it?"
         ) in body
-        short = first["approval_id"][:8]
+        short = first.approval_id[:8]
         assert f"pfar approve {short}  (resume) | pfar answer {short} abandon" in body
         k3.kill()  # before the answer: the question is re-sent, the task still waits
 
@@ -201,13 +194,13 @@ def test_a_task_in_flight_during_outside_kills_is_asked_about_never_abandoned(
         assert _report(home, k4) == (
             "System restarted. Recovery report:\n - 1 approval re-sent (Slow plan)"
         )
-        assert "re-sent after restart" in _question(home, first["approval_id"], resent=True)
-        assert _row(home, task_id)["state"] == "AwaitingApproval"
+        assert "re-sent after restart" in _question(home, first.approval_id, resent=True)
+        assert task_record(home, task_id).state == "AwaitingApproval"
         k4.request("answer", approval_id=short, decision="resume")
         row = _wait_state(home, task_id, "Planning")  # back where it was, counter reset
-        assert row["recovery_attempts"] == 0
-        (answered,) = [a for a in _approvals(home, task_id) if a["status"] != "pending"]
-        assert (answered["status"], answered["decision"]) == ("approved", "resume")
+        assert row.recovery_attempts == 0
+        (answered,) = [a for a in task_approvals(home, task_id) if a.status != "pending"]
+        assert (answered.status, answered.decision) == ("approved", "resume")
         _kill_while_planning(home, k4, task_id)  # after the answer: death 1 of the resumed run
 
         k5 = _start(home, started)
@@ -223,15 +216,15 @@ def test_a_task_in_flight_during_outside_kills_is_asked_about_never_abandoned(
         )
         _wait_state(home, task_id, "AwaitingApproval")
         second = _pending(home, task_id)
-        assert second["approval_id"] != first["approval_id"]
-        assert second["action_type"] == "in_flight_deaths"
+        assert second.approval_id != first.approval_id
+        assert second.action_type == "in_flight_deaths"
         # the model answers at once now: resumed, the task finishes
         (home.root / "scripts" / "default.toml").write_text(_slow_script(0))
-        k6.request("answer", approval_id=second["approval_id"], decision="approve")
+        k6.request("answer", approval_id=second.approval_id, decision="approve")
         _wait_state(home, task_id, "Completed")
         assert (home.workspace(task_id) / "n.txt").read_text() == "done"
         assert k6.terminate() == 0
-    statuses = [(a["status"], a["decision"]) for a in _approvals(home, task_id)]
+    statuses = [(a.status, a.decision) for a in task_approvals(home, task_id)]
     assert statuses == [("approved", "resume"), ("approved", "resume")]
 
 
@@ -250,10 +243,7 @@ class KernelKiller:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 killer.hits += 1
-                with contextlib.closing(db(home)) as conn:
-                    (pid,) = conn.execute(
-                        "SELECT pid FROM kernel_boots ORDER BY started_at DESC LIMIT 1"
-                    ).fetchone()
+                pid = last_boot(home)["pid"]
                 if pid in {k.proc.pid for k in started}:
                     os.kill(pid, signal.SIGKILL)
 
@@ -305,7 +295,7 @@ def test_a_task_that_kills_the_kernel_each_time_runs_nothing_until_the_owner_ans
             _dies(k1)  # death 1: the read step ran, and the kernel died
             _dies(_start(home, started, ready=False))  # death 2: recovered, ran, died
             assert server.hits == MAX
-            assert _row(home, task_id)["recovery_attempts"] == MAX - 1
+            assert task_record(home, task_id).recovery_attempts == MAX - 1
 
             # parked: the kernel lives, and the step does not run again
             k3 = _start(home, started)
@@ -313,18 +303,20 @@ def test_a_task_that_kills_the_kernel_each_time_runs_nothing_until_the_owner_ans
                 "System restarted. Recovery report:\n" + _parked_line("Fetch the page")
             )
             row = _wait_state(home, task_id, "AwaitingApproval")
-            assert json.loads(row["state_detail"])["in_flight"]["then"]["kind"] == "Executing"
+            assert isinstance(row.payload, payloads.AwaitingApproval)
+            assert row.payload.in_flight is not None
+            assert row.payload.in_flight.then.kind == "Executing"
             first = _pending(home, task_id)
-            assert "(Executing, step 1 of 1)" in _question(home, first["approval_id"], resent=False)
+            assert "(Executing, step 1 of 1)" in _question(home, first.approval_id, resent=False)
             time.sleep(1.0)
             assert k3.proc.poll() is None and server.hits == MAX
             k3.kill()  # before the answer
 
             k4 = _start(home, started)
-            assert "re-sent after restart" in _question(home, first["approval_id"], resent=True)
+            assert "re-sent after restart" in _question(home, first.approval_id, resent=True)
             assert server.hits == MAX
             with contextlib.suppress(Exception):  # the step may kill it before the reply
-                k4.request("answer", approval_id=first["approval_id"], decision="resume")
+                k4.request("answer", approval_id=first.approval_id, decision="resume")
             _dies(k4)  # the owner's choice: it ran once more, and killed the kernel again
             _dies(_start(home, started, ready=False))  # and once more, recovered
             assert server.hits == 2 * MAX
@@ -333,18 +325,18 @@ def test_a_task_that_kills_the_kernel_each_time_runs_nothing_until_the_owner_ans
             k6 = _start(home, started)
             _wait_state(home, task_id, "AwaitingApproval")
             second = _pending(home, task_id)
-            assert second["approval_id"] != first["approval_id"]
+            assert second.approval_id != first.approval_id
             time.sleep(1.0)
             assert k6.proc.poll() is None and server.hits == 2 * MAX
-            k6.request("answer", approval_id=second["approval_id"][:8], decision="deny")
+            k6.request("answer", approval_id=second.approval_id[:8], decision="deny")
             row = _wait_state(home, task_id, "Abandoned")
-            assert row["error"] == (
+            assert row.error == (
                 f"Abandoned by the owner: it was in flight during {MAX} kernel deaths in a row, "
                 "with no progress between them"
             )
             assert k6.terminate() == 0
         finally:
             server.close()
-    statuses = [(a["status"], a["decision"]) for a in _approvals(home, task_id)]
+    statuses = [(a.status, a.decision) for a in task_approvals(home, task_id)]
     assert statuses == [("approved", "resume"), ("denied", "abandon")]
     assert server.hits == 2 * MAX

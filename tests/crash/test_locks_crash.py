@@ -24,39 +24,42 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import make_home, pfar, wait_for
-from .test_regressions import kernel, rows
+from ..support import make_home, pfar, read_journal, task_states, wait_for
+from .test_regressions import kernel
 
-pytestmark = pytest.mark.crash
+# every test here runs on each journal backend
+pytestmark = [pytest.mark.crash, pytest.mark.both_backends]
 
 # another kernel's process, as the lock table sees it: it takes a lock on FILE for a
 # lease of LEASE seconds, says so, and lives on without renewing it
 HOLDER = textwrap.dedent(
     """
-    import os, socket, sys, time
-    from datetime import UTC, datetime, timedelta
+    import asyncio, os, socket, sys, time
     from pathlib import Path
+    from pfar.config import Config
+    from pfar.journal.locks_sql import LockClaim, LockOwner
+    from pfar.journal.open_store import open_store
     from pfar.tools.processes import start_time
     from pfar.vault import keys
-    from pfar.vault.driver import sqlite
     from pfar.vault.home import Home
 
-    db, name, lease = sys.argv[1], sys.argv[2], float(sys.argv[3])
-    fmt = "%Y-%m-%dT%H:%M:%S.%fZ"
-    now = datetime.now(UTC)
-    conn = sqlite.connect(db, timeout=30)
-    key = keys.unlock(Home(Path(db).parent.parent))
-    if key is not None:
-        conn.execute(f"PRAGMA key = {key.pragma()}")
-    with conn:
-        conn.execute(
-            "INSERT INTO resource_locks(kind, name, holder, mode, task_id, boot_id, host, "
-            "pid, pid_started, lease_until, acquired_at) VALUES "
-            "('file', ?, 'other-task:0', 'exclusive', 'other-task', 'other-boot', ?, ?, ?, ?, ?)",
-            (name, socket.gethostname(), os.getpid(), start_time(os.getpid()),
-             (now + timedelta(seconds=lease)).strftime(fmt), now.strftime(fmt)),
-        )
-    conn.close()
+    home, name, lease = Home(Path(sys.argv[1])), sys.argv[2], float(sys.argv[3])
+
+    async def hold():
+        config = Config.load(home.config)
+        journal = await open_store(home, config.vault, key=keys.unlock(home))
+        try:
+            pid = os.getpid()
+            owner = LockOwner("other-boot", socket.gethostname(), pid, start_time(pid))
+            claim = LockClaim("file", name, "exclusive")
+            in_the_way, _ = await journal.locks.acquire(
+                [claim], "other-task:0", "other-task", owner, lease, lambda pid, started: True
+            )
+            assert in_the_way is None, in_the_way
+        finally:
+            await journal.aclose()
+
+    asyncio.run(hold())
     print("held", flush=True)
     time.sleep(600)
     """
@@ -83,7 +86,7 @@ def _home(tmp_path: Path, config: str = "") -> tuple[Home, Path]:
 
 def _holder(home: Home, file: Path, lease: float) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(home.sessions_db), str(file.resolve()), str(lease)],
+        [sys.executable, "-c", HOLDER, str(home.root), str(file.resolve()), str(lease)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -92,12 +95,12 @@ def _holder(home: Home, file: Path, lease: float) -> subprocess.Popen[str]:
 
 
 def _state(home: Home) -> str:
-    found = rows(home, "SELECT state FROM task_journal")
-    return str(found[0]["state"]) if found else ""
+    found = list(task_states(home).values())
+    return found[0] if found else ""
 
 
 def _locks(home: Home) -> list[tuple[str, int]]:
-    return [(r["holder"], r["pid"]) for r in rows(home, "SELECT holder, pid FROM resource_locks")]
+    return [(h.holder, h.pid) for h in read_journal(home, lambda s: s.locks.held())]
 
 
 def test_a_lock_of_a_killed_kernel_is_let_go_by_the_next(tmp_path: Path) -> None:

@@ -16,8 +16,8 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import make_home, wait_for
-from .test_regressions import kernel, lines_of, rows, steps_of, wait_state
+from ..support import make_home, step_statuses, wait_for
+from .test_regressions import kernel, lines_of, rows, wait_state
 
 pytestmark = pytest.mark.crash
 
@@ -98,7 +98,7 @@ def test_a_command_cut_off_is_asked_about_and_the_model_told_the_truth(tmp_path:
         wait_state(home, tid, "WaitingForUser")
 
     assert lines_of(log) == ["ran", "ran"]
-    assert steps_of(home, tid) == {0: "skipped"}
+    assert step_statuses(home, tid) == {0: "skipped"}
     turns = _turns(home, tid)
     assert [t["kind"] for t in turns] == ["user", "assistant", "results", "assistant"]
     (result,) = turns[2]["results"]
@@ -146,7 +146,7 @@ def test_a_kill_at_each_loop_checkpoint_loses_no_turn_and_repeats_no_model_answe
     assert [t["kind"] for t in turns] == ["user", "assistant", "results", "assistant"]
     assert [c["step"] for c in turns[1]["calls"]] == [0, 1]
     assert (work / "a.txt").read_text() == "one"
-    assert steps_of(home, tid) == {0: "completed", 1: "completed"}
+    assert step_statuses(home, tid) == {0: "completed", 1: "completed"}
     assert "one" in turns[3]["text"]
     calls = rows(home, "SELECT count(*) AS n FROM llm_calls WHERE task_id = ?", tid)[0]["n"]
     assert calls == 2  # each answer asked once: none asked again after the kill

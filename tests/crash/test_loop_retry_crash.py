@@ -13,8 +13,8 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import make_home, pfar, said, wait_for
-from .test_regressions import kernel, lines_of, rows, steps_of, wait_state
+from ..support import make_home, pfar, said, step_statuses, wait_for
+from .test_regressions import kernel, lines_of, rows, wait_state
 
 pytestmark = pytest.mark.crash
 
@@ -81,7 +81,7 @@ def test_a_retried_command_tells_the_model_its_first_run_was_cut_off(tmp_path: P
     with kernel(home) as k:
         wait_state(home, tid, "WaitingForUser")
     assert lines_of(log) == ["ran", "ran"]  # the command did run twice
-    assert steps_of(home, tid) == {0: "completed"}
+    assert step_statuses(home, tid) == {0: "completed"}
     (result,) = _results(home, tid)
     assert not result["is_error"]
     content = result["content"]

@@ -14,8 +14,8 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import make_home, wait_for
-from .test_regressions import kernel, lines_of, rows, steps_of, wait_state
+from ..support import make_home, step_statuses, wait_for
+from .test_regressions import kernel, lines_of, rows, wait_state
 
 pytestmark = pytest.mark.crash
 
@@ -99,8 +99,8 @@ def test_a_kill_around_a_subtask_resumes_the_child_and_the_parent_gets_its_answe
     assert [t["kind"] for t in turns] == ["user", "assistant", "results", "assistant"]
     (result,) = turns[2]["results"]
     assert not result["is_error"] and result["content"].startswith("child finished")
-    assert steps_of(home, parent) == {0: "completed"}
-    assert steps_of(home, child) == {0: "completed"}
+    assert step_statuses(home, parent) == {0: "completed"}
+    assert step_statuses(home, child) == {0: "completed"}
     # every answer asked for once: the parent's two, the child's two
     n = rows(home, "SELECT count(*) AS n FROM llm_calls")[0]["n"]
     assert n == 4

@@ -8,9 +8,26 @@ from pathlib import Path
 
 import pytest
 
-from ..support import KernelProcess, db, make_home, owner_messages, pfar, running_kernel, wait_for
+from pfar.journal.payloads import AwaitingApproval
+from pfar.journal.records import TaskUpdate
 
-pytestmark = pytest.mark.crash
+from ..support import (
+    KernelProcess,
+    make_home,
+    owner_messages,
+    pfar,
+    read_journal,
+    running_kernel,
+    step_statuses,
+    task_approvals,
+    task_record,
+    task_states,
+    wait_for,
+    write_journal,
+)
+
+# every test here runs on each journal backend
+pytestmark = [pytest.mark.crash, pytest.mark.both_backends]
 
 SLOW_NOTE = """
     id = "slow_note"
@@ -35,12 +52,6 @@ SCRIPT = """
 """
 
 
-def _state(home, task_id: str) -> dict:
-    with db(home) as conn:
-        row = conn.execute("SELECT * FROM task_journal WHERE task_id = ?", (task_id,)).fetchone()
-        return dict(row)
-
-
 def test_task_whose_recovery_keeps_crashing_the_kernel_is_parked_on_a_question(
     tmp_path: Path,
 ) -> None:
@@ -61,24 +72,20 @@ def test_task_whose_recovery_keeps_crashing_the_kernel_is_parked_on_a_question(
     for attempt in range(1, 4):
         k = KernelProcess(home, fault="recovery_decided")
         assert k.killed_by_fault(), k.output()
-        assert _state(home, task_id)["recovery_attempts"] == attempt
+        assert task_record(home, task_id).recovery_attempts == attempt
 
     with running_kernel(home):
         row = wait_for(
-            lambda: (r := _state(home, task_id))["state"] == "AwaitingApproval" and r,
+            lambda: (r := task_record(home, task_id)).state == "AwaitingApproval" and r,
             what="the crash-looping task to be parked on a question",
         )
         # never abandoned on a guess: the owner is asked, and nothing runs meanwhile
-        detail = json.loads(row["state_detail"])
-        assert detail["in_flight"]["then"]["kind"] == "Executing"
-        assert row["recovery_attempts"] == 0
-        with db(home) as conn:
-            (q,) = conn.execute(
-                "SELECT action_type, options_json FROM pending_approvals WHERE task_id = ?",
-                (task_id,),
-            ).fetchall()
-        assert q["action_type"] == "in_flight_deaths"
-        assert json.loads(q["options_json"]) == ["resume", "abandon"]
+        assert isinstance(row.payload, AwaitingApproval) and row.payload.in_flight is not None
+        assert row.payload.in_flight.then.kind == "Executing"
+        assert row.recovery_attempts == 0
+        (q,) = task_approvals(home, task_id)
+        assert q.action_type == "in_flight_deaths"
+        assert q.options == ["resume", "abandon"]
         reports = [m["body"] for m in owner_messages(home) if m["kind"] == "report"]
         wait_for(
             lambda: any(
@@ -90,7 +97,7 @@ def test_task_whose_recovery_keeps_crashing_the_kernel_is_parked_on_a_question(
             what="the report",
         )
     assert len(reports) >= 1
-    assert _state(home, task_id)["state"] == "AwaitingApproval"
+    assert task_record(home, task_id).state == "AwaitingApproval"
 
 
 def test_template_changed_under_a_running_task_asks_the_owner(tmp_path: Path) -> None:
@@ -105,28 +112,20 @@ def test_template_changed_under_a_running_task_asks_the_owner(tmp_path: Path) ->
 
     with running_kernel(home) as k2:
         row = wait_for(
-            lambda: (r := _state(home, task_id))["state"] == "AwaitingApproval" and r,
+            lambda: (r := task_record(home, task_id)).state == "AwaitingApproval" and r,
             what="the question about the changed template",
         )
-        approval_id = json.loads(row["state_detail"])["approval_id"]
-        with db(home) as conn:
-            a = dict(
-                conn.execute(
-                    "SELECT * FROM pending_approvals WHERE approval_id = ?", (approval_id,)
-                ).fetchone()
-            )
-        assert a["action_type"] == "template_changed"
-        assert json.loads(a["options_json"]) == ["continue", "fail"]
+        assert isinstance(row.payload, AwaitingApproval)
+        approval_id = row.payload.approval_id
+        a = read_journal(home, lambda s: s.questions.approval(approval_id))
+        assert a.action_type == "template_changed"
+        assert a.options == ["continue", "fail"]
         k2.request("answer", approval_id=approval_id, decision="continue")
-        wait_for(lambda: _state(home, task_id)["state"] == "Completed", what="completion")
+        wait_for(lambda: task_record(home, task_id).state == "Completed", what="completion")
     workspace = home.workspace(task_id)
     assert (workspace / "a.txt").read_text() == "one"
     assert (workspace / "b.txt").read_text() == "two"
-    with db(home) as conn:
-        plan_steps = conn.execute(
-            "SELECT count(*) FROM task_steps WHERE task_id = ?", (task_id,)
-        ).fetchone()[0]
-    assert plan_steps == 2
+    assert len(step_statuses(home, task_id)) == 2
 
 
 def test_planned_tool_that_no_longer_exists_asks_instead_of_crashing(tmp_path: Path) -> None:
@@ -136,34 +135,28 @@ def test_planned_tool_that_no_longer_exists_asks_instead_of_crashing(tmp_path: P
     task_id = k.request("submit", template="slow_note", text="x")["task_id"]
     assert k.killed_by_fault()
     # An upgrade renamed the tool: the journaled plan (data) still names the old one.
-    with db(home) as conn:
-        plan = json.loads(
-            conn.execute(
-                "SELECT plan_json FROM task_journal WHERE task_id = ?", (task_id,)
-            ).fetchone()[0]
-        )
-        plan["steps"][1]["tool"] = "file.write_v0"
-        conn.execute(
-            "UPDATE task_journal SET plan_json = ? WHERE task_id = ?", (json.dumps(plan), task_id)
-        )
+    # Journaled as a task's own move in place would be (a self-loop keeps its step).
+    row = task_record(home, task_id)
+    assert row.state == "Executing" and row.plan is not None
+    plan = json.loads(json.dumps(row.plan))
+    plan["steps"][1]["tool"] = "file.write_v0"
+    write_journal(
+        home,
+        lambda s: s.tasks.transition(
+            task_id, row.payload, point=None, update=TaskUpdate(plan=plan), reset_attempts=False
+        ),
+    )
 
     with running_kernel(home) as k2:
         row = wait_for(
-            lambda: (r := _state(home, task_id))["state"] == "AwaitingApproval" and r,
+            lambda: (r := task_record(home, task_id)).state == "AwaitingApproval" and r,
             what="the question about the missing tool",
         )
-        approval_id = json.loads(row["state_detail"])["approval_id"]
-        k2.request("answer", approval_id=approval_id, decision="skip")
-        wait_for(lambda: _state(home, task_id)["state"] == "Completed", what="completion")
+        assert isinstance(row.payload, AwaitingApproval)
+        k2.request("answer", approval_id=row.payload.approval_id, decision="skip")
+        wait_for(lambda: task_record(home, task_id).state == "Completed", what="completion")
         assert k2.proc.poll() is None
-    with db(home) as conn:
-        statuses = [
-            r[0]
-            for r in conn.execute(
-                "SELECT status FROM task_steps WHERE task_id = ? ORDER BY step", (task_id,)
-            )
-        ]
-    assert statuses == ["completed", "skipped"]
+    assert step_statuses(home, task_id) == {0: "completed", 1: "skipped"}
 
 
 def test_a_report_after_a_flood_names_each_title_once_with_its_count(tmp_path: Path) -> None:
@@ -184,7 +177,7 @@ def test_a_report_after_a_flood_names_each_title_once_with_its_count(tmp_path: P
         ids = [first.request("submit", template="t0", text=f"d{i}")["task_id"] for i in range(200)]
         ids += [first.request("submit", template=f"t{i}", text="x")["task_id"] for i in range(1, 7)]
         wait_for(
-            lambda: all(_state(home, t)["state"] == "Planning" for t in ids),
+            lambda: task_states(home) == dict.fromkeys(ids, "Planning"),
             what="every task to be planning",
         )
     finally:
@@ -267,12 +260,8 @@ def test_a_write_in_doubt_is_said_to_ask_the_owner_by_dry_run_and_report(tmp_pat
             what="the owner to be asked",
         )
         assert "I was interrupted while executing 'shell.run'" in asked[0]["body"]
-        with db(home) as conn:
-            (q,) = conn.execute(
-                "SELECT action_type, options_json FROM pending_approvals WHERE task_id = ?",
-                (task_id,),
-            ).fetchall()
-        assert q["action_type"] == "write_in_doubt"
-        assert json.loads(q["options_json"]) == ["retry", "skip", "fail"]
-        assert _state(home, task_id)["state"] == "AwaitingApproval"
+        (q,) = task_approvals(home, task_id)
+        assert q.action_type == "write_in_doubt"
+        assert q.options == ["retry", "skip", "fail"]
+        assert task_record(home, task_id).state == "AwaitingApproval"
     assert (log.read_text() if log.exists() else "") == before

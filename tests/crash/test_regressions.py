@@ -28,9 +28,15 @@ from ..support import (
     KernelProcess,
     RecordingServer,
     db,
+    last_boot,
     make_home,
     owner_messages,
+    read_journal,
     running_kernel,
+    step_statuses,
+    task_approvals,
+    task_of_event,
+    task_record,
     task_states,
     wait_for,
 )
@@ -114,11 +120,8 @@ def submit(k: KernelProcess, tid: str, text: str = "go") -> str:
     try:
         return str(k.request("submit", template=tid, text=text, event_id=event_id)["task_id"])
     except Exception:
-        row = wait_for(
-            lambda: _one(k.home, "SELECT task_id FROM task_journal WHERE event_id = ?", event_id),
-            what="the submitted task's row",
-        )
-        return str(row["task_id"])
+        found = wait_for(lambda: task_of_event(k.home, event_id), what="the submitted task")
+        return str(found)
 
 
 def output(k: KernelProcess) -> str:
@@ -126,25 +129,11 @@ def output(k: KernelProcess) -> str:
     return k.stdout_path.read_text(errors="replace")
 
 
-def _one(home: Home, sql: str, *args: Any) -> Any:
-    with contextlib.closing(db(home)) as conn:
-        return conn.execute(sql, args).fetchone()
-
-
 def rows(home: Home, sql: str, *args: Any) -> list[Any]:
+    """Rows of SQL on the home's SQLite journal: for a test of SQLite's file itself (a
+    test that runs on both backends reads through the store's verbs instead)."""
     with contextlib.closing(db(home)) as conn:
         return conn.execute(sql, args).fetchall()
-
-
-def task_row(home: Home, task_id: str) -> Any:
-    return _one(home, "SELECT * FROM task_journal WHERE task_id = ?", task_id)
-
-
-def steps_of(home: Home, task_id: str) -> dict[int, str]:
-    return {
-        r["step"]: r["status"]
-        for r in rows(home, "SELECT step, status FROM task_steps WHERE task_id = ?", task_id)
-    }
 
 
 def wait_state(home: Home, task_id: str, state: str, timeout: float = 20.0) -> None:
@@ -153,8 +142,8 @@ def wait_state(home: Home, task_id: str, state: str, timeout: float = 20.0) -> N
     def reached() -> bool:
         now = task_states(home).get(task_id)
         if now != state and now in TERMINAL:
-            row = task_row(home, task_id)
-            raise AssertionError(f"task {task_id[:8]} ended {now}, not {state}: {row['error']}")
+            error = task_record(home, task_id).error
+            raise AssertionError(f"task {task_id[:8]} ended {now}, not {state}: {error}")
         return now == state
 
     wait_for(reached, timeout, f"task {task_id[:8]} to reach {state}")
@@ -198,7 +187,8 @@ def kernel(
 
 
 def age_task(home: Home, task_id: str, minutes: float) -> None:
-    """Make a task look `minutes` old (its last journal update), with no kernel running."""
+    """Make a task look `minutes` old (its last journal update), with no kernel running.
+    No verb backdates a task: this writes SQLite's file, and its tests run on SQLite."""
     stamp = (datetime.now(UTC) - timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     with contextlib.closing(db(home)) as conn:
         cur = conn.execute(
@@ -215,6 +205,7 @@ def quiet(server: RecordingServer) -> None:
 # -- R1 ---------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r1_resume_from_step_2_after_kill_after_first_step(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -237,9 +228,11 @@ def test_r1_resume_from_step_2_after_kill_after_first_step(
     tid = submit(k, "r1")
     assert k.killed_by_fault(), output(k)
     assert task_states(home)[tid] == "Executing"
-    assert steps_of(home, tid)[0] == "completed"
-    assert json.loads(task_row(home, tid)["state_detail"])["current_step"] == 1
+    assert step_statuses(home, tid)[0] == "completed"
+    assert task_record(home, tid).current_step == 1
     assert [r["path"] for r in http_server.requests].count("/read") == 1
+    killed = last_boot(home)
+    assert killed["clean"] is False  # the killed boot never ended
 
     with running_kernel(home) as k2:
         report = boot_report(home, k2)
@@ -252,15 +245,16 @@ def test_r1_resume_from_step_2_after_kill_after_first_step(
     assert paths.count("/read") == 1, "the completed read step ran again"
     assert paths.count("/write3") == 1
     assert http_server.effects == {f"{tid}:1": 1, f"{tid}:2": 1}
-    assert steps_of(home, tid) == {0: "completed", 1: "completed", 2: "completed"}
-    # the killed boot never ended; the restarted one ended cleanly
-    clean = [r[0] for r in rows(home, "SELECT clean FROM kernel_boots ORDER BY started_at")]
-    assert clean == [0, 1]
+    assert step_statuses(home, tid) == {0: "completed", 1: "completed", 2: "completed"}
+    # the restarted boot ended cleanly
+    restarted = last_boot(home)
+    assert restarted["boot_id"] != killed["boot_id"] and restarted["clean"] is True
 
 
 # -- R2 ---------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r2_approval_resent_after_kill_then_approved_write_runs_once(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -287,10 +281,7 @@ def test_r2_approval_resent_after_kill_then_approved_write_runs_once(
     tid = submit(k, "r2")
     assert k.killed_by_fault(), output(k)
     assert task_states(home)[tid] == "AwaitingApproval"
-    (approval_id,) = [
-        r["approval_id"]
-        for r in rows(home, "SELECT approval_id FROM pending_approvals WHERE task_id = ?", tid)
-    ]
+    (approval_id,) = [a.approval_id for a in task_approvals(home, tid)]
     assert http_server.requests == []
 
     with running_kernel(home) as k2:
@@ -316,8 +307,7 @@ def test_r2_approval_resent_after_kill_then_approved_write_runs_once(
         assert answer["changed"] is True
         wait_state(home, tid, "Completed")
 
-    status = _one(home, "SELECT status FROM pending_approvals WHERE approval_id = ?", approval_id)
-    assert status[0] == "approved"
+    assert [a.status for a in task_approvals(home, tid)] == ["approved"]
     assert [r["path"] for r in http_server.writes()] == ["/publish"]
     assert http_server.effects == {f"{tid}:0": 1}
     # the report precedes the re-sent prompt in the owner's log
@@ -328,6 +318,7 @@ def test_r2_approval_resent_after_kill_then_approved_write_runs_once(
 # -- R3 ---------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r3_killed_while_planning_is_retried_from_scratch_without_duplicates(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -349,9 +340,9 @@ def test_r3_killed_while_planning_is_retried_from_scratch_without_duplicates(
     k = boot(home, fault="extracted")
     tid = submit(k, "r3")
     assert k.killed_by_fault(), output(k)
-    row = task_row(home, tid)
-    assert row["state"] == "Planning"
-    assert row["plan_json"] is None
+    row = task_record(home, tid)
+    assert row.state == "Planning"
+    assert row.plan is None
 
     with running_kernel(home) as k2:
         report = boot_report(home, k2)
@@ -361,7 +352,7 @@ def test_r3_killed_while_planning_is_retried_from_scratch_without_duplicates(
     assert http_server.effects == {f"{tid}:0": 1}
     assert len(http_server.writes()) == 1
     assert lines_of(log) == ["shell"]
-    assert steps_of(home, tid) == {0: "completed", 1: "completed"}
+    assert step_statuses(home, tid) == {0: "completed", 1: "completed"}
 
 
 # -- R4 ---------------------------------------------------------------------------
@@ -372,6 +363,7 @@ IN_DOUBT = (
 )
 
 
+@pytest.mark.both_backends
 def test_r4_shell_write_in_doubt_asks_the_owner_then_retries(tmp_path: Path) -> None:
     log = tmp_path / "effects.log"
     home = make_home(
@@ -391,7 +383,7 @@ def test_r4_shell_write_in_doubt_asks_the_owner_then_retries(tmp_path: Path) -> 
     k = boot(home, fault="step_started:2")
     tid = submit(k, "r4")
     assert k.killed_by_fault(), output(k)
-    assert steps_of(home, tid) == {0: "completed", 1: "started"}
+    assert step_statuses(home, tid) == {0: "completed", 1: "started"}
     before = len(lines_of(log))
     assert before in (0, 1)
 
@@ -403,12 +395,12 @@ def test_r4_shell_write_in_doubt_asks_the_owner_then_retries(tmp_path: Path) -> 
             "(Announce — step 2 of 2)"
         )
         wait_state(home, tid, "AwaitingApproval")
-        (q,) = rows(home, "SELECT * FROM pending_approvals WHERE task_id = ?", tid)
-        assert q["action_type"] == "write_in_doubt"
-        assert q["description"].startswith(IN_DOUBT)
-        assert q["tool"] == "shell.run"
-        assert q["step"] == 1
-        assert json.loads(q["options_json"]) == ["retry", "skip", "fail"]
+        (q,) = task_approvals(home, tid)
+        assert q.action_type == "write_in_doubt"
+        assert q.description.startswith(IN_DOUBT)
+        assert q.tool == "shell.run"
+        assert q.step == 1
+        assert q.options == ["retry", "skip", "fail"]
         asked = wait_for(
             lambda: [
                 m
@@ -420,13 +412,14 @@ def test_r4_shell_write_in_doubt_asks_the_owner_then_retries(tmp_path: Path) -> 
         assert len(asked) == 1
         assert len(lines_of(log)) == before, "the write in doubt was retried without asking"
 
-        k2.request("answer", approval_id=q["approval_id"], decision="retry")
+        k2.request("answer", approval_id=q.approval_id, decision="retry")
         wait_state(home, tid, "Completed")
 
     assert lines_of(log) == ["announce"] * (before + 1)
-    assert steps_of(home, tid) == {0: "completed", 1: "completed"}
+    assert step_statuses(home, tid) == {0: "completed", 1: "completed"}
 
 
+@pytest.mark.both_backends
 def test_r4_shell_write_that_ran_before_the_kill_is_skipped_on_the_owners_word(
     tmp_path: Path,
 ) -> None:
@@ -453,7 +446,7 @@ def test_r4_shell_write_that_ran_before_the_kill_is_skipped_on_the_owners_word(
             wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), what="the shell")
             assert lines_of(log) == ["announce"]
             k.kill()
-        assert steps_of(home, tid) == {0: "started"}
+        assert step_statuses(home, tid) == {0: "started"}
 
         with running_kernel(home) as k2:
             report = boot_report(home, k2)
@@ -465,19 +458,20 @@ def test_r4_shell_write_that_ran_before_the_kill_is_skipped_on_the_owners_word(
                 " - 1 orphaned process cleaned up"  # the `sleep 30` it left running
             )
             wait_state(home, tid, "AwaitingApproval")
-            (q,) = rows(home, "SELECT * FROM pending_approvals WHERE task_id = ?", tid)
-            assert q["action_type"] == "write_in_doubt"
-            assert q["description"].startswith(IN_DOUBT)
-            k2.request("answer", approval_id=q["approval_id"], decision="skip")
+            (q,) = task_approvals(home, tid)
+            assert q.action_type == "write_in_doubt"
+            assert q.description.startswith(IN_DOUBT)
+            k2.request("answer", approval_id=q.approval_id, decision="skip")
             wait_state(home, tid, "Completed")
     finally:
         with contextlib.suppress(ValueError, ProcessLookupError, FileNotFoundError):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)  # the orphaned `sleep 30`
 
     assert lines_of(log) == ["announce"]
-    assert steps_of(home, tid) == {0: "skipped"}
+    assert step_statuses(home, tid) == {0: "skipped"}
 
 
+@pytest.mark.both_backends
 def test_r4_http_write_in_doubt_is_retried_with_the_same_idempotency_key(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -505,7 +499,7 @@ def test_r4_http_write_in_doubt_is_retried_with_the_same_idempotency_key(
         wait_for(http_server.writes, what="the POST to reach the far side")
         k.kill()
     key = f"{tid}:1"
-    assert steps_of(home, tid) == {0: "completed", 1: "started"}
+    assert step_statuses(home, tid) == {0: "completed", 1: "started"}
     wait_for(lambda: http_server.effects.get(key) == 1, what="the far side to apply the POST")
     http_server.delay_seconds = 0
 
@@ -519,15 +513,17 @@ def test_r4_http_write_in_doubt_is_retried_with_the_same_idempotency_key(
         "its idempotency key; one that needs your approval asks you again first "
         "(Place the order — step 2 of 2)"
     )
-    assert rows(home, "SELECT * FROM pending_approvals WHERE task_id = ?", tid) == []
+    assert task_approvals(home, tid) == []
     writes = http_server.writes()
     assert [(w["path"], w["key"]) for w in writes] == [("/orders", key), ("/orders", key)]
     assert http_server.effects == {key: 1}
-    (result,) = rows(home, "SELECT result_json FROM task_steps WHERE task_id = ? AND step = 1", tid)
-    assert json.loads(json.loads(result[0])["body"])["replay"] is True
+    result = read_journal(home, lambda s: s.tasks.step(tid, 1))
+    assert result is not None and isinstance(result.result, dict)
+    assert json.loads(str(result.result["body"]))["replay"] is True
     assert not [m for m in owner_messages(home) if m["kind"] == "approval"]
 
 
+@pytest.mark.both_backends
 def test_r4_post_to_a_host_not_trusted_with_keys_asks_the_owner(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -553,15 +549,13 @@ def test_r4_post_to_a_host_not_trusted_with_keys_asks_the_owner(
     with running_kernel(home) as k2:
         boot_report(home, k2)
         wait_state(home, tid, "AwaitingApproval")
-        (approval,) = rows(
-            home, "SELECT approval_id, action_type FROM pending_approvals WHERE task_id = ?", tid
-        )
-        assert approval[1] == "write_in_doubt"
+        (approval,) = task_approvals(home, tid)
+        assert approval.action_type == "write_in_doubt"
         assert len(http_server.writes()) == 1  # not sent again while the owner decides
-        k2.request("answer", approval_id=approval[0], decision="skip")
+        k2.request("answer", approval_id=approval.approval_id, decision="skip")
         wait_state(home, tid, "Completed")
     assert len(http_server.writes()) == 1
-    assert steps_of(home, tid) == {0: "skipped"}
+    assert step_statuses(home, tid) == {0: "skipped"}
 
 
 def _alive(pid: int) -> bool:
@@ -572,6 +566,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"  # a zombie has ended; only its parent has not reaped it
 
 
+@pytest.mark.both_backends
 def test_r4_an_approved_write_interrupted_mid_run_asks_again(tmp_path: Path) -> None:
     """The owner's approval covered one run: if that run is cut off, the owner is asked
     about the write in doubt instead of it silently running a second time."""
@@ -588,17 +583,14 @@ def test_r4_an_approved_write_interrupted_mid_run_asks_again(tmp_path: Path) -> 
     with kernel(home) as k:
         tid = submit(k, "r4")
         wait_state(home, tid, "AwaitingApproval")
-        (approval_id,) = rows(
-            home, "SELECT approval_id FROM pending_approvals WHERE task_id = ?", tid
-        )[0]
+        (approval_id,) = [a.approval_id for a in task_approvals(home, tid)]
         k.request("answer", approval_id=approval_id, decision="approve")
         wait_for(lambda: log.exists() and log.read_text().strip(), what="the command to start")
         k.kill()
 
-    (process,) = rows(
-        home, "SELECT process_json FROM task_steps WHERE task_id = ? AND step = 0", tid
-    )[0]
-    pid = json.loads(process)["pid"]
+    ((_, step, process),) = read_journal(home, lambda s: s.tasks.started_processes(tid))
+    assert step == 0
+    pid = process["pid"]
     assert Path(f"/proc/{pid}").exists()  # the command outlived the kernel
 
     with running_kernel(home) as k2:
@@ -606,15 +598,10 @@ def test_r4_an_approved_write_interrupted_mid_run_asks_again(tmp_path: Path) -> 
         assert " - 1 orphaned process cleaned up" in report
         wait_for(lambda: not _alive(pid), what="the orphaned command to be ended")
         wait_state(home, tid, "AwaitingApproval")
-        pending = rows(
-            home,
-            "SELECT approval_id, action_type FROM pending_approvals "
-            "WHERE task_id = ? AND status = 'pending'",
-            tid,
-        )
-        assert [p[1] for p in pending] == ["write_in_doubt"]
+        pending = [a for a in task_approvals(home, tid) if a.status == "pending"]
+        assert [p.action_type for p in pending] == ["write_in_doubt"]
         assert log.read_text().split() == ["ran"]
-        k2.request("answer", approval_id=pending[0][0], decision="fail")
+        k2.request("answer", approval_id=pending[0].approval_id, decision="fail")
         wait_state(home, tid, "Failed")
     assert log.read_text().split() == ["ran"]
 
@@ -658,10 +645,10 @@ def test_r5_only_tasks_younger_than_max_age_are_recovered(tmp_path: Path) -> Non
     )
     assert task_states(home) == {young: "Completed", old: "Abandoned", older: "Abandoned"}
     for tid, minutes in ((old, 15), (older, 25)):
-        err = task_row(home, tid)["error"]
+        err = task_record(home, tid).error or ""
         assert "max recovery age" in err, err
         assert f"({minutes} min old)" in err, err
-        assert steps_of(home, tid) == {}
+        assert step_statuses(home, tid) == {}
     assert (home.workspace(young) / "booking.txt").read_text() == "young"
     assert not home.workspace(old).exists()
 
@@ -669,6 +656,7 @@ def test_r5_only_tasks_younger_than_max_age_are_recovered(tmp_path: Path) -> Non
 # -- R8 ---------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r8_sigterm_lets_in_flight_tasks_finish_and_shuts_down_cleanly(tmp_path: Path) -> None:
     home = make_home(
         tmp_path / "home",
@@ -692,7 +680,7 @@ def test_r8_sigterm_lets_in_flight_tasks_finish_and_shuts_down_cleanly(tmp_path:
     assert "shut down cleanly" in out
     assert "left in the journal" not in out
     assert task_states(home) == {a: "Completed", b: "Completed"}
-    assert _one(home, "SELECT clean FROM kernel_boots WHERE boot_id = ?", boot_id)[0] == 1
+    assert last_boot(home)["boot_id"] == boot_id and last_boot(home)["clean"] is True
     results = {m["task_id"] for m in owner_messages(home) if m["kind"] == "result"}
     assert results == {a, b}
 
@@ -700,6 +688,7 @@ def test_r8_sigterm_lets_in_flight_tasks_finish_and_shuts_down_cleanly(tmp_path:
 # -- R9 ---------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r9_shutdown_timeout_leaves_the_slow_task_for_the_next_start(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -735,9 +724,9 @@ def test_r9_shutdown_timeout_leaves_the_slow_task_for_the_next_start(
     assert "1 task(s) left in the journal" in out
     assert "shut down cleanly" in out
     assert task_states(home)[tid] == "Executing"
-    assert json.loads(task_row(home, tid)["state_detail"])["current_step"] == 1
-    assert steps_of(home, tid) == {0: "completed"}
-    assert _one(home, "SELECT clean FROM kernel_boots WHERE boot_id = ?", boot_id)[0] == 1
+    assert task_record(home, tid).current_step == 1
+    assert step_statuses(home, tid) == {0: "completed"}
+    assert last_boot(home)["boot_id"] == boot_id and last_boot(home)["clean"] is True
     assert http_server.writes() == []
 
     http_server.delay_seconds = 0
@@ -755,6 +744,7 @@ def test_r9_shutdown_timeout_leaves_the_slow_task_for_the_next_start(
 # -- R10 --------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r10_credential_prompt_resent_after_kill_and_secret_never_leaks(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -806,8 +796,7 @@ def test_r10_credential_prompt_resent_after_kill_and_secret_never_leaks(
     assert k.killed_by_fault(), output(k)
     assert task_states(home)[tid] == "AwaitingCredential"
     (prompt_id,) = [
-        r["prompt_id"]
-        for r in rows(home, "SELECT prompt_id FROM pending_credentials WHERE status = 'pending'")
+        p.prompt_id for p in read_journal(home, lambda s: s.questions.credential_prompts())
     ]
 
     with running_kernel(home) as k2:
@@ -847,14 +836,12 @@ def test_r10_credential_prompt_resent_after_kill_and_secret_never_leaks(
         assert leaks() == []  # while running: the WAL holds the latest commits
 
     assert leaks() == []  # after the clean shutdown's checkpoint and audit flush
-    assert (
-        _one(home, "SELECT status FROM pending_credentials WHERE prompt_id = ?", prompt_id)[0]
-        == "received"
-    )
+    received = read_journal(home, lambda s: s.questions.credential_prompt(prompt_id))
+    assert received.status == "received"
     (post,) = http_server.writes()
     assert post["headers"]["Authorization"] == f"Bearer {secret}"
     assert http_server.effects == {f"{tid}:1": 1}
-    assert steps_of(home, tid) == {0: "completed", 1: "completed"}
+    assert step_statuses(home, tid) == {0: "completed", 1: "completed"}
 
 
 # -- R11 --------------------------------------------------------------------------
@@ -931,13 +918,7 @@ def test_r11_one_report_lists_retried_resumed_reprompted_and_abandoned(
             " - 1 task abandoned (too old: Old planner from 20 min ago)"
         )
         (approval_id,) = [
-            r[0]
-            for r in rows(
-                home,
-                "SELECT approval_id FROM pending_approvals WHERE task_id = ? "
-                "AND status = 'pending'",
-                ids["approve"],
-            )
+            a.approval_id for a in task_approvals(home, ids["approve"]) if a.status == "pending"
         ]
         k2.request("answer", approval_id=approval_id, decision="approve")
         for name in ("planner", "reader", "synth", "approve"):
@@ -948,8 +929,8 @@ def test_r11_one_report_lists_retried_resumed_reprompted_and_abandoned(
         third_boot = k3.request("ping")["boot_id"]
         assert boot_report(home, k3) == CLEAN_REPORT
 
-    boots = [r[0] for r in rows(home, "SELECT boot_id FROM kernel_boots ORDER BY started_at")]
-    assert boots == [first_boot, second_boot, third_boot]
+    assert last_boot(home)["boot_id"] == third_boot
+    boots = [first_boot, second_boot, third_boot]
     assert [m["key"] for m in reports(home)] == [f"report:{b}" for b in boots]
     assert [m["body"] for m in reports(home)] == [CLEAN_REPORT, report, CLEAN_REPORT]
 
@@ -957,6 +938,7 @@ def test_r11_one_report_lists_retried_resumed_reprompted_and_abandoned(
 # -- R12 --------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r12_clean_restart_reports_no_pending_tasks(tmp_path: Path) -> None:
     home = make_home(
         tmp_path / "home",
@@ -967,12 +949,15 @@ def test_r12_clean_restart_reports_no_pending_tasks(tmp_path: Path) -> None:
         tid = submit(k, "r12", "hello")
         wait_state(home, tid, "Completed")
     assert k.proc.returncode == 0
+    first = last_boot(home)
+    assert first["clean"] is True
 
     with running_kernel(home) as k2:
         body = boot_report(home, k2)
     assert body == "System restarted. No pending tasks to recover."
     assert len(reports(home)) == 2
-    assert [r[0] for r in rows(home, "SELECT clean FROM kernel_boots")] == [1, 1]
+    second = last_boot(home)
+    assert second["boot_id"] != first["boot_id"] and second["clean"] is True
 
 
 def test_r11_abandonment_is_reported_even_if_the_kernel_dies_during_recovery(
@@ -985,6 +970,7 @@ def test_r11_abandonment_is_reported_even_if_the_kernel_dies_during_recovery(
         script=script(plan("old", [], delay=30)),
     )
     with kernel(home) as k:
+        first_boot = k.request("ping")["boot_id"]
         tid = submit(k, "old")
         wait_state(home, tid, "Planning")
         k.kill()
@@ -995,8 +981,11 @@ def test_r11_abandonment_is_reported_even_if_the_kernel_dies_during_recovery(
     finally:
         dying.kill()
     assert task_states(home)[tid] == "Abandoned"
+    dead_boot = last_boot(home)
+    assert dead_boot["boot_id"] != first_boot and dead_boot["clean"] is False
 
     with running_kernel(home) as k2:
+        third_boot = k2.request("ping")["boot_id"]
         assert boot_report(home, k2) == CLEAN_REPORT
 
     told = [
@@ -1004,6 +993,6 @@ def test_r11_abandonment_is_reported_even_if_the_kernel_dies_during_recovery(
         for m in reports(home)
         if "\n - 1 task abandoned (too old: Old job from 20 min ago)" in m["body"]
     ]
-    boots = [r[0] for r in rows(home, "SELECT boot_id FROM kernel_boots ORDER BY started_at")]
+    boots = [first_boot, dead_boot["boot_id"], third_boot]
     assert told == [f"report:{boots[1]}"], [m["body"] for m in owner_messages(home)]
     assert [m["key"] for m in reports(home)] == [f"report:{b}" for b in boots]

@@ -4,21 +4,32 @@ position moved; every slot makes exactly one task."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from pfar.journal.records import TaskRecord
 from pfar.vault.home import Home
 
-from ..integration.test_schedules import SCRIPT, minutes_ago, seed_position, tick
-from ..support import KernelProcess, make_home, wait_for
-from .test_regressions import kernel, rows
+from ..integration.test_schedules import SCRIPT, minutes_ago, tick
+from ..support import KernelProcess, make_home, read_journal, task_states, wait_for, write_journal
+from .test_regressions import kernel
 
-pytestmark = pytest.mark.crash
+# every test here runs on each journal backend
+pytestmark = [pytest.mark.crash, pytest.mark.both_backends]
 
 
 def _slots(home: Home) -> list[str]:
-    return [r["event_id"] for r in rows(home, "SELECT event_id FROM task_journal")]
+    listed = read_journal(home, lambda s: s.tasks.listing(limit=1000))
+    assert all(isinstance(t, TaskRecord) for t in listed), listed
+    return [str(t.event_id) for t in listed if isinstance(t, TaskRecord)]
+
+
+def seed_position(home: Home, template: str, last: datetime) -> None:
+    """As if a kernel had last looked at `template`'s schedule at `last`."""
+    state = {"last_slot": last.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+    write_journal(home, lambda s: s.adapters.put(f"schedule:{template}", state))
 
 
 @pytest.mark.parametrize("point", ["task_created", "task_created:2", "adapter_position"])
@@ -33,12 +44,7 @@ def test_every_slot_fires_once_whichever_commit_the_kill_came_after(
     with kernel(home) as k:
         k.request("wait_idle")
         wait_for(
-            lambda: (
-                rows(home, "SELECT count(*) AS n FROM task_journal WHERE state != 'Completed'")[0][
-                    "n"
-                ]
-                == 0
-            ),
+            lambda: set(task_states(home).values()) == {"Completed"},
             what="every slot's task completed",
         )
     slots = _slots(home)

@@ -29,13 +29,17 @@ from pfar.vault.home import Home
 from ..support import (
     KernelProcess,
     RecordingServer,
-    db,
     make_home,
     owner_messages,
+    pending_approvals,
+    step_statuses,
+    task_approvals,
+    task_record,
     task_states,
 )
 
-pytestmark = pytest.mark.crash
+# every test here runs on each journal backend
+pytestmark = [pytest.mark.crash, pytest.mark.both_backends]
 
 TERMINAL = {"Completed", "Failed", "Abandoned"}
 
@@ -171,22 +175,17 @@ def _shell_ran(run: Run, task_id: str) -> bool:
 
 def _answer_doubts(run: Run, k: KernelProcess) -> None:
     """Answer every pending question the way an owner would: from the evidence."""
-    with db(run.home) as conn:
-        rows = conn.execute(
-            "SELECT approval_id, task_id, action_type, step FROM pending_approvals "
-            "WHERE status = 'pending'"
-        ).fetchall()
-    for r in rows:
-        assert r["action_type"] == "write_in_doubt", dict(r)
+    for r in pending_approvals(run.home):
+        assert r.action_type == "write_in_doubt", r
         # only the shell step (no idempotency) may ever be put in doubt
-        assert r["step"] == 5, dict(r)
-        decision = "skip" if _shell_ran(run, r["task_id"]) else "retry"
+        assert r.step == 5, r
+        decision = "skip" if _shell_ran(run, r.task_id) else "retry"
         try:
-            k.request("answer", approval_id=r["approval_id"], decision=decision)
+            k.request("answer", approval_id=r.approval_id, decision=decision)
         except Exception:
             _wait_dead(k)
             return  # the kernel died (a fault) while answering; the next boot asks again
-        run.answers.append((r["approval_id"], decision))
+        run.answers.append((r.approval_id, decision))
 
 
 def _settled(run: Run) -> bool:
@@ -283,15 +282,12 @@ def _check_invariants(run: Run) -> None:
         assert not list(ws.glob("*.tmp")), list(ws.iterdir())
 
     # The journal agrees: every step completed or was skipped by the owner.
-    with db(home) as conn:
-        for tid in run.task_ids:
-            steps = conn.execute(
-                "SELECT step, status FROM task_steps WHERE task_id = ? ORDER BY step", (tid,)
-            ).fetchall()
-            assert [s["step"] for s in steps] == list(range(N_STEPS))
-            for s in steps:
-                ok = {"completed", "skipped"} if s["step"] == 5 else {"completed"}
-                assert s["status"] in ok, (tid, dict(s))
+    for tid in run.task_ids:
+        steps = step_statuses(home, tid)
+        assert list(steps) == list(range(N_STEPS))
+        for step, status in steps.items():
+            ok = {"completed", "skipped"} if step == 5 else {"completed"}
+            assert status in ok, (tid, step, status)
 
     msgs = owner_messages(home)
     # Each message reached the owner once.
@@ -331,14 +327,7 @@ def _reported(body: str) -> int:
 
 
 def _inputs_by_task(run: Run) -> list[str]:
-    with db(run.home) as conn:
-        return [
-            conn.execute(
-                "SELECT json_extract(trigger_event, '$.text') FROM task_journal WHERE task_id = ?",
-                (t,),
-            ).fetchone()[0]
-            for t in run.task_ids
-        ]
+    return [task_record(run.home, t).input_text for t in run.task_ids]
 
 
 @pytest.mark.parametrize(("faults", "expect_kill"), _single_boot_cases() + MULTI_BOOT_CASES)
@@ -361,11 +350,8 @@ def test_crash_at_every_journal_point(
     sent = Counter((r["method"], r["path"]) for r in http_server.requests)
     assert all(n == 1 for n in sent.values()), sent
     assert len(sent) == 4
-    with db(home) as conn:
-        asked = [
-            (r["action_type"], r["status"], r["decision"])
-            for r in conn.execute("SELECT action_type, status, decision FROM pending_approvals")
-        ]
+    (tid,) = run.task_ids
+    asked = [(a.action_type, a.status, a.decision) for a in task_approvals(home, tid)]
     if faults[0] == "step_started:4":
         # the shell write was in doubt: the owner was asked once, and (no evidence) said retry
         assert asked == [("write_in_doubt", "approved", "retry")]
