@@ -45,8 +45,8 @@ def cause(exc: BaseException, journal: Path) -> str:
 
 def notice(boot_id: str, why: str) -> OwnerMessage:
     body = (
-        f"pfar has stopped (fail-stop): {why} Every task pfar acknowledged is on disk, "
-        "and the next start recovers them."
+        f"pfar has stopped (fail-stop): {why} Every task pfar acknowledged is in its "
+        "journal, and the next start recovers them."
     )
     return OwnerMessage(f"{KEY_PREFIX}{boot_id}", "notice", body)
 

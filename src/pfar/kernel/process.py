@@ -89,9 +89,10 @@ async def serve(
         # fail-stop (kernel/fail_stop.py): the owner hears why on every channel that
         # still works, before the chat channels stop
         why = fail_stop.cause(failure, home.sessions_db)
+        kept = "on disk" if kernel.journal.path is not None else "committed on the server"
         say(
             f"pfar: stopping without a clean shutdown (fail-stop): {why} The next start "
-            "recovers from what is on disk."
+            f"recovers from what is {kept}."
         )
         message = fail_stop.notice(kernel.boot_id, why)
         # (the terminal has it from the line above)
