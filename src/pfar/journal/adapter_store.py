@@ -107,7 +107,7 @@ class SQLiteAdapterStore:
 
     async def queued(self, key_prefix: str) -> bool:
         """Some owner message's key starts with `key_prefix`."""
-        return await self._db.read(channels_sql.queued, key_prefix)
+        return await self._db.scan(channels_sql.queued, key_prefix)
 
     async def outbox_state(self, channel: str) -> channels_sql.OutboxState:
         return await self._db.read(channels_sql.outbox_state, channel)
@@ -121,7 +121,7 @@ class SQLiteAdapterStore:
         return await self._db.read(channels_sql.replied_to, channel, remote_id)
 
     async def delivery_counts(self, channel: str) -> dict[str, int]:
-        return await self._db.read(channels_sql.counts, channel)
+        return await self._db.scan(channels_sql.counts, channel)
 
     async def _mark(
         self,

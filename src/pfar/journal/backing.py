@@ -50,7 +50,12 @@ class Backing(Protocol):
     def dialect(self) -> Dialect: ...
 
     async def read(self, fn: Callable[Concatenate[Tx, P], T], *args: P.args, **kw: P.kwargs) -> T:
-        """`fn(tx, *args)` on a snapshot that holds every committed write."""
+        """`fn(tx, *args)` on a snapshot that holds every committed write: a read of a
+        few rows by key (a task, its steps, a question)."""
+
+    async def scan(self, fn: Callable[Concatenate[Tx, P], T], *args: P.args, **kw: P.kwargs) -> T:
+        """As `read`, for a read whose rows grow with the journal (a listing, the
+        unfinished tasks, a conversation): never run on the event loop's thread."""
 
     async def write(self, op: Op[T], point: str | tuple[str, ...] | None) -> T:
         """Run `op` in the writer's next commit; return once it is committed."""

@@ -30,7 +30,7 @@ class SQLiteLoopStore:
 
     async def turns(self, task_id: str, after: int = -1) -> list[StoredTurn]:
         """The conversation's turns after seq `after`, in order."""
-        return await self._db.read(loops_sql.turns, task_id, after)
+        return await self._db.scan(loops_sql.turns, task_id, after)
 
     async def turn_count(self, task_id: str) -> int:
         """How many turns the conversation holds (its last seq + 1: one indexed look)."""

@@ -43,7 +43,7 @@ class SQLiteQuestionStore:
     async def approvals(
         self, statuses: Sequence[str] = ("pending",), limit: int = 1000
     ) -> list[ApprovalRecord]:
-        return await self._db.read(approvals_sql.approvals_with_status, statuses, limit)
+        return await self._db.scan(approvals_sql.approvals_with_status, statuses, limit)
 
     async def approvals_for_task(self, task_id: str) -> list[ApprovalRecord]:
         return await self._db.read(approvals_sql.approvals_for_task, task_id)
@@ -62,7 +62,7 @@ class SQLiteQuestionStore:
     async def credential_prompts(
         self, statuses: Sequence[str] = ("pending",), limit: int = 1000
     ) -> list[CredentialPromptRecord]:
-        return await self._db.read(approvals_sql.credentials_with_status, statuses, limit)
+        return await self._db.scan(approvals_sql.credentials_with_status, statuses, limit)
 
     async def credential_prompts_for_task(self, task_id: str) -> list[CredentialPromptRecord]:
         return await self._db.read(approvals_sql.credentials_for_task, task_id)

@@ -42,17 +42,17 @@ class TaskReads:
         self, states: Sequence[str] | None = None, limit: int = 50
     ) -> list[TaskRecord | UnreadableTask]:
         """Tasks newest first; a row that cannot be read as one is listed as UnreadableTask."""
-        return await self._db.read(tasks_sql.listing, states, limit)
+        return await self._db.scan(tasks_sql.listing, states, limit)
 
     async def latest_workflow_task(self, directory: str) -> str | None:
-        return await self._db.read(tasks_sql.latest_workflow_task, directory)
+        return await self._db.scan(tasks_sql.latest_workflow_task, directory)
 
     async def counts(self) -> dict[str, int]:
-        return await self._db.read(tasks_sql.counts)
+        return await self._db.scan(tasks_sql.counts)
 
     async def unfinished(self) -> tuple[list[TaskRecord], list[UnreadableTask]]:
         """Unfinished tasks, and the unfinished rows that cannot be read as tasks."""
-        return await self._db.read(tasks_sql.unfinished)
+        return await self._db.scan(tasks_sql.unfinished)
 
     async def claim_unfinished(self) -> tuple[list[TaskRecord], list[UnreadableTask]]:
         """The unfinished tasks this kernel recovers and runs. One kernel owns a SQLite
@@ -109,12 +109,12 @@ class TaskReads:
 
     async def steps_in_flight(self) -> dict[str, StepRecord]:
         """Task id -> its step still marked started (a task runs one step at a time)."""
-        return {rec.task_id: rec for rec in await self._db.read(steps_sql.in_flight)}
+        return {rec.task_id: rec for rec in await self._db.scan(steps_sql.in_flight)}
 
     async def started_processes(
         self, task_id: str | None = None
     ) -> list[tuple[str, int, StepProcess]]:
-        return await self._db.read(steps_sql.started_processes, task_id)
+        return await self._db.scan(steps_sql.started_processes, task_id)
 
     async def llm_usage(self, task_id: str) -> LlmUsage:
         return await self._db.read(tasks_sql.llm_usage, task_id)

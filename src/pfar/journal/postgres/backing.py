@@ -46,6 +46,9 @@ class PostgresBacking:
                 raise
             raise StoreUnavailable(f"reading the journal on {self.where} failed: {exc}") from exc
 
+    async def scan(self, fn: Callable[Concatenate[Tx, P], T], *args: P.args, **kw: P.kwargs) -> T:
+        return await self.read(fn, *args, **kw)  # every read awaits the server
+
     async def write(self, op: Op[T], point: str | tuple[str, ...] | None) -> T:
         return await self.writer.submit(op, point)
 
