@@ -274,10 +274,11 @@ class _Window:
 async def _finished(kernel: Kernel, task_id: str) -> None:
     """Wait until the kernel stops driving `task_id` (it Completed, failed or parked).
 
-    The kernel drives each task in an asyncio.Task it keeps by id; awaiting it observes
-    the end without polling the journal. Should that private map go, poll the journal.
+    The kernel drives each task in an asyncio.Task (`kernel.driver.coroutine`); awaiting
+    it observes the end without polling the journal, which is left for a task that no
+    coroutine holds.
     """
-    driver = getattr(kernel, "_running", {}).get(task_id)
+    driver = kernel.driver.coroutine(task_id)
     if driver is not None:
         await driver
         return

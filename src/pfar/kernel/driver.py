@@ -177,6 +177,11 @@ class TaskDriver:
     def coroutines(self) -> list[asyncio.Task[None]]:
         return list(self._running.values())
 
+    def coroutine(self, task_id: str) -> asyncio.Task[None] | None:
+        """The coroutine advancing `task_id`, if one is (awaiting it sees the task stop
+        being driven: it ended, or it parked)."""
+        return self._running.get(task_id)
+
     async def stop_coroutine(self, task_id: str) -> None:
         """Cancel the coroutine advancing `task_id` and wait until it has unwound (its
         tools end their processes as they unwind)."""
