@@ -77,6 +77,16 @@ def test_the_bus_end_is_where_a_new_subscriber_starts(store: Store) -> None:
     assert [e.task_id for e in run(store.events.bus(last - 2))] == [t.task_id, t.task_id]
 
 
+@covers("events.bus_high_water")
+def test_the_high_water_mark_is_the_last_event_ever_appended(store: Store) -> None:
+    before = run(store.events.bus_high_water())
+    assert before >= run(store.events.bus_last())
+    created(store)
+    after = run(store.events.bus_high_water())
+    assert after == run(store.events.bus_last()) == run(store.events.bus(0))[-1].seq
+    assert after > before
+
+
 # -- the outbox ---------------------------------------------------------------------
 
 

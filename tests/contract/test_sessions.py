@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pfar.errors import BadRequest, IdPrefixTooShort, SessionThreadBusy, UnknownSession
+from pfar.errors import (
+    BadRequest,
+    IdPrefixTooShort,
+    IllegalSessionTransition,
+    SessionStatusMismatch,
+    SessionThreadBusy,
+    UnknownSession,
+)
 from pfar.journal.sessions import SessionStatus
 from pfar.journal.store import Store
 
@@ -66,3 +73,40 @@ def test_a_session_is_found_by_its_id_or_a_prefix(store: Store, tmp_path: Path) 
         run(store.sessions.get("zzzzzzzz"))
     with pytest.raises(UnknownSession):
         run(store.sessions.resolve_id("zzzzzzzz"))
+
+
+@covers("sessions.transition")
+def test_a_session_moves_as_its_state_machine_allows(store: Store, tmp_path: Path) -> None:
+    s = run(store.sessions.create(str(tmp_path), "chat-1"))
+    process = {"pid": 4242, "start_time": 1, "argv": ["agent"]}
+    active = run(
+        store.sessions.transition(
+            s.session_id,
+            SessionStatus.CREATED,
+            SessionStatus.ACTIVE,
+            context={"runs": 1},
+            process=process,
+        )
+    )
+    assert (active.status, active.context, active.process) == (
+        SessionStatus.ACTIVE,
+        {"runs": 1},
+        process,
+    )
+    # leaving ACTIVE clears the process; the context is merged into
+    paused = run(
+        store.sessions.transition(
+            s.session_id, SessionStatus.ACTIVE, SessionStatus.PAUSED, context={"exit": 0}
+        )
+    )
+    assert (paused.status, paused.context, paused.process) == (
+        SessionStatus.PAUSED,
+        {"runs": 1, "exit": 0},
+        None,
+    )
+    assert run(store.sessions.get(s.session_id)) == paused
+    with pytest.raises(SessionStatusMismatch):
+        run(store.sessions.transition(s.session_id, SessionStatus.ACTIVE, SessionStatus.PAUSED))
+    with pytest.raises(IllegalSessionTransition):
+        run(store.sessions.transition(s.session_id, SessionStatus.PAUSED, SessionStatus.CREATED))
+    assert run(store.sessions.get(s.session_id)) == paused

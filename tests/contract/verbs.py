@@ -30,11 +30,14 @@ CLAIMED = "__contract_verbs__"
 
 @functools.cache
 def families() -> dict[str, type]:
-    """Family name (a property of `Store`) -> its protocol class."""
+    """Family name (a property of `Store` that is one of its `...Store` protocols) -> its
+    protocol class (the writer, the path and where the store is are no family)."""
     found: dict[str, type] = {}
     for name, member in vars(store_protocol.Store).items():
         if isinstance(member, property) and member.fget is not None:
-            found[name] = typing.get_type_hints(member.fget)["return"]
+            family = typing.get_type_hints(member.fget)["return"]
+            if isinstance(family, type) and family.__name__.endswith("Store"):
+                found[name] = family
     return found
 
 

@@ -50,7 +50,7 @@ class Kernel:
         self.conn = open_vault_db(path, "sessions", create=create, factory=JournalConnection)
         self.manager = sessions_on(self.conn)
         self.lifecycle = SessionLifecycle(self.manager)
-        self.recovery = CrashRecovery(self.manager, self.lifecycle)
+        self.recovery = CrashRecovery(self.manager)
 
     def activate(
         self,
@@ -271,7 +271,7 @@ def test_recovery_with_database_error_raises_and_corrupts_nothing(
         recovery = second.recovery
     elif failure == "readonly":
         ro = sessions_on(open_vault_db(db, "sessions", readonly=True, factory=JournalConnection))
-        recovery = CrashRecovery(ro, SessionLifecycle(ro))
+        recovery = CrashRecovery(ro)
         release = ro.close
     else:
         release = _rename_table_away(db)

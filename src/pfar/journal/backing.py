@@ -20,7 +20,8 @@ P = ParamSpec("P")
 
 
 class Writer(Protocol):
-    """A backend's group-commit writer, as its kernel sees it."""
+    """A backend's group-commit writer: what its kernel sees of it (`store.StoreWriter`),
+    and how a family queues a write nobody waits for (`defer`)."""
 
     # told once when a commit fails: the owner of the writer must stop (fail-stop)
     on_failure: Callable[[BaseException], None] | None

@@ -10,7 +10,7 @@ from ..vault.home import Home
 from ..vault.keys import VaultKey
 from ..vault.secrets import SecretStore
 from .faults import FaultHook
-from .journal import Journal
+from .store import Store
 
 
 async def open_store(
@@ -22,7 +22,7 @@ async def open_store(
     fault_hook: FaultHook | None = None,
     create: bool = False,
     readonly: bool = False,
-) -> Journal:
+) -> Store:
     """The journal `config` names: the vault's sessions.db, or a PostgreSQL server (its
     password from the vault's `secrets` or the environment, as the configuration says)."""
     if config.backend == "sqlite":
@@ -50,7 +50,7 @@ async def open_store(
     )
 
 
-async def open_home_journal(home: Home, *, readonly: bool = True) -> Journal:
+async def open_home_journal(home: Home, *, readonly: bool = True) -> Store:
     """The home's journal as its config.toml places it, to look at (no kernel needed):
     the vault's key unlocked, and the server's password read from the vault when the
     configuration keeps it there."""

@@ -24,12 +24,14 @@ callers: they claim, then write as they do today. On SQLite one kernel owns a ho
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Protocol
 
 from ..answers import Answer
 from . import holds, payloads
 from .bus_sql import BusEvent
 from .channels_sql import Delivery, OutboxState
+from .group_commit import CommitWatcher
 from .json_text import JsonObject, JsonValue
 from .locks_sql import Alive, HeldLock, LockClaim, LockOwner
 from .payloads import Executing, Payload
@@ -45,7 +47,8 @@ from .records import (
     UnreadableTask,
 )
 from .rows import DecidedLearning, KernelBoot, LlmCall, LlmUsage, StepProcess, TaskMessage
-from .sessions import SessionRecord, SessionStatus
+from .sessions.record import KEEP, Keep, SessionRecord
+from .sessions.status import SessionStatus
 from .states import TaskState
 from .turns import LoopSettings, PermissionRule, StoredTurn, Turn
 
@@ -119,7 +122,6 @@ class TaskStore(Protocol):
     ) -> bool: ...
     def record_llm_call(self, call: LlmCall) -> None:
         """Accounting, not state: rides on the next commit; nobody waits for it."""
-        ...
 
     async def request_pause(
         self, task_id: str, *, running: Callable[[], bool]
@@ -188,7 +190,6 @@ class EventStore(Protocol):
     def mark_delivered(self, keys: Sequence[str]) -> None:
         """Rides on the next commit: a crash before it only means a resend the
         delivery keys absorb."""
-        ...
 
     async def start_boot(self, boot_id: str, pid: int, version: str) -> None: ...
     async def end_boot(self, boot_id: str) -> None: ...
@@ -199,6 +200,8 @@ class EventStore(Protocol):
     async def bus_for_task(self, task_id: str, kinds: frozenset[str]) -> list[BusEvent]: ...
     async def bus_offset(self, subscriber: str) -> int | None: ...
     async def bus_last(self) -> int: ...
+    # the number of the last event ever appended, pruned or not: the journal's position
+    async def bus_high_water(self) -> int: ...
     async def bus_ack(self, subscriber: str, seq: int, *, point: str | None = ...) -> None: ...
     # `body`: a JSON object
     async def publish(self, kind: str, task_id: str | None, body: Mapping[str, object]) -> None: ...
@@ -242,6 +245,20 @@ class SessionStore(Protocol):
     async def list(self, status: SessionStatus | None = None) -> list[SessionRecord]: ...
     async def live_for_thread(self, thread_id: str) -> SessionRecord | None: ...
     async def create(self, project_path: str, thread_id: str) -> SessionRecord: ...
+    # the checked move (sessions/status.py); `process` is kept only while ACTIVE
+    async def transition(
+        self,
+        session_id: str,
+        from_status: SessionStatus,
+        to_status: SessionStatus,
+        *,
+        context: Mapping[str, object] | None = None,
+        process: JsonObject | Keep | None = KEEP,
+    ) -> SessionRecord: ...
+
+    # the database, as an error names it
+    @property
+    def path(self) -> str: ...
 
 
 class LoopStore(Protocol):
@@ -322,7 +339,6 @@ class LockStore(Protocol):
     ) -> tuple[HeldLock | None, int]: ...
     def release(self, holder: str) -> None:
         """Rides on the next commit (a lock left by a crash has a holder that is gone)."""
-        ...
 
     async def renew(self, boot_id: str, lease_seconds: float) -> int: ...
     async def clear_stale(self, owner: LockOwner, alive: Alive) -> int: ...
@@ -333,8 +349,26 @@ class LockStore(Protocol):
     async def waits(self) -> dict[str, str]: ...
 
 
+class StoreWriter(Protocol):
+    """A store's group-commit writer, as its kernel sees it (journal/backing.py's
+    `Writer` adds how a family queues its writes)."""
+
+    # told once when a commit fails: the owner of the writer must stop (fail-stop)
+    on_failure: Callable[[BaseException], None] | None
+    # whether a write now would have no company in its commit (one task running)
+    alone: Callable[[], bool] | None
+    # told of each commit (the kernel keeps vault/acknowledged up with a SQLite journal)
+    watcher: CommitWatcher | None
+    commits: int
+    writes: int
+
+    # the error that stopped the writer (fail-stop), None while it writes
+    @property
+    def failure(self) -> BaseException | None: ...
+
+
 class Store(Protocol):
-    """One journal: its seven families, and closing it."""
+    """One journal: its seven families, its writer, where it is, and closing it."""
 
     @property
     def tasks(self) -> TaskStore: ...
@@ -351,4 +385,15 @@ class Store(Protocol):
     @property
     def locks(self) -> LockStore: ...
 
+    @property
+    def writer(self) -> StoreWriter: ...
+    # the SQLite file the journal is, None for a journal on a server
+    @property
+    def path(self) -> Path | None: ...
+    # the database, as a message names it (a file, or a server without password)
+    @property
+    def where(self) -> str: ...
+    # closes a SQLite journal (a server's is closed with `aclose`, on its loop)
     def close(self, *, checkpoint: bool = True) -> None: ...
+    # commits what is queued and closes, on any backend
+    async def aclose(self, *, checkpoint: bool = True) -> None: ...

@@ -21,9 +21,10 @@ from ..answers import (
 )
 from ..errors import AlreadyDecided, AnswerDoesNotFit, BadRequest, ShuttingDown, TaskStateRefused
 from ..hooks import HookPoint, Hooks
-from ..journal import ApprovalRecord, Journal, Move, TaskKind, TaskRecord
+from ..journal import ApprovalRecord, Move, TaskKind, TaskRecord
 from ..journal.journal import prompt_status_text
 from ..journal.payloads import AwaitingApproval
+from ..journal.store import Store
 from ..policy.redact import Redactor
 from ..recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer
 from ..runners import Services
@@ -40,7 +41,7 @@ from .owner import OwnerChannel
 class AnsweringHost(Protocol):
     """What answering uses of the kernel."""
 
-    journal: Journal
+    journal: Store
     audit: AuditLog
     owner: OwnerChannel
     hooks: Hooks

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Protocol
 
 from ..config import VaultBackupConfig
-from ..journal import Journal
 from ..journal.records import OwnerMessage
+from ..journal.store import Store
 from ..vault import keys
 from ..vault.backup import BackupKey, make_backup
 from ..vault.home import Home
@@ -120,7 +120,7 @@ class BackupsHost(Protocol):
 
     home: Home
     boot_id: str
-    journal: Journal
+    journal: Store
     audit: AuditLog
     owner: OwnerChannel
 

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..errors import IllegalTransition, PfarError
-from ..journal import Journal, TaskKind, TaskRecord, TaskState
+from ..journal import TaskKind, TaskRecord, TaskState
 from ..journal.payloads import Queued, Working, pause_requested
+from ..journal.store import Store
 from ..runners import Services, TemplateRegistry
 from ..runners.registry import runner_for
 from . import task_processes
@@ -31,7 +32,7 @@ log = logging.getLogger("pfar.kernel")
 class DriverHost(Protocol):
     """What the driver reads of the kernel, each time it needs it (all made at start)."""
 
-    journal: Journal
+    journal: Store
     admission: Admission
     services: Services
     templates: TemplateRegistry

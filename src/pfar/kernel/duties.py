@@ -18,8 +18,9 @@ from typing import Protocol
 
 from ..config import Config
 from ..hooks import Hooks
-from ..journal import Journal, OwnerMessage, TaskRecord
+from ..journal import OwnerMessage, TaskRecord
 from ..journal.records import now_rfc3339, rfc3339
+from ..journal.store import Store
 from ..runners.schedules import Due
 from ..tools import sandbox
 from ..vault.home import Home
@@ -45,7 +46,7 @@ class DutiesHost(Protocol):
     home: Home
     boot_id: str
     config: Config
-    journal: Journal
+    journal: Store
     audit: AuditLog
     owner: OwnerChannel
     hooks: Hooks

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import MalformedTaskRow, ShuttingDown, TaskStateRefused
-from ..journal import Journal, OwnerMessage, TaskKind, TaskRecord
+from ..journal import OwnerMessage, TaskKind, TaskRecord
 from ..journal.holds import PauseOutcome, ResumeOutcome
 from ..journal.states import TaskState
+from ..journal.store import Store
 from ..recovery.cancelling import cancel_message
 from ..runners import Services
 from ..runners.loop import worktrees
@@ -47,7 +48,7 @@ class Coroutines(Protocol):
 class HoldsHost(Protocol):
     """What a hold uses of the kernel."""
 
-    journal: Journal
+    journal: Store
     audit: AuditLog
     owner: OwnerChannel
     services: Services
@@ -119,7 +120,7 @@ async def _finish_worktree(k: HoldsHost, task_id: str) -> None:
         k.owner.notify()
 
 
-async def _unfinished_children(journal: Journal, task_id: str) -> list[str]:
+async def _unfinished_children(journal: Store, task_id: str) -> list[str]:
     task = await journal.tasks.get(task_id)
     if task.kind is not TaskKind.loop:
         return []

@@ -18,7 +18,7 @@ import logging
 
 from ..hook_points import LIFECYCLE, HookPoint
 from ..hooks import Hooks
-from ..journal import Journal
+from ..journal.store import Store
 
 log = logging.getLogger("pfar.hooks")
 
@@ -27,7 +27,7 @@ POLL_SECONDS = 0.2
 PAGE = 100
 
 
-async def run(journal: Journal, hooks: Hooks, wake: asyncio.Event) -> None:
+async def run(journal: Store, hooks: Hooks, wake: asyncio.Event) -> None:
     """Fire lifecycle hooks for the kernel's life. The handlers are looked at each
     round: `pfar reload` may add the first ones (the feed then starts, at the bus's end
     when it never ran here) or take the last ones away."""

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import BadRequest, ConfigError, EventIdReused, PfarError, ShuttingDown
-from ..journal import InboundEvent, Journal, OwnerMessage, TaskKind, TaskRecord, TaskState
+from ..journal import InboundEvent, OwnerMessage, TaskKind, TaskRecord, TaskState
 from ..journal.payloads import Extracting
+from ..journal.store import Store
 from ..policy.redact import Redactor
 from ..runners import TemplateRegistry
 from ..runners.loop import tasks as loops
@@ -38,7 +39,7 @@ class IntakeHost(Protocol):
     """What intake uses of the kernel."""
 
     home: Home
-    journal: Journal
+    journal: Store
     templates: TemplateRegistry
     redactor: Redactor
     audit: AuditLog

@@ -35,9 +35,10 @@ from typing import Any
 from ..config import Config
 from ..errors import ConfigError, ShuttingDown, UnknownSecret, VaultMissing
 from ..hooks import NO_HOOKS
-from ..journal import Journal, TaskKind, TaskRecord
+from ..journal import TaskKind, TaskRecord
 from ..journal.faults import FaultHook
 from ..journal.locks_sql import LockOwner
+from ..journal.store import Store
 from ..llm.proxy import ChatModel, InferenceProxy
 from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport
@@ -85,7 +86,7 @@ class KernelStatistics:
 class Kernel:
     # made by start(), in its stages
     config: Config
-    journal: Journal
+    journal: Store
     secrets: SecretStore
     knowledge: knowledge.KnowledgeStore | None
     sessions: SessionSupervisor
@@ -193,7 +194,7 @@ class Kernel:
                 "(an existing home whose vault went missing should be restored from backup)"
             )
         self.life.take_home()
-        opened: list[Any] = []
+        opened: list[SecretStore | Store] = []
         try:
             key = keys.unlock(self.home)
             # before anything opens the vault to write: a damaged vault, or a journal

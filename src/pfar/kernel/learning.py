@@ -27,10 +27,11 @@ from dataclasses import dataclass
 
 from ..errors import PfarError
 from ..hooks import HookPoint, Hooks
-from ..journal import Journal, TaskState
+from ..journal import TaskState
 from ..journal.hooks_sql import LEARNINGS_DECIDED, LEARNINGS_KEPT, decided_learnings
 from ..journal.records import TaskKind, now_rfc3339
 from ..journal.rows import DecidedLearning
+from ..journal.store import Store
 from ..journal.turns import AssistantTurn, SummaryTurn, UserTurn
 from ..llm.messages import ChatRequest, Message
 from ..llm.proxy import InferenceProxy
@@ -48,7 +49,7 @@ PAGE = 500
 class Learner:
     store: Callable[[], knowledge.KnowledgeStore | None]
     hooks: Hooks
-    journal: Journal
+    journal: Store
     model: InferenceProxy
     mode: str = "keyword"  # or "hybrid"
     seconds: float = 120.0

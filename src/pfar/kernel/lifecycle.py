@@ -14,7 +14,7 @@ from typing import Protocol
 
 from ..config import Config
 from ..errors import PfarError, VaultIOError
-from ..journal import Journal
+from ..journal.store import Store
 from ..vault import knowledge
 from ..vault.home import Home, HomeLock
 from ..vault.secrets import SecretStore
@@ -89,7 +89,7 @@ class Stopping(Protocol):
 
     boot_id: str
     config: Config
-    journal: Journal
+    journal: Store
     audit: AuditLog
     owner: OwnerChannel
     sessions: SessionSupervisor
@@ -166,7 +166,6 @@ async def abort(k: Stopping) -> None:
     if k.duties.disk is not None:
         k.duties.disk.release()
     _close_knowledge(k)
-    k.sessions.manager.close()
     k.life.let_go()
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..config import Config
-from ..journal import Journal
 from ..journal.faults import FaultHook
 from ..journal.open_store import open_store
+from ..journal.store import Store
 from ..llm.proxy import ChatModel
 from ..policy.redact import RedactingFilter, Redactor
 from ..tools.registry import ToolRegistry
@@ -50,7 +50,7 @@ async def open_stores(
     k: OpeningHost,
     config: Config,
     key: keys.VaultKey | None,
-    opened: list[Any],
+    opened: list[SecretStore | Store],
     *,
     fault_hook: FaultHook,
     write_failed: Callable[[BaseException], None],
@@ -121,9 +121,9 @@ def _config_hash(home: Home) -> str:
         return "defaults"
 
 
-async def close(resource: Any) -> None:
+async def close(resource: SecretStore | Store) -> None:
     """Close what a start opened before it failed (a journal on a server is awaited)."""
-    if isinstance(resource, Journal):
-        await resource.aclose(checkpoint=False)
-    else:
+    if isinstance(resource, SecretStore):
         resource.close()
+    else:
+        await resource.aclose(checkpoint=False)

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import VaultError
-from ..journal import Journal, OwnerMessage
+from ..journal import OwnerMessage
+from ..journal.store import Store
 from ..vault.writable import unwritable_file
 
 log = logging.getLogger("pfar.owner")
@@ -116,7 +117,7 @@ def _tail_lines(path: Path, n: int) -> list[str]:
 
 
 class OwnerChannel:
-    def __init__(self, journal: Journal, owner_log: OwnerLogSink) -> None:
+    def __init__(self, journal: Store, owner_log: OwnerLogSink) -> None:
         self._journal = journal
         self._log = owner_log
         self._sinks: list[Sink] = []

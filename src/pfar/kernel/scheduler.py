@@ -21,8 +21,9 @@ from zoneinfo import ZoneInfo
 
 from ..config import Config
 from ..errors import EventIdReused, PfarError, VaultError
-from ..journal import Journal, TaskRecord
+from ..journal import TaskRecord
 from ..journal.records import parse_rfc3339, rfc3339
+from ..journal.store import Store
 from ..runners import schedules
 from ..runners.schedules import Due
 from ..runners.templates import Template, TemplateRegistry
@@ -43,7 +44,7 @@ class SchedulerHost(Protocol):
 
     templates: TemplateRegistry
     config: Config
-    journal: Journal
+    journal: Store
 
     async def submit(
         self,

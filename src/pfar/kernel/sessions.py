@@ -19,7 +19,8 @@ from pathlib import Path
 
 from ..config import SessionsConfig
 from ..errors import BadRequest, PfarError
-from ..journal.sessions import SessionLifecycle, SessionManager, SessionRecord, SessionStatus
+from ..journal.sessions import SessionRecord, SessionStatus
+from ..journal.store import SessionStore
 from ..recovery.sessions import CrashRecovery
 from ..tools import agent_process
 from ..tools.sandbox import Sandbox
@@ -33,7 +34,7 @@ SANDBOX_PREFIX = "session-"
 class SessionSupervisor:
     def __init__(
         self,
-        manager: SessionManager,
+        manager: SessionStore,
         log_dir: Path,
         config: SessionsConfig,
         sandbox: Callable[[str, Path], Sandbox] | None = None,
@@ -41,7 +42,6 @@ class SessionSupervisor:
         self.manager = manager  # the journal's session family: the journal closes it
         # [sandbox] enabled: each agent runs in a sandbox labelled `session-<id>`
         self._sandbox = sandbox
-        self.lifecycle = SessionLifecycle(self.manager)
         self._log_dir = log_dir
         self._config = config
         self._running: dict[str, agent_process.AgentProcess] = {}
@@ -58,7 +58,7 @@ class SessionSupervisor:
 
     async def recover_after_crash(self) -> list[str]:
         """End agents a dead kernel left running; pause their sessions (seed 004)."""
-        return await CrashRecovery(self.manager, self.lifecycle).recover()
+        return await CrashRecovery(self.manager).recover()
 
     async def create(self, project_path: str, thread_id: str) -> SessionRecord:
         """A CREATED session; the project must be a directory now (checked again at
@@ -94,7 +94,7 @@ class SessionSupervisor:
             },
         )
         try:
-            active = await self.lifecycle.transition(
+            active = await self.manager.transition(
                 s.session_id,
                 s.status,
                 SessionStatus.ACTIVE,
@@ -116,7 +116,7 @@ class SessionSupervisor:
         s = await self.manager.get(session_id)
         if s.status is SessionStatus.ACTIVE:
             return await self._leave_active(s, SessionStatus.TERMINATED)
-        return await self.lifecycle.transition(s.session_id, s.status, SessionStatus.TERMINATED)
+        return await self.manager.transition(s.session_id, s.status, SessionStatus.TERMINATED)
 
     async def close(self) -> None:
         """Kernel shutdown: agents are stopped and their sessions paused, to resume later."""
@@ -126,14 +126,14 @@ class SessionSupervisor:
 
     async def _leave_active(self, s: SessionRecord, to: SessionStatus) -> SessionRecord:
         if s.status is not SessionStatus.ACTIVE:
-            return await self.lifecycle.transition(s.session_id, s.status, to)  # refused, named
+            return await self.manager.transition(s.session_id, s.status, to)  # refused, named
         watcher = self._watchers.pop(s.session_id, None)
         if watcher is not None:
             watcher.cancel()
         self._running.pop(s.session_id, None)
         if s.process:
             await agent_process.stop(s.process, self._config.stop_timeout_seconds)
-        return await self.lifecycle.transition(s.session_id, SessionStatus.ACTIVE, to)
+        return await self.manager.transition(s.session_id, SessionStatus.ACTIVE, to)
 
     async def _watch(self, proc: agent_process.AgentProcess) -> None:
         """An agent that exits on its own leaves its session PAUSED, with the exit code."""
@@ -141,7 +141,7 @@ class SessionSupervisor:
         self._running.pop(proc.session_id, None)
         self._watchers.pop(proc.session_id, None)
         with contextlib.suppress(PfarError):
-            await self.lifecycle.transition(
+            await self.manager.transition(
                 proc.session_id,
                 SessionStatus.ACTIVE,
                 SessionStatus.PAUSED,

@@ -10,8 +10,8 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from ..errors import PfarError
-from ..journal import Journal
 from ..journal.states import TaskState
+from ..journal.store import Store
 from ..tools import task_processes
 from ..tools.processes import end_group_if_same
 from .audit import AuditLog
@@ -20,7 +20,7 @@ log = logging.getLogger("pfar.kernel")
 
 
 async def end_processes(
-    journal: Journal, ended: Callable[[TaskState], bool], only: str | None = None
+    journal: Store, ended: Callable[[TaskState], bool], only: str | None = None
 ) -> int:
     """SIGKILL the labelled processes of every task of `journal` (or of `only`) whose
     state `ended` accepts; how many process groups. A label naming no task of this
@@ -47,7 +47,7 @@ async def end_processes(
     return killed
 
 
-async def end_recorded(journal: Journal, audit: AuditLog, task_id: str | None, event: str) -> int:
+async def end_recorded(journal: Store, audit: AuditLog, task_id: str | None, event: str) -> int:
     """End the process groups that steps (of `task_id`, or of every task) recorded and
     that still run as recorded; audit each one as `event`. Returns how many."""
     ended = 0

@@ -15,9 +15,10 @@ from ..config import Config
 from ..errors import ConfigError, PfarError
 from ..hooks import HookPoint, Hooks
 from ..hooks.loading import load_handlers
-from ..journal import Journal, TaskRecord
+from ..journal import TaskRecord
 from ..journal.locks_sql import LockOwner
 from ..journal.rows import LlmCall
+from ..journal.store import Store
 from ..llm.proxy import CallRecord, ChatModel, InferenceProxy
 from ..policy.redact import Redactor
 from ..runners import Services, TemplateRegistry
@@ -46,7 +47,7 @@ class ServicesHost(Protocol):
     admission late: they are made after the services), and what it sets."""
 
     home: Home
-    journal: Journal
+    journal: Store
     secrets: SecretStore
     redactor: Redactor
     viewers: Viewers

@@ -28,7 +28,8 @@ from ..errors import (
     UnknownSession,
 )
 from ..journal.records import now_rfc3339
-from ..journal.sessions import SessionLifecycle, SessionManager, SessionRecord, SessionStatus
+from ..journal.sessions import SessionRecord, SessionStatus
+from ..journal.store import SessionStore
 from ..tools.processes import end_group_if_same
 
 log = logging.getLogger("pfar.sessions")
@@ -38,9 +39,8 @@ EndProcess = Callable[[dict[str, Any]], bool]
 
 
 class CrashRecovery:
-    def __init__(self, manager: SessionManager, lifecycle: SessionLifecycle) -> None:
+    def __init__(self, manager: SessionStore) -> None:
         self._manager = manager
-        self._lifecycle = lifecycle
 
     async def detect_crashed_sessions(self) -> list[SessionRecord]:
         """Sessions left ACTIVE: their kernel did not stop them, so it crashed."""
@@ -68,7 +68,7 @@ class CrashRecovery:
                     rec.process.get("pid"),
                 )
             try:
-                await self._lifecycle.transition(
+                await self._manager.transition(
                     rec.session_id,
                     SessionStatus.ACTIVE,
                     SessionStatus.PAUSED,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..config import LoopConfig
 from ..hooks import NO_HOOKS, Hooks
-from ..journal import Journal
+from ..journal.store import Store
 from ..llm.events import ChatEvent
 from ..llm.proxy import InferenceProxy
 from ..policy.redact import Redactor
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class Services:
-    journal: Journal
+    journal: Store
     tools: ToolRegistry
     model: InferenceProxy  # the one chat interface to models
     templates: TemplateRegistry

@@ -7,7 +7,7 @@ from typing import Any
 
 from .manager import SessionManager
 from .record import KEEP, ProcessArg, SessionRecord
-from .status import SessionStatus, check_session_transition
+from .status import SessionStatus
 
 
 class SessionLifecycle:
@@ -32,17 +32,6 @@ class SessionLifecycle:
         changed then). `context` is merged and `process` set in the same transaction;
         leaving ACTIVE clears the process.
         """
-        src, dst = SessionStatus(from_status), SessionStatus(to_status)
-        check_session_transition(session_id, src, dst)
-        if dst is not SessionStatus.ACTIVE and process is not KEEP and process is not None:
-            raise ValueError(
-                f"session {session_id}: only an ACTIVE session has a process, not {dst}"
-            )
-        return await self.manager._apply(
-            session_id,
-            expect=src,
-            status=dst,
-            context=context,
-            process=process,
-            what=f"moving session {session_id} from {src} to {dst}",
+        return await self.manager.transition(
+            session_id, from_status, to_status, context=context, process=process
         )

@@ -24,7 +24,7 @@ from ..records import now_rfc3339
 from ..tx import Tx
 from .record import KEEP, ProcessArg, SessionRecord, check_thread_id, json_object
 from .sessions_sql import COLUMNS, live_for_thread, resolve_session, session_row
-from .status import CREATED_POINT, MOVE_POINTS, SessionStatus
+from .status import CREATED_POINT, MOVE_POINTS, SessionStatus, check_session_transition
 
 T = TypeVar("T")
 
@@ -147,6 +147,37 @@ class SessionManager:
             return rec
 
         return await self.write(f"creating a session for thread {thread_id!r}", op, CREATED_POINT)
+
+    async def transition(
+        self,
+        session_id: str,
+        from_status: SessionStatus,
+        to_status: SessionStatus,
+        *,
+        context: Mapping[str, Any] | None = None,
+        process: ProcessArg = KEEP,
+    ) -> SessionRecord:
+        """Move the session from `from_status` to `to_status` in one transaction.
+
+        Raises IllegalSessionTransition for a move the state machine forbids, and
+        SessionStatusMismatch when the stored status is not `from_status` (nothing is
+        changed then). `context` is merged and `process` set in the same transaction;
+        leaving ACTIVE clears the process.
+        """
+        src, dst = SessionStatus(from_status), SessionStatus(to_status)
+        check_session_transition(session_id, src, dst)
+        if dst is not SessionStatus.ACTIVE and process is not KEEP and process is not None:
+            raise ValueError(
+                f"session {session_id}: only an ACTIVE session has a process, not {dst}"
+            )
+        return await self._apply(
+            session_id,
+            expect=src,
+            status=dst,
+            context=context,
+            process=process,
+            what=f"moving session {session_id} from {src} to {dst}",
+        )
 
     async def update(
         self,

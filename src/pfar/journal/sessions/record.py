@@ -20,7 +20,8 @@ class _Keep(Enum):
 KEEP: Final = _Keep.KEEP
 """Leave `process` as it is (the default of `update` and `transition`)."""
 
-ProcessArg: TypeAlias = dict[str, Any] | Literal[_Keep.KEEP] | None
+Keep: TypeAlias = Literal[_Keep.KEEP]
+ProcessArg: TypeAlias = dict[str, Any] | Keep | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,9 @@ import re
 
 from ...config import Config
 from ...errors import BadRequest
-from ...journal import Journal, TaskKind, TaskRecord, TaskState
+from ...journal import TaskKind, TaskRecord, TaskState
 from ...journal.payloads import Queued
+from ...journal.store import Store
 from ...runners.loop.context import ContextStats
 from ...runners.loop.runner import context_stats_of, offered_tools
 from ...tools import ToolRegistry
@@ -45,7 +46,7 @@ def learnings(home: Home, search: str | None, limit: int) -> list[Learning]:
         store.close()
 
 
-async def queue(journal: Journal) -> list[Waiting]:
+async def queue(journal: Store) -> list[Waiting]:
     """The tasks journaled Queued, highest priority first, then the longest waiting:
     the order a kernel's admission starts them in."""
     found: list[tuple[int, str, str]] = []
@@ -58,7 +59,7 @@ async def queue(journal: Journal) -> list[Waiting]:
     return [Waiting(tid, p, since, n, reason) for n, (p, since, tid) in enumerate(found, 1)]
 
 
-async def channels(journal: Journal, config: Config) -> list[ChannelView]:
+async def channels(journal: Store, config: Config) -> list[ChannelView]:
     """Each enabled channel, stopped, with what the vault keeps of it."""
     return [
         ChannelView(
@@ -74,7 +75,7 @@ async def channels(journal: Journal, config: Config) -> list[ChannelView]:
     ]
 
 
-async def context(journal: Journal, task_id: str, config: Config) -> ContextStats:
+async def context(journal: Store, task_id: str, config: Config) -> ContextStats:
     """`/context` as a kernel started on this config would answer it (built-in tools)."""
     task = await journal.tasks.get(task_id)
     if task.kind is not TaskKind.loop:
@@ -94,7 +95,7 @@ async def context(journal: Journal, task_id: str, config: Config) -> ContextStat
     )
 
 
-async def replay(journal: Journal, task_id: str, *, from_start: bool) -> list[Shown]:
+async def replay(journal: Store, task_id: str, *, from_start: bool) -> list[Shown]:
     """`attach` with no kernel: the turns since the viewer's mark, the state, and the
     end (a task that has not ended goes on when a kernel starts)."""
     task = await journal.tasks.get(task_id)

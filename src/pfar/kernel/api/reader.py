@@ -16,17 +16,12 @@ from typing import Any
 
 from ...config import Config
 from ...errors import BadRequest
-from ...journal import (
-    ApprovalRecord,
-    ApprovalStatus,
-    CredentialStatus,
-    Journal,
-    TaskState,
-)
+from ...journal import ApprovalRecord, ApprovalStatus, CredentialStatus, TaskState
 from ...journal.bus_sql import BusEvent
 from ...journal.open_store import backend_of, open_home_journal
 from ...journal.sessions import SessionRecord, SessionStatus
 from ...journal.sqlite import open_readonly
+from ...journal.store import Store
 from ...recovery import plan_recovery
 from ...runners.loop.context import ContextStats
 from ...vault import keys
@@ -78,10 +73,10 @@ class HomeReader:
     already, over the kernel's journal.
     """
 
-    def __init__(self, home: Home, journal: Journal | None = None) -> None:
+    def __init__(self, home: Home, journal: Store | None = None) -> None:
         self.home = home
         self._journal = journal
-        self._opened: list[Journal] = []
+        self._opened: list[Store] = []
 
     def __enter__(self) -> HomeReader:
         return self
@@ -109,7 +104,7 @@ class HomeReader:
         self._opened.clear()
 
     @property
-    def journal(self) -> Journal:
+    def journal(self) -> Store:
         if self._journal is None:
             if backend_of(self.home) != "sqlite":
                 raise RuntimeError(

@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 
 from ...config import LoopConfig
 from ...errors import PfarError
-from ...journal import Journal, TaskRecord
+from ...journal import TaskRecord
+from ...journal.store import Store
 from ...journal.turns import AssistantTurn, LoopSettings, StoredTurn, SummaryTurn
 from ...llm.messages import ChatRequest, Message, ToolSchema
 from ...tools import ToolRegistry
@@ -106,7 +107,7 @@ async def context_stats(task_id: str, svc: Services) -> context.ContextStats:
 
 
 async def context_stats_of(
-    journal: Journal,
+    journal: Store,
     task_id: str,
     model_for: Callable[[str], str],
     schemas: Callable[[LoopSettings], tuple[ToolSchema, ...]],
