@@ -77,7 +77,7 @@ def created_txn(conn: Tx, task_id: str, kind: str, state: TaskState, at: str) ->
 
 # events this process appended, counted as they are inserted (whether their transaction
 # then commits or not): a reader of the high-water mark after each commit reads it
-# again only when this moved (kernel/acknowledging.py). Only ever grows.
+# again only when this moved (journal/sqlite/marks.py). Only ever grows.
 APPENDED = [0]
 
 

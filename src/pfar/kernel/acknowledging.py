@@ -1,10 +1,10 @@
 """Keeping `vault/acknowledged` up with the journal while a kernel runs.
 
-The journal writer tells it of each commit: inside the transaction, it reads the
-position the commit makes durable; after the COMMIT, before any waiter hears that its
-write is durable, it writes the record. What a task, a client or a chat channel was
-told had happened is covered by the record, even if the kernel is killed the next
-instant.
+The journal writer tells it of each commit (journal/sqlite/marks.py BusMarkWatcher
+reads, inside the transaction, the position the commit makes durable): after the
+COMMIT, before any waiter hears that its write is durable, it writes the record. What
+a task, a client or a chat channel was told had happened is covered by the record,
+even if the kernel is killed the next instant.
 The record is rewritten only when the journal's position moved (a step's commit
 that moves no task leaves it as it was), in place and without fsync
 (vault/acknowledged.py says why that is enough).
@@ -17,20 +17,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import PfarError
-from ..journal import bus_sql
 from ..journal.records import now_rfc3339
-from ..journal.sqlite.dialect import SQLITE
-from ..journal.tx import Tx
+from ..journal.sqlite.marks import BusMarkWatcher
 from ..vault import acknowledged
 from ..vault.acknowledged import Acknowledged, AcknowledgedFile, AuditMark, Encoder
-from ..vault.driver import sqlite
 
 log = logging.getLogger("pfar.kernel")
 
 
 class Acknowledging:
-    """The journal writer's commit watcher (journal/writer.py CommitWatcher)."""
+    """Told of each commit of the journal, with its position (`watcher` is what the
+    journal's writer calls)."""
 
     def __init__(
         self,
@@ -46,9 +43,6 @@ class Acknowledging:
         # where the audit log keeps one
         self._head = audit_head
         self._position = position
-        self._seen = position  # read inside the transaction being committed
-        self._cursor: sqlite.Cursor | None = None
-        self._appended = bus_sql.APPENDED[0]  # bus events appended at the last read
         self._commits = previous.commits if previous is not None else 0
         record = Acknowledged(
             position,
@@ -62,32 +56,20 @@ class Acknowledging:
         self._encode = Encoder(record.boot_id, record.machine_boot, record.synchronous)
         self._failed = False
         self._file = AcknowledgedFile(vault_dir, record)
+        self.watcher = BusMarkWatcher(self, position)
 
     @property
     def position(self) -> int:
         return self._position
 
-    def inside(self, conn: Tx) -> None:
-        appended = bus_sql.APPENDED[0]
-        if appended == self._appended:
-            return  # no event was appended since the last read: the mark did not move
-        self._appended = appended
-        try:
-            assert isinstance(conn, sqlite.Connection)  # kept for a SQLite journal only
-            if self._cursor is None or self._cursor.connection is not conn:
-                # a plain cursor of its own, kept: the vault connection's translating
-                # cursor, made anew for each statement, cost five times the read itself
-                self._cursor = sqlite.Cursor(conn)
-            row = self._cursor.execute(SQLITE.bus_high_water).fetchone()
-            self._seen = 0 if row is None else int(row[0])
-        except (sqlite.Error, PfarError) as exc:  # the commit goes on; the record lags
-            self._failing(exc)
+    def unreadable(self, why: str) -> None:
+        self._failing(why)  # the commit goes on; the record lags
 
-    def committed(self) -> None:
+    def committed(self, position: int) -> None:
         self._commits += 1
-        if self._seen == self._position:
+        if position == self._position:
             return  # a commit that moved no task (a step's): the record stands
-        self._position = self._seen
+        self._position = position
         self._write()
 
     def _write(self) -> None:
@@ -118,7 +100,7 @@ class Acknowledging:
             return None
         return None if head is None else AuditMark(int(head.count), str(head.digest))
 
-    def _failing(self, exc: BaseException) -> None:
+    def _failing(self, exc: BaseException | str) -> None:
         if not self._failed:
             log.error(
                 "%s: cannot be kept up (%s); a journal that goes back in time may not be "

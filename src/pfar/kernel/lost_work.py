@@ -14,52 +14,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..journal.sqlite.dialect import SQLITE
-from ..vault.driver import sqlite
+from ..journal.sqlite import marks
+from ..journal.sqlite.marks import JournalMark
 from ..vault.home import Home
+from ..vault.keys import VaultKey
 
 _TASK_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_NEWEST = (
-    "SELECT max(t) FROM (SELECT max(at) AS t FROM bus_events "
-    "UNION ALL SELECT max(updated_at) FROM task_journal "
-    "UNION ALL SELECT max(started_at) FROM kernel_boots "
-    "UNION ALL SELECT max(ended_at) FROM kernel_boots)"
-)
-_CHUNK = 500  # ids asked about in one statement (SQLite's bound-parameter limit is larger)
+
+__all__ = ["JournalMark", "missing_tasks"]
 
 
-@dataclass(frozen=True, slots=True)
-class JournalMark:
-    """Where a journal stands: its position (the bus's high-water mark) and when the
-    newest thing it holds was written (None: it holds nothing)."""
-
-    position: int
-    newest: datetime | None
-
-
-def has_bus(conn: sqlite.Connection) -> bool:
-    """Whether the database on `conn` is a journal with an event bus (a pfar journal
-    since the bus's migration)."""
-    found = conn.execute(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-        "AND name IN ('bus_events', 'task_journal', 'kernel_boots')"
-    ).fetchone()
-    return bool(found and found[0] == 3)
-
-
-def journal_mark(conn: sqlite.Connection) -> JournalMark:
-    row = conn.execute(_NEWEST).fetchone()
-    mark = conn.execute(SQLITE.bus_high_water).fetchone()
-    return JournalMark(0 if mark is None else int(mark[0]), _time(row[0] if row else None))
-
-
-def missing_tasks(home: Home, conn: sqlite.Connection, since: datetime | None) -> list[str]:
+def missing_tasks(home: Home, key: VaultKey | None, since: datetime | None) -> list[str]:
     """The task ids the audit log, owner.log and workspaces/ name after `since` that the
-    journal on `conn` lacks, in the order they were first named."""
+    journal in the vault lacks, in the order they were first named."""
     named: dict[str, datetime] = {}
     for path in (home.audit_log, home.owner_log):
         for task_id, at in _named_in(path):
@@ -69,17 +39,7 @@ def missing_tasks(home: Home, conn: sqlite.Connection, since: datetime | None) -
         if since is None or at > since:
             named.setdefault(task_id, at)
     ordered = sorted(named, key=lambda t: named[t])
-    present: set[str] = set()
-    for i in range(0, len(ordered), _CHUNK):
-        chunk = ordered[i : i + _CHUNK]
-        marks = ", ".join("?" for _ in chunk)
-        present.update(
-            str(r[0])
-            for r in conn.execute(
-                f"SELECT task_id FROM task_journal WHERE task_id IN ({marks})", chunk
-            )
-        )
-    return [t for t in ordered if t not in present]
+    return marks.lacking(home.sessions_db, key, ordered)
 
 
 def _named_in(path: Path) -> Iterator[tuple[str, datetime]]:

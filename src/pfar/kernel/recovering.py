@@ -178,6 +178,6 @@ async def _acknowledge(k: RecoveringHost, config: Config, vault: vault_start.Vau
             exc,
         )
     else:
-        k.journal.writer.watcher = k.acknowledged
+        k.journal.writer.watcher = k.acknowledged.watcher
     if vault.restored is not None:
         restored.remove(vault.restored)

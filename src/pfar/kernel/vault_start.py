@@ -14,24 +14,20 @@ A missing record is no loss (a new home, or one an older pfar ran): the start ma
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from ..errors import VaultWentBack
-from ..journal import bus_sql
-from ..journal.records import loads, now_rfc3339
-from ..journal.sqlite.connection import JournalConnection
+from ..journal.records import now_rfc3339
+from ..journal.sqlite import marks
 from ..vault import acknowledged, integrity, restored
 from ..vault.acknowledged import Acknowledged, Unreadable
-from ..vault.driver import sqlite
 from ..vault.home import Home
 from ..vault.keys import VaultKey
 from ..vault.restored import Restored
-from ..vault.sqlite import connect
-from .lost_work import JournalMark, has_bus, journal_mark, missing_tasks
+from .lost_work import JournalMark, missing_tasks
 
 log = logging.getLogger("pfar.kernel")
 
@@ -115,39 +111,38 @@ def check_at_start(home: Home, key: VaultKey | None, *, journal: bool = True) ->
     found = VaultStart()
     if not journal:
         return found
-    with reading(home, key) as conn:
-        if not has_bus(conn):
-            # not a pfar journal (opening it says so), or one older than the event bus,
-            # which its migration adds: no record can be ahead of it
-            return found
-        mark = journal_mark(conn)
-        record = acknowledged.read(home.vault_dir)
-        found.restored = restored.read(home.vault_dir)
-        if found.restored is not None and record == found.restored.previous:
-            record = None  # the restore did not get to remove it: it vouched for the old vault
-        short = shortfall(home, conn, record, mark)
-        if short is not None and not short.after_power_cut:
-            raise short.refusal(home)
-        if short is not None:
-            first, last = short.lost or (0, 0)
-            found.notes.append(
-                f"The journal came back behind what the kernel had acknowledged after the "
-                f"machine restarted: events {_range(first, last)} are lost; "
-                f"{_tasks(short.missing, NAMED_IN_REPORT)}. With [vault] synchronous = "
-                '"NORMAL" the last commits before a power cut may be lost; set it to "FULL" '
-                "for commits that survive one."
-            )
-            found.audit.append(
-                ("vault_lost_at_power_cut", {"events": [first, last], "tasks": short.missing})
-            )
-        if isinstance(record, Acknowledged):
-            found.previous = record
-            for event in accepted_since(conn, record.position):
-                found.notes.append(_accepted_note(event))
-        if found.restored is not None:
-            missing = missing_tasks(home, conn, mark.newest)
-            found.notes.append(_restored_note(found.restored, missing))
-            found.audit.append(("vault_restored", _restored_audit(found.restored, missing)))
+    mark = marks.journal_mark(home.sessions_db, key)
+    if mark is None:
+        # not a pfar journal (opening it says so), or one older than the event bus,
+        # which its migration adds: no record can be ahead of it
+        return found
+    record = acknowledged.read(home.vault_dir)
+    found.restored = restored.read(home.vault_dir)
+    if found.restored is not None and record == found.restored.previous:
+        record = None  # the restore did not get to remove it: it vouched for the old vault
+    short = shortfall(home, key, record, mark)
+    if short is not None and not short.after_power_cut:
+        raise short.refusal(home)
+    if short is not None:
+        first, last = short.lost or (0, 0)
+        found.notes.append(
+            f"The journal came back behind what the kernel had acknowledged after the "
+            f"machine restarted: events {_range(first, last)} are lost; "
+            f"{_tasks(short.missing, NAMED_IN_REPORT)}. With [vault] synchronous = "
+            '"NORMAL" the last commits before a power cut may be lost; set it to "FULL" '
+            "for commits that survive one."
+        )
+        found.audit.append(
+            ("vault_lost_at_power_cut", {"events": [first, last], "tasks": short.missing})
+        )
+    if isinstance(record, Acknowledged):
+        found.previous = record
+        for event in accepted_since(home, key, record.position):
+            found.notes.append(_accepted_note(event))
+    if found.restored is not None:
+        missing = missing_tasks(home, key, mark.newest)
+        found.notes.append(_restored_note(found.restored, missing))
+        found.audit.append(("vault_restored", _restored_audit(found.restored, missing)))
     return found
 
 
@@ -158,15 +153,9 @@ def keep_check(home: Home, check: integrity.VaultCheck) -> None:
         log.warning("%s: not written (%s)", home.vault_dir / integrity.LAST_CHECK, exc)
 
 
-def reading(
-    home: Home, key: VaultKey | None
-) -> contextlib.AbstractContextManager[sqlite.Connection]:
-    return integrity.reading(home.sessions_db, key)
-
-
 def shortfall(
     home: Home,
-    conn: sqlite.Connection,
+    key: VaultKey | None,
     record: Acknowledged | Unreadable | None,
     mark: JournalMark,
 ) -> Shortfall | None:
@@ -174,7 +163,7 @@ def shortfall(
         return None  # no record yet: nothing was vouched for
     if isinstance(record, Acknowledged) and record.position <= mark.position:
         return None
-    return Shortfall(mark, record, missing_tasks(home, conn, mark.newest))
+    return Shortfall(mark, record, missing_tasks(home, key, mark.newest))
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,23 +178,18 @@ class Accepted:
     unreadable: str | None = None  # the record could not be read: what was lost is unknown
 
 
-def accepted_since(conn: sqlite.Connection, position: int) -> list[Accepted]:
-    rows = conn.execute(
-        "SELECT seq, body_json, at FROM bus_events WHERE seq > ? AND kind = ? ORDER BY seq",
-        (position, ACCEPTED),
-    ).fetchall()
+def accepted_since(home: Home, key: VaultKey | None, position: int) -> list[Accepted]:
     found = []
-    for seq, body_json, at in rows:
-        body = loads(body_json)
-        body = body if isinstance(body, dict) else {}
+    for event in marks.events_after(home.sessions_db, key, position, ACCEPTED):
+        body: dict[str, Any] = event.body if isinstance(event.body, dict) else {}
         events = body.get("events")
         first, last = events if isinstance(events, list) and len(events) == 2 else (None, None)
         tasks = [t for t in body.get("tasks") or [] if isinstance(t, str)]
         unreadable = body.get("unreadable")
         found.append(
             Accepted(
-                int(seq),
-                str(at),
+                event.seq,
+                event.at,
                 first,
                 last,
                 tasks,
@@ -226,11 +210,10 @@ def accept_loss(home: Home, key: VaultKey | None, synchronous: str, by: str) -> 
     if damaged is not None:
         raise damaged
     record = acknowledged.read(home.vault_dir)
-    with reading(home, key) as conn:
-        if not has_bus(conn):
-            return None  # a journal older than the event bus: a kernel's start migrates it
-        mark = journal_mark(conn)
-        short = shortfall(home, conn, record, mark)
+    mark = marks.journal_mark(home.sessions_db, key)
+    if mark is None:
+        return None  # a journal older than the event bus: a kernel's start migrates it
+    short = shortfall(home, key, record, mark)
     if short is None:
         return None
     at = now_rfc3339()
@@ -245,28 +228,8 @@ def accept_loss(home: Home, key: VaultKey | None, synchronous: str, by: str) -> 
     if isinstance(short.record, Unreadable):
         body["unreadable"] = short.record.reason
     past = lost[1] if lost else mark.position
-    conn = cast(JournalConnection, connect(home.sessions_db, key=key, factory=JournalConnection))
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # the next event is numbered past the lost ones: a subscriber that saw
-            # event N before the loss never sees another event N
-            conn.execute(
-                "INSERT INTO sqlite_sequence(name, seq) SELECT 'bus_events', 0 "
-                "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'bus_events')"
-            )
-            conn.execute(
-                "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'bus_events'",
-                (past,),
-            )
-            bus_sql.append_txn(conn, ACCEPTED, None, body, at)
-            seq = bus_sql.high_water(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-    finally:
-        conn.close()
+    # the next event is numbered past the lost ones
+    seq = marks.append_past(home.sessions_db, key, past=past, kind=ACCEPTED, body=body, at=at)
     # the record stops short of the acceptance: the next start finds the event after it
     # and reports it (once its report is journaled, the record moves past it)
     previous = short.record if isinstance(short.record, Acknowledged) else None
