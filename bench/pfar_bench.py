@@ -293,10 +293,12 @@ class _Window:
 async def _finished(kernel: Kernel, task_id: str) -> None:
     """Wait until the kernel stops driving `task_id` (it Completed, failed or parked).
 
-    The kernel drives each task in an asyncio.Task it keeps by id; awaiting it observes
-    the end without polling the journal. Should that private map go, poll the journal.
+    The kernel's task driver runs each task in an asyncio.Task it keeps by id; awaiting
+    it observes the end without polling the journal. Should that private map go, poll
+    the journal (which costs the kernel a read per task every millisecond).
     """
-    driver = getattr(kernel, "_running", {}).get(task_id)
+    running = getattr(getattr(kernel, "driver", None), "_running", None)
+    driver = running.get(task_id) if isinstance(running, dict) else None
     if driver is not None:
         await driver
         return
