@@ -14,6 +14,7 @@ statements each task sends the server (a diagnostic run, not timed).
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -27,11 +28,11 @@ from pfar.vault.home import Home
 
 try:
     from bench import pfar_bench
-    from bench.common import STEPS_PER_TASK, Result, fresh_dir
+    from bench.common import STEPS_PER_TASK, Result, bounded_gather, fresh_dir
     from bench.pg_server import fresh_database, scalar
 except ModuleNotFoundError:  # run as a script from bench/
     import pfar_bench  # type: ignore[no-redef]
-    from common import STEPS_PER_TASK, Result, fresh_dir  # type: ignore[no-redef]
+    from common import STEPS_PER_TASK, Result, bounded_gather, fresh_dir  # type: ignore[no-redef]
     from pg_server import fresh_database, scalar  # type: ignore[no-redef]
 
 BaseDir = pfar_bench.BaseDir
@@ -159,73 +160,100 @@ def pfar_pg_recovery(dsn: str, tasks: int = 1000, *, base_dir: BaseDir = None) -
 
 @dataclass(frozen=True)
 class Statements:
-    """What one task sent the server, one task at a time (each statement a round trip)."""
+    """What the journal sent the server for `tasks` tasks, `width` in flight: each
+    statement is one round trip, awaited on the kernel's event loop."""
 
     tasks: int
+    width: int
     per_task: float
     commits_per_task: float
+    per_commit: float  # statements per writer transaction (reads outside it included)
+    await_us: float  # median microseconds from sending a statement to resuming with its rows
     top: list[tuple[str, float]]  # statement (its first words) and how many per task
 
 
 def _shape(query: Any) -> str:
     text = query.decode() if isinstance(query, bytes) else str(query)
-    words = " ".join(text.split())
-    return words[:60]
+    return " ".join(text.split())[:60]
 
 
-def pfar_pg_statements(dsn: str, tasks: int = 20, *, base_dir: BaseDir = None) -> Statements:
-    """Count every statement the journal sends (writer and readers) for `tasks` tasks run
-    one at a time. Counted by wrapping the journal's `Tx`, in a run of its own (untimed)."""
-    seen: Counter[str] = Counter()
+@contextmanager
+def _counting(seen: Counter[str], waits: list[float]) -> Iterator[None]:
+    """Count and time every statement of the journal's `Tx` (writer and readers)."""
     tx = pg_connection.PostgresTx
     original: dict[str, Callable[..., Any]] = {
         "_execute": tx._execute,
         "_executemany": tx._executemany,
     }
 
-    def counted(name: str) -> Callable[..., Any]:
-        inner = original[name]
-
+    def counted(inner: Callable[..., Any]) -> Callable[..., Any]:
         async def run(self: Any, sql: str, parameters: Any) -> Any:
             seen[_shape(sql)] += 1
-            return await inner(self, sql, parameters)
+            t0 = time.perf_counter()
+            try:
+                return await inner(self, sql, parameters)
+            finally:
+                waits.append(time.perf_counter() - t0)
 
         return run
 
+    for name, fn in original.items():
+        setattr(tx, name, counted(fn))
+    try:
+        yield
+    finally:
+        for name, fn in original.items():
+            setattr(tx, name, fn)
+
+
+def pfar_pg_statements(
+    dsn: str, tasks: int = 20, *, width: int = 1, base_dir: BaseDir = None
+) -> Statements:
+    """Count and time every statement the journal sends for `tasks` tasks, `width` in
+    flight, in a run of its own (untimed: the wrapper costs a little per statement)."""
+    seen: Counter[str] = Counter()
+    waits: list[float] = []
     with _pg_home(dsn, base_dir) as (home, _db):
 
-        async def go() -> float:
+        async def go() -> int:
             kernel = pfar_bench.new_kernel(home)
             await kernel.start()
             try:
-                for i in range(3):  # warm-up, uncounted
-                    await kernel.submit(pfar_bench.TEMPLATE, f"warm {i}")
-                    await kernel.wait_idle()
+
+                async def one(i: int) -> None:
+                    task = await kernel.submit(pfar_bench.TEMPLATE, f"task {i}")
+                    await pfar_bench._finished(kernel, task.task_id)
+
+                await bounded_gather(min(width, 8), width, lambda i: one(-1 - i))  # warm-up
+                await kernel.wait_idle()
                 s0 = await kernel.statistics()
-                for name in original:
-                    setattr(tx, name, counted(name))
-                try:
-                    for i in range(tasks):
-                        await kernel.submit(pfar_bench.TEMPLATE, f"task {i}")
-                        await kernel.wait_idle()
-                finally:
-                    for name, fn in original.items():
-                        setattr(tx, name, fn)
+                with _counting(seen, waits):
+                    await bounded_gather(tasks, width, one)
+                    await kernel.wait_idle()
                 s1 = await kernel.statistics()
-                return (s1.commits - s0.commits) / tasks
+                return s1.commits - s0.commits
             finally:
                 await kernel.shutdown()
 
         commits = asyncio.run(go())
     total = sum(seen.values())
-    top = [(shape, n / tasks) for shape, n in seen.most_common(12)]
-    return Statements(tasks, total / tasks, commits, top)
+    return Statements(
+        tasks,
+        width,
+        total / tasks,
+        commits / tasks,
+        total / commits if commits else 0.0,
+        statistics.median(waits) * 1e6 if waits else 0.0,
+        [(shape, n / tasks) for shape, n in seen.most_common(12)],
+    )
 
 
-def describe_statements(s: Statements) -> str:
+def describe_statements(s: Statements, *, top: bool = True) -> str:
     lines = [
-        f"{s.per_task:.1f} statements per task ({s.per_task / STEPS_PER_TASK:.1f} per step) "
-        f"in {s.commits_per_task:.1f} commits, one task at a time; the most frequent:"
+        f"{s.width} in flight: {s.per_task:.1f} statements per task "
+        f"({s.per_task / STEPS_PER_TASK:.1f} per step) in {s.commits_per_task:.1f} commits, "
+        f"{s.per_commit:.1f} statements per commit, each awaited {s.await_us:.0f} µs (median)"
     ]
-    lines += [f"  {n:6.1f}  {shape}" for shape, n in s.top]
+    if top:
+        lines += [f"  {n:6.1f}  {shape}" for shape, n in s.top]
     return "\n".join(lines)

@@ -153,9 +153,14 @@ def run(
             lambda: pg_dbos.dbos_pg_recovery(dsn, recover, err_dir=err_dir),
         )
     floor()
-    statements = _measure(
-        "pfar statements per task", lambda: pg_pfar.pfar_pg_statements(dsn), failed
-    )
+    statements = [
+        _measure(
+            f"pfar statements per task, {w} in flight",
+            lambda n=n, w=w: pg_pfar.pfar_pg_statements(dsn, n, width=w, base_dir=base_dir),
+            failed,
+        )
+        for n, w in ((20, 1), (3 * width, width))
+    ]
 
     floor_rate = statistics.fmean(f.steps_per_s for f in floors) if floors else None
     if floors:
@@ -183,9 +188,14 @@ def run(
         f"({STEPS_PER_TASK - pg_pfar.HOLD_STEP} a task) over the seconds from spawning the "
         "new process until every task is done."
     )
-    if statements is not None:
-        print("\nwhat pfar sends the server per task:")
-        print(pg_pfar.describe_statements(statements))
+    counted = [s for s in statements if s is not None]
+    if counted:
+        print(
+            f"\nwhat pfar sends the server (a run of its own, every statement counted and timed; "
+            f"a round trip alone takes {round_trip_us(dsn):.0f} µs):"
+        )
+        for i, s in enumerate(counted):
+            print(pg_pfar.describe_statements(s, top=i == 0))
     print(f"\ntotal wall time on PostgreSQL {time.perf_counter() - started:.1f}s")
     for line in failed:
         print(f"FAILED: {line}")
