@@ -71,6 +71,7 @@ from pfar.journal.payloads import EMPTY, Executing, Payload
 from pfar.journal.records import Idempotency, Semantics, rfc3339
 from pfar.journal.sqlite import open_journal
 from pfar.kernel.kernel import Kernel
+from pfar.kernel.setup_postgres import PostgresInit
 from pfar.llm.script_file import Script, ScriptHandler
 from pfar.llm.scripted import ScriptedChatModel
 from pfar.recovery import RecoveryAction, plan_recovery
@@ -190,16 +191,27 @@ def bench_model() -> ScriptedChatModel:
     return ScriptedChatModel(ScriptHandler(script, "<bench>"))
 
 
-def make_home(root: Path, *, sinks: tuple[str, ...] = ("owner",), encrypted: bool = True) -> Home:
+def make_home(
+    root: Path,
+    *,
+    sinks: tuple[str, ...] = ("owner",),
+    encrypted: bool = True,
+    postgres: PostgresInit | None = None,
+) -> Home:
     """A fresh home (pfar init, default config: WAL, synchronous=FULL) with the templates:
-    encrypted as `pfar init` makes it (its key in a file beside the home), or plain."""
+    encrypted as `pfar init` makes it (its key in a file beside the home), or plain; its
+    journal on the PostgreSQL server `postgres` names, when given."""
     home = Home(root)
     if encrypted:
         init_home(
-            home, examples=False, encryption="file", key_file=root.parent / f"{root.name}.key"
+            home,
+            examples=False,
+            encryption="file",
+            key_file=root.parent / f"{root.name}.key",
+            postgres=postgres,
         )
     else:
-        init_home(home, examples=False, encryption="none")
+        init_home(home, examples=False, encryption="none", postgres=postgres)
     sink_list = ", ".join(f'"{s}"' for s in sinks)
     (home.templates_dir / f"{TEMPLATE}.toml").write_text(
         f'id = "{TEMPLATE}"\n'
@@ -219,7 +231,15 @@ def make_home(root: Path, *, sinks: tuple[str, ...] = ("owner",), encrypted: boo
 
 
 def new_kernel(home: Home, **tool_kw: Any) -> Kernel:
-    return Kernel(home, Config(), tools=bench_tools(**tool_kw), model=bench_model())
+    return Kernel(home, kernel_config(home), tools=bench_tools(**tool_kw), model=bench_model())
+
+
+def kernel_config(home: Home) -> Config:
+    """pfar's defaults, for a home whose journal is its sessions.db; a home whose journal
+    is on a PostgreSQL server reads its config.toml, which names the server."""
+    if home.sessions_db.exists():
+        return Config()
+    return Config.load(home.config)
 
 
 def journal_scalar(home: Home, sql: str) -> int:
@@ -482,11 +502,11 @@ def child_main(mode: str, home_dir: str, tasks: int) -> int:
     return 0
 
 
-class _Child:
-    """This file run with --child MODE: its JSON lines are read by a thread into a queue
-    (stamped on arrival), its stderr goes to a file in the home."""
+class ChildProcess:
+    """A Python script run as a child: its JSON lines are read by a thread into a queue
+    (stamped on arrival), its stderr goes to `err_path`."""
 
-    def __init__(self, mode: str, home: Home, tasks: int) -> None:
+    def __init__(self, script: Path, argv: list[str], err_path: Path) -> None:
         env = {**os.environ}
         env.pop("PFAR_FAULT", None)
         # as an installed pfar starts: from compiled bytecode (pip compiles it at install;
@@ -494,11 +514,10 @@ class _Child:
         # set, every start would compile pfar from source again, adding about 0.2 s to the
         # time from spawn; the first child (the one killed) writes the cache.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        self.err_path = home.root / f"bench-child-{mode}.err"
-        argv = [str(home.root), str(tasks)]
+        self.err_path = err_path
         with open(self.err_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, str(Path(__file__).resolve()), "--child", mode, *argv],
+                [sys.executable, str(script), *argv],
                 stdout=subprocess.PIPE,
                 stderr=err,
                 stdin=subprocess.DEVNULL,
@@ -551,6 +570,14 @@ class _Child:
         self._reader.join(timeout=5)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+
+
+class _Child(ChildProcess):
+    """This file run with --child MODE HOME TASKS; its stderr goes to a file in the home."""
+
+    def __init__(self, mode: str, home: Home, tasks: int) -> None:
+        argv = ["--child", mode, str(home.root), str(tasks)]
+        super().__init__(Path(__file__).resolve(), argv, home.root / f"bench-child-{mode}.err")
 
 
 # -------------------------------------------------------------------- 3: recovery

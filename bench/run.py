@@ -12,7 +12,11 @@ Then pfar's own figures (recovery after SIGKILL, plan_recovery on a big journal,
 with parked tasks) and, per target, whether it was met. Runs are interleaved (pfar, DBOS,
 LangGraph for one mode, then the next mode) so slow drift hits all three alike.
 
-    python -m bench.run [--quick] [--base-dir DIR] [--json]
+With --postgres [DSN] (default: the local server), the same workloads then run with
+pfar's journal and DBOS's system database on PostgreSQL, in a table of their own
+(bench/postgres.py).
+
+    python -m bench.run [--quick] [--base-dir DIR] [--json] [--postgres [DSN]]
     python bench/run.py  [--quick]
 """
 
@@ -29,12 +33,13 @@ from dataclasses import asdict
 from typing import Any
 
 try:
-    from bench import anchors, pfar_bench
+    from bench import anchors, pfar_bench, postgres
     from bench.common import Result, SkipAnchor, environment, package_version
     from bench.floor import sqlite_floor
 except ModuleNotFoundError:  # run as a script: python bench/run.py
     import anchors  # type: ignore[no-redef]
     import pfar_bench  # type: ignore[no-redef]
+    import postgres  # type: ignore[no-redef]
     from common import Result, SkipAnchor, environment, package_version  # type: ignore[no-redef]
     from floor import sqlite_floor  # type: ignore[no-redef]
 
@@ -166,6 +171,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-anchors", action="store_true", help="pfar and the floor only")
     parser.add_argument("--base-dir", default=None, help="where temp dirs go (default: $TMPDIR)")
     parser.add_argument("--json", action="store_true", help="also print figures as JSON lines")
+    parser.add_argument(
+        "--postgres",
+        nargs="?",
+        const=postgres.DEFAULT_DSN,
+        default=None,
+        metavar="DSN",
+        help=f"then the same on PostgreSQL, pfar beside DBOS (default {postgres.DEFAULT_DSN})",
+    )
     args = parser.parse_args(argv)
     quick = args.quick
     seq_n = args.seq or (50 if quick else 200)
@@ -288,9 +301,21 @@ def main(argv: list[str] | None = None) -> int:
             if fig is not None:
                 print(json.dumps({"kind": type(fig).__name__, **asdict(fig)}))
     sys.stdout.flush()
+    pg_failed = 0
+    if args.postgres is not None:
+        print()
+        pg_failed = postgres.run(
+            args.postgres,
+            seq=seq_n,
+            conc=conc_n,
+            width=width,
+            floor_commits=floor_n,
+            anchors=not args.no_anchors,
+            base_dir=base,
+        )
     for line in _failed:
         print(f"FAILED: {line}")
-    return 1 if _failed else 0
+    return 1 if _failed or pg_failed else 0
 
 
 if __name__ == "__main__":
