@@ -26,6 +26,7 @@ from pfar.journal.owner_records import ApprovalRecord
 from pfar.journal.payloads import Payload
 from pfar.journal.records import TaskRecord
 from pfar.journal.store import Store
+from pfar.journal.turns import dump
 from pfar.vault import keys
 from pfar.vault.driver import sqlite
 from pfar.vault.home import Home
@@ -227,6 +228,14 @@ def task_states(home: Home) -> dict[str, str]:
     return {t.task_id: str(t.state) for t in listed}
 
 
+def tasks_in_order(home: Home) -> list[TaskRecord]:
+    """Every task in the journal, in the order they were created."""
+    listed = read_journal(home, lambda s: s.tasks.listing(limit=1_000_000))
+    found = [t for t in listed if isinstance(t, TaskRecord)]
+    assert len(found) == len(listed), f"unreadable tasks: {listed}"
+    return sorted(found, key=lambda t: t.created_at)
+
+
 def task_record(home: Home, task_id: str) -> TaskRecord:
     return read_journal(home, lambda s: s.tasks.get(task_id))
 
@@ -244,6 +253,12 @@ def task_approvals(home: Home, task_id: str) -> list[ApprovalRecord]:
 
 def pending_approvals(home: Home) -> list[ApprovalRecord]:
     return read_journal(home, lambda s: s.questions.approvals())
+
+
+def loop_turns(home: Home, task_id: str) -> list[dict[str, Any]]:
+    """A loop task's conversation, each turn as the journal holds it (a JSON object)."""
+    found = read_journal(home, lambda s: s.loops.turns(task_id))
+    return [json.loads(dump(t.turn)) for t in found]
 
 
 def task_of_event(home: Home, event_id: str) -> str | None:

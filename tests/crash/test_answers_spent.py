@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pfar.journal.owner_records import ApprovalRecord
 from pfar.vault.home import Home
 
 from ..integration.test_bad_input import pfar
@@ -24,6 +25,7 @@ from ..support import (
     make_home,
     owner_messages,
     step_statuses,
+    task_approvals,
     task_record,
     wait_for,
 )
@@ -32,7 +34,6 @@ from .test_regressions import (
     lines_of,
     plan,
     quiet,
-    rows,
     script,
     shell_append,
     submit,
@@ -43,17 +44,16 @@ from .test_regressions import (
 pytestmark = pytest.mark.crash
 
 
-def _questions(home: Home, task_id: str) -> dict[str, dict[str, Any]]:
+def _questions(home: Home, task_id: str) -> dict[str, ApprovalRecord]:
     """Every question asked about the task, by approval id."""
-    found = rows(home, "SELECT * FROM pending_approvals WHERE task_id = ?", task_id)
-    return {r["approval_id"]: dict(r) for r in found}
+    return {q.approval_id: q for q in task_approvals(home, task_id)}
 
 
-def _pending(home: Home, task_id: str) -> list[dict[str, Any]]:
-    return [q for q in _questions(home, task_id).values() if q["status"] == "pending"]
+def _pending(home: Home, task_id: str) -> list[ApprovalRecord]:
+    return [q for q in _questions(home, task_id).values() if q.status == "pending"]
 
 
-def _asked_again_or_ran(home: Home, task_id: str, log: Path, runs: int) -> dict[str, Any]:
+def _asked_again_or_ran(home: Home, task_id: str, log: Path, runs: int) -> ApprovalRecord:
     """After the second kill: the one pending question, failing at once if the step ran
     more than `runs` times meanwhile (the old answer applied again)."""
     wait_for(
@@ -81,6 +81,7 @@ def _pipeline(tmp_path: Path, steps: list[tuple[str, dict[str, Any]]], extra: st
     )
 
 
+@pytest.mark.both_backends
 def test_a_retry_of_a_write_in_doubt_is_spent_by_the_run_it_starts(tmp_path: Path) -> None:
     log = tmp_path / "effects.log"
     home = _pipeline(tmp_path, [("shell.run", shell_append(log, "announce", "sleep 30"))])
@@ -92,21 +93,22 @@ def test_a_retry_of_a_write_in_doubt_is_spent_by_the_run_it_starts(tmp_path: Pat
     with kernel(home) as k:
         wait_state(home, tid, "AwaitingApproval")
         (first,) = _pending(home, tid)
-        assert first["action_type"] == "write_in_doubt"
-        k.request("answer", approval_id=first["approval_id"], decision="retry")
+        assert first.action_type == "write_in_doubt"
+        k.request("answer", approval_id=first.approval_id, decision="retry")
         wait_for(lambda: len(lines_of(log)) == 2, what="the retried write to start")
         k.kill()  # during the run the retry started
 
     with kernel(home):
         again = _asked_again_or_ran(home, tid, log, runs=2)
-        assert again["approval_id"] != first["approval_id"]
-        assert again["action_type"] == "write_in_doubt" and again["step"] == 0
-        assert _questions(home, tid)[first["approval_id"]]["status"] == "approved"
+        assert again.approval_id != first.approval_id
+        assert again.action_type == "write_in_doubt" and again.step == 0
+        assert _questions(home, tid)[first.approval_id].status == "approved"
         assert step_statuses(home, tid) == {0: "started"}
         _not_completed(home, tid)
     assert lines_of(log) == ["announce", "announce"]
 
 
+@pytest.mark.both_backends
 def test_a_skip_is_spent_on_its_own_step_never_the_next(tmp_path: Path) -> None:
     log = tmp_path / "effects.log"
     home = _pipeline(
@@ -125,20 +127,21 @@ def test_a_skip_is_spent_on_its_own_step_never_the_next(tmp_path: Path) -> None:
     with kernel(home) as k:
         wait_state(home, tid, "AwaitingApproval")
         (first,) = _pending(home, tid)
-        assert first["action_type"] == "write_in_doubt" and first["step"] == 0
-        k.request("answer", approval_id=first["approval_id"], decision="skip")
+        assert first.action_type == "write_in_doubt" and first.step == 0
+        k.request("answer", approval_id=first.approval_id, decision="skip")
         wait_for(lambda: lines_of(log) == ["one", "two"], what="step 2 to start")
         k.kill()  # during step 2, the run that follows the skip
 
     with kernel(home):
         again = _asked_again_or_ran(home, tid, log, runs=2)
-        assert again["approval_id"] != first["approval_id"]
-        assert again["action_type"] == "write_in_doubt" and again["step"] == 1
+        assert again.approval_id != first.approval_id
+        assert again.action_type == "write_in_doubt" and again.step == 1
         assert step_statuses(home, tid) == {0: "skipped", 1: "started"}
         _not_completed(home, tid)
     assert lines_of(log) == ["one", "two"]
 
 
+@pytest.mark.both_backends
 def test_an_approval_is_spent_by_the_run_it_starts_even_for_a_keyed_write(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -162,7 +165,7 @@ def test_an_approval_is_spent_by_the_run_it_starts_even_for_a_keyed_write(
     http_server.delay_seconds = 1.0  # the far side holds the request; the kernel dies meanwhile
     with kernel(home) as k:
         (first,) = _pending(home, tid)
-        k.request("answer", approval_id=first["approval_id"], decision="approve")
+        k.request("answer", approval_id=first.approval_id, decision="approve")
         wait_for(http_server.writes, what="the approved POST to reach the far side")
         k.kill()  # during the run the approval started
     key = f"{tid}:0"
@@ -193,11 +196,11 @@ def test_an_approval_is_spent_by_the_run_it_starts_even_for_a_keyed_write(
         )
         assert len(http_server.writes()) == 1, "sent again on the spent approval"
         (again,) = _pending(home, tid)
-        assert again["approval_id"] != first["approval_id"]
-        assert again["step"] == 0 and again["tool"] == "http.request"
+        assert again.approval_id != first.approval_id
+        assert again.step == 0 and again.tool == "http.request"
         _not_completed(home, tid)
         # approved anew, it runs once more, with the same key: still one effect
-        k.request("answer", approval_id=again["approval_id"], decision="approve")
+        k.request("answer", approval_id=again.approval_id, decision="approve")
         wait_state(home, tid, "Completed")
     assert [w["key"] for w in http_server.writes()] == [key, key]
     assert http_server.effects == {key: 1}
@@ -250,6 +253,7 @@ def _workflow_not_completed(home: Home, task_id: str, work: Path) -> None:
     assert "**Status:** in-progress" in head
 
 
+@pytest.mark.both_backends
 def test_a_workflow_rerun_is_spent_by_the_run_it_starts(tmp_path: Path) -> None:
     home, definition, work = _workflow(tmp_path, "echo Prepared")
     log = work / "ran.log"
@@ -261,23 +265,24 @@ def test_a_workflow_rerun_is_spent_by_the_run_it_starts(tmp_path: Path) -> None:
     with kernel(home) as k:
         wait_state(home, tid, "AwaitingApproval")
         (first,) = _pending(home, tid)
-        assert first["action_type"] == "workflow_mid_step"
-        k.request("answer", approval_id=first["approval_id"], decision="rerun")
+        assert first.action_type == "workflow_mid_step"
+        k.request("answer", approval_id=first.approval_id, decision="rerun")
         wait_for(lambda: lines_of(log).count("build") == 2, what="the rerun to start")
         k.kill()  # during the run the rerun started
 
     with kernel(home):
         again = _asked_again_or_ran(home, tid, log, runs=3)
-        assert again["approval_id"] != first["approval_id"]
-        assert again["action_type"] == "workflow_mid_step"
-        assert "Step 2 (build) was interrupted" in again["description"]
-        assert json.loads(again["options_json"]) == ["continue", "rerun", "investigate"]
-        assert _questions(home, tid)[first["approval_id"]]["status"] == "approved"
+        assert again.approval_id != first.approval_id
+        assert again.action_type == "workflow_mid_step"
+        assert "Step 2 (build) was interrupted" in again.description
+        assert again.options == ["continue", "rerun", "investigate"]
+        assert _questions(home, tid)[first.approval_id].status == "approved"
         assert "**Status:** in-progress" in _trace_step(work, 2)
         _workflow_not_completed(home, tid, work)
     assert lines_of(log) == ["prepare", "build", "build"]
 
 
+@pytest.mark.both_backends
 def test_a_workflow_skip_is_spent_on_its_own_step_never_the_next(tmp_path: Path) -> None:
     # step 1 is cut off by the first kill; re-run, it fails; the owner skips it
     home, definition, work = _workflow(tmp_path, "sleep 30; exit 3")
@@ -291,14 +296,14 @@ def test_a_workflow_skip_is_spent_on_its_own_step_never_the_next(tmp_path: Path)
     with kernel(home) as k:
         wait_state(home, tid, "AwaitingApproval")
         (cut_off,) = _pending(home, tid)
-        assert cut_off["action_type"] == "workflow_mid_step"
-        k.request("answer", approval_id=cut_off["approval_id"], decision="rerun")
+        assert cut_off.action_type == "workflow_mid_step"
+        k.request("answer", approval_id=cut_off.approval_id, decision="rerun")
         failed = wait_for(
-            lambda: [q for q in _pending(home, tid) if q["action_type"] == "workflow_failed"],
+            lambda: [q for q in _pending(home, tid) if q.action_type == "workflow_failed"],
             what="the question about the failed step 1",
         )[0]
         assert lines_of(log) == ["prepare", "prepare"]
-        k.request("answer", approval_id=failed["approval_id"], decision="skip")
+        k.request("answer", approval_id=failed.approval_id, decision="skip")
         wait_for(lambda: "build" in lines_of(log), what="step 2 to start")
         k.kill()  # during step 2, the run that follows the skip
 
@@ -313,9 +318,9 @@ def test_a_workflow_skip_is_spent_on_its_own_step_never_the_next(tmp_path: Path)
         )
         assert lines_of(log) == ["prepare", "prepare", "build"]
         (again,) = _pending(home, tid)
-        assert again["approval_id"] not in (cut_off["approval_id"], failed["approval_id"])
-        assert again["action_type"] == "workflow_mid_step"
-        assert "Step 2 (build) was interrupted" in again["description"]
+        assert again.approval_id not in (cut_off.approval_id, failed.approval_id)
+        assert again.action_type == "workflow_mid_step"
+        assert "Step 2 (build) was interrupted" in again.description
         assert "skipped by the owner" in _trace_step(work, 1)
         step2 = _trace_step(work, 2)
         assert "**Status:** in-progress" in step2 and "skipped" not in step2
@@ -323,6 +328,7 @@ def test_a_workflow_skip_is_spent_on_its_own_step_never_the_next(tmp_path: Path)
     assert lines_of(log) == ["prepare", "prepare", "build"]
 
 
+@pytest.mark.both_backends
 def test_a_workflow_answer_cut_off_before_its_run_is_carried_out_once(tmp_path: Path) -> None:
     """The other side of the rule: an answer whose run never started is not lost. Killed
     right after the owner's skip is durable, the next start skips step 1 and goes on."""
@@ -335,15 +341,15 @@ def test_a_workflow_answer_cut_off_before_its_run_is_carried_out_once(tmp_path: 
 
     with kernel(home, fault="approval_decided") as k:
         (failed,) = _pending(home, tid)
-        assert failed["action_type"] == "workflow_failed"
+        assert failed.action_type == "workflow_failed"
         with contextlib.suppress(Exception):  # the kernel dies under the call
-            k.request("answer", approval_id=failed["approval_id"], decision="skip")
+            k.request("answer", approval_id=failed.approval_id, decision="skip")
         assert k.killed_by_fault(), k.output()
     assert lines_of(log) == ["prepare"]
 
     with kernel(home):
         wait_state(home, tid, "Completed")
     assert lines_of(log) == ["prepare", "build", "ship"]
-    assert list(_questions(home, tid)) == [failed["approval_id"]]
+    assert list(_questions(home, tid)) == [failed.approval_id]
     assert "skipped by the owner" in _trace_step(work, 1)
     assert "skipped" not in _trace_step(work, 2)

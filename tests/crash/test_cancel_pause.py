@@ -19,9 +19,11 @@ from ..support import (
     make_home,
     owner_messages,
     pfar,
+    read_journal,
     running_kernel,
     said,
     step_statuses,
+    task_approvals,
     task_record,
     task_states,
     wait_for,
@@ -31,7 +33,6 @@ from .test_regressions import (
     boot_report,
     kernel,
     plan,
-    rows,
     script,
     submit,
     template,
@@ -77,26 +78,26 @@ def _long_job(tmp_path: Path, *, approval: bool = False) -> tuple[Home, Path, Pa
     return home, log, marker
 
 
-def _step_pid(home: Home, task_id: str) -> int:
+def _step_pid(home: Home, task_id: str, step: int = 0) -> int:
+    """The pid of the process the running step started, once it is journaled."""
+
     def recorded() -> int | None:
-        found = rows(
-            home,
-            "SELECT process_json FROM task_steps WHERE task_id = ? AND step = 0 "
-            "AND process_json IS NOT NULL",
-            task_id,
-        )
-        return int(json.loads(found[0][0])["pid"]) if found else None
+        found = read_journal(home, lambda s: s.tasks.started_processes(task_id))
+        return next((p["pid"] for _, n, p in found if n == step), None)
 
     return int(wait_for(recorded, what="the step's process to be recorded"))
 
 
 def _cut_off(home: Home, task_id: str) -> None:
     assert step_statuses(home, task_id) == {0: "cancelled"}  # no row for step 2: it never started
-    (error,) = rows(home, "SELECT error FROM task_steps WHERE task_id = ? AND step = 0", task_id)[0]
+    found = read_journal(home, lambda s: s.tasks.step(task_id, 0))
+    assert found is not None and found.error is not None
+    error = found.error
     assert "cut off by the owner's cancel while it ran" in error
     assert "may have had (some of) its effects" in error
 
 
+@pytest.mark.both_backends
 def test_cancel_ends_the_running_command_and_no_further_step_runs(tmp_path: Path) -> None:
     home, log, marker = _long_job(tmp_path)
     with running_kernel(home) as k:
@@ -143,6 +144,7 @@ def test_cancel_ends_the_running_command_and_no_further_step_runs(tmp_path: Path
     assert not marker.exists()
 
 
+@pytest.mark.both_backends
 def test_a_kill_after_the_cancel_intent_finishes_the_cancel_at_the_next_start(
     tmp_path: Path,
 ) -> None:
@@ -178,6 +180,7 @@ def test_a_kill_after_the_cancel_intent_finishes_the_cancel_at_the_next_start(
     assert not marker.exists()
 
 
+@pytest.mark.both_backends
 def test_a_paused_task_stays_paused_across_a_kill_and_resumes_where_it_was(
     tmp_path: Path,
 ) -> None:
@@ -235,14 +238,13 @@ def test_a_paused_task_stays_paused_across_a_kill_and_resumes_where_it_was(
     assert step_statuses(home, tid) == {0: "completed", 1: "completed", 2: "completed"}
 
 
+@pytest.mark.both_backends
 def test_cancelling_a_task_parked_on_an_approval_withdraws_the_question(tmp_path: Path) -> None:
     home, log, marker = _long_job(tmp_path, approval=True)
     with running_kernel(home) as k:
         tid = submit(k, "long")
         wait_state(home, tid, "AwaitingApproval")
-        (approval_id,) = rows(
-            home, "SELECT approval_id FROM pending_approvals WHERE task_id = ?", tid
-        )[0]
+        approval_id = task_approvals(home, tid)[0].approval_id
         r = pfar(home, "pause", tid)  # parked: it holds nothing already
         assert r.returncode == 1
         assert "is AwaitingApproval: it is waiting for the owner's answer" in said(r)
@@ -250,12 +252,8 @@ def test_cancelling_a_task_parked_on_an_approval_withdraws_the_question(tmp_path
         r = pfar(home, "cancel", tid)
         assert r.returncode == 0, said(r)
         assert said(r) == f"task {tid} Cancelled withdrawn: question {approval_id[:8]}"
-        (status, decision) = rows(
-            home,
-            "SELECT status, decision FROM pending_approvals WHERE approval_id = ?",
-            approval_id,
-        )[0]
-        assert (status, decision) == ("withdrawn", None)
+        question = read_journal(home, lambda s: s.questions.approval(approval_id))
+        assert (question.status, question.decision) == ("withdrawn", None)
 
         later = pfar(home, "approve", approval_id[:8])
         assert later.returncode == 1
@@ -307,13 +305,11 @@ def _workflow(tmp_path: Path, compile_cmd: str) -> tuple[Home, Path, Path]:
 def _workflow_task(home: Home, definition: Path, work: Path) -> str:
     r = pfar(home, "workflow", "start", str(definition), str(work))
     assert r.returncode == 0, said(r)
-    found = wait_for(
-        lambda: rows(home, "SELECT task_id FROM task_journal WHERE template_id LIKE 'workflow:%'"),
-        what="the workflow's task",
-    )
-    return str(found[0][0])
+    # "workflow task <id> started in <directory>": said once the task is committed
+    return r.stdout.split()[2]
 
 
+@pytest.mark.both_backends
 def test_cancelling_a_running_workflow_ends_its_command_and_says_so_in_the_trace(
     tmp_path: Path,
 ) -> None:
@@ -321,16 +317,7 @@ def test_cancelling_a_running_workflow_ends_its_command_and_says_so_in_the_trace
     with running_kernel(home) as k:
         tid = _workflow_task(home, definition, work)
         wait_for(lambda: "compile" in (work / "ran.log").read_text(), what="compile to start")
-        (process,) = wait_for(
-            lambda: rows(
-                home,
-                "SELECT process_json FROM task_steps WHERE task_id = ? AND step = 1 "
-                "AND process_json IS NOT NULL",
-                tid,
-            ),
-            what="the compile step's process",
-        )[0]
-        pid = int(json.loads(process)["pid"])
+        pid = _step_pid(home, tid, step=1)  # the compile step's
 
         r = pfar(home, "cancel", tid[:8])
         assert r.returncode == 0, said(r)
@@ -345,14 +332,13 @@ def test_cancelling_a_running_workflow_ends_its_command_and_says_so_in_the_trace
     assert (work / "ran.log").read_text().split() == ["prepared", "compile"]  # ship never ran
 
 
+@pytest.mark.both_backends
 def test_cancelling_a_workflow_parked_on_a_question_withdraws_it(tmp_path: Path) -> None:
     home, definition, work = _workflow(tmp_path, "exit 3")
     with running_kernel(home):
         tid = _workflow_task(home, definition, work)
         wait_state(home, tid, "AwaitingApproval")
-        (approval_id,) = rows(
-            home, "SELECT approval_id FROM pending_approvals WHERE task_id = ?", tid
-        )[0]
+        approval_id = task_approvals(home, tid)[0].approval_id
         r = pfar(home, "cancel", tid)
         assert r.returncode == 0, said(r)
         assert said(r) == f"task {tid} Cancelled withdrawn: question {approval_id[:8]}"
@@ -366,6 +352,7 @@ def test_cancelling_a_workflow_parked_on_a_question_withdraws_it(tmp_path: Path)
     assert (work / "ran.log").read_text().split() == ["prepared", "compile"]
 
 
+@pytest.mark.both_backends
 def test_a_paused_workflow_survives_a_kill_and_resume_goes_on_from_its_trace(
     tmp_path: Path,
 ) -> None:

@@ -16,8 +16,16 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import make_home, step_statuses, wait_for
-from .test_regressions import kernel, lines_of, rows, wait_state
+from ..support import (
+    loop_turns,
+    make_home,
+    read_journal,
+    step_statuses,
+    task_approvals,
+    task_states,
+    wait_for,
+)
+from .test_regressions import kernel, lines_of, wait_state
 
 pytestmark = pytest.mark.crash
 
@@ -50,21 +58,7 @@ def _start(k: Any, work: Path) -> str:
     return str(k.request("loop", prompt="run it", directory=str(work))["task_id"])
 
 
-def _questions(home: Home, task_id: str) -> list[dict[str, Any]]:
-    found = rows(
-        home,
-        "SELECT approval_id, action_type, status, decision, step FROM pending_approvals "
-        "WHERE task_id = ? ORDER BY created_at",
-        task_id,
-    )
-    return [dict(r) for r in found]
-
-
-def _turns(home: Home, task_id: str) -> list[dict[str, Any]]:
-    found = rows(home, "SELECT body_json FROM loop_turns WHERE task_id = ? ORDER BY seq", task_id)
-    return [json.loads(r["body_json"]) for r in found]
-
-
+@pytest.mark.both_backends
 def test_a_command_cut_off_is_asked_about_and_the_model_told_the_truth(tmp_path: Path) -> None:
     log = tmp_path / "effects.log"
     home, work = _home(tmp_path, log)
@@ -75,31 +69,31 @@ def test_a_command_cut_off_is_asked_about_and_the_model_told_the_truth(tmp_path:
 
     with kernel(home) as k:
         wait_state(home, tid, "AwaitingApproval")
-        (first,) = [q for q in _questions(home, tid) if q["status"] == "pending"]
-        assert first["action_type"] == "write_in_doubt" and first["step"] == 0
+        (first,) = [q for q in task_approvals(home, tid) if q.status == "pending"]
+        assert first.action_type == "write_in_doubt" and first.step == 0
         wait_for(lambda: "Recovery report" in home.owner_log.read_text(), what="the report")
         bodies = [json.loads(line)["body"] for line in home.owner_log.read_text().splitlines()]
         (report,) = [b for b in bodies if "Recovery report" in b]
         assert "resumed at a write in doubt" in report
         assert "run it — at turn 2, tool call 1" in report
         assert lines_of(log) == ["ran"]  # not re-run blind
-        k.request("answer", approval_id=first["approval_id"], decision="retry")
+        k.request("answer", approval_id=first.approval_id, decision="retry")
         wait_for(lambda: len(lines_of(log)) == 2, what="the retried command to start")
         k.kill()  # during the run the retry started
 
     with kernel(home) as k:
         wait_state(home, tid, "AwaitingApproval")
-        pending = [q for q in _questions(home, tid) if q["status"] == "pending"]
+        pending = [q for q in task_approvals(home, tid) if q.status == "pending"]
         (again,) = pending
-        assert again["approval_id"] != first["approval_id"]  # a new question, not the old answer
-        assert again["action_type"] == "write_in_doubt"
+        assert again.approval_id != first.approval_id  # a new question, not the old answer
+        assert again.action_type == "write_in_doubt"
         assert lines_of(log) == ["ran", "ran"]
-        k.request("answer", approval_id=again["approval_id"], decision="skip")
+        k.request("answer", approval_id=again.approval_id, decision="skip")
         wait_state(home, tid, "WaitingForUser")
 
     assert lines_of(log) == ["ran", "ran"]
     assert step_statuses(home, tid) == {0: "skipped"}
-    turns = _turns(home, tid)
+    turns = loop_turns(home, tid)
     assert [t["kind"] for t in turns] == ["user", "assistant", "results", "assistant"]
     (result,) = turns[2]["results"]
     assert result["is_error"] and "may or may not have had its effect" in result["content"]
@@ -107,6 +101,7 @@ def test_a_command_cut_off_is_asked_about_and_the_model_told_the_truth(tmp_path:
     assert "may or may not have had its effect" in turns[3]["text"]
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("point", ["llm_response_received", "tool_results", "task_created"])
 def test_a_kill_at_each_loop_checkpoint_loses_no_turn_and_repeats_no_model_answer(
     tmp_path: Path, point: str
@@ -136,17 +131,17 @@ def test_a_kill_at_each_loop_checkpoint_loses_no_turn_and_repeats_no_model_answe
             k.request("loop", prompt="write", directory=str(work), event_id="e-1")
         assert k.killed_by_fault(), k.output()
     with kernel(home) as k:
-        found = rows(home, "SELECT task_id FROM task_journal")
+        found = list(task_states(home))
         if not found:  # killed before the task's commit: nothing was acknowledged
             k.request("loop", prompt="write", directory=str(work), event_id="e-1")
-            found = rows(home, "SELECT task_id FROM task_journal")
-        tid = found[0]["task_id"]
+            found = list(task_states(home))
+        tid = found[0]
         wait_state(home, tid, "WaitingForUser")
-    turns = _turns(home, tid)
+    turns = loop_turns(home, tid)
     assert [t["kind"] for t in turns] == ["user", "assistant", "results", "assistant"]
     assert [c["step"] for c in turns[1]["calls"]] == [0, 1]
     assert (work / "a.txt").read_text() == "one"
     assert step_statuses(home, tid) == {0: "completed", 1: "completed"}
     assert "one" in turns[3]["text"]
-    calls = rows(home, "SELECT count(*) AS n FROM llm_calls WHERE task_id = ?", tid)[0]["n"]
+    calls = read_journal(home, lambda s: s.tasks.llm_usage(tid))["calls"]
     assert calls == 2  # each answer asked once: none asked again after the kill

@@ -12,8 +12,8 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import make_home, pfar, said, wait_for
-from .test_regressions import boot_report, kernel, lines_of, rows, wait_state
+from ..support import make_home, pending_approvals, pfar, said, task_states, wait_for
+from .test_regressions import boot_report, kernel, lines_of, wait_state
 
 pytestmark = pytest.mark.crash
 
@@ -39,13 +39,14 @@ def _home(tmp_path: Path, log: Path) -> tuple[Home, Path]:
     return make_home(tmp_path / "home", script=script, config=config), work
 
 
+@pytest.mark.both_backends
 def test_a_pause_and_a_crash_report_the_call_cut_off(tmp_path: Path) -> None:
     log = tmp_path / "effects.log"
     home, work = _home(tmp_path, log)
     with kernel(home) as k:
         started = pfar(home, "loop", "run it", "--dir", str(work))
         assert started.returncode == 0, said(started)
-        tid = str(rows(home, "SELECT task_id FROM task_journal")[0][0])
+        (tid,) = task_states(home)
         wait_for(lambda: lines_of(log) == ["ran"], what="the command to start")
         paused = pfar(home, "pause", tid[:8])
         assert paused.returncode == 0, said(paused)
@@ -63,10 +64,6 @@ def test_a_pause_and_a_crash_report_the_call_cut_off(tmp_path: Path) -> None:
         resumed = pfar(home, "resume", tid[:8])
         assert resumed.returncode == 0, said(resumed)
         wait_state(home, tid, "AwaitingApproval")  # asked about the call: never re-run blind
-        (kind,) = rows(
-            home,
-            "SELECT action_type FROM pending_approvals WHERE task_id = ? AND status = 'pending'",
-            tid,
-        )
-        assert kind[0] == "write_in_doubt"
+        (question,) = [q for q in pending_approvals(home) if q.task_id == tid]
+        assert question.action_type == "write_in_doubt"
     assert lines_of(log) == ["ran"]

@@ -13,8 +13,8 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import make_home, pfar, said, step_statuses, wait_for
-from .test_regressions import kernel, lines_of, rows, wait_state
+from ..support import loop_turns, make_home, pending_approvals, pfar, said, step_statuses, wait_for
+from .test_regressions import kernel, lines_of, wait_state
 
 pytestmark = pytest.mark.crash
 
@@ -41,22 +41,12 @@ def _home(tmp_path: Path, log: Path) -> tuple[Home, Path]:
     return make_home(tmp_path / "home", script=script, config=config), work
 
 
-def _pending(home: Home, task_id: str) -> list[dict[str, Any]]:
-    found = rows(
-        home,
-        "SELECT approval_id, action_type, step FROM pending_approvals "
-        "WHERE task_id = ? AND status = 'pending'",
-        task_id,
-    )
-    return [dict(r) for r in found]
-
-
 def _results(home: Home, task_id: str) -> list[dict[str, Any]]:
-    found = rows(home, "SELECT body_json FROM loop_turns WHERE task_id = ? ORDER BY seq", task_id)
-    turns = [json.loads(r["body_json"]) for r in found]
+    turns = loop_turns(home, task_id)
     return [r for t in turns if t["kind"] == "results" for r in t["results"]]
 
 
+@pytest.mark.both_backends
 def test_a_retried_command_tells_the_model_its_first_run_was_cut_off(tmp_path: Path) -> None:
     log = tmp_path / "effects.log"
     home, work = _home(tmp_path, log)
@@ -71,9 +61,9 @@ def test_a_retried_command_tells_the_model_its_first_run_was_cut_off(tmp_path: P
 
     with kernel(home) as k:
         wait_state(home, tid, "AwaitingApproval")
-        (question,) = _pending(home, tid)
-        assert question["action_type"] == "write_in_doubt" and question["step"] == 0
-        answered = pfar(home, "answer", question["approval_id"][:8], "retry")
+        (question,) = [q for q in pending_approvals(home) if q.task_id == tid]
+        assert question.action_type == "write_in_doubt" and question.step == 0
+        answered = pfar(home, "answer", question.approval_id[:8], "retry")
         assert answered.returncode == 0, said(answered)
         wait_state(home, tid, "WaitingForUser")
         k.kill()  # after the answer and the run it allowed

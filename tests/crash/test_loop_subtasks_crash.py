@@ -8,14 +8,22 @@ import contextlib
 import json
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from pfar.journal.store import Store
 from pfar.vault.home import Home
 
-from ..support import make_home, step_statuses, wait_for
-from .test_regressions import kernel, lines_of, rows, wait_state
+from ..support import (
+    loop_turns,
+    make_home,
+    pending_approvals,
+    read_journal,
+    step_statuses,
+    task_states,
+    wait_for,
+)
+from .test_regressions import kernel, lines_of, wait_state
 
 pytestmark = pytest.mark.crash
 
@@ -55,20 +63,22 @@ def _home(tmp_path: Path, child_call: str) -> tuple[Home, Path]:
     return make_home(tmp_path / "home", script=script, config=CONFIG), work
 
 
-def _turns(home: Home, task_id: str) -> list[dict[str, Any]]:
-    found = rows(home, "SELECT body_json FROM loop_turns WHERE task_id = ? ORDER BY seq", task_id)
-    return [json.loads(r["body_json"]) for r in found]
-
-
 def _tasks(home: Home) -> tuple[str | None, list[str]]:
-    parent = rows(home, "SELECT task_id FROM loop_tasks WHERE parent_task_id IS NULL")
-    children = rows(home, "SELECT task_id FROM loop_tasks WHERE parent_task_id IS NOT NULL")
-    return (parent[0]["task_id"] if parent else None), [c["task_id"] for c in children]
+    """The loop task the owner started, and the subtasks it spawned."""
+
+    async def read(s: Store) -> tuple[str | None, list[str]]:
+        for task in await s.tasks.listing(limit=1_000_000):
+            if (await s.loops.settings(task.task_id)).parent_task_id is None:
+                return task.task_id, await s.loops.children(task.task_id)
+        return None, []
+
+    return read_journal(home, read)
 
 
 WRITE = '{ name = "file.write", input = { path = "b.txt", content = "from child" } }'
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize(
     "point",
     [
@@ -95,17 +105,18 @@ def test_a_kill_around_a_subtask_resumes_the_child_and_the_parent_gets_its_answe
     assert parent is not None
     (child,) = children  # one child, however often its call was looked at again
     assert (work / "b.txt").read_text() == "from child"
-    turns = _turns(home, parent)
+    turns = loop_turns(home, parent)
     assert [t["kind"] for t in turns] == ["user", "assistant", "results", "assistant"]
     (result,) = turns[2]["results"]
     assert not result["is_error"] and result["content"].startswith("child finished")
     assert step_statuses(home, parent) == {0: "completed"}
     assert step_statuses(home, child) == {0: "completed"}
     # every answer asked for once: the parent's two, the child's two
-    n = rows(home, "SELECT count(*) AS n FROM llm_calls")[0]["n"]
-    assert n == 4
+    usage = [read_journal(home, lambda s, t=t: s.tasks.llm_usage(t)) for t in (parent, child)]
+    assert [u["calls"] for u in usage] == [2, 2]
 
 
+@pytest.mark.both_backends
 def test_a_child_killed_mid_command_asks_about_it_and_the_parent_gets_the_truth(
     tmp_path: Path,
 ) -> None:
@@ -122,21 +133,14 @@ def test_a_child_killed_mid_command_asks_about_it_and_the_parent_gets_the_truth(
         parent, (child,) = _tasks(home)
         assert parent is not None
         wait_state(home, child, "AwaitingApproval")
-        assert rows(home, "SELECT state FROM task_journal WHERE task_id = ?", parent)[0][
-            "state"
-        ] == ("Blocked")
-        (question,) = rows(
-            home,
-            "SELECT approval_id, action_type FROM pending_approvals "
-            "WHERE task_id = ? AND status = 'pending'",
-            child,
-        )
-        assert question["action_type"] == "write_in_doubt"
-        k.request("answer", approval_id=question["approval_id"], decision="skip")
+        assert task_states(home)[parent] == "Blocked"
+        (question,) = [q for q in pending_approvals(home) if q.task_id == child]
+        assert question.action_type == "write_in_doubt"
+        k.request("answer", approval_id=question.approval_id, decision="skip")
         wait_state(home, parent, "WaitingForUser")
 
     assert lines_of(log) == ["ran"]  # never run again blind
-    (result,) = _turns(home, parent)[2]["results"]
+    (result,) = loop_turns(home, parent)[2]["results"]
     # the child was told the truth, and its answer (carrying it) is the parent's result
     assert result["content"].startswith("child finished")
     assert "may or may not have had its effect" in result["content"]

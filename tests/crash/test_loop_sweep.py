@@ -20,14 +20,20 @@ import contextlib
 import json
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pfar.vault.home import Home
 
-from ..support import make_home, wait_for
-from .test_regressions import kernel, lines_of, rows
+from ..support import (
+    loop_turns,
+    make_home,
+    pending_approvals,
+    read_journal,
+    task_states,
+    wait_for,
+)
+from .test_regressions import kernel, lines_of
 
 pytestmark = pytest.mark.crash
 
@@ -89,12 +95,7 @@ def _home(tmp_path: Path, log: Path) -> tuple[Home, Path]:
 
 
 def _state(home: Home, task_id: str) -> str:
-    return str(rows(home, "SELECT state FROM task_journal WHERE task_id = ?", task_id)[0]["state"])
-
-
-def _turns(home: Home, task_id: str) -> list[dict[str, Any]]:
-    found = rows(home, "SELECT body_json FROM loop_turns WHERE task_id = ? ORDER BY seq", task_id)
-    return [json.loads(r["body_json"]) for r in found]
+    return task_states(home)[task_id]
 
 
 def _drive(home: Home, work: Path, log: Path, fault: str | None) -> bool:
@@ -102,11 +103,11 @@ def _drive(home: Home, work: Path, log: Path, fault: str | None) -> bool:
     when the task completed under this kernel."""
     with kernel(home, fault=fault) as k:
         try:
-            found = rows(home, "SELECT task_id FROM task_journal")
+            found = list(task_states(home))
             if not found:  # never created, or killed before the commit: ask again
                 k.request("loop", prompt="do it", directory=str(work), event_id="sweep-1")
-                found = rows(home, "SELECT task_id FROM task_journal")
-            tid = found[0]["task_id"]
+                found = list(task_states(home))
+            tid = found[0]
             for _ in range(200):
                 state = _state(home, tid)
                 if state == "Completed":
@@ -115,22 +116,17 @@ def _drive(home: Home, work: Path, log: Path, fault: str | None) -> bool:
                             k.proc.wait(timeout=5)
                     return k.proc.poll() is None
                 if state == "AwaitingApproval":
-                    (q,) = rows(
-                        home,
-                        "SELECT approval_id, action_type FROM pending_approvals "
-                        "WHERE task_id = ? AND status = 'pending'",
-                        tid,
-                    )
+                    (q,) = [q for q in pending_approvals(home) if q.task_id == tid]
                     # a command cut off: the log says whether it ran
                     decision = (
                         ("skip" if lines_of(log) else "retry")
-                        if q["action_type"] == "write_in_doubt"
+                        if q.action_type == "write_in_doubt"
                         else "approve"
                     )
                     with contextlib.suppress(Exception):  # answered already: fine
-                        k.request("answer", approval_id=q["approval_id"], decision=decision)
+                        k.request("answer", approval_id=q.approval_id, decision=decision)
                 elif state == "WaitingForUser":
-                    owner = [t for t in _turns(home, tid) if t.get("source") == "owner"]
+                    owner = [t for t in loop_turns(home, tid) if t.get("source") == "owner"]
                     text = "thanks" if not owner else "/done"
                     with contextlib.suppress(Exception):
                         k.request("send", task_id=tid, text=text)
@@ -155,6 +151,7 @@ def _drive(home: Home, work: Path, log: Path, fault: str | None) -> bool:
     return False
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize(("point", "n"), CASES, ids=[f"{p}:{n}" for p, n in CASES])
 def test_a_kill_at_every_loop_journal_point_loses_and_repeats_nothing(
     tmp_path: Path, point: str, n: int
@@ -172,9 +169,8 @@ def test_a_kill_at_every_loop_journal_point_loses_and_repeats_nothing(
     if not killed:
         pytest.skip(f"{fault} never came in this conversation")
 
-    (task,) = rows(home, "SELECT task_id FROM task_journal")
-    tid = task["task_id"]
-    turns = _turns(home, tid)
+    (tid,) = task_states(home)
+    turns = loop_turns(home, tid)
     kinds = [t["kind"] for t in turns]
     assert kinds == [
         "user",
@@ -196,7 +192,7 @@ def test_a_kill_at_every_loop_journal_point_loses_and_repeats_nothing(
     if bash["is_error"]:  # cut off, skipped: the truth, not "did not run"
         assert "may or may not have had its effect" in bash["content"]
     assert [t["kind"] for t in turns].count("assistant") == 4
-    asked = rows(home, "SELECT count(*) AS n FROM llm_calls WHERE task_id = ?", tid)[0]["n"]
+    asked = read_journal(home, lambda s: s.tasks.llm_usage(tid))["calls"]
     # every kill comes after a commit, and each answer is journaled in the commit that
     # routes it: no answer is ever asked for twice
     assert asked == 4

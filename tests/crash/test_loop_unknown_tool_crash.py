@@ -20,11 +20,13 @@ from ..integration.llm_servers import (
     anthropic_tool_use_block,
 )
 from ..integration.test_loop_providers import _anthropic
-from .test_regressions import kernel, rows, wait_state
+from ..support import loop_turns, task_states
+from .test_regressions import kernel, wait_state
 
 pytestmark = pytest.mark.crash
 
 
+@pytest.mark.both_backends
 def test_a_kill_after_a_rejected_call_was_journaled_replays_it_with_its_error(
     tmp_path: Path,
 ) -> None:
@@ -47,8 +49,7 @@ def test_a_kill_after_a_rejected_call_was_journaled_replays_it_with_its_error(
             assert k.killed_by_fault(), k.output()
         assert len(server.requests) == 1
         with kernel(home) as k:
-            found = rows(home, "SELECT task_id FROM task_journal")
-            tid = found[0]["task_id"]
+            (tid,) = task_states(home)
             wait_state(home, tid, "WaitingForUser")
         bodies = [r.body for r in server.requests]
     assert [anthropic_request_problem(b) for b in bodies] == [None, None]
@@ -59,6 +60,5 @@ def test_a_kill_after_a_rejected_call_was_journaled_replays_it_with_its_error(
     (result,) = [b for b in answer["content"] if b["type"] == "tool_result"]
     assert result["tool_use_id"] == "toolu_x" and result["is_error"] is True
     assert "unknown tool 'NoSuchTool'" in json.dumps(result["content"])
-    turns = rows(home, "SELECT body_json FROM loop_turns WHERE task_id = ? ORDER BY seq", tid)
-    kinds = [json.loads(r["body_json"])["kind"] for r in turns]
+    kinds = [t["kind"] for t in loop_turns(home, tid)]
     assert kinds == ["user", "assistant", "user", "assistant"]

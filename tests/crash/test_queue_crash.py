@@ -13,8 +13,8 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import make_home, wait_for
-from .test_regressions import age_task, kernel, rows
+from ..support import make_home, read_journal, step_statuses, tasks_in_order, wait_for
+from .test_regressions import age_task, kernel
 
 pytestmark = pytest.mark.crash
 
@@ -39,18 +39,27 @@ def _home(tmp_path: Path) -> tuple[Home, Path]:
     return make_home(tmp_path / "home", script=script, config=config), work
 
 
+def _tasks(home: Home) -> dict[str, str]:
+    """Each task's id, by the event id that created it."""
+    return {str(t.event_id): t.task_id for t in tasks_in_order(home)}
+
+
 def _states(home: Home) -> dict[str, str]:
-    found = rows(home, "SELECT event_id, state FROM task_journal")
-    return {r["event_id"]: r["state"] for r in found}
+    return {str(t.event_id): str(t.state) for t in tasks_in_order(home)}
 
 
-# a task that finds no slot free is created Queued: the kill at its creation's commit
+def _steps_started(home: Home) -> int:
+    return sum(len(step_statuses(home, tid)) for tid in _tasks(home).values())
+
+
+# a task that finds no slot free is created Queued: the kill at its creation's commit.
+# SQLite only: the test ages the queued task in SQLite's file (no verb backdates a task)
 @pytest.mark.parametrize("fault", [None, "task_created:2"])
 def test_a_queued_task_is_queued_again_after_a_kill(tmp_path: Path, fault: str | None) -> None:
     home, work = _home(tmp_path)
     with kernel(home, fault=fault) as k:
         k.request("loop", prompt="first", directory=str(work), event_id="q-first")
-        wait_for(lambda: rows(home, "SELECT 1 FROM task_steps"), timeout=30, what="Bash")
+        wait_for(lambda: _steps_started(home), timeout=30, what="Bash")
         second = {"prompt": "second", "directory": str(work), "once": True, "event_id": "q-second"}
         if fault is None:
             k.request("loop", **second)
@@ -63,8 +72,8 @@ def test_a_queued_task_is_queued_again_after_a_kill(tmp_path: Path, fault: str |
     assert _states(home)["q-second"] == "Queued"
     # it waited for the slot far longer than [recovery] max_task_age_seconds (600): a
     # queue's wait is pfar's own, and never makes a task too old to go on
-    (second,) = rows(home, "SELECT task_id FROM task_journal WHERE event_id = 'q-second'")
-    age_task(home, second["task_id"], minutes=30)
+    second = _tasks(home)["q-second"]
+    age_task(home, second, minutes=30)
 
     with kernel(home) as k:
         # the first task's command was cut off: it waits for the owner (holding no slot),
@@ -74,13 +83,7 @@ def test_a_queued_task_is_queued_again_after_a_kill(tmp_path: Path, fault: str |
         wait_for(lambda: _states(home).get("q-first") == "AwaitingApproval", timeout=30)
         report = (home.owner_log).read_text()
         assert "queued again for a slot" in report
-        kinds = [
-            r["kind"]
-            for r in rows(
-                home,
-                "SELECT kind FROM bus_events WHERE task_id = "
-                "(SELECT task_id FROM task_journal WHERE event_id = 'q-second') ORDER BY seq",
-            )
-        ]
+        events = read_journal(home, lambda s: s.events.bus(0, limit=1_000_000))
+        kinds = [e.kind for e in events if e.task_id == second]
         assert kinds[:2] == ["TaskCreated", "TaskQueued"]  # it never started before the kill
         assert "TaskScheduled" in kinds and kinds[-1] == "TaskCompleted"

@@ -13,8 +13,8 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import make_home, wait_for
-from .test_regressions import kernel, rows
+from ..support import make_home, read_journal, step_statuses, tasks_in_order, wait_for
+from .test_regressions import kernel
 
 pytestmark = pytest.mark.crash
 
@@ -40,28 +40,27 @@ def _home(tmp_path: Path) -> tuple[Home, Path]:
 
 
 def _states(home: Home) -> dict[str, str]:
-    return {
-        r["event_id"]: r["state"] for r in rows(home, "SELECT event_id, state FROM task_journal")
-    }
+    return {str(t.event_id): str(t.state) for t in tasks_in_order(home)}
+
+
+def _steps_started(home: Home) -> int:
+    return sum(len(step_statuses(home, t.task_id)) for t in tasks_in_order(home))
 
 
 def _events_after(home: Home, seq: int) -> list[tuple[int, str, str]]:
-    """(seq, kind, event id of its task) of every bus event after `seq`."""
-    found = rows(
-        home,
-        "SELECT b.seq, b.kind, t.event_id FROM bus_events b "
-        "JOIN task_journal t ON t.task_id = b.task_id WHERE b.seq > ? ORDER BY b.seq",
-        seq,
-    )
-    return [(r["seq"], r["kind"], r["event_id"]) for r in found]
+    """(seq, kind, event id of its task) of every task's bus event after `seq`."""
+    events = {t.task_id: str(t.event_id) for t in tasks_in_order(home)}
+    found = read_journal(home, lambda s: s.events.bus(seq, limit=1_000_000))
+    return [(e.seq, e.kind, events[e.task_id]) for e in found if e.task_id in events]
 
 
+@pytest.mark.both_backends
 def test_after_a_kill_the_higher_priority_tasks_start_first(tmp_path: Path) -> None:
     home, work = _home(tmp_path)
     with kernel(home) as k:
         for name in ("low-1", "low-2"):
             k.request("loop", prompt=name, directory=str(work), priority=-5, event_id=name)
-        wait_for(lambda: len(rows(home, "SELECT 1 FROM task_steps")) == 2, timeout=30, what="Bash")
+        wait_for(lambda: _steps_started(home) == 2, timeout=30, what="Bash")
         for name in ("high-1", "high-2"):
             k.request(
                 "loop", prompt=name, directory=str(work), once=True, priority=10, event_id=name
@@ -72,7 +71,7 @@ def test_after_a_kill_the_higher_priority_tasks_start_first(tmp_path: Path) -> N
             what="the high-priority tasks queued",
         )
         k.kill()
-    (before,) = rows(home, "SELECT max(seq) AS seq FROM bus_events")
+    before = read_journal(home, lambda s: s.events.bus_last())
 
     with kernel(home) as k:
         wait_for(
@@ -87,7 +86,7 @@ def test_after_a_kill_the_higher_priority_tasks_start_first(tmp_path: Path) -> N
             timeout=60,
             what="the low-priority tasks parked",
         )
-        events = _events_after(home, before["seq"])
+        events = _events_after(home, before)
 
     def first(kind: str, name: str) -> int:
         return next(seq for seq, k, n in events if k == kind and n == name)

@@ -4,7 +4,6 @@ update created, the batch's offset)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,9 +13,16 @@ from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
 from ..integration.telegram_server import OWNER, TOKEN, BotApi, Sent, unescape
-from ..support import KernelProcess, make_home, wait_for
-from .channel_support import prompts, settled
-from .test_regressions import kernel, rows
+from ..support import (
+    KernelProcess,
+    loop_turns,
+    make_home,
+    read_journal,
+    tasks_in_order,
+    wait_for,
+)
+from .channel_support import delivery_counts, prompts, sent_remote_ids, settled
+from .test_regressions import kernel
 
 pytestmark = pytest.mark.crash
 
@@ -47,10 +53,12 @@ tools = {tools}
 
 
 def _offset(home: Home) -> int | None:
-    found = rows(home, "SELECT state_json FROM adapter_state WHERE adapter = 'telegram'")
-    return json.loads(found[0]["state_json"])["last_offset"] if found else None
+    found = read_journal(home, lambda s: s.adapters.get("telegram"))
+    offset = found.get("last_offset") if found else None
+    return offset if isinstance(offset, int) else None
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("point", ["task_created:2", "adapter_position"])
 def test_r6_telegram_resumes_from_its_last_offset_after_a_kill(tmp_path: Path, point: str) -> None:
     api = BotApi()
@@ -91,6 +99,7 @@ def test_r6_telegram_resumes_from_its_last_offset_after_a_kill(tmp_path: Path, p
         api.close()
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("point", ["channel_sending", "channel_sent"])
 def test_a_message_to_the_owner_is_never_sent_twice(tmp_path: Path, point: str) -> None:
     api = BotApi()
@@ -104,11 +113,10 @@ def test_a_message_to_the_owner_is_never_sent_twice(tmp_path: Path, point: str) 
             wait_for(lambda: len(api.sent) > before, what="the second start's report")
             k.request("wait_idle")
             wait_for(lambda: settled(home), what="every delivery settled")
-        outbox = rows(home, "SELECT message_key, status, remote_id FROM channel_outbox")
-        sent = sorted(r["remote_id"] for r in outbox if r["status"] == "sent")
-        assert sent == sorted(str(s.message_id) for s in api.sent), outbox  # each once
-        doubts = [r for r in outbox if r["status"] == "in_doubt"]
-        assert len(doubts) == (1 if point == "channel_sending" else 0), outbox
+        counts = delivery_counts(home)
+        sent = sent_remote_ids(home, "telegram")
+        assert sent == sorted(str(s.message_id) for s in api.sent), counts  # each once
+        assert counts.get("in_doubt", 0) == (1 if point == "channel_sending" else 0), counts
     finally:
         api.close()
 
@@ -124,6 +132,7 @@ text = "Done: $last"
 """
 
 
+@pytest.mark.both_backends
 def test_a_question_resent_after_a_restart_replaces_the_old_buttons_and_is_answered_once(
     tmp_path: Path,
 ) -> None:
@@ -144,10 +153,7 @@ def test_a_question_resent_after_a_restart_replaces_the_old_buttons_and_is_answe
             # its delivery committed as sent (with its message id): a kill before that
             # leaves it in doubt, and the re-sent question cannot know which to replace
             wait_for(
-                lambda: (
-                    {r["status"] for r in rows(home, "SELECT status FROM channel_outbox")}
-                    == {"sent"}
-                ),
+                lambda: {status for status, n in delivery_counts(home).items() if n} == {"sent"},
                 what="the prompt's delivery committed",
             )
             k.kill()  # before the answer
@@ -179,8 +185,9 @@ def test_a_question_resent_after_a_restart_replaces_the_old_buttons_and_is_answe
 
 
 def _owner_words(home: Home) -> list[str]:
-    found = rows(home, "SELECT kind, body_json FROM loop_turns ORDER BY task_id, seq")
-    return [json.loads(r["body_json"]).get("text", "") for r in found if r["kind"] == "user"]
+    tasks = sorted(t.task_id for t in tasks_in_order(home))
+    turns = [turn for tid in tasks for turn in loop_turns(home, tid)]
+    return [t.get("text", "") for t in turns if t["kind"] == "user"]
 
 
 def _polling(api: BotApi) -> None:
@@ -190,6 +197,7 @@ def _polling(api: BotApi) -> None:
     )
 
 
+@pytest.mark.both_backends
 def test_a_reply_to_a_loop_task_is_one_turn_across_a_kill_after_it(tmp_path: Path) -> None:
     api = BotApi()
     try:
@@ -220,6 +228,7 @@ def test_a_reply_to_a_loop_task_is_one_turn_across_a_kill_after_it(tmp_path: Pat
         api.close()
 
 
+@pytest.mark.both_backends
 def test_a_button_press_is_spent_once_across_a_kill_after_its_answer(tmp_path: Path) -> None:
     api = BotApi()
     try:

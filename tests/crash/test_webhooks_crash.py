@@ -15,8 +15,8 @@ from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
 from ..integration.test_webhooks import KEY, NOTE, SCRIPT, _signed
-from ..support import KernelProcess, make_home, wait_for
-from .test_regressions import kernel, rows
+from ..support import KernelProcess, make_home, read_journal, tasks_in_order, wait_for
+from .test_regressions import kernel
 
 pytestmark = pytest.mark.crash
 
@@ -42,9 +42,9 @@ text = "/issue/title"
 
 def _port(home: Home, other_than: int | None = None) -> int:
     def found() -> int | None:
-        got = rows(home, "SELECT state_json FROM adapter_state WHERE adapter = 'webhooks'")
-        port = json.loads(got[0]["state_json"])["port"] if got else None
-        return port if port and port != other_than else None
+        got = read_journal(home, lambda s: s.adapters.get("webhooks"))
+        port = got.get("port") if got else None
+        return int(port) if isinstance(port, int) and port != other_than else None
 
     return int(wait_for(found, what="the listener's port"))
 
@@ -58,6 +58,7 @@ def _post(port: int, body: str, msg_id: str) -> httpx.Response:
     )
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("point", ["task_created", "completed"])
 def test_an_event_whose_answer_a_kill_cut_off_is_one_task_after_the_retry(
     tmp_path: Path, point: str
@@ -82,7 +83,7 @@ def test_an_event_whose_answer_a_kill_cut_off_is_one_task_after_the_retry(
         again = _post(port, event, "msg_1")  # the sender's retry
         assert again.status_code == 200, again.text
         k.request("wait_idle")
-    tasks = rows(home, "SELECT task_id, event_id, state FROM task_journal")
-    assert [t["event_id"] for t in tasks] == ["webhook:/hooks/issues:msg_1"]
-    assert again.json()["task_id"] == tasks[0]["task_id"]
-    assert tasks[0]["state"] == "Completed"
+    tasks = tasks_in_order(home)
+    assert [t.event_id for t in tasks] == ["webhook:/hooks/issues:msg_1"]
+    assert again.json()["task_id"] == tasks[0].task_id
+    assert tasks[0].state == "Completed"
