@@ -1,8 +1,8 @@
-"""The store protocol: pfar's durable state as six families of async verbs.
+"""The store protocol: pfar's durable state as seven families of async verbs.
 
 A kernel, its runners, recovery and the operator API see the journal only through
-these protocols. The SQLite journal (`Journal`) implements them; a PostgreSQL store
-will implement them unchanged and pass the same contract suite (tests/contract).
+these protocols. `Journal` implements them over SQLite or PostgreSQL, and both pass
+the same contract suite (tests/contract).
 
 Every write returns only once its transaction is committed, and refuses a move the
 state machine does not allow, changing nothing. Every read is async as well: a
