@@ -1,21 +1,20 @@
 """Test support: homes with templates and scripts, the kernel as a real subprocess,
-and a loopback HTTP server that records every request it receives."""
+and the journal read (and, for set-up, written) on either backend."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,11 +25,15 @@ from pfar.journal.owner_records import ApprovalRecord
 from pfar.journal.payloads import Payload
 from pfar.journal.records import TaskRecord
 from pfar.journal.store import Store
+from pfar.journal.timestamps import rfc3339
 from pfar.journal.turns import dump
 from pfar.vault import keys
 from pfar.vault.driver import sqlite
 from pfar.vault.home import Home
 from pfar.vault.keys import EncryptChoice
+
+# the recording server is still imported from here by the tests that use it
+from .recording_server import RecordingServer  # noqa: F401
 
 # The journal backend a test's homes get: "sqlite", or "postgresql" where a test runs
 # on both (tests/crash/conftest.py sets it per test)
@@ -215,8 +218,31 @@ async def _read_journal(
         await journal.aclose()
 
 
+def age_task(home: Home, task_id: str, updated_at: datetime) -> None:
+    """Test set-up only, with no kernel running: the task's last journal update put at
+    `updated_at`, a situation no verb makes (a task left for minutes by a dead kernel).
+    What the test then checks it reads through the store's verbs. On the backend the
+    home's config.toml names: SQLite's file through vault_db, PostgreSQL through its DSN."""
+    from pfar.config import Config
+    from pfar.journal.open_store import backend_of
+
+    sql = "UPDATE task_journal SET updated_at = ? WHERE task_id = ?"
+    args = (rfc3339(updated_at), task_id)
+    if backend_of(home) == "postgresql":
+        import psycopg
+
+        pg = Config.load(home.config).vault.postgresql
+        assert pg is not None, "backend = postgresql with no [vault.postgresql]"
+        with psycopg.connect(pg.dsn, autocommit=True) as conn:
+            changed = conn.execute(sql.replace("?", "%s"), args).rowcount
+    else:
+        with contextlib.closing(vault_db(home, isolation_level=None)) as conn:
+            changed = conn.execute(sql, args).rowcount
+    assert changed == 1, f"no task {task_id} in the journal"
+
+
 def db(home: Home) -> sqlite.Connection:
-    """A connection to the journal, rows by name, for assertions (and for aging rows)."""
+    """A connection to SQLite's journal, rows by name, for a test of SQLite's file itself."""
     conn = vault_db(home, isolation_level=None)
     conn.row_factory = sqlite.Row
     return conn
@@ -277,75 +303,6 @@ def owner_messages(home: Home) -> list[dict[str, Any]]:
     if not home.owner_log.exists():
         return []
     return [json.loads(line) for line in home.owner_log.read_text().splitlines() if line]
-
-
-@dataclass
-class RecordingServer:
-    """A loopback HTTP/1.1 server that records requests and honours Idempotency-Key."""
-
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    effects: dict[str, int] = field(default_factory=dict)  # idempotency key -> times applied
-    delay_seconds: float = 0.0
-    fail_status: int | None = None
-
-    def __post_init__(self) -> None:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _handle(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length).decode() if length else ""
-                key = self.headers.get("Idempotency-Key")
-                server.requests.append(
-                    {
-                        "method": self.command,
-                        "path": self.path,
-                        "body": body,
-                        "key": key,
-                        "headers": dict(self.headers),
-                    }
-                )
-                if server.delay_seconds:
-                    time.sleep(server.delay_seconds)
-                if server.fail_status:
-                    self._reply(server.fail_status, {"error": "failing on purpose"})
-                    return
-                replay = False
-                if self.command != "GET" and key:
-                    replay = key in server.effects
-                    server.effects[key] = server.effects.get(key, 0) + (0 if replay else 1)
-                self._reply(200, {"ok": True, "path": self.path, "replay": replay})
-
-            def _reply(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def writes(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if r["method"] != "GET"]
-
-    def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
 
 def pfar(
