@@ -13,8 +13,8 @@ import pytest
 
 from pfar.vault.home import Home
 
-from ..support import make_home, read_journal, step_statuses, tasks_in_order, wait_for
-from .test_regressions import age_task, kernel
+from ..support import age_task, make_home, read_journal, step_statuses, tasks_in_order, wait_for
+from .test_regressions import kernel, minutes_ago
 
 pytestmark = pytest.mark.crash
 
@@ -52,8 +52,8 @@ def _steps_started(home: Home) -> int:
     return sum(len(step_statuses(home, tid)) for tid in _tasks(home).values())
 
 
-# a task that finds no slot free is created Queued: the kill at its creation's commit.
-# SQLite only: the test ages the queued task in SQLite's file (no verb backdates a task)
+# a task that finds no slot free is created Queued: the kill at its creation's commit
+@pytest.mark.both_backends
 @pytest.mark.parametrize("fault", [None, "task_created:2"])
 def test_a_queued_task_is_queued_again_after_a_kill(tmp_path: Path, fault: str | None) -> None:
     home, work = _home(tmp_path)
@@ -73,7 +73,7 @@ def test_a_queued_task_is_queued_again_after_a_kill(tmp_path: Path, fault: str |
     # it waited for the slot far longer than [recovery] max_task_age_seconds (600): a
     # queue's wait is pfar's own, and never makes a task too old to go on
     second = _tasks(home)["q-second"]
-    age_task(home, second, minutes=30)
+    age_task(home, second, minutes_ago(30))
 
     with kernel(home) as k:
         # the first task's command was cut off: it waits for the owner (holding no slot),

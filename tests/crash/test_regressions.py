@@ -27,6 +27,7 @@ from pfar.vault.home import Home
 from ..support import (
     KernelProcess,
     RecordingServer,
+    age_task,
     db,
     last_boot,
     make_home,
@@ -186,15 +187,8 @@ def kernel(
             k.kill()
 
 
-def age_task(home: Home, task_id: str, minutes: float) -> None:
-    """Make a task look `minutes` old (its last journal update), with no kernel running.
-    No verb backdates a task: this writes SQLite's file, and its tests run on SQLite."""
-    stamp = (datetime.now(UTC) - timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    with contextlib.closing(db(home)) as conn:
-        cur = conn.execute(
-            "UPDATE task_journal SET updated_at = ? WHERE task_id = ?", (stamp, task_id)
-        )
-        assert cur.rowcount == 1
+def minutes_ago(minutes: float) -> datetime:
+    return datetime.now(UTC) - timedelta(minutes=minutes)
 
 
 def quiet(server: RecordingServer) -> None:
@@ -609,6 +603,7 @@ def test_r4_an_approved_write_interrupted_mid_run_asks_again(tmp_path: Path) -> 
 # -- R5 ---------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r5_only_tasks_younger_than_max_age_are_recovered(tmp_path: Path) -> None:
     templates = {
         "r5": template("r5", "Book a table", ["file.write"]),
@@ -628,9 +623,9 @@ def test_r5_only_tasks_younger_than_max_age_are_recovered(tmp_path: Path) -> Non
         for tid in (young, old, older):
             wait_state(home, tid, "Planning")
         k.kill()
-    age_task(home, young, 5)
-    age_task(home, old, 15)
-    age_task(home, older, 25)
+    age_task(home, young, minutes_ago(5))
+    age_task(home, old, minutes_ago(15))
+    age_task(home, older, minutes_ago(25))
     write_script(home, plan("r5", steps))  # the retried plan answers at once
 
     with running_kernel(home) as k2:
@@ -847,6 +842,7 @@ def test_r10_credential_prompt_resent_after_kill_and_secret_never_leaks(
 # -- R11 --------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_r11_one_report_lists_retried_resumed_reprompted_and_abandoned(
     tmp_path: Path, http_server: RecordingServer
 ) -> None:
@@ -903,7 +899,7 @@ def test_r11_one_report_lists_retried_resumed_reprompted_and_abandoned(
         k.kill()
     # a deterministic order in the report (oldest first) and one task past the max age
     for name, minutes in (("old", 20), ("planner", 4), ("reader", 3), ("synth", 2)):
-        age_task(home, ids[name], minutes)
+        age_task(home, ids[name], minutes_ago(minutes))
     write_script(home, *parts(slow=False))
     http_server.delay_seconds = 0
 
@@ -960,6 +956,7 @@ def test_r12_clean_restart_reports_no_pending_tasks(tmp_path: Path) -> None:
     assert second["boot_id"] != first["boot_id"] and second["clean"] is True
 
 
+@pytest.mark.both_backends
 def test_r11_abandonment_is_reported_even_if_the_kernel_dies_during_recovery(
     tmp_path: Path,
 ) -> None:
@@ -974,7 +971,7 @@ def test_r11_abandonment_is_reported_even_if_the_kernel_dies_during_recovery(
         tid = submit(k, "old")
         wait_state(home, tid, "Planning")
         k.kill()
-    age_task(home, tid, 20)
+    age_task(home, tid, minutes_ago(20))
     dying = KernelProcess(home, fault="recovery_decided")  # dies in its own recovery
     try:
         assert dying.killed_by_fault(timeout=20), output(dying)
