@@ -87,7 +87,7 @@ class SQLiteBackend(Backend):
         journal = unwrapped(store)
         assert isinstance(journal, Journal)
         seen: list[str] = []
-        conn = journal._db.reader
+        conn = journal._db.scanner or journal._db.reader  # unfinished() is a scan
         conn.set_trace_callback(seen.append)
         try:
             run(journal.tasks.unfinished())

@@ -122,3 +122,11 @@ def test_an_unreachable_server_is_named_without_its_password(runner: asyncio.Run
     with pytest.raises(StoreUnavailable) as info:
         runner.run(open_journal(dsn))
     assert "127.0.0.1:9/nowhere" in str(info.value) and "hunter2" not in str(info.value)
+
+
+def test_a_dsn_libpq_cannot_read_is_refused_without_quoting_it() -> None:
+    from pfar.config import dsn_has_password
+
+    with pytest.raises(ValueError) as info:
+        dsn_has_password("postgresql://u:hun%zzter@h/db")
+    assert "hun" not in str(info.value) and "zzter" not in str(info.value)

@@ -591,7 +591,7 @@ def test_unfinished_reads_through_the_partial_index(journal: Journal) -> None:
             wanted.append(t.task_id)
 
     seen: list[str] = []
-    conn = journal._db.reader
+    conn = journal._db.scanner  # unfinished() is a scan, on its own connection
     conn.set_trace_callback(seen.append)
     try:
         got, malformed = run(journal.tasks.unfinished())

@@ -13,7 +13,7 @@ from pfar.errors import VaultIOError
 from pfar.journal.sqlite.connection import JournalConnection
 from pfar.journal.sqlite.writer import GroupCommitWriter
 from pfar.vault.driver import sqlite
-from pfar.vault.sqlite import connect
+from pfar.vault.sqlite import connect, unwritable
 
 
 class Refused(Exception):
@@ -219,3 +219,29 @@ def test_a_commit_at_once_that_fails_stops_the_writer_and_tells_the_caller(
     asyncio.run(go())
     assert writer.failure is not None and stopped
     assert _rows(conn) == [] and not conn.in_transaction
+
+
+def test_a_full_disk_met_by_one_write_stops_the_writer_and_commits_none_of_the_batch(
+    conn: sqlite.Connection,
+) -> None:
+    writer = GroupCommitWriter(conn)
+
+    def insert(key: str) -> Callable[[sqlite.Connection], str]:
+        def op(c: sqlite.Connection) -> str:
+            c.execute("INSERT INTO t (k) VALUES (?)", (key,))
+            return key
+
+        return op
+
+    def disk_full(c: sqlite.Connection) -> str:
+        # what the vault connection raises for SQLITE_FULL (vault/sqlite.py translate)
+        raise unwritable(Path("w.sqlite"), sqlite.SQLITE_FULL, "database or disk is full")
+
+    async def go() -> list[str | BaseException]:
+        futures = [writer.submit(insert("a")), writer.submit(disk_full)]
+        return list(await asyncio.gather(*futures, return_exceptions=True))
+
+    results = asyncio.run(go())
+    assert all(isinstance(r, VaultIOError) for r in results), results
+    assert writer.failure is not None  # fail-stop: no later write is taken
+    assert _rows(conn) == []

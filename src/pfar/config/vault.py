@@ -51,8 +51,11 @@ def dsn_has_password(dsn: str) -> bool:
 
     try:
         return bool(conninfo_to_dict(dsn).get("password"))
-    except Exception as exc:
-        raise ValueError(f"not a PostgreSQL DSN ({exc})") from None
+    except Exception:
+        # libpq's words quote the text they could not parse, which may be a password
+        raise ValueError(
+            "not a PostgreSQL DSN that libpq can read (a key=value list or a postgresql:// URL)"
+        ) from None
 
 
 class VaultConfig(Section):

@@ -157,8 +157,8 @@ def _attempt(tx: Tx, job: Job[Any]) -> Outcome:
     a damaged page or a lost connection is raised instead: the writer stops."""
     try:
         return True, job.op(tx)
-    except VaultCorrupt:
-        raise  # a damaged page: writing on could spread it
+    except (VaultCorrupt, VaultIOError):
+        raise  # a damaged page (writing on could spread it), a full or failing disk
     except PfarError as exc:
         return False, exc
     except Exception as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..config import VaultConfig, dsn_has_password
 from ..errors import BadRequest, VaultError
@@ -29,7 +29,7 @@ class PostgresInit:
     # the new vault keeps (`password` is then its value, read from the owner)
     password_env: str | None = None
     password_secret: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         try:
@@ -95,7 +95,7 @@ async def _create(home: Home, pg: PostgresInit) -> None:
     where = describe(pg.dsn)
     conn = await connect(pg.dsn, where, _password(pg))
     try:
-        found = await schema_version(conn)
+        found = await schema_version(conn, where)
     finally:
         await conn.close()
     if found is not None:

@@ -43,8 +43,8 @@ class PostgresDialect(Dialect):
             return Failure.BUSY
         if isinstance(exc, (psycopg.IntegrityError, psycopg.DataError)):
             return Failure.REFUSED
-        if isinstance(exc, psycopg.errors.InFailedSqlTransaction):
-            return Failure.REFUSED
+        if isinstance(exc, (psycopg.errors.InFailedSqlTransaction, psycopg.ProgrammingError)):
+            return Failure.REFUSED  # this write only, as a statement SQLite cannot run is
         # a lost connection, a server shutting down, a disk full on the server, an
         # internal error: the writer stops, and the kernel with it (fail-stop)
         return Failure.STOP

@@ -11,9 +11,10 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
 
-from ...errors import MigrationFailed, VaultCorrupt, VaultMissing
+from ...errors import MigrationFailed, StoreUnavailable, VaultCorrupt, VaultMissing
 from ..records import now_rfc3339
 
 # pg_advisory_xact_lock's key for pfar's migrations ("pfar" in ASCII)
@@ -33,12 +34,26 @@ def latest_version() -> int:
     return migrations()[-1][0]
 
 
-async def schema_version(conn: AsyncConnection[Any]) -> int | None:
+async def schema_version(conn: AsyncConnection[Any], where: str) -> int | None:
     """The journal's schema version, None when the database has no pfar journal."""
-    cur = await conn.execute("SELECT to_regclass('schema_version') IS NOT NULL")
+    try:
+        return await _schema_version(conn)
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cannot read the journal's schema on {where}: {exc}") from None
+
+
+async def _schema_version(conn: AsyncConnection[Any]) -> int | None:
+    cur = await conn.execute(
+        "SELECT to_regclass('schema_version') IS NOT NULL, to_regclass('task_journal') IS NOT NULL"
+    )
     row = await cur.fetchone()
     if row is None or not row[0]:
         return None
+    if not row[1]:
+        raise VaultCorrupt(
+            "the database holds a schema_version table but no pfar journal (another "
+            "application's?); nothing was changed. Give pfar a database or schema of its own"
+        )
     cur = await conn.execute("SELECT max(version) FROM schema_version")
     found = await cur.fetchone()
     return int(found[0] or 0) if found else 0
@@ -50,7 +65,7 @@ async def migrate(conn: AsyncConnection[Any], where: str, *, create: bool) -> in
     latest = steps[-1][0]
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        current = await schema_version(conn)
+        current = await schema_version(conn, where)
         if current is None and not create:
             raise VaultMissing(
                 f"{where} has no pfar journal; `pfar init --postgres DSN` creates one"

@@ -44,9 +44,8 @@ async def _configure(conn: AsyncConnection[Any]) -> None:
 async def connect(dsn: str, where: str, password: str | None = None) -> AsyncConnection[Any]:
     """A connection (autocommit) to the server; the password, when given, goes to libpq
     as a keyword, never into the DSN a message could show."""
-    extra: dict[str, Any] = {} if password is None else {"password": password}
     try:
-        conn = await AsyncConnection.connect(dsn, autocommit=True, **extra)
+        conn = await AsyncConnection.connect(dsn, autocommit=True, **_options(dsn, password))
     except psycopg.Error as exc:
         raise StoreUnavailable(f"cannot connect to {where}: {_first_line(exc)}") from None
     await _configure(conn)
@@ -72,7 +71,7 @@ async def open_journal(
             dsn,
             min_size=1,
             max_size=POOL_SIZE,
-            kwargs={"autocommit": True, **({} if password is None else {"password": password})},
+            kwargs={"autocommit": True, **_options(dsn, password)},
             configure=_configure,
             open=False,
             name="pfar-journal",
@@ -93,6 +92,27 @@ async def open_journal(
         await wconn.close()
 
     return Journal(db, sessions=lambda: SessionManager(db), on_close=close)
+
+
+# a server that stops answering (a network cut) is given up on within these, and the
+# kernel stops (fail-stop) instead of waiting minutes for TCP; a DSN's own values win
+_TIMEOUTS = {
+    "connect_timeout": "10",
+    "keepalives": "1",
+    "keepalives_idle": "30",
+    "keepalives_interval": "10",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "60000",
+}
+
+
+def _options(dsn: str, password: str | None) -> dict[str, Any]:
+    """What libpq gets beside the DSN: the password (never in the DSN), and timeouts."""
+    given = conninfo_to_dict(dsn)
+    extra: dict[str, Any] = {k: v for k, v in _TIMEOUTS.items() if k not in given}
+    if password is not None:
+        extra["password"] = password
+    return extra
 
 
 def _first_line(exc: BaseException) -> str:

@@ -106,6 +106,9 @@ class PostgresWriter:
         except Stopped as stopped:
             self._stop(stopped.cause, batch)
             return
+        except BaseException as exc:  # cancelled mid-commit (a shutdown): the outcome is
+            self._stop(exc, batch)  # unknown, so the writer stops and no caller hangs
+            raise
         self.commits += 1
         self.writes += len(batch)
         if self.watcher is not None:
@@ -133,8 +136,8 @@ class PostgresWriter:
         return VaultIOError("the journal writer is closed")
 
     async def close(self) -> None:
-        """Commit what is queued, then refuse further writes."""
-        self._start()
-        if self._running is not None:
-            await asyncio.shield(self._running)
+        """Refuse further writes, then commit what is queued (the deferred ones too)."""
         self._closed = True
+        self._start()
+        while self._running is not None:
+            await asyncio.shield(self._running)

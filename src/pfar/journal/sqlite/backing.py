@@ -2,8 +2,8 @@
 
 A read of a few rows by key runs on the caller's thread, as the writer commits
 (writer.py says why); a scan, whose rows grow with the journal (a listing, recovery's
-look at the unfinished tasks, a conversation), runs on a reading thread of its own,
-so that it never holds the event loop.
+look at the unfinished tasks, a conversation), runs on a thread and a connection of
+its own, so that it never holds the event loop.
 """
 
 from __future__ import annotations
@@ -34,9 +34,12 @@ class SQLiteBacking:
     path: Path
     reader: JournalConnection
     writer_or_none: GroupCommitWriter | None
-    # one thread: the reading connection is used by one thread at a time
-    reads: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="pfar-journal-read")
+    # the scans' own connection, used by the scanning thread alone: a scan holds its
+    # snapshot until its last row is read, and a read by key on the same connection
+    # meanwhile would not see a commit made since (None: scans run as reads do)
+    scanner: JournalConnection | None = None
+    scans: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="pfar-journal-scan")
     )
 
     @property
@@ -63,9 +66,11 @@ class SQLiteBacking:
             raise self._read_failed(exc) from exc
 
     async def scan(self, fn: Callable[Concatenate[Tx, P], T], *args: P.args, **kw: P.kwargs) -> T:
-        call = functools.partial(fn, self.reader, *args, **kw)
+        if self.scanner is None:
+            return await self.read(fn, *args, **kw)
+        call = functools.partial(fn, self.scanner, *args, **kw)
         try:
-            return await asyncio.get_running_loop().run_in_executor(self.reads, call)
+            return await asyncio.get_running_loop().run_in_executor(self.scans, call)
         except sqlite.Error as exc:
             raise self._read_failed(exc) from exc
 
@@ -76,9 +81,11 @@ class SQLiteBacking:
         return VaultIOError(f"reading the journal {self.path} failed: {exc}")
 
     def close(self) -> None:
-        """Let the reading thread finish what it was given; the caller closes the
-        connections."""
-        self.reads.shutdown(wait=True)
+        """Let the scanning thread finish what it was given, and close its connection;
+        the caller closes the others."""
+        self.scans.shutdown(wait=True)
+        if self.scanner is not None:
+            self.scanner.close()
 
     async def write(self, op: Op[T], point: str | tuple[str, ...] | None) -> T:
         return await self.writer.submit(op, point)

@@ -34,11 +34,21 @@ def open_journal(
             factory=JournalConnection,
         )
     )
-    reader = _journal_conn(
-        connect(path, key=key, synchronous=synchronous, factory=JournalConnection)
-    )
+    opened = [wconn]
+    try:
+        reader = _journal_conn(
+            connect(path, key=key, synchronous=synchronous, factory=JournalConnection)
+        )
+        opened.append(reader)
+        scanner = _journal_conn(
+            connect(path, key=key, synchronous=synchronous, factory=JournalConnection)
+        )
+    except BaseException:
+        for conn in opened:
+            conn.close()
+        raise
     writer = GroupCommitWriter(wconn, fault_hook=fault_hook)
-    db = SQLiteBacking(path, reader, writer)
+    db = SQLiteBacking(path, reader, writer, scanner)
 
     def sessions() -> SessionManager:
         # a connection of its own: a session is read between the journal's reads
@@ -69,7 +79,12 @@ def open_readonly(path: Path, *, key: VaultKey | None = None) -> Journal:
     conn = _journal_conn(
         open_vault_db(path, "sessions", key=key, readonly=True, factory=JournalConnection)
     )
-    db = SQLiteBacking(path, conn, None)
+    try:
+        scanner = _journal_conn(connect(path, key=key, readonly=True, factory=JournalConnection))
+    except BaseException:
+        conn.close()
+        raise
+    db = SQLiteBacking(path, conn, None, scanner)
 
     def sessions() -> SessionManager:
         return open_sessions(path, key=key, readonly=True)
