@@ -72,7 +72,11 @@ async def open_home_journal(home: Home, *, readonly: bool = True) -> Store:
 
 
 def backend_of(home: Home) -> str:
-    """Where the home's journal is ("sqlite" or "postgresql"), as config.toml says."""
+    """Where the home's journal is ("sqlite" or "postgresql"). A home with a journal in
+    its vault is a SQLite one, whatever else its config says: looking at it reads no
+    configuration (one others can write is refused only where it would be acted on)."""
+    if home.sessions_db.exists():
+        return "sqlite"
     from ..config import Config
 
     return Config.load(home.config).vault.backend

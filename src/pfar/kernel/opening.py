@@ -60,13 +60,17 @@ async def open_stores(
 ) -> None:
     """Open the stores onto `k`, each into `opened` as it is (the caller closes them if
     the start goes no further)."""
-    # secrets first: the journal's server may take its password from them
+    in_vault = config.vault.backend == "sqlite"
+    if in_vault:  # the journal first: a vault that cannot be opened is named by it
+        k.journal = await open_store(k.home, config.vault, key=key, fault_hook=fault_hook)
+        opened.append(k.journal)
     k.secrets = SecretStore.open(k.home.secrets_db, key=key, synchronous=config.vault.synchronous)
     opened.append(k.secrets)
-    k.journal = await open_store(
-        k.home, config.vault, key=key, secrets=k.secrets, fault_hook=fault_hook
-    )
-    opened.append(k.journal)
+    if not in_vault:  # after the secrets: the server's password may be one of them
+        k.journal = await open_store(
+            k.home, config.vault, key=key, secrets=k.secrets, fault_hook=fault_hook
+        )
+        opened.append(k.journal)
     k.journal.writer.on_failure = write_failed
     # with one task running (or none: a submit), no other write would share its
     # commit: it commits at once (GroupCommitWriter.alone)
