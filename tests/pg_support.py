@@ -61,10 +61,33 @@ def run_database() -> str:
     require_postgres()
     name = f"pfar_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(SERVER, autocommit=True) as conn:
+        _drop_left_behind(conn)
         conn.execute(f'CREATE DATABASE "{name}"')
     os.environ[RUN_DATABASE_ENV] = name
     atexit.register(_drop, name)
     return name
+
+
+def _drop_left_behind(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Databases of earlier runs on this machine whose process is gone (a run killed
+    before it could drop its own)."""
+    rows = conn.execute(
+        "SELECT datname FROM pg_database WHERE datname LIKE 'pfar\\_test\\_%'"
+    ).fetchall()
+    for (name,) in rows:
+        parts = str(name).split("_")
+        if len(parts) == 4 and parts[2].isdigit() and not _alive(int(parts[2])):
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _drop(name: str) -> None:
