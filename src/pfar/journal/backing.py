@@ -12,27 +12,16 @@ from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from .dialect import Dialect
-from .group_commit import CommitWatcher, Op
+from .group_commit import Op, StoreWriter
 from .tx import Tx
 
 T = TypeVar("T")
 P = ParamSpec("P")
 
 
-class Writer(Protocol):
-    """A backend's group-commit writer: what its kernel sees of it (`store.StoreWriter`),
-    and how a family queues a write nobody waits for (`defer`)."""
-
-    # told once when a commit fails: the owner of the writer must stop (fail-stop)
-    on_failure: Callable[[BaseException], None] | None
-    # whether a write now would have no company in its commit (one task running)
-    alone: Callable[[], bool] | None
-    watcher: CommitWatcher | None
-    commits: int
-    writes: int
-
-    @property
-    def failure(self) -> BaseException | None: ...
+class Writer(StoreWriter, Protocol):
+    """A backend's group-commit writer: what its kernel sees of it (`StoreWriter`), and
+    how a family queues a write nobody waits for (`defer`)."""
 
     def defer(
         self, op: Op[Any], point: str | tuple[str, ...] | None = None, *, within: float = 0.05

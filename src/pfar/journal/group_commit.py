@@ -40,6 +40,24 @@ class CommitWatcher(Protocol):
         """The COMMIT is durable; called before any waiter is told so."""
 
 
+class StoreWriter(Protocol):
+    """A store's group-commit writer, as its kernel sees it (journal/backing.py's
+    `Writer` adds how a family queues its writes)."""
+
+    # told once when a commit fails: the owner of the writer must stop (fail-stop)
+    on_failure: Callable[[BaseException], None] | None
+    # whether a write now would have no company in its commit (one task running)
+    alone: Callable[[], bool] | None
+    # told of each commit (the kernel keeps vault/acknowledged up with a SQLite journal)
+    watcher: CommitWatcher | None
+    commits: int
+    writes: int
+
+    # the error that stopped the writer (fail-stop), None while it writes
+    @property
+    def failure(self) -> BaseException | None: ...
+
+
 @dataclass(slots=True)
 class Job(Generic[T]):
     op: Op[T]
@@ -184,6 +202,22 @@ def pass_points(faults: FaultHook, batch: list[Job[Any]], outcomes: list[Outcome
         if ok:
             for point in job.points:
                 faults.passed(point)
+
+
+def committed(
+    batch: list[Job[Any]],
+    outcomes: list[Outcome],
+    watcher: CommitWatcher | None,
+    faults: FaultHook,
+) -> None:
+    """After a batch's COMMIT: the watcher is told, the fault points are passed, then
+    the waiters are released (in that order: nothing runs past a point a test kills
+    the process at)."""
+    if watcher is not None:
+        watcher.committed()
+    if faults.armed:
+        pass_points(faults, batch, outcomes)
+    resolve(batch, outcomes)
 
 
 def resolve(batch: list[Job[Any]], outcomes: list[Outcome]) -> None:

@@ -31,7 +31,7 @@ from ..answers import Answer
 from . import holds, payloads
 from .bus_sql import BusEvent
 from .channels_sql import Delivery, OutboxState
-from .group_commit import CommitWatcher
+from .group_commit import StoreWriter
 from .json_text import JsonObject, JsonValue
 from .locks_sql import Alive, HeldLock, LockClaim, LockOwner
 from .payloads import Executing, Payload
@@ -347,24 +347,6 @@ class LockStore(Protocol):
     def waiting(self, holder: str, task_id: str, boot_id: str, reason: str) -> None: ...
     def waited(self, holder: str) -> None: ...
     async def waits(self) -> dict[str, str]: ...
-
-
-class StoreWriter(Protocol):
-    """A store's group-commit writer, as its kernel sees it (journal/backing.py's
-    `Writer` adds how a family queues its writes)."""
-
-    # told once when a commit fails: the owner of the writer must stop (fail-stop)
-    on_failure: Callable[[BaseException], None] | None
-    # whether a write now would have no company in its commit (one task running)
-    alone: Callable[[], bool] | None
-    # told of each commit (the kernel keeps vault/acknowledged up with a SQLite journal)
-    watcher: CommitWatcher | None
-    commits: int
-    writes: int
-
-    # the error that stopped the writer (fail-stop), None while it writes
-    @property
-    def failure(self) -> BaseException | None: ...
 
 
 class Store(Protocol):

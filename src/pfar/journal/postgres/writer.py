@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 
 from psycopg import AsyncConnection
 
-from ...errors import StoreUnavailable, VaultIOError, WriteRefused
+from ...errors import StoreUnavailable, VaultIOError
 from .. import group_commit
 from ..faults import FaultHook
-from ..group_commit import Busy, CommitWatcher, Job, Op, Outcome, RolledBack, Stopped
+from ..group_commit import CommitWatcher, Job, Op, Outcome, RolledBack, Stopped
 from .bridge import run_sync
 from .connection import PostgresTx
 
@@ -96,10 +96,6 @@ class PostgresWriter:
             outcomes: list[Outcome] = await run_sync(
                 group_commit.commit, self._tx, batch, self.watcher, busy_refuses=False
             )
-        except Busy as busy:  # not raised with busy_refuses=False; kept for the contract
-            refused = WriteRefused(f"the journal is busy ({busy.cause}); nothing was written")
-            group_commit.resolve(batch, [(False, refused)] * len(batch))
-            return
         except RolledBack as refused:
             group_commit.resolve(batch, [refused.outcome])
             return
@@ -111,11 +107,7 @@ class PostgresWriter:
             raise
         self.commits += 1
         self.writes += len(batch)
-        if self.watcher is not None:
-            self.watcher.committed()
-        if self._faults.armed:
-            group_commit.pass_points(self._faults, batch, outcomes)
-        group_commit.resolve(batch, outcomes)
+        group_commit.committed(batch, outcomes, self.watcher, self._faults)
 
     def _stop(self, cause: BaseException, batch: list[Job[Any]]) -> None:
         self._failed = cause

@@ -195,9 +195,5 @@ class GroupCommitWriter:
             return [(False, err)] * len(batch)
         self.commits += 1
         self.writes += len(batch)
-        if self.watcher is not None:
-            self.watcher.committed()
-        if self._faults.armed:  # before any waiter is released: nothing runs past the point
-            group_commit.pass_points(self._faults, batch, outcomes)
-        group_commit.resolve(batch, outcomes)
+        group_commit.committed(batch, outcomes, self.watcher, self._faults)
         return outcomes
