@@ -13,7 +13,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from ..config import VaultConfig, dsn_has_password
+from ..config import dsn_has_password
 from ..errors import BadRequest, VaultError
 from ..journal.postgres.schema import schema_version
 from ..journal.postgres.store import connect, describe, open_journal
@@ -53,18 +53,6 @@ class PostgresInit:
             lines.append(f"password_secret = {json.dumps(self.password_secret)}")
         return "\n".join(lines) + "\n"
 
-    def vault_config(self) -> VaultConfig:
-        return VaultConfig.model_validate(
-            {
-                "backend": "postgresql",
-                "postgresql": {
-                    "dsn": self.dsn,
-                    "password_env": self.password_env,
-                    "password_secret": self.password_secret,
-                },
-            }
-        )
-
 
 def with_postgres(config_text: str, pg: PostgresInit) -> str:
     """The default config.toml, its journal on the server."""
@@ -93,7 +81,8 @@ def create_journal(home: Home, pg: PostgresInit, key: VaultKey | None) -> None:
 
 async def _create(home: Home, pg: PostgresInit) -> None:
     where = describe(pg.dsn)
-    conn = await connect(pg.dsn, where, _password(pg))
+    password = _password(pg)
+    conn = await connect(pg.dsn, where, password)
     try:
         found = await schema_version(conn, where)
     finally:
@@ -104,7 +93,7 @@ async def _create(home: Home, pg: PostgresInit) -> None:
             "home's: one kernel writes a journal; nothing was changed. Give another "
             "database (or a schema, with options=-csearch_path=NAME in the DSN)"
         )
-    journal = await open_journal(pg.dsn, create=True, password=_password(pg))
+    journal = await open_journal(pg.dsn, create=True, password=password)
     await journal.aclose()
 
 
