@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 
 from pfar.errors import (
     IllegalTransition,
+    WriteRefused,
 )
 from pfar.journal import (
     StepStatus,
@@ -23,6 +25,7 @@ from pfar.journal import (
     TaskUpdate,
 )
 from pfar.journal import payloads as p
+from pfar.journal.records import TaskRecord
 from pfar.journal.store import Store
 
 from . import builders as b
@@ -82,6 +85,67 @@ def test_concurrent_writes_all_land_and_a_refusal_undoes_only_itself(
     commits = backend.commits_made(store)
     if commits is not None and commits0 is not None:
         assert commits - commits0 < len(results), "concurrent writes share commits"
+
+
+def _finish_first_steps(store: Store, runners: list[TaskRecord], *others: Any) -> list[Any]:
+    """Each runner's step 0 finished, all at once (one commit, or few), with `others`
+    (awaitables) sent among them; every result, an error as itself."""
+
+    async def go() -> list[Any]:
+        steps: list[Any] = [
+            store.tasks.step_finished(b.step(t.task_id, 0, StepStatus.completed, i), next_step=1)
+            for i, t in enumerate(runners)
+        ]
+        for i, other in enumerate(others):
+            steps.insert(3 + 4 * i, other)
+        return await asyncio.gather(*steps, return_exceptions=True)
+
+    return run(go())
+
+
+@covers("tasks.step_finished", "tasks.request_pause")
+def test_a_pause_lands_on_its_step_in_a_commit_shared_with_others(
+    store: Store, backend: Backend
+) -> None:
+    """A step's progress is written on a guard that nearly always holds (still
+    Executing, no pause asked for); a backend that sends a batch's statements ahead of
+    their results checks it when the batch settles. Where it missed, that write takes
+    the other road (the pause lands) and its neighbours are what they would have been."""
+    runners = [created(store, p.Executing()) for _ in range(12)]
+    pausing = runners[5]
+    run(store.tasks.request_pause(pausing.task_id, running=lambda: True))
+    commits0 = backend.commits_made(store)
+    results = _finish_first_steps(store, runners)
+    assert results == [S.Paused if t is pausing else S.Executing for t in runners]
+    for t in runners:
+        got = run(store.tasks.get(t.task_id))
+        assert got.state is (S.Paused if t is pausing else S.Executing)
+        assert got.current_step == 1 and run(store.tasks.step(t.task_id, 0)) is not None
+    commits = backend.commits_made(store)
+    if commits is not None and commits0 is not None:
+        assert commits - commits0 < len(runners), "the steps shared commits"
+
+
+@covers("tasks.step_finished", "tasks.llm_request_sent", "tasks.create")
+def test_a_write_refused_in_a_shared_commit_is_told_to_its_own_caller(store: Store) -> None:
+    """Refusals found as a statement is read (a guard that raises) or only when the
+    batch settles (a duplicate id the server refuses) reach their own callers; the
+    writes sent before and after them commit."""
+    runners = [created(store, p.Executing()) for _ in range(12)]
+    done = created(store, p.Completed())
+    results = _finish_first_steps(
+        store,
+        runners,
+        store.tasks.llm_request_sent(done.task_id, "synthesize"),
+        store.tasks.create(replace(b.task(), task_id=runners[0].task_id)),
+    )
+    late_call, dup = results.pop(3), results.pop(6)
+    assert isinstance(late_call, IllegalTransition), late_call
+    assert isinstance(dup, WriteRefused), dup
+    assert results == [S.Executing] * len(runners)
+    for t in runners:
+        assert run(store.tasks.get(t.task_id)).current_step == 1
+    assert run(store.tasks.get(done.task_id)).payload == p.Completed()
 
 
 # -- durability --------------------------------------------------------------------------

@@ -24,7 +24,8 @@ class Dialect:
     name: str
     # starts a write transaction that holds the journal's write lock from its first
     # statement: the event bus and the owner's outbox are numbered in commit order
-    begin: str
+    # (statements run one after the other: a pipeline takes one at a time)
+    begin: tuple[str, ...]
     # FROM clauses of the two reads recovery makes at every start (SQLite is told the
     # partial index to use; PostgreSQL's planner picks it)
     unfinished_tasks: str
@@ -35,7 +36,8 @@ class Dialect:
     no_pause_requested: str
     # the directory of a workflow task's trigger event
     trigger_directory: str
-    # the next number of the owner's outbox (database-generated on PostgreSQL)
+    # the next number of the owner's outbox, as a value in an INSERT
+    # (database-generated on PostgreSQL)
     next_outbox_seq: str
     # the bus's high-water mark: the number of the last event ever appended (0: none)
     bus_high_water: str

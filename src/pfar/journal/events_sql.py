@@ -43,16 +43,17 @@ def put_adapter_state_txn(conn: Tx, adapter: str, state: Mapping[str, object], a
 
 
 def enqueue_message_txn(conn: Tx, msg: OwnerMessage, at: str) -> bool:
-    """Queue a message; False when its key was queued before (the resend is a no-op)."""
-    seq = conn.execute(conn.dialect.next_outbox_seq).fetchone()[0]
-    cur = conn.execute(
+    """Queue a message; False when its key was queued before (the resend is a no-op).
+    Numbered in the INSERT: one statement, whose row says it was queued and as what."""
+    queued = conn.execute(
         "INSERT INTO owner_outbox(message_key, seq, sink, kind, task_id, body, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(message_key) DO NOTHING",
-        (msg.message_key, seq, msg.sink, msg.kind, msg.task_id, msg.body, at),
-    )
-    if cur.rowcount == 1 and msg.sink == "owner":
-        channels_sql.fan_out_txn(conn, msg.message_key, seq, at)  # each chat channel, once
-    return cur.rowcount == 1
+        f"VALUES (?, {conn.dialect.next_outbox_seq}, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(message_key) DO NOTHING RETURNING seq",
+        (msg.message_key, msg.sink, msg.kind, msg.task_id, msg.body, at),
+    ).fetchone()
+    if queued is not None and msg.sink == "owner":
+        channels_sql.fan_out_txn(conn, msg.message_key, queued[0], at)  # each channel, once
+    return queued is not None
 
 
 def pending_messages(conn: Tx, limit: int = 500) -> list[OwnerMessage]:

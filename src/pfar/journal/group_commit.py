@@ -21,7 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from ..errors import PfarError, VaultCorrupt, VaultIOError, WriteRefused
 from .dialect import Failure
 from .faults import FaultHook
-from .tx import Tx
+from .tx import GuardMissed, Tx
 
 T = TypeVar("T")
 Op = Callable[[Tx], T]
@@ -99,22 +99,29 @@ def commit(
     Raises `Stopped` when the writer must stop (the transaction was rolled back where
     that was still possible), `RolledBack` when a batch of one was refused, and `Busy`
     when the transaction could not begin and `busy_refuses` (a store opened outside a
-    kernel) says to refuse rather than stop."""
-    dialect = tx.dialect
+    kernel) says to refuse rather than stop.
+
+    A backend may send statements ahead of their results (`Tx.settle`): an operation's
+    error then surfaces where a later statement's result is read, so the batch settles
+    before it is released and each operation run on its own settles before its
+    savepoint is let go, and no refusal is ever put on a neighbour."""
     try:
         try:
-            tx.execute(dialect.begin)
+            for statement in tx.dialect.begin:
+                tx.execute(statement)
         except Exception as exc:
-            if busy_refuses and dialect.failure(exc) is Failure.BUSY:
+            if busy_refuses and tx.dialect.failure(exc) is Failure.BUSY:
                 raise Busy(exc) from exc
             raise
         if len(batch) == 1:
             # alone in its transaction: a refused operation is undone by undoing the
             # transaction, so it needs no savepoint of its own (two statements fewer
             # on every commit of a task running alone)
-            outcome = _attempt(tx, batch[0])
+            outcome = _attempt(tx, _settled(batch[0]))
             if not outcome[0]:
+                _drain(tx)
                 tx.execute("ROLLBACK")
+                tx.settle()
                 raise RolledBack(outcome)
             outcomes = [outcome]
         else:
@@ -123,6 +130,7 @@ def commit(
             tx.execute("SAVEPOINT batch")
             tried = _run_all(tx, batch)
             if tried is None:  # an operation was refused: again, each on its own
+                _drain(tx)
                 tx.execute("ROLLBACK TO batch")
                 tried = _run_each(tx, batch)
             tx.execute("RELEASE batch")
@@ -130,11 +138,13 @@ def commit(
         if watcher is not None:
             watcher.inside(tx)
         tx.execute("COMMIT")
+        tx.settle()
     except (Busy, RolledBack):
         raise
     except BaseException as exc:
         with contextlib.suppress(Exception):
             tx.execute("ROLLBACK")
+            tx.settle()
         raise Stopped(exc) from exc
     return outcomes
 
@@ -146,11 +156,16 @@ def _run_all(tx: Tx, batch: list[Job[Any]]) -> list[Outcome] | None:
     SQL on the transaction it is given, so running it again after the rollback does
     what it would have done the first time."""
     outcomes: list[Outcome] = []
-    for job in batch:
-        outcome = _attempt(tx, job)
-        if not outcome[0]:
+    # a guard that nearly always holds may be checked when the batch settles, not as
+    # each write is sent (Tx.matched): a miss runs the batch again like a refusal
+    with tx.optimistic():
+        for job in batch:
+            outcome = _attempt(tx, job.op)
+            if not outcome[0]:
+                return None
+            outcomes.append(outcome)
+        if not _attempt(tx, _settle)[0]:  # one refused or a guard missed, unread till now
             return None
-        outcomes.append(outcome)
     return outcomes
 
 
@@ -160,21 +175,46 @@ def _run_each(tx: Tx, batch: list[Job[Any]]) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for job in batch:
         tx.execute("SAVEPOINT op")
-        outcome = _attempt(tx, job)
+        outcome = _attempt(tx, _settled(job))
         if outcome[0]:
             tx.execute("RELEASE op")
         else:
+            _drain(tx)
             tx.execute("ROLLBACK TO op")
             tx.execute("RELEASE op")
         outcomes.append(outcome)
     return outcomes
 
 
-def _attempt(tx: Tx, job: Job[Any]) -> Outcome:
+def _settle(tx: Tx) -> None:
+    tx.settle()
+
+
+def _drain(tx: Tx) -> None:
+    """After a refusal: what was sent after the refused statement is settled (a server
+    skips it, and takes nothing more until told so), its errors already told. A lost
+    connection is raised: the writer stops."""
+    _attempt(tx, _settle)
+
+
+def _settled(job: Job[T]) -> Op[T]:
+    """`job`'s operation, done only once every statement it sent has run."""
+
+    def run(tx: Tx) -> T:
+        value = job.op(tx)
+        tx.settle()
+        return value
+
+    return run
+
+
+def _attempt(tx: Tx, op: Op[Any]) -> Outcome:
     """One operation's outcome: its value, or the error that refused it. An I/O error,
     a damaged page or a lost connection is raised instead: the writer stops."""
     try:
-        return True, job.op(tx)
+        return True, op(tx)
+    except GuardMissed as exc:  # optimistic only: the batch runs again, each on its own
+        return False, exc
     except (VaultCorrupt, VaultIOError):
         raise  # a damaged page (writing on could spread it), a full or failing disk
     except PfarError as exc:

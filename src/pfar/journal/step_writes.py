@@ -103,7 +103,7 @@ class StepWrites:
                 "AND state IN ('Extracting', 'Planning', 'Executing', 'Synthesizing')",
                 (phase, now_rfc3339(), task_id),
             )
-            if cur.rowcount == 0:
+            if not conn.matched(cur):
                 state = tasks_sql.get_state(conn, task_id)
                 if state is None:
                     raise UnknownTask(task_id)

@@ -145,13 +145,14 @@ def transition_txn(
 def progress_txn(conn: Tx, task_id: str, payload: Payload, progress: dict[str, Any]) -> bool:
     """A step's progress, written only while the task executes and no pause stands (the
     check rides in the UPDATE: one statement on every step commit). False when the row
-    was not written: the caller reads the row and decides (Journal._executing_txn)."""
+    was not written: the caller reads the row and decides (Journal._executing_txn). A
+    guard that nearly always holds: a backend may check it when the batch settles."""
     cur = conn.execute(
         "UPDATE task_journal SET state_detail = ?, execute_progress = ?, recovery_attempts = 0 "
         f"WHERE task_id = ? AND state = 'Executing' AND {conn.dialect.no_pause_requested}",
         (payloads.dumps(payload), dumps(progress), task_id),
     )
-    return cur.rowcount == 1
+    return conn.matched(cur)
 
 
 def spend_answers_txn(conn: Tx, task_id: str) -> None:

@@ -16,6 +16,7 @@ that differ (a JSON field, an index hint, a sequence) come from `tx.dialect`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -39,3 +40,25 @@ class Tx(Protocol):
     def dialect(self) -> Dialect: ...
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor: ...
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor: ...
+    def settle(self) -> None:
+        """Every statement sent so far has run: its error, if one failed, is raised
+        here. A backend that sends statements ahead of their results (PostgreSQL's
+        writer, in pipeline mode) waits for them; one that runs each as it is given
+        (SQLite) has nothing to wait for. A statement's rows, or its row count, settle
+        it as they are read."""
+
+    def matched(self, cursor: Cursor, rows: int = 1) -> bool:
+        """Whether the write `cursor` ran changed `rows` rows: a guard that nearly
+        always holds (the task still executes, no pause asked for). Inside
+        `optimistic()` a backend that sends statements ahead of their results may say
+        True at once and check when the transaction settles: a guard that missed
+        raises `GuardMissed` there, and the group commit runs the batch again, each
+        write on its own and every guard answered exactly."""
+
+    def optimistic(self) -> AbstractContextManager[None]:
+        """While open, `matched` may be answered when the transaction settles."""
+
+
+class GuardMissed(Exception):
+    """A guard `Tx.matched` said held did not: the operations that relied on it are
+    run again, each on its own (a group commit's business, never a caller's)."""

@@ -14,14 +14,14 @@ class PostgresDialect(Dialect):
     # it and commits before the next one can take it, so numbers are in commit order and
     # a reader of `seq > N` never misses one that commits later below it. One kernel's
     # group commit takes it once a batch; kernels sharing the journal take turns.
-    begin = "BEGIN; SELECT pg_advisory_xact_lock(1885761906, 1)"
+    begin = ("BEGIN", "SELECT pg_advisory_xact_lock(1885761906, 1)")
     unfinished_tasks = "task_journal"
     started_steps = "task_steps"
     pause_requested = "coalesce((state_detail->>'pause_requested')::boolean, false)"
     no_pause_requested = "(state_detail->>'pause_requested') IS NULL"
     trigger_directory = "(trigger_event->'payload'->>'directory')"
     # a sequence: two kernels committing at once never take the same number
-    next_outbox_seq = "SELECT nextval('owner_outbox_seq')"
+    next_outbox_seq = "nextval('owner_outbox_seq')"
     bus_high_water = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM bus_events_seq_seq"
     ack_offset = (
         "INSERT INTO bus_offsets(subscriber, seq, updated_at) VALUES (?, ?, ?) "
@@ -39,6 +39,10 @@ class PostgresDialect(Dialect):
     def failure(self, exc: BaseException) -> Failure | None:
         if not isinstance(exc, psycopg.Error):
             return None
+        if isinstance(exc, psycopg.errors.PipelineAborted):
+            # a statement sent after one that failed, skipped by the server: the
+            # failed one's error was raised first and says what it was
+            return Failure.REFUSED
         if isinstance(exc, psycopg.errors.LockNotAvailable):
             return Failure.BUSY
         if isinstance(exc, (psycopg.IntegrityError, psycopg.DataError)):

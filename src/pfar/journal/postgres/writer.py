@@ -13,9 +13,11 @@ committed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import psycopg
 from psycopg import AsyncConnection
 
 from ...errors import StoreUnavailable, VaultIOError
@@ -34,8 +36,11 @@ class PostgresWriter:
     ) -> None:
         # made on the loop the journal was opened on: its commits run there
         self._loop = asyncio.get_running_loop()
-        self._tx = PostgresTx(conn)
         self._conn = conn
+        # the connection stays in pipeline mode from the first commit to the writer's
+        # close: leaving it sends a round trip of its own
+        self._tx: PostgresTx | None = None
+        self._pipeline_mode = contextlib.AsyncExitStack()
         self._where = where
         self._faults = fault_hook or FaultHook(None)
         self.on_failure: Callable[[BaseException], None] | None = None
@@ -91,10 +96,20 @@ class PostgresWriter:
             group_commit.fail_all(self._pending, self._refusal())
             self._pending = []
 
+    async def _pipelined(self) -> PostgresTx:
+        if self._tx is None:
+            pipeline = await self._pipeline_mode.enter_async_context(self._conn.pipeline())
+            self._tx = PostgresTx(self._conn, pipeline)
+        return self._tx
+
     async def _commit(self, batch: list[Job[Any]]) -> None:
         try:
             outcomes: list[Outcome] = await run_sync(
-                group_commit.commit, self._tx, batch, self.watcher, busy_refuses=False
+                group_commit.commit,
+                await self._pipelined(),
+                batch,
+                self.watcher,
+                busy_refuses=False,
             )
         except RolledBack as refused:
             group_commit.resolve(batch, [refused.outcome])
@@ -133,3 +148,6 @@ class PostgresWriter:
         self._start()
         while self._running is not None:
             await asyncio.shield(self._running)
+        # a writer stopped by a lost connection has nothing left to settle
+        with contextlib.suppress(psycopg.Error):
+            await self._pipeline_mode.aclose()

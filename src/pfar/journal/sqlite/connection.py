@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import ClassVar
 
 from ...vault.sqlite import VaultConnection
+from ..tx import Cursor
 from .dialect import SQLITE, SQLiteDialect
 
 
@@ -13,3 +15,12 @@ class JournalConnection(VaultConnection):
     sits between a statement and the file on SQLite's hot path."""
 
     dialect: ClassVar[SQLiteDialect] = SQLITE
+
+    def settle(self) -> None:
+        """Each statement ran when it was given: nothing is waiting."""
+
+    def matched(self, cursor: Cursor, rows: int = 1) -> bool:
+        return cursor.rowcount == rows  # known already: nothing to defer
+
+    def optimistic(self) -> AbstractContextManager[None]:
+        return nullcontext()

@@ -10,7 +10,7 @@ from ..dialect import Dialect, Failure
 class SQLiteDialect(Dialect):
     name = "sqlite"
     # the write lock from the first statement: a batch never meets SQLITE_BUSY half-way
-    begin = "BEGIN IMMEDIATE"
+    begin = ("BEGIN IMMEDIATE",)
     unfinished_tasks = "task_journal INDEXED BY idx_task_journal_unfinished"
     started_steps = "task_steps INDEXED BY idx_task_steps_started"
     # SQLite picks the one key out of the text: no JSON is decoded in Python
@@ -18,7 +18,7 @@ class SQLiteDialect(Dialect):
     no_pause_requested = "json_extract(state_detail, '$.pause_requested') IS NULL"
     trigger_directory = "json_extract(trigger_event, '$.payload.directory')"
     # one writer: the unique index on seq makes max() a lookup of its last entry
-    next_outbox_seq = "SELECT coalesce(max(seq), 0) + 1 FROM owner_outbox"
+    next_outbox_seq = "(SELECT coalesce(max(seq), 0) + 1 FROM owner_outbox)"
     # kept by SQLite for the AUTOINCREMENT key, never lowered when old events are pruned
     bus_high_water = "SELECT seq FROM sqlite_sequence WHERE name = 'bus_events'"
     ack_offset = (
