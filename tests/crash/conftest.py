@@ -14,13 +14,15 @@ from ..pg_support import require_postgres
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.definition.get_closest_marker("both_backends") is not None:
-        metafunc.fixturenames.append("journal_backend")
         metafunc.parametrize("journal_backend", ["sqlite", "postgresql"], indirect=True)
 
 
-@pytest.fixture
+# autouse, so that every crash test's fixture closure holds it from the start: a name
+# only added to the closure while tests are generated is pruned from it again, and the
+# "postgresql" run would then build its homes on SQLite
+@pytest.fixture(autouse=True)
 def journal_backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    name: str = request.param
+    name: str = getattr(request, "param", "sqlite")
     if name == "postgresql":
         require_postgres()
     support.BACKEND["name"] = name

@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from pfar.journal.owner_records import ApprovalRecord
+from pfar.journal.records import StepRecord
+from pfar.journal.store import Store
 from pfar.vault.home import Home
 
-from ..support import make_home, wait_for
-from .test_regressions import kernel, lines_of, rows
+from ..support import make_home, read_journal, task_states, wait_for
+from .test_regressions import kernel, lines_of
 
-pytestmark = pytest.mark.crash
+pytestmark = [pytest.mark.crash, pytest.mark.both_backends]
 
 
 def _home(tmp_path: Path) -> tuple[Home, Path, Path, Path]:
@@ -47,8 +50,20 @@ def _home(tmp_path: Path) -> tuple[Home, Path, Path, Path]:
 
 
 def _state(home: Home) -> str:
-    found = rows(home, "SELECT state FROM task_journal")
-    return str(found[0]["state"]) if found else ""
+    found = list(task_states(home).values())
+    return found[0] if found else ""
+
+
+async def _questions(s: Store) -> list[ApprovalRecord]:
+    """Every question of every task, whatever its status."""
+    tasks = await s.tasks.listing(limit=1_000_000)
+    return [q for t in tasks for q in await s.questions.approvals_for_task(t.task_id)]
+
+
+async def _steps(s: Store) -> list[StepRecord]:
+    """Every journaled step of every task."""
+    tasks = await s.tasks.listing(limit=1_000_000)
+    return [st for t in tasks for st in await s.tasks.steps(t.task_id)]
 
 
 @pytest.mark.parametrize("fault", ["hook_verdict", "step_started", "step_completed"])
@@ -63,13 +78,13 @@ def test_a_hook_modified_step_replays_after_a_kill(tmp_path: Path, fault: str) -
         wait_for(lambda: _state(home) in ("Completed", "AwaitingApproval"), timeout=30)
         if _state(home) == "AwaitingApproval":
             # killed after its start was journaled: the owner says whether it ran
-            (q,) = rows(home, "SELECT approval_id, action_type FROM pending_approvals")
-            assert q["action_type"] == "write_in_doubt"
+            (q,) = read_journal(home, _questions)
+            assert q.action_type == "write_in_doubt"
             decision = "skip" if lines_of(ran) else "retry"
-            k.request("answer", approval_id=q["approval_id"], decision=decision)
+            k.request("answer", approval_id=q.approval_id, decision=decision)
             wait_for(lambda: _state(home) == "Completed", timeout=30)
-        (step,) = rows(home, "SELECT args_json FROM task_steps")
-        assert json.loads(step["args_json"]) == {"command": f"echo rewritten >> {ran}"}
+        (step,) = read_journal(home, _steps)
+        assert step.args == {"command": f"echo rewritten >> {ran}"}
 
     assert lines_of(asked) == ["asked"]  # never asked again: the kept verdict was replayed
     assert lines_of(ran) == ["rewritten"]  # the rewritten command, once

@@ -16,10 +16,10 @@ from pfar.vault.home import Home
 from pfar.vault.secrets import SecretStore
 
 from ..integration.openai_server import OpenAIServer, Stream, text_stream
-from ..support import make_home, pfar, wait_for
-from .test_regressions import kernel, rows
+from ..support import make_home, pfar, read_journal, task_states, wait_for
+from .test_regressions import kernel
 
-pytestmark = pytest.mark.crash
+pytestmark = [pytest.mark.crash, pytest.mark.both_backends]
 
 LESSON = "The bug was in config.rs line 42: the parser expects an array, not an object."
 
@@ -48,11 +48,12 @@ def _learnings(home: Home) -> list[dict[str, object]]:
 
 
 def _extracted(home: Home) -> int:
-    return len(rows(home, "SELECT 1 FROM bus_events WHERE kind = 'LearningExtracted'"))
+    events = read_journal(home, lambda s: s.events.bus(0, limit=1_000_000))
+    return sum(1 for e in events if e.kind == "LearningExtracted")
 
 
 def _completed(home: Home) -> bool:
-    return [r["state"] for r in rows(home, "SELECT state FROM task_journal")] == ["Completed"]
+    return list(task_states(home).values()) == ["Completed"]
 
 
 def _check_kept_once(home: Home) -> None:

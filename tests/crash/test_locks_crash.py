@@ -103,11 +103,12 @@ def _locks(home: Home) -> list[tuple[str, int]]:
     return [(h.holder, h.pid) for h in read_journal(home, lambda s: s.locks.held())]
 
 
+SLOW_HOOK = '[[hooks]]\npoint = "PostToolUse"\ncommand = "sleep 60"\ntimeout_seconds = 120\n'
+
+
 def test_a_lock_of_a_killed_kernel_is_let_go_by_the_next(tmp_path: Path) -> None:
     # the call holds its lock while a slow PostToolUse handler looks at it: killed then
-    home, work = _home(
-        tmp_path, '[[hooks]]\npoint = "PostToolUse"\ncommand = "sleep 60"\ntimeout_seconds = 120\n'
-    )
+    home, work = _home(tmp_path, SLOW_HOOK)
     with kernel(home) as k:
         k.request("loop", prompt="write it", directory=str(work), once=True, event_id="w-1")
         wait_for(lambda: _locks(home), timeout=30, what="the lock journaled")
@@ -117,7 +118,8 @@ def test_a_lock_of_a_killed_kernel_is_let_go_by_the_next(tmp_path: Path) -> None
         k.proc.wait(timeout=10)
     assert _locks(home) == [(holder, pid)]  # left behind, with a holder that is gone
 
-    home.config.write_text('[loop]\ntools = ["Write"]\nalways_allow = ["Write"]\n')
+    # the slow handler goes; the rest of the config (where the journal is) stays
+    home.config.write_text(home.config.read_text().replace(SLOW_HOOK, ""))
     home.config.chmod(0o600)
     with kernel(home) as k:
         wait_for(lambda: _state(home) in ("Completed", "AwaitingApproval"), timeout=30)

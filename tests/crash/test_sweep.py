@@ -27,6 +27,7 @@ from pfar.journal.faults import POINTS
 from pfar.vault.home import Home
 
 from ..support import (
+    BACKEND,
     KernelProcess,
     RecordingServer,
     make_home,
@@ -345,10 +346,14 @@ def test_crash_at_every_journal_point(
         _boot(run, None, False, submit=False, timeout=20)
     _check_invariants(run)
 
-    # Deterministic faults strike only after a commit, never mid-call: every request,
-    # read or write, went out exactly once.
+    # Deterministic faults strike only after a commit, never mid-call of the step that
+    # made it: every write went out exactly once. On a server's journal a commit awaits
+    # the server, and the task's next step runs meanwhile: a kill at the recovery
+    # report's delivery can land while the resumed first step (a read) is out, and a
+    # read is made again after a crash, by design. On SQLite every request went out once.
     sent = Counter((r["method"], r["path"]) for r in http_server.requests)
-    assert all(n == 1 for n in sent.values()), sent
+    reads_again = BACKEND["name"] == "postgresql" and faults[-1].startswith("message_delivered")
+    assert all(n == 1 or (reads_again and m == "GET") for (m, _), n in sent.items()), sent
     assert len(sent) == 4
     (tid,) = run.task_ids
     asked = [(a.action_type, a.status, a.decision) for a in task_approvals(home, tid)]
