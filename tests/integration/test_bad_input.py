@@ -611,7 +611,7 @@ def test_event_ids_on_the_control_socket_are_checked(
         ok = k.request("submit", template="cmd", text="echo a", event_id="1")
         with pytest.raises(RemoteError) as bad:
             k.request("submit", template="cmd", text="echo a", event_id=event_id)
-        assert bad.value.kind == "BadRequest", bad.value
+        assert bad.value.remote_code == "bad_request", bad.value
         assert problem in str(bad.value)
         # `true` is not the event "1" (or "True") seen again
         assert k.request("ping")
@@ -842,7 +842,7 @@ def test_a_session_for_a_project_that_does_not_exist_is_refused(tmp_path: Path) 
         # the control socket checks it too: the CLI is not the only client
         with pytest.raises(RemoteError) as bad:
             k.request("session_new", project_path=str(missing), thread_id="chat-1")
-        assert bad.value.kind == "BadRequest"
+        assert bad.value.remote_code == "bad_request"
         assert str(bad.value) == (f"project_path: {missing} does not exist; nothing was created"), (
             bad.value
         )

@@ -404,7 +404,7 @@ def test_a_control_request_over_the_limit_gets_an_answer_and_the_connection_work
         assert refused == {
             "ok": False,
             "error": {
-                "type": "BadRequest",
+                "code": "bad_request",
                 "message": "request over 1 MiB (1048576 bytes); nothing was done",
             },
         }

@@ -169,7 +169,7 @@ def test_the_control_socket_runs_the_same_verbs_and_refuses_bad_fields_by_name(
         for fields, message in refusals:
             with pytest.raises(RemoteError) as refused:
                 k.request("answer", **fields)
-            assert (refused.value.kind, str(refused.value)) == ("BadRequest", message)
+            assert (refused.value.remote_code, str(refused.value)) == ("bad_request", message)
         with pytest.raises(RemoteError, match=r"^states\[0\]: 'Done' is not one of "):
             k.request("tasks", states=["Done"])
         with pytest.raises(RemoteError, match=r"^op: unknown op 'launch' \(known: ping, "):

@@ -219,7 +219,7 @@ def test_a_request_without_this_boots_token_is_refused(tmp_path: Path) -> None:
         assert home.control_token.stat().st_mode & 0o077 == 0  # owner-only
         for body in ({"op": "ping"}, {"op": "ping", "token": "guess"}, {"op": "ping", "token": 7}):
             answer = _raw(home, body)
-            assert answer["ok"] is False and answer["error"]["type"] == "NotTheOwner", answer
+            assert answer["ok"] is False and answer["error"]["code"] == "not_the_owner", answer
             assert "this boot's token" in answer["error"]["message"]
         assert _raw(home, {"op": "ping", "token": first})["ok"] is True
         assert pfar(home, "tasks").returncode == 0  # the CLI carries it

@@ -240,6 +240,6 @@ def _answers(port: int) -> bool:
 
 def _said_busy(s: socket.socket) -> bool:
     try:
-        return b"Busy" in s.recv(1000)
+        return b'"code": "busy"' in s.recv(1000)
     except OSError:
         return False

@@ -29,8 +29,12 @@ from ..kernel.api import Operator
 class ChannelError(PfarError):
     """A channel could not do what it was asked; the message says why, without secrets."""
 
+    code = "channel"
+
 
 class RateLimited(ChannelError):
+    code = "rate_limited"
+
     def __init__(self, message: str, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
@@ -40,19 +44,27 @@ class ChannelDown(ChannelError):
     """The connection is gone (or not up yet), or the service answered with a server
     error: the message surely did not arrive, and is sent again later."""
 
+    code = "channel_down"
+
 
 class InDoubt(ChannelError):
     """The message may have arrived (the connection broke after the request went out):
     it is not sent again; the owner is told once that it may be missing."""
 
+    code = "delivery_in_doubt"
+
 
 class Undeliverable(ChannelError):
     """The channel refused this message for good (too long even when split, blocked)."""
+
+    code = "undeliverable"
 
 
 class AuthFailed(ChannelError):
     """The channel's token was refused (expired, revoked): the channel is degraded and the
     owner is told on another channel how to renew it (`how`)."""
+
+    code = "channel_auth_failed"
 
     def __init__(self, message: str, how: str) -> None:
         super().__init__(message)

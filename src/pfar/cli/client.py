@@ -21,9 +21,13 @@ A = TypeVar("A")
 
 
 class RemoteError(PfarError):
-    def __init__(self, kind: str, message: str) -> None:
+    """The kernel refused a request; `remote_code` is its error's stable code."""
+
+    code = "remote"
+
+    def __init__(self, remote_code: str, message: str) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.remote_code = remote_code
 
 
 def kernel_running(home: Home) -> bool:
@@ -68,7 +72,7 @@ def call(home: Home, request: dict[str, Any], timeout: float | None = 60.0) -> A
     response = json.loads(buf)
     if not response.get("ok"):
         err = response.get("error", {})
-        raise RemoteError(err.get("type", "Error"), err.get("message", "unknown error"))
+        raise RemoteError(err.get("code", "error"), err.get("message", "unknown error"))
     return response.get("result")
 
 
@@ -95,7 +99,7 @@ def stream(home: Home, request: dict[str, Any]) -> Generator[dict[str, Any], Non
                     continue
                 if not message.get("ok"):
                     err = message.get("error", {})
-                    raise RemoteError(err.get("type", "Error"), err.get("message", "unknown"))
+                    raise RemoteError(err.get("code", "error"), err.get("message", "unknown"))
                 return
         raise PfarError("the kernel closed the connection (it is shutting down)")
     finally:

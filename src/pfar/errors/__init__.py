@@ -1,7 +1,8 @@
 """Errors raised by pfar.
 
 Every message names the file, field, id or key involved and, where there is
-one, what to do about it.
+one, what to do about it. Every class has a stable `code` beside it (`unknown_task`):
+what a client branches on, never the class's name (docs/operator-api.md lists them).
 
 * PfarError
   + ConfigError              a config or template file is malformed (file and key named)

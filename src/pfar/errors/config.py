@@ -6,6 +6,8 @@ from .base import PfarError
 
 
 class ConfigError(PfarError):
+    code = "config"
+
     def __init__(self, path: str, key: str, problem: str) -> None:
         where = f"{path}: {key}" if key else path
         super().__init__(f"{where}: {problem}")
@@ -19,6 +21,8 @@ class ConfigError(PfarError):
 
 class ConfigErrors(ConfigError):
     """Several problems in one file, reported together: one line each, with its key."""
+
+    code = "config_errors"
 
     def __init__(self, errors: list[ConfigError]) -> None:
         first = errors[0]
@@ -34,6 +38,8 @@ class ConfigErrors(ConfigError):
 class UnsafePermissions(ConfigError):
     """`path` (or `culprit`, a directory above it) can be written by someone else: loading
     it would let another local user choose what pfar runs as its owner."""
+
+    code = "unsafe_permissions"
 
     def __init__(self, path: str, culprit: str, problem: str) -> None:
         fix = f"chown $(id -u) {culprit}" if "owned by" in problem else f"chmod go-w {culprit}"

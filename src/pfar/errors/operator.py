@@ -9,6 +9,8 @@ class BadRequest(PfarError, ValueError):
     """A request (control socket or API call) whose field has the wrong type or shape
     (a ValueError too: callers that caught the untyped one keep working)."""
 
+    code = "bad_request"
+
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"{field}: {problem}")
         self.field, self.problem = field, problem
@@ -19,6 +21,8 @@ class NotTheOwner(PfarError):
     process pfar started (a task's command, a step, an agent, a hook), another user,
     or a request without this boot's token."""
 
+    code = "not_the_owner"
+
     def __init__(self, why: str) -> None:
         super().__init__(
             f"refused: {why}. The control socket takes requests only from the owner's "
@@ -28,6 +32,8 @@ class NotTheOwner(PfarError):
 
 
 class KernelNotRunning(PfarError):
+    code = "kernel_not_running"
+
     def __init__(self, home: str) -> None:
         super().__init__(f"no kernel is running on {home}; start one with `pfar run`")
         self.home = home
@@ -35,6 +41,8 @@ class KernelNotRunning(PfarError):
 
 class KernelNotReady(KernelNotRunning):
     """A kernel holds the home but its control socket is not (or no longer) there."""
+
+    code = "kernel_not_ready"
 
     def __init__(self, home: str) -> None:
         PfarError.__init__(
@@ -46,6 +54,8 @@ class KernelNotReady(KernelNotRunning):
 
 
 class ShuttingDown(PfarError):
+    code = "shutting_down"
+
     def __init__(self) -> None:
         super().__init__(
             "the kernel is shutting down and accepts no new work; try again when it has stopped"
@@ -54,6 +64,8 @@ class ShuttingDown(PfarError):
 
 class AnswerDoesNotFit(BadRequest):
     """The owner's answer is not one the question offers; nothing was changed."""
+
+    code = "answer_does_not_fit"
 
     def __init__(self, approval_id: str, answer: str, options: list[str]) -> None:
         problem = f"approval {approval_id[:8]} offers {', '.join(options)}; got {answer!r}"

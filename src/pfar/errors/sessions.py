@@ -9,6 +9,8 @@ from .vault import VaultError
 class SessionStoreError(VaultError):
     """The sessions table could not be read or written; the transaction was rolled back."""
 
+    code = "session_store"
+
     def __init__(self, path: str, what: str, cause: str) -> None:
         super().__init__(f"{path}: {what} failed ({cause}); nothing was changed")
         self.path, self.what, self.cause = path, what, cause
@@ -16,6 +18,8 @@ class SessionStoreError(VaultError):
 
 class SessionRecoveryFailed(VaultError):
     """Crash recovery stopped at a database error; sessions it did not reach are untouched."""
+
+    code = "session_recovery_failed"
 
     def __init__(self, path: str, session_id: str, recovered: list[str], cause: str) -> None:
         done = (
@@ -36,12 +40,16 @@ class SessionRecoveryFailed(VaultError):
 
 
 class UnknownSession(JournalError):
+    code = "unknown_session"
+
     def __init__(self, session_id: str) -> None:
         super().__init__(f"no session with id {session_id!r}")
         self.session_id = session_id
 
 
 class IllegalSessionTransition(JournalError):
+    code = "illegal_session_transition"
+
     def __init__(self, session_id: str, src: str, dst: str) -> None:
         super().__init__(f"session {session_id}: cannot go from {src} to {dst}")
         self.session_id, self.src, self.dst = session_id, src, dst
@@ -49,6 +57,8 @@ class IllegalSessionTransition(JournalError):
 
 class SessionStatusMismatch(JournalError):
     """Compare-and-set refused: the stored status is not the one the caller expected."""
+
+    code = "session_status_mismatch"
 
     def __init__(self, session_id: str, expected: str, actual: str) -> None:
         super().__init__(
@@ -61,6 +71,8 @@ class SessionStatusMismatch(JournalError):
 class SessionThreadBusy(JournalError):
     """A chat thread has at most one live (not TERMINATED) session."""
 
+    code = "session_thread_busy"
+
     def __init__(self, thread_id: str, session_id: str, status: str) -> None:
         super().__init__(
             f"thread {thread_id!r} already has a live session {session_id} ({status}); "
@@ -70,6 +82,8 @@ class SessionThreadBusy(JournalError):
 
 
 class InvalidSessionContext(JournalError):
+    code = "invalid_session_context"
+
     def __init__(self, session_id: str, problem: str) -> None:
         super().__init__(f"session {session_id}: {problem}; nothing was changed")
         self.session_id, self.problem = session_id, problem

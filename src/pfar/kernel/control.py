@@ -1,7 +1,8 @@
 """The control socket: `$PFAR_HOME/control.sock`, owner-only, one JSON object per line.
 
 Request:  {"op": "submit", "template": "...", "text": "...", "event_id": "...", "token": "..."}
-Response: {"ok": true, "result": {...}}  or  {"ok": false, "error": {"type": ..., "message": ...}}
+Response: {"ok": true, "result": {...}}  or  {"ok": false, "error": {"code": ..., "message": ...}}
+(`code` is the error's stable name, errors.PfarError.code: a client branches on it)
 
 Only the owner's `pfar` command is served (kernel/peers.py): a connection from another
 user, or from a process this kernel started or a task's label marks, is refused, and
@@ -52,20 +53,17 @@ FIRST_REQUEST_SECONDS = 10.0
 CLOSE_SECONDS = 2.0
 
 
-_TOO_LONG = {
-    "ok": False,
-    "error": {"type": "BadRequest", "message": f"request over {MAX_LINE_TEXT}; nothing was done"},
-}
+def _error(code: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"code": code, "message": message}}
 
 
 def _refused(exc: PfarError) -> dict[str, Any]:
-    return {"ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}
+    return _error(exc.code, str(exc))
 
 
-_BUSY = {
-    "ok": False,
-    "error": {"type": "Busy", "message": "too many connections to the kernel; try again"},
-}
+_TOO_LONG = _error(BadRequest.code, f"request over {MAX_LINE_TEXT}; nothing was done")
+# not an error of pfar's tree: the connection was refused before any request was read
+_BUSY = _error("busy", "too many connections to the kernel; try again")
 
 
 def _is_attach(line: bytes) -> bool:
@@ -234,8 +232,7 @@ class ControlServer:
                 return  # the viewer left
             pumping.result()  # its refusal, if any
         except PfarError as exc:
-            error = {"type": type(exc).__name__, "message": str(exc)}
-            writer.write(json.dumps({"ok": False, "error": error}).encode() + b"\n")
+            writer.write(json.dumps(_refused(exc)).encode() + b"\n")
         else:
             writer.write(json.dumps({"ok": True, "result": {}}).encode() + b"\n")
         await writer.drain()
@@ -248,13 +245,10 @@ class ControlServer:
         except PfarError as exc:
             return _refused(exc)
         except (ValueError, KeyError, TypeError) as exc:
-            return {"ok": False, "error": {"type": "BadRequest", "message": str(exc)}}
+            return _error(BadRequest.code, str(exc))
         except Exception as exc:  # the client gets an answer, whatever went wrong
             log.exception("control request failed")
-            return {
-                "ok": False,
-                "error": {"type": "InternalError", "message": f"{type(exc).__name__}: {exc}"},
-            }
+            return _error("internal", f"{type(exc).__name__}: {exc}")
         return {"ok": True, "result": result}
 
     async def _run(self, operator: Operator, body: object) -> Any:

@@ -72,6 +72,8 @@ class CallRecord:
 class NeedsCloudRouting(ProviderError):
     """The task's data may not go to a cloud provider and no local provider is configured."""
 
+    code = "needs_cloud_routing"
+
     def __init__(self, task_id: str, label: str, ceiling: str) -> None:
         super().__init__(
             f"task {task_id}: its data is {label!r}, above the cloud ceiling {ceiling!r}, "

@@ -61,6 +61,8 @@ class RetryPolicy:
 class ProviderCallFailed(ProviderError):
     """The provider could not answer after the retries the error table allows."""
 
+    code = "provider_call_failed"
+
     def __init__(self, provider: str, kind: ErrorKind, detail: str, attempts: int) -> None:
         super().__init__(
             f"{provider}: {kind.value} after {attempts} attempt{'s' if attempts != 1 else ''}: "

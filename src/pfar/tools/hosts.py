@@ -39,6 +39,8 @@ _SETTING = "[loop.policy] allowed_private_hosts"
 class HostRefused(ToolFailed):
     """A URL's host may not be reached: the message names the rule."""
 
+    code = "host_refused"
+
 
 @dataclass(frozen=True, slots=True)
 class Target:

@@ -40,10 +40,14 @@ class DamagedDatabase(VaultCorrupt, sqlite.DatabaseError):
     """A page of the file is damaged. Also a sqlite3 error, so that every handler that
     rolls a transaction back on a database error still does."""
 
+    code = "vault_corrupt"
+
 
 class UnwritableDatabase(VaultUnwritable, sqlite.OperationalError):
     """The file cannot be written (read-only, disk full, permission denied). Also a
     sqlite.OperationalError, so the journal writer still stops on it (fail-stop)."""
+
+    code = "vault_unwritable"
 
 
 def recovery_advice(path: Path) -> str:

@@ -51,6 +51,8 @@ from ...errors import PfarError
 class TraceFormatError(PfarError):
     """A trace.md that cannot be read: the file, the line and what was expected there."""
 
+    code = "trace_format"
+
     def __init__(self, source: str, line: int, expected: str, got: str | None = None) -> None:
         where = f"{source}:{line}" if line else source
         tail = "" if got is None else f"; got {got!r}"
@@ -60,6 +62,8 @@ class TraceFormatError(PfarError):
 
 class StepMismatch(PfarError):
     """A helper was asked to change a step the trace does not have, or has under another name."""
+
+    code = "step_mismatch"
 
 
 class StepStatus(StrEnum):
