@@ -100,8 +100,11 @@ def run_demo(keep: bool = False) -> int:
     write_log = root / "writes.log"
     kernel_log = root / "kernel.log"
     con.rule("[bold]pfar demo: kill -9 in the middle of real work")
-    # encrypted as `pfar init` makes a vault; its key file stays in the demo's own folder
-    init_home(home, examples=False, key_file=root / "vault.key")
+    # encrypted as `pfar init` makes a vault; its key file stays in the demo's own folder,
+    # in a folder of its own: the key's folder is hidden from every tool, and the
+    # agent's project is beside it
+    (root / "key").mkdir(mode=0o700)
+    init_home(home, examples=False, key_file=root / "key" / "vault.key")
     for tid, body in TEMPLATES.items():
         (home.templates_dir / f"{tid}.toml").write_text(
             "\n".join(line.strip() for line in body.strip().splitlines()) + "\n"
