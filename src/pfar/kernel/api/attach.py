@@ -87,9 +87,13 @@ async def stream(
     state = None
     with viewers.watching(task_id) as queue:
         while True:
+            # the state is read before the turns: every turn journaled before the task
+            # reached that state is then shown ahead of it (the turns are a scan, which
+            # may run on a connection of its own and so see a later commit than a read
+            # that began before it, never an earlier one)
+            task = await journal.tasks.get(task_id)
             for item in await seen.turns(journal, task_id):
                 yield item
-            task = await journal.tasks.get(task_id)
             if task.state is not state:
                 state = task.state
                 yield Shown("state", state.value)
