@@ -160,15 +160,18 @@ def pfar_pg_recovery(dsn: str, tasks: int = 1000, *, base_dir: BaseDir = None) -
 
 @dataclass(frozen=True)
 class Statements:
-    """What the journal sent the server for `tasks` tasks, `width` in flight: each
-    statement is one round trip, awaited on the kernel's event loop."""
+    """What the journal sent the server for `tasks` tasks, `width` in flight. A read
+    awaits its statement's rows (a round trip); the writer's connection is in pipeline
+    mode, so its statements go without waiting and a round trip is where it waits for
+    their results (a row read, or the batch settling)."""
 
     tasks: int
     width: int
     per_task: float
     commits_per_task: float
     per_commit: float  # statements per writer transaction (reads outside it included)
-    await_us: float  # median microseconds from sending a statement to resuming with its rows
+    round_trips_per_task: float
+    await_us: float  # median microseconds of a round trip, awaited on the event loop
     top: list[tuple[str, float]]  # statement (its first words) and how many per task
 
 
@@ -179,26 +182,29 @@ def _shape(query: Any) -> str:
 
 @contextmanager
 def _counting(seen: Counter[str], waits: list[float]) -> Iterator[None]:
-    """Count and time every statement of the journal's `Tx` (writer and readers)."""
+    """Count every statement of the journal's `Tx` (writer and readers), and time each
+    round trip."""
     tx = pg_connection.PostgresTx
-    original: dict[str, Callable[..., Any]] = {
-        "_execute": tx._execute,
-        "_executemany": tx._executemany,
-    }
+    names = ("_execute", "_executemany", "_send", "_send_many", "_sync")
+    original: dict[str, Callable[..., Any]] = {name: getattr(tx, name) for name in names}
 
-    def counted(inner: Callable[..., Any]) -> Callable[..., Any]:
-        async def run(self: Any, sql: str, parameters: Any) -> Any:
-            seen[_shape(sql)] += 1
+    def counted(name: str, inner: Callable[..., Any]) -> Callable[..., Any]:
+        waits_here = name in ("_execute", "_executemany", "_sync")
+
+        async def run(self: Any, *args: Any) -> Any:
+            if args:
+                seen[_shape(args[0])] += 1
             t0 = time.perf_counter()
             try:
-                return await inner(self, sql, parameters)
+                return await inner(self, *args)
             finally:
-                waits.append(time.perf_counter() - t0)
+                if waits_here:
+                    waits.append(time.perf_counter() - t0)
 
         return run
 
     for name, fn in original.items():
-        setattr(tx, name, counted(fn))
+        setattr(tx, name, counted(name, fn))
     try:
         yield
     finally:
@@ -243,6 +249,7 @@ def pfar_pg_statements(
         total / tasks,
         commits / tasks,
         total / commits if commits else 0.0,
+        len(waits) / tasks,
         statistics.median(waits) * 1e6 if waits else 0.0,
         [(shape, n / tasks) for shape, n in seen.most_common(12)],
     )
@@ -252,7 +259,8 @@ def describe_statements(s: Statements, *, top: bool = True) -> str:
     lines = [
         f"{s.width} in flight: {s.per_task:.1f} statements per task "
         f"({s.per_task / STEPS_PER_TASK:.1f} per step) in {s.commits_per_task:.1f} commits, "
-        f"{s.per_commit:.1f} statements per commit, each awaited {s.await_us:.0f} µs (median)"
+        f"{s.per_commit:.1f} statements per commit; {s.round_trips_per_task:.1f} round trips "
+        f"per task, each awaited {s.await_us:.0f} µs (median)"
     ]
     if top:
         lines += [f"  {n:6.1f}  {shape}" for shape, n in s.top]

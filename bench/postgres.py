@@ -191,8 +191,8 @@ def run(
     counted = [s for s in statements if s is not None]
     if counted:
         print(
-            f"\nwhat pfar sends the server (a run of its own, every statement counted and timed; "
-            f"a round trip alone takes {round_trip_us(dsn):.0f} µs):"
+            "\nwhat pfar sends the server (a run of its own, every statement counted, every "
+            f"round trip timed; one alone takes {round_trip_us(dsn):.0f} µs):"
         )
         for i, s in enumerate(counted):
             print(pg_pfar.describe_statements(s, top=i == 0))
