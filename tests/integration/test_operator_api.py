@@ -16,6 +16,7 @@ from pfar.errors import PfarError, TaskStateRefused, UnknownTask
 from pfar.journal import ApprovalStatus, TaskState
 from pfar.journal.sessions import SessionStatus
 from pfar.kernel.api import Submitted
+from pfar.kernel.api.wire import wire_json
 
 from ..support import pfar, running_kernel, said
 
@@ -67,9 +68,9 @@ def test_a_task_through_the_operator_api_and_its_timeline_without_a_kernel(
         assert timeline.task.state is TaskState.Completed
         shown = pfar(home, "task", "show", task_id[:8], "--json")
         assert shown.returncode == 0, said(shown)
-        assert json.loads(shown.stdout) == timeline.to_json()
+        assert json.loads(shown.stdout) == wire_json(timeline)
         listed = pfar(home, "approvals", "--all", "--json")
-        assert json.loads(listed.stdout) == asyncio.run(reader.questions(answered=True)).to_json()
+        assert json.loads(listed.stdout) == wire_json(asyncio.run(reader.questions(answered=True)))
 
 
 async def _two_asking(operator: Operator) -> tuple[Submitted, Submitted]:
@@ -146,7 +147,7 @@ def test_secrets_sessions_and_workflows_through_the_operator_api(tmp_path: Path)
     asyncio.run(main())
     with HomeReader(home) as reader:
         (task,) = asyncio.run(reader.tasks())
-        assert "hunter2" not in json.dumps(asyncio.run(reader.timeline(task.task_id)).to_json())
+        assert "hunter2" not in json.dumps(wire_json(asyncio.run(reader.timeline(task.task_id))))
 
 
 def test_the_control_socket_runs_the_same_verbs_and_refuses_bad_fields_by_name(

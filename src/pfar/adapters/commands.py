@@ -185,11 +185,11 @@ async def command(
                 "" if a.changed else " (already)"
             )
         case ["cancel", task_id]:
-            return describe((await operator.cancel(task_id)).to_json())
+            return describe(await operator.cancel(task_id))
         case ["pause", task_id]:
-            return describe((await operator.pause(task_id)).to_json())
+            return describe(await operator.pause(task_id))
         case ["resume", task_id]:
-            return describe((await operator.resume(task_id)).to_json())
+            return describe(await operator.resume(task_id))
         case ["tasks", *_]:
             rows = await operator.tasks(limit=20)
             return "\n".join(f"{t.task_id[:8]}  {t.template_id:20} {t.state}" for t in rows) or (

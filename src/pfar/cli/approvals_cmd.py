@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 import click
 
 from ..answers import in_words
 from ..journal import TaskState
-from ..kernel.api.requests import ANSWER, CREDENTIAL, AnswerArgs, CredentialArgs
+from ..kernel.api.arguments import AnswerArgs, CredentialArgs
+from ..kernel.api.records import Answered
+from ..kernel.api.requests import ANSWER, CREDENTIAL
+from ..kernel.api.wire import wire_json
 from ..policy.printable import printable
 from ..vault.secrets import check_secret_size
 from . import client
@@ -24,7 +26,7 @@ from .output import emit, home_of, out, read, table
 @click.pass_context
 def approvals(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """Pending approvals and credential prompts."""
-    questions = read(home_of(ctx), lambda r: r.questions(answered=show_all)).to_json()
+    questions = wire_json(read(home_of(ctx), lambda r: r.questions(answered=show_all)))
     if as_json:
         emit(questions, True)
         return
@@ -82,17 +84,17 @@ def approval_show(ctx: click.Context, approval_id: str, as_json: bool) -> None:
 
 def _answer(ctx: click.Context, approval_id: str, decision: str) -> None:
     r = client.send(home_of(ctx), ANSWER, AnswerArgs(approval_id, decision))
-    chose = in_words(r["decision"])
-    if r["changed"]:
-        out.print(f"approval {r['approval_id']}: {chose}; task {r['task_id']} {_after(r)}")
+    chose = in_words(r.decision)
+    if r.changed:
+        out.print(f"approval {r.approval_id}: {chose}; task {r.task_id} {_after(r)}")
     else:
-        out.print(f"approval {r['approval_id']} was already {chose}; nothing changed")
+        out.print(f"approval {r.approval_id} was already {chose}; nothing changed")
 
 
-def _after(answered: dict[str, Any]) -> str:
+def _after(answered: Answered) -> str:
     """What the answer did to its task, read from the task right after it (a denied step
     may fail the task rather than let it go on)."""
-    state, error = answered.get("task_state") or "", answered.get("task_error")
+    state, error = answered.task_state, answered.task_error
     if state == TaskState.Failed.value:
         return "failed" + (f": {printable(error, indent='  ')}" if error else "")
     if state in (TaskState.Completed.value, TaskState.Cancelled.value, TaskState.Abandoned.value):
@@ -136,4 +138,4 @@ def credential(ctx: click.Context, prompt_id: str) -> None:
         secret = sys.stdin.read()
     check_secret_size(secret.strip())  # refused here, before it is sent anywhere
     r = client.send(home_of(ctx), CREDENTIAL, CredentialArgs(prompt_id, secret))
-    out.print(f"credential stored; task {r['task_id']} resumes")
+    out.print(f"credential stored; task {r.task_id} resumes")

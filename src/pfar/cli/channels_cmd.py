@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ..kernel.api.requests import CHANNELS, NoArgs
+from ..kernel.api.arguments import NoArgs
+from ..kernel.api.requests import CHANNELS
 from .output import ask, emit, home_of, out
 
 
@@ -26,16 +27,16 @@ def channels(ctx: click.Context, as_json: bool) -> None:
     for column in ("channel", "state", "since", "position", "messages", "last error"):
         table.add_column(column)
     for c in found:
-        deliveries = ", ".join(f"{n} {status}" for status, n in sorted(c["deliveries"].items()))
-        if c.get("send_error"):  # the outbox, as it is: why the next message waits
-            when = (c.get("next_try") or "")[:19].replace("T", " ")
-            deliveries += f"; next try {when} UTC (last send: {c['send_error']})"
+        deliveries = ", ".join(f"{n} {status}" for status, n in sorted(c.deliveries.items()))
+        if c.send_error:  # the outbox, as it is: why the next message waits
+            when = (c.next_try or "")[:19].replace("T", " ")
+            deliveries += f"; next try {when} UTC (last send: {c.send_error})"
         table.add_row(
-            c["name"],
-            c["state"] + (f" ({c['failures']} failed starts)" if c["failures"] else ""),
-            (c["since"] or "")[:19].replace("T", " "),
-            ", ".join(f"{k}={v}" for k, v in (c["position"] or {}).items()),
+            c.name,
+            c.state + (f" ({c.failures} failed starts)" if c.failures else ""),
+            (c.since or "")[:19].replace("T", " "),
+            ", ".join(f"{k}={v}" for k, v in (c.position or {}).items()),
             deliveries,
-            c["last_error"] or "",
+            c.last_error or "",
         )
     out.print(table)

@@ -12,12 +12,14 @@ from collections.abc import Generator
 from typing import Any, TypeVar
 
 from ..errors import KernelNotReady, KernelNotRunning, PfarError
-from ..kernel.api.requests import PING, Command, NoArgs
+from ..kernel.api.arguments import NoArgs
+from ..kernel.api.requests import PING, Command
 from ..kernel.lines import MAX_LINE, MAX_LINE_TEXT
 from ..kernel.peers import read_token
 from ..vault.home import Home, HomeLock
 
 A = TypeVar("A")
+R = TypeVar("R")
 
 
 class RemoteError(PfarError):
@@ -38,9 +40,10 @@ def kernel_running(home: Home) -> bool:
     return True
 
 
-def send(home: Home, command: Command[A], arguments: A, timeout: float | None = 60.0) -> Any:
-    """Run `command` on the kernel; its result as JSON (RemoteError if it was refused)."""
-    return call(home, command.request(arguments), timeout)
+def send(home: Home, command: Command[A, R], arguments: A, timeout: float | None = 60.0) -> R:
+    """Run `command` on the kernel; its answer read back into the record its verb
+    returned (RemoteError if it was refused, BadReply if the answer does not fit)."""
+    return command.reply.parse(call(home, command.request(arguments), timeout), command.op)
 
 
 def call(home: Home, request: dict[str, Any], timeout: float | None = 60.0) -> Any:

@@ -12,7 +12,8 @@ import click
 from ..errors import KernelNotReady, KernelNotRunning
 from ..journal.bus_sql import BusEvent
 from ..kernel.api import HomeReader
-from ..kernel.api.requests import EVENTS, EVENTS_ACK, AckArgs, EventsArgs
+from ..kernel.api.arguments import AckArgs, EventsArgs
+from ..kernel.api.requests import EVENTS, EVENTS_ACK
 from . import client
 from .output import ask, err, home_of, out
 
@@ -41,16 +42,18 @@ def events(
     shown = 0
     while True:
         args = EventsArgs(after=after, subscriber=subscriber, limit=PAGE)
-        page: list[dict[str, Any]]
+        page: list[BusEvent]
         if subscriber is None:  # read from the vault when no kernel runs
             page = ask(home, EVENTS, args, functools.partial(_read, after=after))
         else:
             page = _as_subscriber(home, args)
         for event in page:
-            click.echo(json.dumps(event, sort_keys=True) if as_json else _line(event))
+            # the JSON line is the event as hooks and subscribers read it (body flattened)
+            line = event.to_json()
+            click.echo(json.dumps(line, sort_keys=True) if as_json else _line(line))
         shown += len(page)
         if page:
-            after = int(page[-1]["seq"])
+            after = page[-1].seq
             if subscriber is not None:
                 # shown, then acknowledged: a subscriber killed in between sees the
                 # events of that page again (same numbers), never fewer
@@ -71,10 +74,10 @@ async def _read(reader: HomeReader, *, after: int | None) -> list[BusEvent]:
     return await reader.events(after, limit=PAGE)
 
 
-def _as_subscriber(home: Any, args: EventsArgs) -> list[dict[str, Any]]:
+def _as_subscriber(home: Any, args: EventsArgs) -> list[BusEvent]:
     """A subscriber's page: only a running kernel moves its offset, so `--as` needs one."""
     try:
-        page: list[dict[str, Any]] = client.send(home, EVENTS, args)
+        page = client.send(home, EVENTS, args)
     except KernelNotReady:
         raise
     except KernelNotRunning:

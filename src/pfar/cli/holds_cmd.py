@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import click
 
-from ..kernel.api.requests import TASK_CANCEL, TASK_PAUSE, TASK_RESUME, Command, TaskArgs
-from ..kernel.holds import describe
+from ..kernel.api.arguments import TaskArgs
+from ..kernel.api.requests import TASK_CANCEL, TASK_PAUSE, TASK_RESUME, Command
+from ..kernel.holds import HoldResult, describe
 from . import client
 from .output import emit, home_of, out
 
 
-def _hold(ctx: click.Context, command: Command[TaskArgs], task_id: str, as_json: bool) -> None:
+def _hold(
+    ctx: click.Context, command: Command[TaskArgs, HoldResult], task_id: str, as_json: bool
+) -> None:
     result = client.send(home_of(ctx), command, TaskArgs(task_id))
     if as_json:
         emit(result, True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ..kernel.api.requests import LEARNING_FORGET, LEARNINGS, LearningArgs, LearningsArgs
+from ..kernel.api.arguments import LearningArgs, LearningsArgs
+from ..kernel.api.requests import LEARNING_FORGET, LEARNINGS
 from . import client
 from .output import ask, emit, home_of, out
 
@@ -35,7 +36,7 @@ def search(ctx: click.Context, text: str, as_json: bool) -> None:
 def forget(ctx: click.Context, learning_id: str) -> None:
     """Drop a learning (its id or a unique prefix): no later task is given it."""
     gone = client.send(home_of(ctx), LEARNING_FORGET, LearningArgs(learning_id))
-    out.print(f"forgot {gone['learning_id'][:8]}: {gone['content']}")
+    out.print(f"forgot {gone.learning_id[:8]}: {gone.content}")
 
 
 def _show(ctx: click.Context, text: str | None, as_json: bool) -> None:
@@ -51,10 +52,10 @@ def _show(ctx: click.Context, text: str | None, as_json: bool) -> None:
         table.add_column(column)
     for x in found:
         table.add_row(
-            x["learning_id"][:8],
-            x["content"],
-            (x["source_task"] or "")[:8],
-            ", ".join(x["tags"]),
-            x["created_at"][:19].replace("T", " "),
+            x.learning_id[:8],
+            x.content,
+            (x.source_task or "")[:8],
+            ", ".join(x.tags),
+            x.created_at[:19].replace("T", " "),
         )
     out.print(table)

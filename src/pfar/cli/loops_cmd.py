@@ -10,11 +10,11 @@ import click
 
 from ..errors import KernelNotReady, KernelNotRunning
 from ..kernel.api import HomeReader
-from ..kernel.api.records import Sent
-from ..kernel.api.requests import LOOP, SEND, LoopArgs, SendArgs
+from ..kernel.api.arguments import LoopArgs, SendArgs
+from ..kernel.api.records import Sent, Submitted
+from ..kernel.api.requests import LOOP, SEND
 from ..kernel.holds import describe
 from ..policy.printable import printable
-from ..runners.loop.context import ContextStats
 from ..runners.loop.tasks import TIERS
 from ..vault.home import Home
 from . import client
@@ -77,9 +77,9 @@ def loop(
     prompt = text_from(prompt, prompt_file, "PROMPT")
     args = LoopArgs(prompt, directory, tier, once, title, event_id, "cli", worktree, priority)
     result = client.send(home, LOOP, args)
-    if result.get("redacted"):
+    if result.redacted:
         err.print(
-            f"note: the prompt held {', '.join(result['redacted'])}; the task got "
+            f"note: the prompt held {', '.join(result.redacted)}; the task got "
             "[REDACTED:…] in its place"
         )
     _show(ctx, result, wait, as_json)
@@ -95,15 +95,14 @@ def send(ctx: click.Context, task_id: str, message: str, wait: bool, as_json: bo
     """Send MESSAGE to a loop task waiting for you. `/done` ends it with its summary;
     `/pause`, `/resume` and `/cancel` act on it."""
     result = client.send(home_of(ctx), SEND, SendArgs(task_id, message))
-    if isinstance(result.get("context"), dict):  # /context
+    if result.context is not None:  # /context
         _print_context(result, as_json)
         return
-    hold = result.get("hold")
-    if isinstance(hold, dict):  # /pause, /resume, /cancel
+    if result.hold is not None:  # /pause, /resume, /cancel
         if as_json:
             emit(result, True)
         else:
-            out.print(describe(hold))
+            out.print(describe(result.hold))
         return
     _show(ctx, result, wait, as_json)
 
@@ -191,7 +190,7 @@ def context_cmd(ctx: click.Context, task_id: str, as_json: bool) -> None:
     async def offline(r: HomeReader) -> Sent:
         stats = await r.context(task_id)
         task = await r.journal.tasks.get(await r.journal.tasks.resolve_id(task_id))
-        return Sent(task.task_id, task.state, "/context", context=stats.to_json())
+        return Sent(task.task_id, task.state, "/context", context=stats)
 
     _print_context(ask(home, SEND, SendArgs(task_id, "/context"), offline), as_json)
 
@@ -208,18 +207,17 @@ def retry_cmd(ctx: click.Context, task_id: str, wait: bool, as_json: bool) -> No
     _show(ctx, result, wait, as_json)
 
 
-def _print_context(result: dict[str, Any], as_json: bool) -> None:
+def _print_context(result: Sent, as_json: bool) -> None:
     if as_json:
         emit(result, True)
-    else:
-        out.print(ContextStats(**result["context"]).text())
+    elif result.context is not None:
+        out.print(result.context.text())
 
 
-def _show(ctx: click.Context, result: dict[str, object], wait: bool, as_json: bool) -> None:
-    task_id = str(result["task_id"])
+def _show(ctx: click.Context, result: Sent | Submitted, wait: bool, as_json: bool) -> None:
     if wait:
-        wait_and_show(home_of(ctx), task_id, as_json)
+        wait_and_show(home_of(ctx), result.task_id, as_json)
     elif as_json:
         emit(result, True)
     else:
-        out.print(f"task {task_id} {result['state']}")
+        out.print(f"task {result.task_id} {result.state}")

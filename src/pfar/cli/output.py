@@ -15,11 +15,13 @@ from rich.table import Table
 from ..errors import KernelNotReady, KernelNotRunning
 from ..kernel.api import HomeReader
 from ..kernel.api.requests import Command
+from ..kernel.api.wire import wire_json
 from ..policy.printable import printable
 from ..vault.home import Home
 from . import client
 
 T = TypeVar("T")
+R = TypeVar("R")
 A = TypeVar("A")
 
 
@@ -42,8 +44,9 @@ def home_of(ctx: click.Context) -> Home:
 
 
 def emit(data: Any, as_json: bool, table: Table | None = None) -> None:
+    """`data` (a record, a list of them, or JSON values) as JSON, or the table."""
     if as_json:
-        click.echo(json.dumps(data, indent=2, default=str))
+        click.echo(json.dumps(jsonable(data), indent=2))
     elif table is not None:
         out.print(table)
 
@@ -62,6 +65,11 @@ def _cell(column: str, value: Any) -> str:
     elif column.endswith("_at") and "T" in text:
         text = text[:19].replace("T", " ")
     return printable(text, indent="")
+
+
+def jsonable(data: Any) -> Any:
+    """A record as the JSON values the operator API's wire gives it (wire.py)."""
+    return wire_json(data)
 
 
 def table(rows: list[dict[str, Any]], columns: list[str], title: str) -> Table:
@@ -86,19 +94,16 @@ def read(home: Home, ask: Callable[[HomeReader], Awaitable[T]]) -> T:
 
 def ask(
     home: Home,
-    command: Command[A],
+    command: Command[A, R],
     arguments: A,
-    offline: Callable[[HomeReader], Awaitable[Any]],
-) -> Any:
+    offline: Callable[[HomeReader], Awaitable[R]],
+) -> R:
     """A read-only view: the running kernel's answer (it knows what is live), or, when
-    no kernel runs on `home`, the same view read from its vault, as JSON either way.
-    A kernel that holds the home but does not answer yet is not read around."""
+    no kernel runs on `home`, the same view read from its vault: the same record either
+    way. A kernel that holds the home but does not answer yet is not read around."""
     try:
         return client.send(home, command, arguments)
     except KernelNotReady:
         raise
     except KernelNotRunning:
-        reply = read(home, offline)
-    if isinstance(reply, list):
-        return [r.to_json() for r in reply]
-    return reply.to_json()
+        return read(home, offline)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ..kernel.api.requests import QUEUE, NoArgs
+from ..kernel.api.arguments import NoArgs
+from ..kernel.api.requests import QUEUE
 from .output import ask, emit, home_of, out
 
 
@@ -25,12 +26,12 @@ def queue(ctx: click.Context, as_json: bool) -> None:
     for column in ("#", "task", "priority", "waiting since", "why"):
         table.add_column(column)
     for w in found:
-        kind = "cron" if w["reason"].startswith("schedule:") else "lock"
+        kind = "cron" if w.reason.startswith("schedule:") else "lock"
         table.add_row(
-            str(w["position"]) if w["position"] else kind,
-            w["task_id"][:8] or "-",
-            str(w["priority"]),
-            w["since"][:19].replace("T", " "),
-            w["reason"],
+            str(w.position) if w.position else kind,
+            w.task_id[:8] or "-",
+            str(w.priority),
+            w.since[:19].replace("T", " "),
+            w.reason,
         )
     out.print(table)

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from ..kernel.api.requests import RELOAD, NoArgs
-from ..kernel.reload import Reloaded
+from ..kernel.api.arguments import NoArgs
+from ..kernel.api.requests import RELOAD
 from . import client
 from .output import emit, home_of, out
 
@@ -23,7 +23,7 @@ def reload(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit(done, True)
     else:
-        for line in Reloaded.of_json(done).lines():
+        for line in done.lines():
             out.print(line)
-    if done["problems"]:
+    if done.problems:
         sys.exit(1)

@@ -10,7 +10,8 @@ from typing import TypeVar
 import click
 
 from ..errors import UnknownSecret
-from ..journal.sessions import SessionStatus
+from ..journal.sessions import SessionRecord, SessionStatus
+from ..kernel.api.arguments import NewSessionArgs, SecretArgs, SecretNameArgs, SessionArgs
 from ..kernel.api.requests import (
     SECRET_RM,
     SECRET_SET,
@@ -19,10 +20,6 @@ from ..kernel.api.requests import (
     SESSION_RESUME,
     SESSION_TERMINATE,
     Command,
-    NewSessionArgs,
-    SecretArgs,
-    SecretNameArgs,
-    SessionArgs,
 )
 from ..policy.printable import printable
 from ..vault import keys
@@ -81,9 +78,9 @@ def session_new(ctx: click.Context, project_path: str, thread_id: str) -> None:
     _session_op(ctx, SESSION_NEW, NewSessionArgs(project, thread_id))
 
 
-def _session_op(ctx: click.Context, command: Command[A], arguments: A) -> None:
+def _session_op(ctx: click.Context, command: Command[A, SessionRecord], arguments: A) -> None:
     r = client.send(home_of(ctx), command, arguments)
-    out.print(f"session {r['session_id']} {r['status']}")
+    out.print(f"session {r.session_id} {r.status}")
 
 
 @session.command("resume")

@@ -6,7 +6,9 @@ import click
 
 from ..journal import TaskState
 from ..kernel.api import MAX_LIMIT
-from ..kernel.api.requests import SUBMIT, SubmitArgs
+from ..kernel.api.arguments import SubmitArgs
+from ..kernel.api.requests import SUBMIT
+from ..kernel.api.wire import wire_json
 from ..policy.printable import printable
 from . import client
 from .input_text import FILE_HELP, text_from
@@ -38,18 +40,18 @@ def submit(
     home = home_of(ctx)
     text = text_from(text, text_file, "TEXT")
     result = client.send(home, SUBMIT, SubmitArgs(template, text, event_id=event_id, adapter="cli"))
-    if result.get("redacted"):
+    if result.redacted:
         err.print(
-            f"note: the text held {', '.join(result['redacted'])}; the task got "
+            f"note: the text held {', '.join(result.redacted)}; the task got "
             "[REDACTED:…] in its place (a template's [[credentials]] is how a task uses a secret)"
         )
     if wait:
-        wait_and_show(home, result["task_id"], as_json)
+        wait_and_show(home, result.task_id, as_json)
         return
     if as_json:
         emit(result, True)
     else:
-        out.print(f"task {result['task_id']} {result['state']}")
+        out.print(f"task {result.task_id} {result.state}")
 
 
 @click.command()
@@ -72,7 +74,7 @@ def submit(
 def tasks(ctx: click.Context, states: tuple[str, ...], limit: int, as_json: bool) -> None:
     """List tasks, newest first."""
     listed = read(home_of(ctx), lambda r: r.tasks([TaskState(s) for s in states], limit))
-    rows = [t.to_json() for t in listed]
+    rows = wire_json(listed)
     cols = ["task_id", "template_id", "state", "phase", "current_step", "updated_at", "error"]
     for row in rows:
         if row["steps"] is not None:
@@ -95,7 +97,7 @@ def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
     """The task's timeline from the journal."""
     timeline = read(home_of(ctx), lambda r: r.timeline(task_id))
     if as_json:
-        emit(timeline.to_json(), True)
+        emit(timeline, True)
         return
     t = timeline.task
     out.print(f"{t.task_id}  {t.template_id}  {t.state} (phase {t.phase})")

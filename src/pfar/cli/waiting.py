@@ -7,7 +7,9 @@ import sys
 from typing import Any
 
 from ..journal import TaskState
-from ..kernel.api.requests import WAIT_TASK, TaskArgs
+from ..kernel.api.arguments import TaskArgs
+from ..kernel.api.requests import WAIT_TASK
+from ..kernel.api.wire import wire_json
 from ..policy.printable import printable
 from ..vault.home import Home
 from . import client
@@ -38,7 +40,7 @@ def wait_and_show(home: Home, task_id: str, as_json: bool) -> None:
     task = timeline.task
     state = TaskState(task.state)
     if as_json:
-        shown: dict[str, Any] = {**task.to_json(), "answer": timeline.answer}
+        shown: dict[str, Any] = {**wire_json(task), "answer": timeline.answer}
         emit(shown, True)
     else:
         out.print(f"task {task.task_id} {state}")
@@ -58,7 +60,7 @@ def wait_and_show(home: Home, task_id: str, as_json: bool) -> None:
 def _print_questions(home: Home, task_id: str) -> None:
     """What a task stopped to ask, and the commands that answer it: `--wait` ended
     because the task waits on the owner."""
-    asked = read(home, lambda r: r.questions(answered=False)).to_json()
+    asked = wire_json(read(home, lambda r: r.questions(answered=False)))
     for a in asked["approvals"]:
         if a["task_id"] != task_id:
             continue

@@ -7,7 +7,8 @@ import os
 import click
 
 from ..errors import PfarError
-from ..kernel.api.requests import WORKFLOW_RESUME, WORKFLOW_START, DirectoryArgs, WorkflowArgs
+from ..kernel.api.arguments import DirectoryArgs, WorkflowArgs
+from ..kernel.api.requests import WORKFLOW_RESUME, WORKFLOW_START
 from . import client
 from .output import emit, home_of, out, read
 
@@ -27,7 +28,7 @@ def workflow_start(ctx: click.Context, definition: str, directory: str) -> None:
         raise PfarError(f"workflow directory {os.path.abspath(directory)} does not exist")
     arguments = WorkflowArgs(os.path.abspath(definition), os.path.abspath(directory))
     r = client.send(home_of(ctx), WORKFLOW_START, arguments)
-    out.print(f"workflow task {r['task_id']} started in {os.path.abspath(directory)}")
+    out.print(f"workflow task {r.task_id} started in {os.path.abspath(directory)}")
 
 
 @workflow.command("resume")
@@ -38,7 +39,7 @@ def workflow_resume(ctx: click.Context, directory: str) -> None:
     if not os.path.isdir(directory):
         raise PfarError(f"workflow directory {os.path.abspath(directory)} does not exist")
     r = client.send(home_of(ctx), WORKFLOW_RESUME, DirectoryArgs(os.path.abspath(directory)))
-    out.print(f"workflow task {r['task_id']} {r['state']}")
+    out.print(f"workflow task {r.task_id} {r.state}")
 
 
 @workflow.command("status")

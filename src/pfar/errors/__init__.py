@@ -56,6 +56,7 @@ what a client branches on, never the class's name (docs/operator-api.md lists th
   + NotTheOwner              a control-socket request that is not the owner's `pfar` command
   + BadRequest               a request's field has the wrong type or shape (field named)
     - AnswerDoesNotFit       an answer the question does not offer (the ones it does named)
+  + BadReply                 a kernel's answer that does not fit its op's record
 
 The modules, one room each: `base` (PfarError), `config`, `vault` (its files, key and
 backups, and the secrets and learnings it keeps), `journal` (the journal and its store),
@@ -83,6 +84,7 @@ from .journal import (
 )
 from .operator import (
     AnswerDoesNotFit,
+    BadReply,
     BadRequest,
     KernelNotReady,
     KernelNotRunning,
@@ -122,6 +124,7 @@ __all__ = [
     "AmbiguousId",
     "AnswerDoesNotFit",
     "BackupDamaged",
+    "BadReply",
     "BadRequest",
     "ConfigError",
     "ConfigErrors",

@@ -16,6 +16,20 @@ class BadRequest(PfarError, ValueError):
         self.field, self.problem = field, problem
 
 
+class BadReply(PfarError):
+    """A kernel's answer that does not fit the record its op returns: a client and a
+    kernel of different versions, most likely. Nothing is retried."""
+
+    code = "bad_reply"
+
+    def __init__(self, op: str, record: str, field: str, problem: str) -> None:
+        super().__init__(
+            f"the kernel's answer to {op!r} is not a {record} ({field}: {problem}); "
+            "is the running kernel the same version as this `pfar`?"
+        )
+        self.op, self.record, self.field, self.problem = op, record, field, problem
+
+
 class NotTheOwner(PfarError):
     """A control-socket request that does not come from the owner's `pfar` command: a
     process pfar started (a task's command, a step, an agent, a hook), another user,

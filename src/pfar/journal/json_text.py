@@ -7,12 +7,17 @@ import math
 from typing import Any, TypeAlias
 
 import orjson
+from typing_extensions import TypeAliasType
 
 JSON = Any  # a value json.dumps accepts
 
 # what a JSON column reads back as (`loads`): the type of a value the journal keeps
 # whole without knowing its keys (a step's result, an adapter's position, a verdict)
-JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
+# (a TypeAliasType: a recursive alias that pydantic, which gives the operator API's
+# records their schema, can resolve)
+JsonValue = TypeAliasType(
+    "JsonValue", "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
+)
 JsonObject: TypeAlias = dict[str, JsonValue]
 
 # orjson writes the text json.dumps(sort_keys=True, separators=(",", ":")) does, several

@@ -31,7 +31,6 @@ import json
 import logging
 import os
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from ..errors import BadRequest, NotTheOwner, PfarError, ShuttingDown
@@ -260,9 +259,4 @@ class ControlServer:
             raise BadRequest("op", f"unknown op {body['op']!r} (known: {', '.join(COMMANDS)})")
         if not self._kernel.accepting and not command.while_shutting_down:
             raise ShuttingDown()
-        reply = await command.run(operator, command.parse(body))
-        if reply is None:
-            return {}
-        if isinstance(reply, Sequence):
-            return [record.to_json() for record in reply]
-        return reply.to_json()
+        return await command.run(operator, command.parse(body))

@@ -16,9 +16,8 @@ nothing already): it can be answered or cancelled.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..errors import MalformedTaskRow, ShuttingDown, TaskStateRefused
 from ..journal import OwnerMessage, TaskKind, TaskRecord
@@ -186,20 +185,19 @@ async def resume(k: HoldsHost, given_id: str) -> HoldResult:
     return HoldResult(task_id, state, outcome.value)
 
 
-def describe(r: Mapping[str, Any]) -> str:
-    """A HoldResult (as JSON) in the owner's words: the CLI's and the stdin adapter's."""
-    tid, state, outcome = str(r["task_id"]), str(r["state"]), str(r["outcome"])
+def describe(r: HoldResult) -> str:
+    """A HoldResult in the owner's words: the CLI's and the chat channels'."""
+    tid, state, outcome = r.task_id, r.state.value, str(r.outcome)
     if outcome == "cancelled":
         lines = [f"task {tid} Cancelled"]
-        if r.get("withdrawn"):
-            lines.append(f"  withdrawn: question {', '.join(q[:8] for q in r['withdrawn'])}")
-        for step in r.get("cut_off_steps") or []:
+        if r.withdrawn:
+            lines.append(f"  withdrawn: question {', '.join(q[:8] for q in r.withdrawn)}")
+        for step in r.cut_off_steps:
             lines.append(
-                f"  step {int(step) + 1} was cut off while it ran: it may have had "
-                "(some of) its effects"
+                f"  step {step + 1} was cut off while it ran: it may have had (some of) its effects"
             )
-        if r.get("processes_ended"):
-            lines.append(f"  processes ended: {r['processes_ended']}")
+        if r.processes_ended:
+            lines.append(f"  processes ended: {r.processes_ended}")
         return "\n".join(lines)
     return {
         "already_cancelled": f"task {tid} was already Cancelled; nothing changed",

@@ -98,7 +98,7 @@ class SessionSupervisor:
                 s.session_id,
                 s.status,
                 SessionStatus.ACTIVE,
-                context={"runs": int(s.context.get("runs", 0)) + 1},
+                context={"runs": s.runs + 1},
                 process=proc.identity,
             )
         except BaseException:
@@ -161,6 +161,6 @@ class SessionSupervisor:
             "thread_id": s.thread_id,  # checked at creation; a row from before may hold anything
         }
         template = list(self._config.agent_command)
-        if int(s.context.get("runs", 0)) > 0:
+        if s.runs > 0:
             template += self._config.resume_args
         return agent_process.fill_argv(template, fill)

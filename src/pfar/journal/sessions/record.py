@@ -10,6 +10,7 @@ from enum import Enum
 from typing import Any, Final, Literal, TypeAlias
 
 from ...errors import BadRequest, InvalidSessionContext
+from ..json_text import JsonObject
 from .status import SessionStatus
 
 
@@ -32,10 +33,16 @@ class SessionRecord:
     project_path: str
     thread_id: str
     status: SessionStatus
-    context: dict[str, Any]
+    context: JsonObject
     created_at: str
     updated_at: str
-    process: dict[str, Any] | None
+    process: JsonObject | None
+
+    @property
+    def runs(self) -> int:
+        """How many times its agent was started (`context["runs"]`, which pfar keeps)."""
+        runs = self.context.get("runs", 0)
+        return runs if isinstance(runs, int) else 0
 
     def to_json(self) -> dict[str, Any]:
         return {

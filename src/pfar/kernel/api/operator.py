@@ -186,7 +186,7 @@ class Operator(HomeReader):
         holds = {"/pause": self.pause, "/cancel": self.cancel, "/resume": self.resume}
         if command in holds:
             r = await holds[command](task_id)
-            return Sent(r.task_id, r.state, command, r.to_json())
+            return Sent(r.task_id, r.state, command, r)
         if command == "/retry":
             task = await self._kernel.retry_answer(task_id)
             return Sent(task.task_id, task.state, command)
@@ -195,7 +195,7 @@ class Operator(HomeReader):
             task = await self._kernel.journal.tasks.get(
                 await self._kernel.journal.tasks.resolve_id(task_id)
             )
-            return Sent(task.task_id, task.state, command, context=stats.to_json())
+            return Sent(task.task_id, task.state, command, context=stats)
         if command.startswith("/") and not command.startswith("//") and command != "/done":
             raise BadRequest(
                 "text", f"{text.strip()!r} is not a command; commands are {', '.join(SLASH)}"

@@ -33,6 +33,7 @@ from .attach import Shown
 from .records import ChannelView, Questions, TaskSummary, TaskTimeline
 from .timeline import task_timeline
 from .trace import task_as_trace
+from .wire import wire_json
 from .workflow_check import WorkflowCheck, check_workflow
 
 MAX_LIMIT = 1_000_000  # a listing longer than this is a job for a script and the journal
@@ -47,7 +48,7 @@ class PlannedRecovery:
     reason: str
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.task.to_json(), "action": self.action, "reason": self.reason}
+        return {**wire_json(self.task), "action": self.action, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,17 @@
-"""What the operator API's verbs return: frozen records, each with the `to_json` that
-carries it across the control socket (the same keys `pfar ... --json` prints).
+"""What the operator API's verbs return: frozen records, carried across the control
+socket (and printed by `pfar ... --json`) in the one schema their type gives (wire.py).
 
 Records the journal already has (ApprovalRecord, CredentialPromptRecord, SessionRecord)
-and the kernel's own (HoldResult, KernelStatistics) are returned as they are.
+and the kernel's own (HoldResult, KernelStatistics) are returned as they are; a step is
+shown as a StepView, without the arguments it holds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated
+
+from pydantic import Field
 
 from ...journal import (
     ApprovalRecord,
@@ -18,9 +21,10 @@ from ...journal import (
     TaskRecord,
     TaskState,
 )
+from ...journal.json_text import JsonValue
 from ...journal.records import UnreadableTask
-
-JSON = dict[str, Any]
+from ...runners.loop.context import ContextStats
+from ..holds import HoldResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,20 +79,6 @@ class TaskSummary:
             error=u.error,
         )
 
-    def to_json(self) -> JSON:
-        return {
-            "task_id": self.task_id,
-            "template_id": self.template_id,
-            "state": str(self.state),
-            "phase": self.phase,
-            "current_step": self.current_step,
-            "steps": self.steps,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "error": self.error,
-            "waiting_for": self.waiting_for,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class TimelineEntry:
@@ -97,47 +87,48 @@ class TimelineEntry:
     at: str
     event: str
 
-    def to_json(self) -> JSON:
-        return {"at": self.at, "event": self.event}
+
+@dataclass(frozen=True, slots=True)
+class StepView:
+    """A step as the owner is shown it (its arguments stay in the journal)."""
+
+    step: int  # 0-based
+    tool: str
+    semantics: str
+    idempotency: str
+    status: str
+    started_at: str | None
+    completed_at: str | None
+    error: str | None
+    result: JsonValue
+
+    @classmethod
+    def of(cls, s: StepRecord) -> StepView:
+        return cls(
+            s.step,
+            s.tool,
+            s.semantics.value,
+            s.idempotency.value,
+            s.status.value,
+            s.started_at,
+            s.completed_at,
+            s.error,
+            s.result,
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class TaskTimeline:
     """A task's whole story from the journal: its summary, plan, steps and, in time
-    order, everything that happened to it."""
+    order, everything that happened to it (`timeline` on the wire)."""
 
     task: TaskSummary
-    plan: dict[str, Any] | None
-    extracted_metadata: dict[str, Any] | None
-    steps: tuple[StepRecord, ...]
-    entries: tuple[TimelineEntry, ...]
+    plan: dict[str, JsonValue] | None
+    extracted_metadata: dict[str, JsonValue] | None
+    steps: tuple[StepView, ...]
+    entries: Annotated[tuple[TimelineEntry, ...], Field(alias="timeline")]
     input: str | None = None  # what the task was started with
     answer: str | None = None  # what it said back (answer.py)
-
-    def to_json(self) -> JSON:
-        return {
-            "task": self.task.to_json(),
-            "input": self.input,
-            "answer": self.answer,
-            "plan": self.plan,
-            "extracted_metadata": self.extracted_metadata,
-            "steps": [_step_json(s) for s in self.steps],
-            "timeline": [e.to_json() for e in self.entries],
-        }
-
-
-def _step_json(s: StepRecord) -> JSON:
-    return {
-        "step": s.step,
-        "tool": s.tool,
-        "semantics": s.semantics.value,
-        "idempotency": s.idempotency.value,
-        "status": s.status.value,
-        "started_at": s.started_at,
-        "completed_at": s.completed_at,
-        "error": s.error,
-        "result": s.result,
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,12 +137,6 @@ class Questions:
 
     approvals: tuple[ApprovalRecord, ...]
     credentials: tuple[CredentialPromptRecord, ...]
-
-    def to_json(self) -> JSON:
-        return {
-            "approvals": [a.to_json() for a in self.approvals],
-            "credentials": [p.to_json() for p in self.credentials],
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,14 +147,6 @@ class Submitted:
     template_id: str
     state: TaskState
     redacted: tuple[str, ...]
-
-    def to_json(self) -> JSON:
-        return {
-            "task_id": self.task_id,
-            "template_id": self.template_id,
-            "state": self.state.value,
-            "redacted": list(self.redacted),
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,30 +160,17 @@ class TaskRef:
     def of(cls, t: TaskRecord) -> TaskRef:
         return cls(t.task_id, t.state)
 
-    def to_json(self) -> JSON:
-        return {"task_id": self.task_id, "state": self.state.value}
-
 
 @dataclass(frozen=True, slots=True)
 class Sent:
     """The owner's message to a loop task, taken: the task's state right after, and for a
-    command (`/pause`, `/cancel`, `/resume`) what it did (`hold`, as `HoldResult.to_json`)."""
+    command (`/pause`, `/cancel`, `/resume`) what it did (`hold`)."""
 
     task_id: str
     state: TaskState
     command: str | None = None
-    hold: JSON | None = None
-    context: JSON | None = None  # `/context`: ContextStats.to_json
-
-    def to_json(self) -> JSON:
-        out: JSON = {"task_id": self.task_id, "state": self.state.value}
-        if self.command is not None:
-            out["command"] = self.command
-        if self.hold is not None:
-            out["hold"] = self.hold
-        if self.context is not None:
-            out["context"] = self.context
-        return out
+    hold: HoldResult | None = None
+    context: ContextStats | None = None  # `/context`
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,24 +187,10 @@ class Answered:
     task_state: str = ""
     task_error: str | None = None
 
-    def to_json(self) -> JSON:
-        return {
-            "approval_id": self.approval_id,
-            "status": self.status.value,
-            "decision": self.decision,
-            "changed": self.changed,
-            "task_id": self.task_id,
-            "task_state": self.task_state,
-            "task_error": self.task_error,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class SecretStored:
     name: str
-
-    def to_json(self) -> JSON:
-        return {"name": self.name}
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,9 +199,6 @@ class Pong:
 
     boot_id: str
     pid: int
-
-    def to_json(self) -> JSON:
-        return {"boot_id": self.boot_id, "pid": self.pid}
 
 
 @dataclass(slots=True)
@@ -274,24 +221,11 @@ class ChannelView:
     last_error: str | None
     since: str | None
     failures: int
-    position: dict[str, Any] | None
+    position: dict[str, JsonValue] | None
     deliveries: dict[str, int]
     # the first message waiting: why its last send failed, and when it is tried again
     send_error: str | None = None
     next_try: str | None = None
-
-    def to_json(self) -> JSON:
-        return {
-            "name": self.name,
-            "state": self.state,
-            "last_error": self.last_error,
-            "since": self.since,
-            "failures": self.failures,
-            "position": self.position,
-            "deliveries": self.deliveries,
-            "send_error": self.send_error,
-            "next_try": self.next_try,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +234,3 @@ class EventOffset:
 
     subscriber: str
     seq: int
-
-    def to_json(self) -> JSON:
-        return {"subscriber": self.subscriber, "seq": self.seq}

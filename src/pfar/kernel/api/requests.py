@@ -1,50 +1,94 @@
-"""The control socket's commands: one table from each op to its typed arguments and the
-operator API verb it calls. A client builds a request from the same command
-(`TASK_CANCEL.request(TaskArgs(task_id))`) that the socket parses (`parse`).
+"""The control socket's commands: one table from each op to its typed arguments, the
+operator API verb it calls and the record that verb answers with. A client builds a
+request from the same command (`TASK_CANCEL.request(TaskArgs(task_id))`) that the
+socket parses (`parse`), and reads the answer back into the verb's record
+(`TASK_CANCEL.reply.parse(...)`): one schema each way (wire.py).
 
     {"op": "task_cancel", "task_id": "7f3c2a"}  ->  TaskArgs("7f3c2a")  ->  operator.cancel
+    -> HoldResult  ->  {"task_id": ..., "state": "Cancelled", "outcome": "cancelled", ...}
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from ...answers import parse_answer
-from ...journal import TaskState
-from ...journal.sessions import SessionStatus
+from ...journal import ApprovalRecord
+from ...journal.bus_sql import BusEvent
+from ...journal.sessions import SessionRecord
+from ...vault.knowledge import Learning
+from ..admission import Waiting
+from ..holds import HoldResult
+from ..kernel import KernelStatistics
+from ..reload import Reloaded
+from .arguments import (
+    AckArgs,
+    AnswerArgs,
+    ApprovalArgs,
+    CredentialArgs,
+    DirectoryArgs,
+    EventsArgs,
+    LearningArgs,
+    LearningsArgs,
+    LoopArgs,
+    NewSessionArgs,
+    NoArgs,
+    QuestionsArgs,
+    SecretArgs,
+    SecretNameArgs,
+    SendArgs,
+    SessionArgs,
+    SessionsArgs,
+    SubmitArgs,
+    TaskArgs,
+    TasksArgs,
+    WorkflowArgs,
+)
 from .fields import parse_fields
 from .operator import Operator
+from .records import (
+    Answered,
+    ChannelView,
+    EventOffset,
+    Pong,
+    Questions,
+    SecretStored,
+    Sent,
+    Submitted,
+    TaskRef,
+    TaskSummary,
+    TaskTimeline,
+)
+from .wire import Wire
 
-
-class JsonRecord(Protocol):
-    def to_json(self) -> dict[str, Any]: ...
-
-
-Reply: TypeAlias = JsonRecord | Sequence[JsonRecord] | None
 A = TypeVar("A")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
-class Command(Generic[A]):
+class Command(Generic[A, R]):
     """An op of the control socket: the record its fields are parsed into, the verb it
-    calls, and whether a shutting-down kernel still takes it."""
+    calls, the record the verb answers with, and whether a shutting-down kernel still
+    takes it."""
 
     op: str
     arguments: type[A]
-    verb: Callable[[Operator, A], Awaitable[Reply] | Reply]
+    verb: Callable[[Operator, A], Awaitable[R] | R]
     while_shutting_down: bool = False
+    reply: Wire[R] = dataclasses.field(kw_only=True)
 
     def parse(self, body: Mapping[str, Any]) -> A:
         """The arguments in `body`, every field checked (BadRequest names a bad one)."""
         return parse_fields(self.arguments, body)
 
-    async def run(self, operator: Operator, arguments: A) -> Reply:
+    async def run(self, operator: Operator, arguments: A) -> Any:
+        """The verb's answer, as JSON values (the reply's schema)."""
         reply = self.verb(operator, arguments)
-        return await reply if inspect.isawaitable(reply) else reply
+        return self.reply.dump(await reply if inspect.isawaitable(reply) else reply)
 
     def request(self, arguments: A) -> dict[str, Any]:
         """What a client sends for this command (enums go as their values)."""
@@ -52,150 +96,54 @@ class Command(Generic[A]):
         return {"op": self.op, **{f.name: getattr(arguments, f.name) for f in fields}}
 
 
-# -- the arguments -------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class NoArgs:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class TaskArgs:
-    task_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class SessionArgs:
-    session_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalArgs:
-    approval_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class SubmitArgs:
-    template: str
-    text: str
-    event_id: str | None = None
-    adapter: str = "cli"
-
-
-@dataclass(frozen=True, slots=True)
-class TasksArgs:
-    states: tuple[TaskState, ...] | None = None
-    limit: int = 50
-
-
-@dataclass(frozen=True, slots=True)
-class QuestionsArgs:
-    answered: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerArgs:
-    approval_id: str
-    decision: str
-
-
-@dataclass(frozen=True, slots=True)
-class CredentialArgs:
-    prompt_id: str
-    secret: str
-
-
-@dataclass(frozen=True, slots=True)
-class SecretArgs:
-    name: str
-    value: str
-
-
-@dataclass(frozen=True, slots=True)
-class SecretNameArgs:
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class WorkflowArgs:
-    definition: str
-    directory: str
-
-
-@dataclass(frozen=True, slots=True)
-class DirectoryArgs:
-    directory: str
-
-
-@dataclass(frozen=True, slots=True)
-class SessionsArgs:
-    status: SessionStatus | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class NewSessionArgs:
-    project_path: str
-    thread_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class LoopArgs:
-    prompt: str
-    directory: str
-    tier: str = "worker"
-    once: bool = False
-    title: str = ""
-    event_id: str | None = None
-    adapter: str = "cli"
-    worktree: bool = False
-    priority: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class SendArgs:
-    task_id: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class EventsArgs:
-    after: int | None = None
-    subscriber: str | None = None
-    limit: int = 100
-
-
-@dataclass(frozen=True, slots=True)
-class LearningsArgs:
-    search: str | None = None
-    limit: int = 50
-
-
-@dataclass(frozen=True, slots=True)
-class LearningArgs:
-    learning_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class AckArgs:
-    subscriber: str
-    seq: int
-
-
 # -- the table -------------------------------------------------------------------------
 
-PING = Command("ping", NoArgs, lambda o, _: o.ping(), while_shutting_down=True)
-STATUS = Command("status", NoArgs, lambda o, _: o.status(), while_shutting_down=True)
-WAIT_IDLE = Command("wait_idle", NoArgs, lambda o, _: o.wait_idle(), while_shutting_down=True)
-RELOAD = Command("reload", NoArgs, lambda o, _: o.reload())
-WAIT_TASK = Command(
-    "wait_task", TaskArgs, lambda o, a: o.wait_task(a.task_id), while_shutting_down=True
+PING = Command(
+    "ping",
+    NoArgs,
+    lambda o, _: o.ping(),
+    while_shutting_down=True,
+    reply=Wire(Pong),
 )
-SHUTDOWN = Command("shutdown", NoArgs, lambda o, _: o.request_shutdown(), while_shutting_down=True)
+STATUS = Command(
+    "status",
+    NoArgs,
+    lambda o, _: o.status(),
+    while_shutting_down=True,
+    reply=Wire(KernelStatistics),
+)
+WAIT_IDLE = Command(
+    "wait_idle",
+    NoArgs,
+    lambda o, _: o.wait_idle(),
+    while_shutting_down=True,
+    reply=Wire(type(None)),
+)
+RELOAD = Command(
+    "reload",
+    NoArgs,
+    lambda o, _: o.reload(),
+    reply=Wire(Reloaded),
+)
+WAIT_TASK = Command(
+    "wait_task",
+    TaskArgs,
+    lambda o, a: o.wait_task(a.task_id),
+    while_shutting_down=True,
+    reply=Wire(TaskSummary),
+)
+SHUTDOWN = Command(
+    "shutdown",
+    NoArgs,
+    lambda o, _: o.request_shutdown(),
+    while_shutting_down=True,
+    reply=Wire(type(None)),
+)
 SUBMIT = Command(
     "submit",
     SubmitArgs,
     lambda o, a: o.submit(a.template, a.text, event_id=a.event_id, adapter=a.adapter),
+    reply=Wire(Submitted),
 )
 LOOP = Command(
     "loop",
@@ -211,54 +159,169 @@ LOOP = Command(
         event_id=a.event_id,
         adapter=a.adapter,
     ),
+    reply=Wire(Submitted),
 )
-SEND = Command("send", SendArgs, lambda o, a: o.send(a.task_id, a.text))
-CHANNELS = Command("channels", NoArgs, lambda o, _: o.channels(), while_shutting_down=True)
+SEND = Command(
+    "send",
+    SendArgs,
+    lambda o, a: o.send(a.task_id, a.text),
+    reply=Wire(Sent),
+)
+CHANNELS = Command(
+    "channels",
+    NoArgs,
+    lambda o, _: o.channels(),
+    while_shutting_down=True,
+    reply=Wire(list[ChannelView]),
+)
 EVENTS = Command(
     "events",
     EventsArgs,
     lambda o, a: o.events(a.after, subscriber=a.subscriber, limit=a.limit),
     while_shutting_down=True,
+    reply=Wire(list[BusEvent]),
 )
-EVENTS_ACK = Command("events_ack", AckArgs, lambda o, a: o.ack_events(a.subscriber, a.seq))
-QUEUE = Command("queue", NoArgs, lambda o, _: o.queue(), while_shutting_down=True)
-LEARNINGS = Command("learnings", LearningsArgs, lambda o, a: o.learnings(a.search, a.limit))
+EVENTS_ACK = Command(
+    "events_ack",
+    AckArgs,
+    lambda o, a: o.ack_events(a.subscriber, a.seq),
+    reply=Wire(EventOffset),
+)
+QUEUE = Command(
+    "queue",
+    NoArgs,
+    lambda o, _: o.queue(),
+    while_shutting_down=True,
+    reply=Wire(list[Waiting]),
+)
+LEARNINGS = Command(
+    "learnings",
+    LearningsArgs,
+    lambda o, a: o.learnings(a.search, a.limit),
+    reply=Wire(list[Learning]),
+)
 LEARNING_FORGET = Command(
-    "learning_forget", LearningArgs, lambda o, a: o.forget_learning(a.learning_id)
+    "learning_forget",
+    LearningArgs,
+    lambda o, a: o.forget_learning(a.learning_id),
+    reply=Wire(Learning),
 )
-TASKS = Command("tasks", TasksArgs, lambda o, a: o.tasks(a.states, a.limit))
-TASK_SHOW = Command("task_show", TaskArgs, lambda o, a: o.timeline(a.task_id))
-TASK_CANCEL = Command("task_cancel", TaskArgs, lambda o, a: o.cancel(a.task_id))
-TASK_PAUSE = Command("task_pause", TaskArgs, lambda o, a: o.pause(a.task_id))
-TASK_RESUME = Command("task_resume", TaskArgs, lambda o, a: o.resume(a.task_id))
-APPROVALS = Command("approvals", QuestionsArgs, lambda o, a: o.questions(answered=a.answered))
-APPROVAL_SHOW = Command("approval_show", ApprovalArgs, lambda o, a: o.approval(a.approval_id))
+TASKS = Command(
+    "tasks",
+    TasksArgs,
+    lambda o, a: o.tasks(a.states, a.limit),
+    reply=Wire(list[TaskSummary]),
+)
+TASK_SHOW = Command(
+    "task_show",
+    TaskArgs,
+    lambda o, a: o.timeline(a.task_id),
+    reply=Wire(TaskTimeline),
+)
+TASK_CANCEL = Command(
+    "task_cancel",
+    TaskArgs,
+    lambda o, a: o.cancel(a.task_id),
+    reply=Wire(HoldResult),
+)
+TASK_PAUSE = Command(
+    "task_pause",
+    TaskArgs,
+    lambda o, a: o.pause(a.task_id),
+    reply=Wire(HoldResult),
+)
+TASK_RESUME = Command(
+    "task_resume",
+    TaskArgs,
+    lambda o, a: o.resume(a.task_id),
+    reply=Wire(HoldResult),
+)
+APPROVALS = Command(
+    "approvals",
+    QuestionsArgs,
+    lambda o, a: o.questions(answered=a.answered),
+    reply=Wire(Questions),
+)
+APPROVAL_SHOW = Command(
+    "approval_show",
+    ApprovalArgs,
+    lambda o, a: o.approval(a.approval_id),
+    reply=Wire(ApprovalRecord),
+)
 ANSWER = Command(
-    "answer", AnswerArgs, lambda o, a: o.answer(a.approval_id, parse_answer(a.decision))
+    "answer",
+    AnswerArgs,
+    lambda o, a: o.answer(a.approval_id, parse_answer(a.decision)),
+    reply=Wire(Answered),
 )
 CREDENTIAL = Command(
-    "credential", CredentialArgs, lambda o, a: o.provide_credential(a.prompt_id, a.secret)
+    "credential",
+    CredentialArgs,
+    lambda o, a: o.provide_credential(a.prompt_id, a.secret),
+    reply=Wire(TaskRef),
 )
-SECRET_SET = Command("secret_set", SecretArgs, lambda o, a: o.set_secret(a.name, a.value))
-SECRET_RM = Command("secret_rm", SecretNameArgs, lambda o, a: o.remove_secret(a.name))
+SECRET_SET = Command(
+    "secret_set",
+    SecretArgs,
+    lambda o, a: o.set_secret(a.name, a.value),
+    reply=Wire(SecretStored),
+)
+SECRET_RM = Command(
+    "secret_rm",
+    SecretNameArgs,
+    lambda o, a: o.remove_secret(a.name),
+    reply=Wire(SecretStored),
+)
 WORKFLOW_START = Command(
-    "workflow_start", WorkflowArgs, lambda o, a: o.start_workflow(a.definition, a.directory)
+    "workflow_start",
+    WorkflowArgs,
+    lambda o, a: o.start_workflow(a.definition, a.directory),
+    reply=Wire(TaskRef),
 )
 WORKFLOW_RESUME = Command(
-    "workflow_resume", DirectoryArgs, lambda o, a: o.resume_workflow(a.directory)
+    "workflow_resume",
+    DirectoryArgs,
+    lambda o, a: o.resume_workflow(a.directory),
+    reply=Wire(TaskRef),
 )
-SESSIONS = Command("sessions", SessionsArgs, lambda o, a: o.sessions(a.status))
-SESSION_SHOW = Command("session_show", SessionArgs, lambda o, a: o.session(a.session_id))
+SESSIONS = Command(
+    "sessions",
+    SessionsArgs,
+    lambda o, a: o.sessions(a.status),
+    reply=Wire(list[SessionRecord]),
+)
+SESSION_SHOW = Command(
+    "session_show",
+    SessionArgs,
+    lambda o, a: o.session(a.session_id),
+    reply=Wire(SessionRecord),
+)
 SESSION_NEW = Command(
-    "session_new", NewSessionArgs, lambda o, a: o.new_session(a.project_path, a.thread_id)
+    "session_new",
+    NewSessionArgs,
+    lambda o, a: o.new_session(a.project_path, a.thread_id),
+    reply=Wire(SessionRecord),
 )
-SESSION_RESUME = Command("session_resume", SessionArgs, lambda o, a: o.resume_session(a.session_id))
-SESSION_PAUSE = Command("session_pause", SessionArgs, lambda o, a: o.pause_session(a.session_id))
+SESSION_RESUME = Command(
+    "session_resume",
+    SessionArgs,
+    lambda o, a: o.resume_session(a.session_id),
+    reply=Wire(SessionRecord),
+)
+SESSION_PAUSE = Command(
+    "session_pause",
+    SessionArgs,
+    lambda o, a: o.pause_session(a.session_id),
+    reply=Wire(SessionRecord),
+)
 SESSION_TERMINATE = Command(
-    "session_terminate", SessionArgs, lambda o, a: o.terminate_session(a.session_id)
+    "session_terminate",
+    SessionArgs,
+    lambda o, a: o.terminate_session(a.session_id),
+    reply=Wire(SessionRecord),
 )
 
-COMMANDS: Final[Mapping[str, Command[Any]]] = {
+COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
     c.op: c
     for c in (
         PING,

@@ -7,7 +7,7 @@ from ...journal import Semantics, TaskKind
 from ...journal.store import Store
 from ...journal.turns import AssistantTurn, DiscardTurn, ResultsTurn, SummaryTurn, Turn, UserTurn
 from .answer import task_answer, task_input
-from .records import TaskSummary, TaskTimeline, TimelineEntry
+from .records import StepView, TaskSummary, TaskTimeline, TimelineEntry
 
 _HELD = frozenset({"TaskPaused", "TaskResumed"})
 
@@ -58,7 +58,7 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
         task=TaskSummary.of(t),
         plan=t.plan,
         extracted_metadata=t.extracted_metadata,
-        steps=tuple(steps),
+        steps=tuple(StepView.of(s) for s in steps),
         entries=tuple(TimelineEntry(at, event) for at, event in events),
         input=task_input(t),
         answer=await task_answer(journal, t),
