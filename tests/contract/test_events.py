@@ -96,7 +96,7 @@ def test_a_message_key_is_sent_once(store: Store) -> None:
     run(store.events.enqueue([m]))
     run(store.events.enqueue([replace(m, body="changed")]))
     assert run(store.events.pending()) == [m]
-    store.events.mark_delivered(["result:x"])  # rides on the next commit
+    store.events.mark_delivered([b.key("result:x")])  # rides on the next commit
     settle(store)
     assert run(store.events.pending()) == []
     run(store.events.enqueue([m]))  # a resend after delivery is still a no-op
@@ -116,11 +116,11 @@ def test_mark_delivered_rides_on_the_next_commit(store: Store) -> None:
     run(store.events.enqueue([b.message("a"), b.message("b")]))
 
     async def go() -> None:
-        store.events.mark_delivered(["a"])
+        store.events.mark_delivered([b.key("a")])
         await store.events.enqueue([b.message("c")])
 
     run(go())
-    assert [m.message_key for m in run(store.events.pending())] == ["b", "c"]
+    assert [m.message_key.text for m in run(store.events.pending())] == ["b", "c"]
 
 
 @covers("questions.supersede_old_prompts")
@@ -128,7 +128,7 @@ def test_supersede_old_prompts_keeps_the_reports(store: Store) -> None:
     run(store.events.enqueue([b.message("q", "approval"), b.message("r", "report")]))
     run(store.events.enqueue([b.message("c", "credential")]))
     assert run(store.questions.supersede_old_prompts()) == 2
-    assert [m.message_key for m in run(store.events.pending())] == ["r"]
+    assert [m.message_key.text for m in run(store.events.pending())] == ["r"]
 
 
 @covers("events.start_boot", "events.end_boot", "events.last_boot")
@@ -154,9 +154,9 @@ def test_boots_start_and_end(store: Store) -> None:
 def test_prune_drops_ended_deliveries_and_old_boots_in_batches(store: Store) -> None:
     run(store.adapters.register_channels(["chat"]))
     run(store.events.enqueue([b.message(k) for k in ("sent", "failed", "pending", "doubt")]))
-    run(store.adapters.sent("chat", "sent", "r-1"))
-    run(store.adapters.failed("chat", "failed", "refused"))
-    run(store.adapters.sending("chat", "doubt"))
+    run(store.adapters.sent("chat", b.key("sent"), "r-1"))
+    run(store.adapters.failed("chat", b.key("failed"), "refused"))
+    run(store.adapters.sending("chat", b.key("doubt")))
     run(store.adapters.register_channels(["chat"]))  # a restart: `doubt` is in doubt
     for n in range(5):
         run(store.events.start_boot(f"boot-{n}", n, "0.0"))
@@ -181,7 +181,7 @@ def test_a_tasks_messages_are_read_in_order_with_their_status(store: Store) -> N
     run(store.events.enqueue([b.message("a", task_id=t.task_id, body="one")]))
     run(store.events.enqueue([b.message("other", task_id="t-other"), b.message("none")]))
     run(store.events.enqueue([b.message("b", "result", "two", task_id=t.task_id)]))
-    store.events.mark_delivered(["a"])  # rides on the next commit
+    store.events.mark_delivered([b.key("a")])  # rides on the next commit
     settle(store)
     got = run(store.events.for_task(t.task_id))
     assert [(m["message_key"], m["kind"], m["body"], m["status"]) for m in got] == [

@@ -39,6 +39,7 @@ PINNED = {
     "pfar.errors.journal.TaskStateRefused": "task_state_refused",
     "pfar.errors.journal.UnknownApproval": "unknown_approval",
     "pfar.errors.journal.UnknownCredentialPrompt": "unknown_credential_prompt",
+    "pfar.errors.journal.UnknownMessageKey": "unknown_message_key",
     "pfar.errors.journal.UnknownTask": "unknown_task",
     "pfar.errors.journal.WriteRefused": "write_refused",
     "pfar.errors.operator.AnswerDoesNotFit": "answer_does_not_fit",

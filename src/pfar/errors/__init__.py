@@ -37,6 +37,7 @@ what a client branches on, never the class's name (docs/operator-api.md lists th
     - IdPrefixTooShort       an id prefix is shorter than the few characters it takes
     - EventIdReused          an event id came back with another template or text
     - MalformedTaskRow       a task row holds what no pfar writes (field named); left as it is
+    - UnknownMessageKey      text that is no kind of owner-message key pfar writes
     - WriteRefused           the store refused one write (a constraint it broke); the rest stand
     - StaleConversation      a loop task's conversation moved on under a writer that read it
     - UnknownSession
@@ -78,6 +79,7 @@ from .journal import (
     TaskStateRefused,
     UnknownApproval,
     UnknownCredentialPrompt,
+    UnknownMessageKey,
     UnknownTask,
     WriteRefused,
 )
@@ -155,6 +157,7 @@ __all__ = [
     "UnknownApproval",
     "UnknownCredentialPrompt",
     "UnknownLearning",
+    "UnknownMessageKey",
     "UnknownSecret",
     "UnknownSession",
     "UnknownTask",

@@ -125,6 +125,19 @@ class MalformedTaskRow(JournalError):
         self.task_id, self.field, self.problem = task_id, field, problem
 
 
+class UnknownMessageKey(JournalError):
+    """Text that is no kind of key pfar writes for a message to the owner."""
+
+    code = "unknown_message_key"
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            f"message key {key!r} is none of the kinds pfar writes "
+            "(approval:ID:N, result:TASK, reply:CHANNEL:EVENT@ID, ...)"
+        )
+        self.key = key
+
+
 class StaleConversation(JournalError):
     """A loop task's conversation moved on under a writer that had read an older end."""
 

@@ -9,6 +9,7 @@ from . import approvals_sql, bus_sql, events_sql, holds, hooks_sql, payloads, ta
 from .backing import Backing
 from .hooks_sql import LEARNINGS_DECIDED, LEARNINGS_KEPT, decided_learnings
 from .json_text import JsonObject
+from .message_keys import ApprovalKey
 from .moves import NO_UPDATE, park_approval_txn, transition_txn
 from .payloads import Payload
 from .records import ApprovalRecord, InboundEvent, OwnerMessage, TaskRecord, TaskUpdate, now_rfc3339
@@ -199,8 +200,9 @@ class TaskWrites:
             )
             at = now_rfc3339()
             for msg in messages:
-                if events_sql.enqueue_message_txn(conn, msg, at) and msg.kind == "approval":
-                    approvals_sql.count_prompt_txn(conn, msg.message_key.split(":")[1])
+                queued = events_sql.enqueue_message_txn(conn, msg, at)
+                if queued and isinstance(msg.message_key, ApprovalKey):
+                    approvals_sql.count_prompt_txn(conn, msg.message_key.approval_id)
 
         await self._db.write(op, "recovery_decided")
 

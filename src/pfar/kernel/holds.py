@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from ..errors import MalformedTaskRow, ShuttingDown, TaskStateRefused
 from ..journal import OwnerMessage, TaskKind, TaskRecord
 from ..journal.holds import PauseOutcome, ResumeOutcome
+from ..journal.message_keys import CancelledKey, MessageKind, WorktreeEndKey
 from ..journal.states import TaskState
 from ..journal.store import Store
 from ..recovery.cancelling import cancel_message
@@ -115,7 +116,7 @@ async def _finish_worktree(k: HoldsHost, task_id: str) -> None:
     keep = k.services.loop.keep_failed_worktrees
     note = await worktrees.finish(task_id, settings, succeeded=False, keep=keep)
     if note:
-        message = OwnerMessage(f"worktree-end:{task_id}", "notice", note, task_id)
+        message = OwnerMessage(WorktreeEndKey(task_id), MessageKind.notice, note, task_id)
         await k.journal.events.enqueue([message])
         k.owner.notify()
 
@@ -149,7 +150,7 @@ async def cancel(k: HoldsHost, given_id: str) -> HoldResult:
         message = await cancel_message(k.journal, task, k.title(task))
     except MalformedTaskRow:  # a row only its state can be read of still ends
         message = OwnerMessage(
-            f"cancelled:{task_id}", "notice", f"Task {task_id[:8]} was cancelled.", task_id
+            CancelledKey(task_id), MessageKind.notice, f"Task {task_id[:8]} was cancelled.", task_id
         )
     cut = await k.journal.tasks.finish_cancel(task_id, message)
     k.owner.notify()
