@@ -15,6 +15,7 @@ from pfar.journal import (
     TaskState,
 )
 from pfar.journal import payloads as p
+from pfar.journal.bus_sql import BusEventKind as K
 from pfar.journal.records import rfc3339
 from pfar.journal.store import Store
 
@@ -196,16 +197,16 @@ def test_a_tasks_messages_are_read_in_order_with_their_status(store: Store) -> N
 @covers("events.publish", "events.bus_for_task")
 def test_published_events_join_the_bus_in_order(store: Store) -> None:
     t = created(store)  # TaskCreated, TaskStarted
-    run(store.events.publish("LearningExtracted", t.task_id, {"text": "ünï"}))
-    run(store.events.publish("KernelNote", None, {"n": 1}))
+    run(store.events.publish(K.LearningExtracted, t.task_id, {"text": "ünï"}))
+    run(store.events.publish(K.VaultLossAccepted, None, {"n": 1}))
     run(store.tasks.transition(t.task_id, p.Paused(then=p.Extracting()), point=None))
-    mine = run(store.events.bus_for_task(t.task_id, frozenset({"LearningExtracted", "TaskPaused"})))
+    mine = run(store.events.bus_for_task(t.task_id, frozenset({K.LearningExtracted, K.TaskPaused})))
     assert [(e.kind, e.task_id) for e in mine] == [
         ("LearningExtracted", t.task_id),
         ("TaskPaused", t.task_id),
     ]
     assert mine[0].body == {"text": "ünï"} and mine[0].seq < mine[1].seq
-    (note,) = [e for e in run(store.events.bus(0)) if e.kind == "KernelNote"]
+    (note,) = [e for e in run(store.events.bus(0)) if e.kind is K.VaultLossAccepted]
     assert (note.task_id, note.body) == (None, {"n": 1})
-    assert run(store.events.bus_for_task(t.task_id, frozenset({"TaskFailed"}))) == []
-    assert run(store.events.bus_for_task("t-none", frozenset({"TaskPaused"}))) == []
+    assert run(store.events.bus_for_task(t.task_id, frozenset({K.TaskFailed}))) == []
+    assert run(store.events.bus_for_task("t-none", frozenset({K.TaskPaused}))) == []

@@ -33,6 +33,7 @@ PINNED = {
     "pfar.errors.journal.IdPrefixTooShort": "id_prefix_too_short",
     "pfar.errors.journal.IllegalTransition": "illegal_transition",
     "pfar.errors.journal.JournalError": "journal",
+    "pfar.errors.journal.MalformedRow": "malformed_row",
     "pfar.errors.journal.MalformedTaskRow": "malformed_task_row",
     "pfar.errors.journal.StaleConversation": "stale_conversation",
     "pfar.errors.journal.StoreUnavailable": "store_unavailable",

@@ -37,6 +37,7 @@ what a client branches on, never the class's name (docs/operator-api.md lists th
     - IdPrefixTooShort       an id prefix is shorter than the few characters it takes
     - EventIdReused          an event id came back with another template or text
     - MalformedTaskRow       a task row holds what no pfar writes (field named); left as it is
+    - MalformedRow           another journal row holds a value no pfar writes; left as it is
     - UnknownMessageKey      text that is no kind of owner-message key pfar writes
     - WriteRefused           the store refused one write (a constraint it broke); the rest stand
     - StaleConversation      a loop task's conversation moved on under a writer that read it
@@ -73,6 +74,7 @@ from .journal import (
     IdPrefixTooShort,
     IllegalTransition,
     JournalError,
+    MalformedRow,
     MalformedTaskRow,
     StaleConversation,
     StoreUnavailable,
@@ -136,6 +138,7 @@ __all__ = [
     "KernelNotReady",
     "KernelNotRunning",
     "KnowledgeUnavailable",
+    "MalformedRow",
     "MalformedTaskRow",
     "MigrationFailed",
     "NotTheOwner",

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from . import bus_sql, channels_sql, events_sql
 from .backing import Backing
-from .bus_sql import BusEvent
+from .bus_sql import BusEvent, BusEventKind
 from .message_keys import MessageKey
 from .records import OwnerMessage, now_rfc3339
 from .rows import KernelBoot, TaskMessage
@@ -72,7 +72,7 @@ class SQLiteEventStore:
     async def bus(self, after: int, limit: int = 100) -> list[BusEvent]:
         return await self._db.read(bus_sql.since, after, limit)
 
-    async def bus_for_task(self, task_id: str, kinds: frozenset[str]) -> list[BusEvent]:
+    async def bus_for_task(self, task_id: str, kinds: frozenset[BusEventKind]) -> list[BusEvent]:
         return await self._db.read(bus_sql.for_task, task_id, kinds)
 
     async def bus_offset(self, subscriber: str) -> int | None:
@@ -96,7 +96,9 @@ class SQLiteEventStore:
 
         await self._db.write(op, point)
 
-    async def publish(self, kind: str, task_id: str | None, body: Mapping[str, object]) -> None:
+    async def publish(
+        self, kind: BusEventKind, task_id: str | None, body: Mapping[str, object]
+    ) -> None:
         """An event that is no task's move (a learning kept): its own commit."""
 
         def op(conn: Tx) -> None:

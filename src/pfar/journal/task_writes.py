@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from . import approvals_sql, bus_sql, events_sql, holds, hooks_sql, payloads, tasks_sql
 from .backing import Backing
+from .bus_sql import BusEventKind
 from .hooks_sql import LEARNINGS_DECIDED, LEARNINGS_KEPT, decided_learnings
 from .json_text import JsonObject
 from .message_keys import ApprovalKey
@@ -113,7 +114,7 @@ class TaskWrites:
             if not hooks_sql.put_txn(conn, task_id, LEARNINGS_KEPT, {"count": len(events)}, at):
                 return False
             for body in events:
-                bus_sql.append_txn(conn, "LearningExtracted", task_id, body, at)
+                bus_sql.append_txn(conn, BusEventKind.LearningExtracted, task_id, body, at)
             return True
 
         return await self._db.write(op, "learnings_kept")
