@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from ..errors import MalformedRow
 from .json_text import JSON
 from .message_key_parse import read_message_key
 from .message_keys import MessageKey, MessageKind
@@ -96,8 +97,13 @@ class OwnerMessage:
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> OwnerMessage:
         """An `owner_outbox` row's (key, kind, body, task, sink): a key of no kind pfar
-        writes is kept as it is (`OtherKey`), so every row is still delivered."""
-        return cls(read_message_key(row[0]), MessageKind(row[1]), row[2], row[3], row[4])
+        writes is kept as it is (`OtherKey`), so every row is still delivered; a kind
+        this pfar does not know (how would it show it?) is refused, naming the row."""
+        try:
+            kind = MessageKind(row[1])
+        except ValueError:
+            raise MalformedRow("owner message", str(row[0]), "kind", str(row[1])) from None
+        return cls(read_message_key(row[0]), kind, row[2], row[3], row[4])
 
 
 def args_digest(args: Any) -> str:

@@ -1,5 +1,6 @@
-"""The bus's event kinds are a closed set whose values are the stored text; a stored
-event of a kind this pfar does not know is refused by name and left as it is."""
+"""The bus's event kinds and the owner messages' kinds are closed sets whose values are
+the stored text; a stored row of a kind this pfar does not know is refused by name and
+left as it is."""
 
 from __future__ import annotations
 
@@ -56,3 +57,21 @@ def test_an_event_of_an_unknown_kind_is_named_and_left_as_it_is(tmp_path: Path) 
     with sqlite.connect(path) as conn:
         kinds = [r[0] for r in conn.execute("SELECT kind FROM bus_events ORDER BY seq")]
     assert kinds == ["LearningExtracted", "TaskTeleported"]  # nothing rewritten
+
+
+def test_an_owner_message_of_an_unknown_kind_is_named_and_left_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.db"
+    journal = open_journal(path, create=True)
+    try:
+        with sqlite.connect(path) as conn:
+            conn.execute(
+                "INSERT INTO owner_outbox(message_key, seq, sink, kind, body, created_at) "
+                "VALUES ('result:t-1', 1, 'owner', 'hologram', 'hi', '2025-01-01T00:00:00Z')"
+            )
+        with pytest.raises(MalformedRow) as caught:
+            asyncio.run(journal.events.pending())
+        assert (caught.value.row, caught.value.value) == ("result:t-1", "hologram")
+    finally:
+        asyncio.run(journal.aclose())
+    with sqlite.connect(path) as conn:
+        assert conn.execute("SELECT kind FROM owner_outbox").fetchall() == [("hologram",)]
