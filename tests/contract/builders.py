@@ -23,6 +23,8 @@ from pfar.journal import (
     TaskState,
     TaskUpdate,
 )
+from pfar.journal.message_key_parse import read_message_key
+from pfar.journal.message_keys import MessageKey, MessageKind
 from pfar.journal.payloads import Executing, Failed, Grant, Payload, state_of
 from pfar.journal.records import now_rfc3339, rfc3339
 from tests.support import payload_for
@@ -133,10 +135,16 @@ def prompt(task_id: str, step: int = 2, *, expires_in: float = 600) -> Credentia
     )
 
 
+def key(text: str) -> MessageKey:
+    """The key of text as a stored row holds it."""
+    return read_message_key(text)
+
+
 def message(
     key: str, kind: str = "notice", body: str = "hi", task_id: str | None = None
 ) -> OwnerMessage:
-    return OwnerMessage(message_key=key, kind=kind, body=body, task_id=task_id)
+    """A message whose key is read as a stored one is (a test's "m1" is an `OtherKey`)."""
+    return OwnerMessage(read_message_key(key), MessageKind(kind), body, task_id)
 
 
 def resume_to(task: TaskRecord, a: ApprovalRecord, answer: Answer) -> Move:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from pfar.journal import OwnerMessage
 from pfar.journal.channels_sql import OutboxState
+from pfar.journal.message_keys import ApprovalKey, MessageKind, ReplyKey
 from pfar.journal.records import rfc3339
 from pfar.journal.store import Store
 
@@ -19,7 +20,7 @@ PAST = rfc3339(datetime.now(UTC) - timedelta(hours=1))
 
 
 def _keys(store: Store, channel: str) -> list[str]:
-    return [d.message.message_key for d in run(store.adapters.due(channel))]
+    return [d.message.message_key.text for d in run(store.adapters.due(channel))]
 
 
 @covers("adapters.register_channels", "adapters.due")
@@ -55,21 +56,21 @@ def test_a_delivery_held_back_holds_back_the_ones_after_it(store: Store) -> None
     run(store.events.enqueue([b.message(k) for k in ("m0", "m1", "m2")]))
     assert run(store.adapters.next_due_at("chat")) is None
     assert run(store.adapters.outbox_state("chat")) == OutboxState(3, None, None)
-    run(store.adapters.sending("chat", "m0"))
+    run(store.adapters.sending("chat", b.key("m0")))
     assert _keys(store, "chat") == ["m1", "m2"]
     # the channel said "later": m0 is pending again, and nothing overtakes it
-    run(store.adapters.later("chat", "m0", "429 too many", SOON))
+    run(store.adapters.later("chat", b.key("m0"), "429 too many", SOON))
     assert _keys(store, "chat") == []
     assert run(store.adapters.next_due_at("chat")) == SOON
     assert run(store.adapters.outbox_state("chat")) == OutboxState(3, "429 too many", SOON)
     assert _keys(store, "mail") == ["m0", "m1", "m2"]  # another channel goes on
     # come due: sent again, counting its attempt
-    run(store.adapters.later("chat", "m0", "503", PAST))
+    run(store.adapters.later("chat", b.key("m0"), "503", PAST))
     (first, *rest) = run(store.adapters.due("chat"))
-    assert (first.message.message_key, first.attempts) == ("m0", 1)
-    assert [d.message.message_key for d in rest] == ["m1", "m2"]
-    run(store.adapters.sent("chat", "m0", "r-0"))
-    run(store.adapters.failed("chat", "m1", "refused for good"))
+    assert (first.message.message_key.text, first.attempts) == ("m0", 1)
+    assert [d.message.message_key.text for d in rest] == ["m1", "m2"]
+    run(store.adapters.sent("chat", b.key("m0"), "r-0"))
+    run(store.adapters.failed("chat", b.key("m1"), "refused for good"))
     assert _keys(store, "chat") == ["m2"]
     assert run(store.adapters.delivery_counts("chat")) == {"sent": 1, "failed": 1, "pending": 1}
     assert run(store.adapters.outbox_state("chat")) == OutboxState(1, None, None)
@@ -79,22 +80,22 @@ def test_a_delivery_held_back_holds_back_the_ones_after_it(store: Store) -> None
 def test_a_delivery_in_doubt_is_never_sent_again_and_told_once(store: Store) -> None:
     run(store.adapters.register_channels(["chat", "mail"]))
     run(store.events.enqueue([b.message("m0", body="the result ünï"), b.message("m1")]))
-    run(store.adapters.sending("chat", "m0"))
-    run(store.adapters.in_doubt("chat", "m0", "connection reset"))
-    run(store.adapters.in_doubt("chat", "m0", "connection reset"))  # said again: told once
+    run(store.adapters.sending("chat", b.key("m0")))
+    run(store.adapters.in_doubt("chat", b.key("m0"), "connection reset"))
+    run(store.adapters.in_doubt("chat", b.key("m0"), "connection reset"))  # said again: told once
     due = run(store.adapters.due("chat"))
-    assert [d.message.message_key for d in due] == ["m1", "in-doubt:chat:m0"]
+    assert [d.message.message_key.text for d in due] == ["m1", "in-doubt:chat:m0"]
     notice = due[1].message
     assert notice.kind == "notice" and "the result ünï" in notice.body
     assert run(store.adapters.queued("in-doubt:chat:")) is True
     assert _keys(store, "mail") == ["m0", "m1"]  # only the channel that missed it is told
     # a notice in doubt itself is not told again
-    run(store.adapters.sending("chat", "in-doubt:chat:m0"))
-    run(store.adapters.in_doubt("chat", "in-doubt:chat:m0", "reset"))
+    run(store.adapters.sending("chat", b.key("in-doubt:chat:m0")))
+    run(store.adapters.in_doubt("chat", b.key("in-doubt:chat:m0"), "reset"))
     assert run(store.adapters.queued("in-doubt:chat:in-doubt")) is False
     assert run(store.adapters.delivery_counts("chat")) == {"in_doubt": 2, "pending": 1}
     # a kernel that died while sending: at the next start its delivery is in doubt
-    run(store.adapters.sending("chat", "m1"))
+    run(store.adapters.sending("chat", b.key("m1")))
     assert run(store.adapters.register_channels(["chat", "mail"])) == 1
     assert _keys(store, "chat") == ["in-doubt:chat:m1"]
 
@@ -102,7 +103,7 @@ def test_a_delivery_in_doubt_is_never_sent_again_and_told_once(store: Store) -> 
 @covers("adapters.queue_for", "adapters.queued")
 def test_a_reply_is_queued_for_its_channel_alone_and_once(store: Store) -> None:
     run(store.adapters.register_channels(["chat", "mail"]))
-    reply = OwnerMessage("reply:chat:1", "notice", "on it", "t-1", "channel:chat")
+    reply = OwnerMessage(ReplyKey("chat", "1"), MessageKind.reply, "on it", "t-1", "channel:chat")
     assert run(store.adapters.queue_for("chat", reply)) is True
     assert run(store.adapters.queue_for("chat", reply)) is False
     assert [d.message for d in run(store.adapters.due("chat"))] == [reply]
@@ -117,13 +118,18 @@ def test_what_was_sent_is_found_by_its_remote_id(store: Store) -> None:
     keys = ["approval:a1:0", "approval:a1:1", "approval:a2:0", "result:t1"]
     run(store.events.enqueue([b.message(k, "approval", task_id="t1") for k in keys]))
     for i, key in enumerate(keys):
-        run(store.adapters.sent("chat", key, f"r-{i}"))
-    run(store.adapters.sent("mail", "approval:a1:0", None))  # a channel without ids
-    assert sorted(run(store.adapters.sent_ids("chat", "approval:a1:"))) == [
+        run(store.adapters.sent("chat", b.key(key), f"r-{i}"))
+    run(store.adapters.sent("mail", b.key("approval:a1:0"), None))  # a channel without ids
+    sent = run(store.adapters.sent_ids("chat", "approval:a1:"))
+    assert sorted((k.text, remote) for k, remote in sent) == [
         ("approval:a1:0", "r-0"),
         ("approval:a1:1", "r-1"),
     ]
     assert run(store.adapters.sent_ids("mail", "approval:a1:")) == []
-    assert run(store.adapters.replied_to("chat", "r-2")) == ("approval:a2:0", "t1", "approval")
+    assert run(store.adapters.replied_to("chat", "r-2")) == (
+        ApprovalKey("a2", 0),
+        "t1",
+        MessageKind.approval,
+    )
     assert run(store.adapters.replied_to("mail", "r-2")) is None
     assert run(store.adapters.replied_to("chat", "r-99")) is None

@@ -15,6 +15,7 @@ from pfar.journal import (
     TaskState,
 )
 from pfar.journal import payloads as p
+from pfar.journal.bus_sql import BusEventKind as K
 from pfar.journal.records import rfc3339
 from pfar.journal.store import Store
 
@@ -96,7 +97,7 @@ def test_a_message_key_is_sent_once(store: Store) -> None:
     run(store.events.enqueue([m]))
     run(store.events.enqueue([replace(m, body="changed")]))
     assert run(store.events.pending()) == [m]
-    store.events.mark_delivered(["result:x"])  # rides on the next commit
+    store.events.mark_delivered([b.key("result:x")])  # rides on the next commit
     settle(store)
     assert run(store.events.pending()) == []
     run(store.events.enqueue([m]))  # a resend after delivery is still a no-op
@@ -116,11 +117,11 @@ def test_mark_delivered_rides_on_the_next_commit(store: Store) -> None:
     run(store.events.enqueue([b.message("a"), b.message("b")]))
 
     async def go() -> None:
-        store.events.mark_delivered(["a"])
+        store.events.mark_delivered([b.key("a")])
         await store.events.enqueue([b.message("c")])
 
     run(go())
-    assert [m.message_key for m in run(store.events.pending())] == ["b", "c"]
+    assert [m.message_key.text for m in run(store.events.pending())] == ["b", "c"]
 
 
 @covers("questions.supersede_old_prompts")
@@ -128,7 +129,7 @@ def test_supersede_old_prompts_keeps_the_reports(store: Store) -> None:
     run(store.events.enqueue([b.message("q", "approval"), b.message("r", "report")]))
     run(store.events.enqueue([b.message("c", "credential")]))
     assert run(store.questions.supersede_old_prompts()) == 2
-    assert [m.message_key for m in run(store.events.pending())] == ["r"]
+    assert [m.message_key.text for m in run(store.events.pending())] == ["r"]
 
 
 @covers("events.start_boot", "events.end_boot", "events.last_boot")
@@ -154,9 +155,9 @@ def test_boots_start_and_end(store: Store) -> None:
 def test_prune_drops_ended_deliveries_and_old_boots_in_batches(store: Store) -> None:
     run(store.adapters.register_channels(["chat"]))
     run(store.events.enqueue([b.message(k) for k in ("sent", "failed", "pending", "doubt")]))
-    run(store.adapters.sent("chat", "sent", "r-1"))
-    run(store.adapters.failed("chat", "failed", "refused"))
-    run(store.adapters.sending("chat", "doubt"))
+    run(store.adapters.sent("chat", b.key("sent"), "r-1"))
+    run(store.adapters.failed("chat", b.key("failed"), "refused"))
+    run(store.adapters.sending("chat", b.key("doubt")))
     run(store.adapters.register_channels(["chat"]))  # a restart: `doubt` is in doubt
     for n in range(5):
         run(store.events.start_boot(f"boot-{n}", n, "0.0"))
@@ -181,7 +182,7 @@ def test_a_tasks_messages_are_read_in_order_with_their_status(store: Store) -> N
     run(store.events.enqueue([b.message("a", task_id=t.task_id, body="one")]))
     run(store.events.enqueue([b.message("other", task_id="t-other"), b.message("none")]))
     run(store.events.enqueue([b.message("b", "result", "two", task_id=t.task_id)]))
-    store.events.mark_delivered(["a"])  # rides on the next commit
+    store.events.mark_delivered([b.key("a")])  # rides on the next commit
     settle(store)
     got = run(store.events.for_task(t.task_id))
     assert [(m["message_key"], m["kind"], m["body"], m["status"]) for m in got] == [
@@ -196,16 +197,16 @@ def test_a_tasks_messages_are_read_in_order_with_their_status(store: Store) -> N
 @covers("events.publish", "events.bus_for_task")
 def test_published_events_join_the_bus_in_order(store: Store) -> None:
     t = created(store)  # TaskCreated, TaskStarted
-    run(store.events.publish("LearningExtracted", t.task_id, {"text": "ünï"}))
-    run(store.events.publish("KernelNote", None, {"n": 1}))
+    run(store.events.publish(K.LearningExtracted, t.task_id, {"text": "ünï"}))
+    run(store.events.publish(K.VaultLossAccepted, None, {"n": 1}))
     run(store.tasks.transition(t.task_id, p.Paused(then=p.Extracting()), point=None))
-    mine = run(store.events.bus_for_task(t.task_id, frozenset({"LearningExtracted", "TaskPaused"})))
+    mine = run(store.events.bus_for_task(t.task_id, frozenset({K.LearningExtracted, K.TaskPaused})))
     assert [(e.kind, e.task_id) for e in mine] == [
         ("LearningExtracted", t.task_id),
         ("TaskPaused", t.task_id),
     ]
     assert mine[0].body == {"text": "ünï"} and mine[0].seq < mine[1].seq
-    (note,) = [e for e in run(store.events.bus(0)) if e.kind == "KernelNote"]
+    (note,) = [e for e in run(store.events.bus(0)) if e.kind is K.VaultLossAccepted]
     assert (note.task_id, note.body) == (None, {"n": 1})
-    assert run(store.events.bus_for_task(t.task_id, frozenset({"TaskFailed"}))) == []
-    assert run(store.events.bus_for_task("t-none", frozenset({"TaskPaused"}))) == []
+    assert run(store.events.bus_for_task(t.task_id, frozenset({K.TaskFailed}))) == []
+    assert run(store.events.bus_for_task("t-none", frozenset({K.TaskPaused}))) == []

@@ -136,7 +136,7 @@ def test_fail_ends_a_task_with_its_error(store: Store) -> None:
     run(store.tasks.fail(t.task_id, "model gone", [b.message("f", task_id=t.task_id)]))
     task = run(store.tasks.get(t.task_id))
     assert (task.state, task.error) == (S.Failed, "model gone")
-    assert [m.message_key for m in run(store.events.pending())] == ["f"]
+    assert [m.message_key.text for m in run(store.events.pending())] == ["f"]
 
 
 # -- recovery ------------------------------------------------------------------------

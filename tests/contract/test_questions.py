@@ -53,7 +53,9 @@ def test_park_approval_is_one_commit(store: Store) -> None:
     assert stored == replace(a, prompts_sent=1)
     assert run(store.questions.approvals()) == [stored]
     assert run(store.questions.approvals_for_task(t.task_id)) == [stored]
-    assert [m.message_key for m in run(store.events.pending())] == [f"approval:{a.approval_id}:0"]
+    assert [m.message_key.text for m in run(store.events.pending())] == [
+        f"approval:{a.approval_id}:0"
+    ]
     assert run(store.questions.next_deadline()) == a.expires_at
 
 
@@ -210,7 +212,7 @@ def test_park_credential_and_receive_it_once(store: Store) -> None:
     assert stored == replace(pr, message_id=key)
     assert run(store.questions.credential_prompts()) == [stored]
     assert run(store.questions.credential_prompts_for_task(t.task_id)) == [stored]
-    assert [m.message_key for m in run(store.events.pending())] == [key]
+    assert [m.message_key.text for m in run(store.events.pending())] == [key]
     done, changed = run(store.questions.receive_credential(pr.prompt_id, "cli"))
     assert changed and done.status is CredentialStatus.received
     assert done.received_at is not None

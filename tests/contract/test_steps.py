@@ -18,6 +18,7 @@ from pfar.journal import (
     TaskState,
 )
 from pfar.journal import payloads as p
+from pfar.journal.bus_sql import BusEventKind
 from pfar.journal.holds import PauseOutcome
 from pfar.journal.records import rfc3339
 from pfar.journal.store import Store
@@ -253,7 +254,7 @@ def test_the_first_learnings_decided_are_the_ones_kept(store: Store) -> None:
 @covers("tasks.learnings_kept")
 def test_learnings_are_marked_kept_once_with_their_events(store: Store) -> None:
     t = created(store, p.Completed())
-    kinds = frozenset({"LearningExtracted"})
+    kinds = frozenset({BusEventKind.LearningExtracted})
     events = [{"text": "use uv"}, {"text": "ünï"}]
     assert run(store.tasks.learnings_kept(t.task_id, events)) is True
     published = run(store.events.bus_for_task(t.task_id, kinds))

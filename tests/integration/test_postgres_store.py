@@ -14,6 +14,7 @@ import pytest
 
 from pfar.errors import StoreUnavailable, VaultCorrupt, VaultMissing, WriteRefused
 from pfar.journal import Journal
+from pfar.journal.bus_sql import BusEventKind as K
 from pfar.journal.postgres.schema import latest_version
 from pfar.journal.postgres.store import describe, open_journal
 
@@ -45,17 +46,18 @@ def test_bus_events_are_numbered_in_commit_order_across_connections(
     `seq > N` never misses an event that commits later with a lower number."""
     journal = _open(runner, dsn)
     try:
-        runner.run(journal.events.publish("First", None, {}))
+        runner.run(journal.events.publish(K.TaskCreated, None, {}))
         first = runner.run(journal.events.bus(0))
-        assert [e.kind for e in first] == ["First"]
+        assert [e.kind for e in first] == [K.TaskCreated]
         other = psycopg.connect(dsn)
         other.execute("SELECT pg_advisory_xact_lock(1885761906, 1)")  # as a writer begins
         other.execute(
-            "INSERT INTO bus_events(kind, task_id, body_json, at) VALUES ('Slow', NULL, '{}', 't')"
+            "INSERT INTO bus_events(kind, task_id, body_json, at) "
+            "VALUES ('TaskQueued', NULL, '{}', 't')"
         )
 
-        async def publish_then_look() -> list[str]:
-            fast = asyncio.create_task(journal.events.publish("Fast", None, {}))
+        async def publish_then_look() -> list[K]:
+            fast = asyncio.create_task(journal.events.publish(K.TaskStarted, None, {}))
             await asyncio.sleep(0.3)
             assert not fast.done()  # waiting for the other transaction's commit
             assert await journal.events.bus(first[-1].seq) == []  # nothing committed yet
@@ -63,7 +65,7 @@ def test_bus_events_are_numbered_in_commit_order_across_connections(
             await fast
             return [e.kind for e in await journal.events.bus(first[-1].seq)]
 
-        assert runner.run(publish_then_look()) == ["Slow", "Fast"]
+        assert runner.run(publish_then_look()) == [K.TaskQueued, K.TaskStarted]
         other.close()
         got = runner.run(journal.events.bus(0))
         assert [e.seq for e in got] == sorted(e.seq for e in got)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pfar.journal import OwnerMessage
+from pfar.journal.message_keys import FailStopKey
 from pfar.kernel import fail_stop
 from pfar.kernel.control import ControlServer
 from pfar.vault.driver import sqlite
@@ -39,7 +40,8 @@ def test_a_bare_database_error_is_said_with_the_journal_named(tmp_path: Path) ->
 
 def test_every_sink_that_works_is_told_once_whatever_the_others_do(tmp_path: Path) -> None:
     message = fail_stop.notice("boot-1", f"pfar cannot write {tmp_path}/x (disk I/O error).")
-    assert message.message_key == "fail-stop:boot-1"
+    assert message.message_key == FailStopKey("boot-1")
+    assert message.message_key.text == "fail-stop:boot-1"
     assert message.body.startswith("pfar has stopped (fail-stop): pfar cannot write")
     sinks = [_Sink("owner.log", fails=True), _Sink("telegram"), _Sink("slack")]
     told = asyncio.run(fail_stop.tell_owner(message, sinks))

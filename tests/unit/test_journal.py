@@ -45,6 +45,7 @@ from pfar.journal import (
     TaskUpdate,
     steps_sql,
 )
+from pfar.journal.message_keys import FailedKey, MessageKind, ResultKey
 from pfar.journal.payloads import SPENT_BY_A_RUN, AwaitingApproval, Completed, Executing, Planning
 from pfar.journal.records import now_rfc3339, rfc3339
 from pfar.journal.sqlite import open_journal, open_readonly
@@ -278,7 +279,7 @@ def test_step_rows_and_progress(journal: Journal) -> None:
 
 def test_step_failed_fails_the_task_and_queues_the_notice_atomically(journal: Journal) -> None:
     t = _task()
-    msg = OwnerMessage(f"failed:{t.task_id}", "notice", "it broke", t.task_id)
+    msg = OwnerMessage(FailedKey(t.task_id), MessageKind.notice, "it broke", t.task_id)
 
     async def go() -> None:
         await journal.tasks.create(t)
@@ -291,7 +292,7 @@ def test_step_failed_fails_the_task_and_queues_the_notice_atomically(journal: Jo
     task = run(journal.tasks.get(t.task_id))
     assert task.state is S.Failed and task.error == "step 1 of 3: boom"
     assert run(journal.tasks.steps(t.task_id))[0].status is StepStatus.failed
-    assert [m.message_key for m in run(journal.events.pending())] == [msg.message_key]
+    assert [m.message_key.text for m in run(journal.events.pending())] == [f"failed:{t.task_id}"]
 
 
 def test_step_failed_on_a_finished_task_changes_nothing(journal: Journal) -> None:
@@ -519,11 +520,11 @@ def test_credential_received_once(journal: Journal) -> None:
 
 
 def test_a_message_key_is_queued_once(journal: Journal) -> None:
-    m = OwnerMessage("result:x", "result", "hi", None)
+    m = OwnerMessage(ResultKey("x"), MessageKind.result, "hi", None)
     run(journal.events.enqueue([m]))
-    run(journal.events.enqueue([OwnerMessage("result:x", "result", "changed", None)]))
+    run(journal.events.enqueue([OwnerMessage(ResultKey("x"), MessageKind.result, "changed", None)]))
     assert run(journal.events.pending()) == [m]
-    journal.events.mark_delivered(["result:x"])  # outside a loop: committed at once
+    journal.events.mark_delivered([ResultKey("x")])  # outside a loop: committed at once
     assert run(journal.events.pending()) == []
     run(journal.events.enqueue([m]))  # a resend after delivery is still a no-op
     assert run(journal.events.pending()) == []

@@ -23,6 +23,7 @@ from pfar.journal import (
     TaskState,
 )
 from pfar.journal import payloads as p
+from pfar.journal.message_keys import CancelledKey, MessageKind
 from pfar.journal.payloads import Payload
 from pfar.journal.records import UnreadableTask
 from pfar.journal.sqlite import open_journal
@@ -295,7 +296,7 @@ def test_a_row_the_upgrade_cannot_read_is_left_as_it_was_and_reported(tmp_path: 
         async def cancel() -> None:
             await journal.tasks.begin_cancel("bad")
             await journal.tasks.finish_cancel(
-                "bad", OwnerMessage("cancelled:bad", "notice", "x", "bad")
+                "bad", OwnerMessage(CancelledKey("bad"), MessageKind.notice, "x", "bad")
             )
 
         asyncio.run(cancel())
@@ -358,7 +359,9 @@ def test_a_model_call_is_journaled_only_while_its_task_thinks(tmp_path: Path) ->
             await journal.tasks.begin_cancel("t")
             with pytest.raises(IllegalTransition, match="task t: cannot go from Cancelling"):
                 await journal.tasks.llm_request_sent("t", "plan")
-            await journal.tasks.finish_cancel("t", OwnerMessage("cancelled:t", "notice", "x", "t"))
+            await journal.tasks.finish_cancel(
+                "t", OwnerMessage(CancelledKey("t"), MessageKind.notice, "x", "t")
+            )
 
         asyncio.run(go())
         assert asyncio.run(journal.tasks.get("t")).state is TaskState.Cancelled

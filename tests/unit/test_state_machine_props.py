@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pfar.errors import IllegalTransition, TaskStateRefused
 from pfar.journal import Journal, OwnerMessage, TaskRecord, TaskState, TaskUpdate
 from pfar.journal.holds import PauseOutcome, ResumeOutcome
+from pfar.journal.message_keys import CancelledKey, MessageKind
 from pfar.journal.payloads import (
     Extracting,
     Paused,
@@ -487,7 +488,7 @@ def test_holds_follow_the_model(shared_journal: Journal, ops: list[object]) -> N
                     with pytest.raises(IllegalTransition):
                         await j.tasks.transition(tid, _payload(late), point=None)
                 await j.tasks.finish_cancel(
-                    tid, OwnerMessage(f"cancelled:{tid}", "notice", "x", tid)
+                    tid, OwnerMessage(CancelledKey(tid), MessageKind.notice, "x", tid)
                 )
                 m.move(S.Cancelled)
             row = await j.tasks.get(tid)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from ..errors import PfarError
+from ..journal.message_keys import MessageKey, MessageKind
 from ..kernel.api import Operator
 
 
@@ -110,8 +111,8 @@ class Button:
 class Outbound:
     """One owner message as a channel sends it."""
 
-    key: str
-    kind: str  # "report", "approval", "credential", "result", "notice", "reply"
+    key: MessageKey
+    kind: MessageKind
     text: str
     task_id: str | None = None
     # a question's id (an approval or a credential prompt) and the answers it offers
@@ -122,20 +123,6 @@ class Outbound:
     replaces: tuple[str, ...] = ()
     # the owner's message this answers (its id on the channel), for a reply to a command
     reply_to: str | None = None
-
-
-REPLY_KIND = "reply"  # an answer to the owner's words on one channel (Link.reply)
-
-
-def reply_key(channel: str, event_id: str, reply_to: str | None) -> str:
-    """The outbox key of the answer to update `event_id`: one answer per update, and the
-    message it quotes after the last `@` (no schema of its own)."""
-    return f"{REPLY_KIND}:{channel}:{event_id}@{reply_to or ''}"
-
-
-def quoted(key: str) -> str | None:
-    """The owner's message a reply's key names, if any."""
-    return key.rpartition("@")[2] or None
 
 
 @dataclass(slots=True)
@@ -154,7 +141,7 @@ class Link:
     # the owner's words in, pfar's reply out (commands.py), for this channel's updates
     handle: Callable[..., Awaitable[str]]
     # the pfar message with this id on the channel: (its key, its task, its kind)
-    replied_to: Callable[[str], Awaitable[tuple[str, str | None, str] | None]]
+    replied_to: Callable[[str], Awaitable[tuple[MessageKey, str | None, MessageKind] | None]]
     audit: Callable[..., None] = field(default=lambda *a, **k: None)
     # the answer to an update (text, the owner's message it quotes or None, the update's
     # id), queued in the channel's outbox: sent in order, retried, once

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..answers import in_words, parse_answer
 from ..errors import AlreadyDecided, PfarError
+from ..journal.message_keys import CredentialKey, MessageKey
 from ..kernel.api import Operator
 from ..kernel.holds import describe
 from ..policy.printable import printable
@@ -59,7 +60,7 @@ class Origin:
     adapter: str
     event_id: str | None = None
     # the pfar message the owner replied to: its outbox key and its task
-    reply_to_key: str | None = None
+    reply_to_key: MessageKey | None = None
     reply_to_task: str | None = None
 
 
@@ -109,10 +110,9 @@ async def handle(
 async def _handle(
     operator: Operator, text: str, origin: Origin, defaults: ChatDefaults | None
 ) -> str:
-    key = origin.reply_to_key or ""
-    if defaults is not None and key.startswith("credential:"):
-        prompt_id = key.split(":")[1]
-        task = await operator.provide_credential(prompt_id, text)
+    key = origin.reply_to_key
+    if defaults is not None and isinstance(key, CredentialKey):
+        task = await operator.provide_credential(key.prompt_id, text)
         return f"credential stored in the vault; task {task.task_id[:8]} goes on"
     # on a thread: shlex takes time quadratic in a word's length (~20 s for a word of
     # 1 MiB), and the event loop serves every task and channel meanwhile

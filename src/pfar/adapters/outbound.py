@@ -7,10 +7,11 @@ from __future__ import annotations
 import contextlib
 
 from ..journal import OwnerMessage
+from ..journal.message_keys import ApprovalKey, CredentialKey, ReplyKey
 from ..journal.store import AdapterStore
 from ..kernel.api import Operator
 from . import whole_action
-from .channel import REPLY_KIND, Button, Outbound, quoted
+from .channel import Button, Outbound
 
 
 async def as_outbound(
@@ -18,19 +19,18 @@ async def as_outbound(
 ) -> Outbound:
     """The message as a channel shows it: a question with its answers as buttons, and
     the earlier prompts of the same question whose buttons it replaces."""
-    kind, key = message.kind, message.message_key
+    key = message.message_key
     question_id: str | None = None
     buttons: tuple[Button, ...] = ()
     replaces: tuple[str, ...] = ()
-    if kind in ("approval", "credential") and key.count(":") >= 2:
-        question_id = key.split(":")[1]
-        prefix = f"{kind}:{question_id}:"
-        earlier = await adapters.sent_ids(channel, prefix)
+    if isinstance(key, ApprovalKey | CredentialKey):
+        question_id = key.question_id
+        earlier = await adapters.sent_ids(channel, key.prefix)
         replaces = tuple(remote for k, remote in earlier if k != key)
     text = message.body
-    if kind == "approval" and question_id is not None:
+    if isinstance(key, ApprovalKey):
         with contextlib.suppress(Exception):
-            approval = await operator.approval(question_id)
+            approval = await operator.approval(key.approval_id)
             # a cut action: no Yes one tap away, until the owner has seen it whole
             offered = [o for o in approval.options if not whole_action.withheld(approval, o)]
             buttons = tuple(Button(_label(o), o) for o in offered)
@@ -38,13 +38,13 @@ async def as_outbound(
                 text += whole_action.note(approval)
     return Outbound(
         key,
-        kind,
+        message.kind,
         text,
         message.task_id,
         question_id,
         buttons,
         replaces,
-        quoted(key) if kind == REPLY_KIND else None,
+        key.reply_to if isinstance(key, ReplyKey) else None,
     )
 
 

@@ -34,13 +34,13 @@ from ..errors import VaultIOError
 from ..journal import OwnerMessage
 from ..journal.channels_sql import Delivery
 from ..journal.json_text import JsonObject
+from ..journal.message_keys import ChannelDegradedKey, MessageKey, MessageKind, ReplyKey
 from ..journal.records import now_rfc3339, parse_rfc3339, rfc3339
 from ..kernel.api import Operator
 from ..kernel.api.records import ChannelState
 from ..kernel.kernel import Kernel
 from ..policy.printable import printable
 from .channel import (
-    REPLY_KIND,
     AuthFailed,
     Channel,
     ChannelDown,
@@ -48,7 +48,6 @@ from .channel import (
     Outbound,
     RateLimited,
     Undeliverable,
-    reply_key,
 )
 from .commands import ChatDefaults, Origin, chat_directory, handle
 from .outbound import as_outbound
@@ -229,20 +228,22 @@ class Supervisor:
         async def answer(text: str, origin: Origin) -> str:
             return await handle(operator, text, origin, self._defaults)
 
-        async def replied_to(remote_id: str) -> tuple[str, str | None, str] | None:
+        async def replied_to(
+            remote_id: str,
+        ) -> tuple[MessageKey, str | None, MessageKind] | None:
             return await adapters.replied_to(name, remote_id)
 
         async def reply(text: str, to: str | None, event_id: str) -> None:
-            key = reply_key(name, event_id, to)
+            key = ReplyKey(name, event_id, to)  # one answer per update
             # sink "channel:NAME": for this chat alone (owner.log keeps it too)
-            message = OwnerMessage(key, REPLY_KIND, text, None, f"channel:{name}")
+            message = OwnerMessage(key, MessageKind.reply, text, None, f"channel:{name}")
             if await adapters.queue_for(name, message):
                 self._kernel.owner.notify()
                 self._wake[name].set()
 
         async def answer_lost(event_id: str, to: str | None) -> None:
             task = await adapters.event_task(event_id)
-            if not task or await adapters.queued(reply_key(name, event_id, None)):
+            if not task or await adapters.queued(ReplyKey(name, event_id).prefix):
                 return  # it created nothing, or its answer is queued
             text = (
                 f"your message was taken just before pfar restarted (task {task[:8]}); "
@@ -278,7 +279,7 @@ class Supervisor:
         body = f"Channel {name} is degraded: {printable(error)}." + (
             f" To renew it: {how}" if how else " pfar keeps trying to reconnect it."
         )
-        message = OwnerMessage(f"channel-degraded:{name}:{streak}", "notice", body)
+        message = OwnerMessage(ChannelDegradedKey(name, streak), MessageKind.notice, body)
         await self._kernel.journal.events.enqueue([message])
         self._kernel.owner.notify()
         self.wake()

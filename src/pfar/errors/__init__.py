@@ -37,6 +37,8 @@ what a client branches on, never the class's name (docs/operator-api.md lists th
     - IdPrefixTooShort       an id prefix is shorter than the few characters it takes
     - EventIdReused          an event id came back with another template or text
     - MalformedTaskRow       a task row holds what no pfar writes (field named); left as it is
+    - MalformedRow           another journal row holds a value no pfar writes; left as it is
+    - UnknownMessageKey      text that is no kind of owner-message key pfar writes
     - WriteRefused           the store refused one write (a constraint it broke); the rest stand
     - StaleConversation      a loop task's conversation moved on under a writer that read it
     - UnknownSession
@@ -73,12 +75,14 @@ from .journal import (
     IdPrefixTooShort,
     IllegalTransition,
     JournalError,
+    MalformedRow,
     MalformedTaskRow,
     StaleConversation,
     StoreUnavailable,
     TaskStateRefused,
     UnknownApproval,
     UnknownCredentialPrompt,
+    UnknownMessageKey,
     UnknownTask,
     WriteRefused,
 )
@@ -137,6 +141,7 @@ __all__ = [
     "KernelNotReady",
     "KernelNotRunning",
     "KnowledgeUnavailable",
+    "MalformedRow",
     "MalformedTaskRow",
     "MigrationFailed",
     "NotTheOwner",
@@ -158,6 +163,7 @@ __all__ = [
     "UnknownApproval",
     "UnknownCredentialPrompt",
     "UnknownLearning",
+    "UnknownMessageKey",
     "UnknownSecret",
     "UnknownSession",
     "UnknownTask",

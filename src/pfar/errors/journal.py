@@ -125,6 +125,33 @@ class MalformedTaskRow(JournalError):
         self.task_id, self.field, self.problem = task_id, field, problem
 
 
+class MalformedRow(JournalError):
+    """A journal row (no task's: see MalformedTaskRow) holding a value no pfar writes (a
+    newer pfar's, a hand edit): reported, naming the row, and left as it is."""
+
+    code = "malformed_row"
+
+    def __init__(self, table: str, row: str, field: str, value: str) -> None:
+        super().__init__(
+            f"{table} {row}: its {field} {value!r} is none this pfar knows; the row is "
+            "left as it is (a newer pfar may have written it)"
+        )
+        self.table, self.row, self.field, self.value = table, row, field, value
+
+
+class UnknownMessageKey(JournalError):
+    """Text that is no kind of key pfar writes for a message to the owner."""
+
+    code = "unknown_message_key"
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            f"message key {key!r} is none of the kinds pfar writes "
+            "(approval:ID:N, result:TASK, reply:CHANNEL:EVENT@ID, ...)"
+        )
+        self.key = key
+
+
 class StaleConversation(JournalError):
     """A loop task's conversation moved on under a writer that had read an older end."""
 

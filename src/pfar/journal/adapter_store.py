@@ -9,6 +9,8 @@ from . import channels_sql, events_sql
 from .backing import Backing
 from .channels_sql import Delivery
 from .json_text import JsonObject
+from .message_key_parse import read_message_key
+from .message_keys import InDoubtKey, MessageKey, MessageKind
 from .records import OwnerMessage, now_rfc3339
 from .tx import Tx
 
@@ -56,7 +58,8 @@ class SQLiteAdapterStore:
             channels_sql.register_txn(conn, names, at)
             cut = channels_sql.sending_now(conn)
             for channel, key in cut:
-                _doubt_txn(conn, channel, key, "the kernel stopped while it was sent", at)
+                why = "the kernel stopped while it was sent"
+                _doubt_txn(conn, channel, read_message_key(key), why, at)
             return len(cut)
 
         return await self._db.write(op, None)
@@ -68,22 +71,22 @@ class SQLiteAdapterStore:
         """When the earliest delivery held back (a rate limit, a retry) comes due."""
         return await self._db.read(channels_sql.next_not_before, channel)
 
-    async def sending(self, channel: str, key: str) -> None:
+    async def sending(self, channel: str, key: MessageKey) -> None:
         """Committed before the channel's API is called: a crash from here on leaves the
         delivery in doubt, never sent again blind."""
         await self._mark(channel, key, "sending", attempt=True, point="channel_sending")
 
-    async def sent(self, channel: str, key: str, remote_id: str | None) -> None:
+    async def sent(self, channel: str, key: MessageKey, remote_id: str | None) -> None:
         await self._mark(channel, key, "sent", remote_id=remote_id, point="channel_sent")
 
-    async def later(self, channel: str, key: str, error: str, not_before: str) -> None:
+    async def later(self, channel: str, key: MessageKey, error: str, not_before: str) -> None:
         """Not sent (the channel said so: a rate limit, a server error): pending again."""
         await self._mark(channel, key, "pending", error=error, not_before=not_before)
 
-    async def failed(self, channel: str, key: str, error: str) -> None:
+    async def failed(self, channel: str, key: MessageKey, error: str) -> None:
         await self._mark(channel, key, "failed", error=error)
 
-    async def in_doubt(self, channel: str, key: str, error: str) -> None:
+    async def in_doubt(self, channel: str, key: MessageKey, error: str) -> None:
         """It may have arrived: never sent again; the owner is told so on that channel,
         in the same commit (so once)."""
 
@@ -112,13 +115,21 @@ class SQLiteAdapterStore:
     async def outbox_state(self, channel: str) -> channels_sql.OutboxState:
         return await self._db.read(channels_sql.outbox_state, channel)
 
-    async def sent_ids(self, channel: str, key_prefix: str) -> list[tuple[str, str]]:
-        return await self._db.read(channels_sql.remote_ids, channel, key_prefix)
+    async def sent_ids(self, channel: str, key_prefix: str) -> list[tuple[MessageKey, str]]:
+        """(key, remote id) of the messages sent on `channel` whose key starts so."""
+        found = await self._db.read(channels_sql.remote_ids, channel, key_prefix)
+        return [(read_message_key(key), remote) for key, remote in found]
 
-    async def replied_to(self, channel: str, remote_id: str) -> tuple[str, str | None, str] | None:
+    async def replied_to(
+        self, channel: str, remote_id: str
+    ) -> tuple[MessageKey, str | None, MessageKind] | None:
         """The owner message that is `remote_id` on `channel` (a reply names it): its
         key, its task and its kind; None for a message pfar did not send."""
-        return await self._db.read(channels_sql.replied_to, channel, remote_id)
+        found = await self._db.read(channels_sql.replied_to, channel, remote_id)
+        if found is None:
+            return None
+        key, task_id, kind = found
+        return read_message_key(key), task_id, MessageKind(kind)
 
     async def delivery_counts(self, channel: str) -> dict[str, int]:
         return await self._db.scan(channels_sql.counts, channel)
@@ -126,7 +137,7 @@ class SQLiteAdapterStore:
     async def _mark(
         self,
         channel: str,
-        key: str,
+        key: MessageKey,
         status: str,
         *,
         remote_id: str | None = None,
@@ -139,7 +150,7 @@ class SQLiteAdapterStore:
             channels_sql.mark_txn(
                 conn,
                 channel,
-                key,
+                key.text,
                 status,
                 now_rfc3339(),
                 remote_id=remote_id,
@@ -151,21 +162,20 @@ class SQLiteAdapterStore:
         await self._db.write(op, point)
 
 
-DOUBT_PREFIX = "in-doubt:"
 _QUOTED = 200  # characters of the missing message quoted in the notice
 
 
-def _doubt_txn(conn: Tx, channel: str, key: str, error: str, at: str) -> None:
+def _doubt_txn(conn: Tx, channel: str, key: MessageKey, error: str, at: str) -> None:
     """The delivery is in doubt; a notice naming it is queued for that channel alone (the
     others have it, or will). A notice in doubt itself is not told again."""
-    channels_sql.mark_txn(conn, channel, key, "in_doubt", at, error=error)
-    if key.startswith(DOUBT_PREFIX):
+    channels_sql.mark_txn(conn, channel, key.text, "in_doubt", at, error=error)
+    if isinstance(key, InDoubtKey):
         return
-    body = channels_sql.body_of(conn, key) or ""
+    body = channels_sql.body_of(conn, key.text) or ""
     quoted = body[:_QUOTED] + ("…" if len(body) > _QUOTED else "")
     notice = OwnerMessage(
-        f"{DOUBT_PREFIX}{channel}:{key}",
-        "notice",
+        InDoubtKey(channel, key),
+        MessageKind.notice,
         "A message from pfar may not have arrived here (the connection broke as it was "
         f"sent, so it is not sent again: you would have it twice). It began:\n{quoted}",
         None,
@@ -179,7 +189,7 @@ def _queue_for_txn(conn: Tx, channel: str, msg: OwnerMessage, at: str) -> bool:
     if not events_sql.enqueue_message_txn(conn, msg, at):
         return False
     seq = conn.execute(
-        "SELECT seq FROM owner_outbox WHERE message_key = ?", (msg.message_key,)
+        "SELECT seq FROM owner_outbox WHERE message_key = ?", (msg.message_key.text,)
     ).fetchone()[0]
-    channels_sql.deliver_to_txn(conn, channel, msg.message_key, int(seq), at)
+    channels_sql.deliver_to_txn(conn, channel, msg.message_key.text, int(seq), at)
     return True

@@ -5,33 +5,56 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
+from ..errors import MalformedRow
 from .json_text import JsonObject
 from .records import dumps, loads
 from .states import TaskState
 from .tx import Tx
 
-# the event a task's arrival in a state is (seed 001's names; Paused, Resumed and
-# Abandoned are pfar's own)
-ARRIVAL: dict[TaskState, str] = {
-    TaskState.AwaitingApproval: "UserInputNeeded",
-    TaskState.AwaitingCredential: "UserInputNeeded",
-    TaskState.WaitingForUser: "UserInputNeeded",
-    TaskState.Blocked: "TaskBlocked",
-    TaskState.Queued: "TaskQueued",
-    TaskState.Paused: "TaskPaused",
-    TaskState.Completed: "TaskCompleted",
-    TaskState.Failed: "TaskFailed",
-    TaskState.Cancelled: "TaskCancelled",
-    TaskState.Abandoned: "TaskAbandoned",
+
+class BusEventKind(StrEnum):
+    """What a bus event says happened (seed 001's names; Paused, Resumed, Abandoned and
+    the two that are no task's move are pfar's own). The value is the stored text."""
+
+    TaskCreated = "TaskCreated"
+    TaskStarted = "TaskStarted"
+    TaskQueued = "TaskQueued"
+    TaskScheduled = "TaskScheduled"
+    TaskResumed = "TaskResumed"
+    TaskPaused = "TaskPaused"
+    TaskBlocked = "TaskBlocked"
+    UserInputNeeded = "UserInputNeeded"
+    TaskCompleted = "TaskCompleted"
+    TaskFailed = "TaskFailed"
+    TaskCancelled = "TaskCancelled"
+    TaskAbandoned = "TaskAbandoned"
+    LearningExtracted = "LearningExtracted"  # a learning kept (task_writes.py)
+    VaultLossAccepted = "VaultLossAccepted"  # `pfar vault accept-loss` (kernel/vault_start.py)
+
+
+K = BusEventKind
+# the event a task's arrival in a state is
+ARRIVAL: dict[TaskState, BusEventKind] = {
+    TaskState.AwaitingApproval: K.UserInputNeeded,
+    TaskState.AwaitingCredential: K.UserInputNeeded,
+    TaskState.WaitingForUser: K.UserInputNeeded,
+    TaskState.Blocked: K.TaskBlocked,
+    TaskState.Queued: K.TaskQueued,
+    TaskState.Paused: K.TaskPaused,
+    TaskState.Completed: K.TaskCompleted,
+    TaskState.Failed: K.TaskFailed,
+    TaskState.Cancelled: K.TaskCancelled,
+    TaskState.Abandoned: K.TaskAbandoned,
 }
-KINDS = frozenset({"TaskCreated", "TaskStarted", "TaskResumed", "TaskScheduled", *ARRIVAL.values()})
 
 
 @dataclass(frozen=True, slots=True)
 class BusEvent:
     seq: int
-    kind: str
+    kind: BusEventKind
     task_id: str | None
     body: JsonObject
     at: str
@@ -39,7 +62,7 @@ class BusEvent:
     def to_json(self) -> JsonObject:
         return {
             "seq": self.seq,
-            "kind": self.kind,
+            "kind": self.kind.value,
             "task_id": self.task_id,
             **self.body,
             "at": self.at,
@@ -52,13 +75,13 @@ def moved_txn(conn: Tx, task_id: str, before: TaskState, after: TaskState, at: s
         return
     kind = ARRIVAL.get(after)
     if kind is None and after.working and before is TaskState.Queued:
-        kind = "TaskScheduled"  # the scheduler let it start (seed 001, 1.2)
+        kind = K.TaskScheduled  # the scheduler let it start (seed 001, 1.2)
     elif kind is None and after.working and (before.parked or before.held):
-        kind = "TaskResumed"
+        kind = K.TaskResumed
     if kind is None:
         return  # a runner's move between its own working states: no event
     body: JsonObject = {"state": after.value, "from": before.value}
-    if kind == "UserInputNeeded":
+    if kind is K.UserInputNeeded:
         body["waits_for"] = {
             TaskState.AwaitingApproval: "approval",
             TaskState.AwaitingCredential: "credential",
@@ -70,8 +93,8 @@ def created_txn(conn: Tx, task_id: str, kind: str, state: TaskState, at: str) ->
     """A task's creation: created and started, or, created straight into the queue (no
     slot free), created and queued; such a task starts with its TaskScheduled."""
     body = {"task_kind": kind, "state": state.value}
-    append_txn(conn, "TaskCreated", task_id, body, at)
-    started = "TaskQueued" if state is TaskState.Queued else "TaskStarted"
+    append_txn(conn, K.TaskCreated, task_id, body, at)
+    started = K.TaskQueued if state is TaskState.Queued else K.TaskStarted
     append_txn(conn, started, task_id, body, at)
 
 
@@ -82,11 +105,11 @@ APPENDED = [0]
 
 
 def append_txn(
-    conn: Tx, kind: str, task_id: str | None, body: Mapping[str, object], at: str
+    conn: Tx, kind: BusEventKind, task_id: str | None, body: Mapping[str, object], at: str
 ) -> None:
     conn.execute(
         "INSERT INTO bus_events(kind, task_id, body_json, at) VALUES (?, ?, ?, ?)",
-        (kind, task_id, dumps(body), at),
+        (kind.value, task_id, dumps(body), at),
     )
     APPENDED[0] += 1
 
@@ -97,18 +120,28 @@ def since(conn: Tx, after: int, limit: int) -> list[BusEvent]:
         "ORDER BY seq LIMIT ?",
         (after, limit),
     ).fetchall()
-    return [BusEvent(r[0], r[1], r[2], dict(loads(r[3]) or {}), r[4]) for r in rows]
+    return [_event(r) for r in rows]
 
 
-def for_task(conn: Tx, task_id: str, kinds: frozenset[str]) -> list[BusEvent]:
+def _event(row: tuple[Any, ...]) -> BusEvent:
+    """A `bus_events` row (seq, kind, task, body, at): a kind this pfar does not know is
+    refused by name (MalformedRow), never read as another."""
+    try:
+        kind = BusEventKind(row[1])
+    except ValueError:
+        raise MalformedRow("bus event", str(row[0]), "kind", str(row[1])) from None
+    return BusEvent(row[0], kind, row[2], dict(loads(row[3]) or {}), row[4])
+
+
+def for_task(conn: Tx, task_id: str, kinds: frozenset[BusEventKind]) -> list[BusEvent]:
     """The task's events of `kinds`, in commit order (its pauses and resumes, say)."""
     marks = ", ".join("?" for _ in kinds)
     rows = conn.execute(
         "SELECT seq, kind, task_id, body_json, at FROM bus_events "
         f"WHERE task_id = ? AND kind IN ({marks}) ORDER BY seq",
-        (task_id, *sorted(kinds)),
+        (task_id, *sorted(k.value for k in kinds)),
     ).fetchall()
-    return [BusEvent(r[0], r[1], r[2], dict(loads(r[3]) or {}), r[4]) for r in rows]
+    return [_event(r) for r in rows]
 
 
 def high_water(conn: Tx) -> int:

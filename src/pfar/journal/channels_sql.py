@@ -58,7 +58,7 @@ def due(conn: Tx, channel: str, now: str, limit: int) -> list[Delivery]:
         "ORDER BY c.seq LIMIT ?",
         (channel, now, limit),
     ).fetchall()
-    return [Delivery(channel, OwnerMessage(r[0], r[1], r[2], r[3], r[4]), r[5], r[6]) for r in rows]
+    return [Delivery(channel, OwnerMessage.from_row(r), r[5], r[6]) for r in rows]
 
 
 def next_not_before(conn: Tx, channel: str) -> str | None:

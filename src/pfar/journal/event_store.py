@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 
 from . import bus_sql, channels_sql, events_sql
 from .backing import Backing
-from .bus_sql import BusEvent
+from .bus_sql import BusEvent, BusEventKind
+from .message_keys import MessageKey
 from .records import OwnerMessage, now_rfc3339
 from .rows import KernelBoot, TaskMessage
 from .tx import Tx
@@ -30,7 +31,7 @@ class SQLiteEventStore:
     async def for_task(self, task_id: str) -> list[TaskMessage]:
         return await self._db.read(events_sql.messages_for_task, task_id)
 
-    def mark_delivered(self, keys: Sequence[str]) -> None:
+    def mark_delivered(self, keys: Sequence[MessageKey]) -> None:
         """Mark messages delivered with the next commit (nobody waits for it; a crash
         before it only means the owner log's keys absorb a resend)."""
         keys = list(keys)
@@ -38,7 +39,7 @@ class SQLiteEventStore:
         def op(conn: Tx) -> None:
             at = now_rfc3339()
             for key in keys:
-                events_sql.mark_message_txn(conn, key, "delivered", at)
+                events_sql.mark_message_txn(conn, key.text, "delivered", at)
 
         self._db.writer.defer(op, "message_delivered")
 
@@ -71,7 +72,7 @@ class SQLiteEventStore:
     async def bus(self, after: int, limit: int = 100) -> list[BusEvent]:
         return await self._db.read(bus_sql.since, after, limit)
 
-    async def bus_for_task(self, task_id: str, kinds: frozenset[str]) -> list[BusEvent]:
+    async def bus_for_task(self, task_id: str, kinds: frozenset[BusEventKind]) -> list[BusEvent]:
         return await self._db.read(bus_sql.for_task, task_id, kinds)
 
     async def bus_offset(self, subscriber: str) -> int | None:
@@ -95,7 +96,9 @@ class SQLiteEventStore:
 
         await self._db.write(op, point)
 
-    async def publish(self, kind: str, task_id: str | None, body: Mapping[str, object]) -> None:
+    async def publish(
+        self, kind: BusEventKind, task_id: str | None, body: Mapping[str, object]
+    ) -> None:
         """An event that is no task's move (a learning kept): its own commit."""
 
         def op(conn: Tx) -> None:

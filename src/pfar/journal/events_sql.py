@@ -49,10 +49,10 @@ def enqueue_message_txn(conn: Tx, msg: OwnerMessage, at: str) -> bool:
         "INSERT INTO owner_outbox(message_key, seq, sink, kind, task_id, body, created_at) "
         f"VALUES (?, {conn.dialect.next_outbox_seq}, ?, ?, ?, ?, ?) "
         "ON CONFLICT(message_key) DO NOTHING RETURNING seq",
-        (msg.message_key, msg.sink, msg.kind, msg.task_id, msg.body, at),
+        (msg.message_key.text, msg.sink, msg.kind.value, msg.task_id, msg.body, at),
     ).fetchone()
     if queued is not None and msg.sink == "owner":
-        channels_sql.fan_out_txn(conn, msg.message_key, queued[0], at)  # each channel, once
+        channels_sql.fan_out_txn(conn, msg.message_key.text, queued[0], at)  # each channel, once
     return queued is not None
 
 
@@ -62,7 +62,7 @@ def pending_messages(conn: Tx, limit: int = 500) -> list[OwnerMessage]:
         "WHERE status = 'pending' ORDER BY seq LIMIT ?",
         (limit,),
     ).fetchall()
-    return [OwnerMessage(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+    return [OwnerMessage.from_row(r) for r in rows]
 
 
 def mark_message_txn(conn: Tx, key: str, status: str, at: str) -> None:

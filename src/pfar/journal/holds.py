@@ -38,6 +38,18 @@ class ResumeOutcome(StrEnum):
     withdrawn = "withdrawn"  # it had not reached its boundary yet: the request is withdrawn
 
 
+class CancelOutcome(StrEnum):
+    cancelled = "cancelled"  # Cancelled now, by this request
+    already_cancelled = "already_cancelled"  # a cancel running alongside finished it first
+
+
+# what a cancel, pause or resume did (the values never meet: one text, one outcome)
+HoldOutcome = CancelOutcome | PauseOutcome | ResumeOutcome
+HOLD_OUTCOMES: dict[str, HoldOutcome] = {
+    o.value: o for kind in (CancelOutcome, PauseOutcome, ResumeOutcome) for o in kind
+}
+
+
 @dataclass(frozen=True, slots=True)
 class CancelIntent:
     """What the committed intent to cancel found: the state it cancelled the task in and

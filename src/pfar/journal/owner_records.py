@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from ..errors import MalformedRow
 from .json_text import JSON
+from .message_key_parse import read_message_key
+from .message_keys import MessageKey, MessageKind
 
 
 class ApprovalStatus(StrEnum):
@@ -84,11 +88,22 @@ class CredentialPromptRecord:
 class OwnerMessage:
     """A message to the owner, keyed so that a resend after a crash is a no-op."""
 
-    message_key: str
-    kind: str  # "report", "approval", "credential", "result", "notice"
+    message_key: MessageKey  # stored as its text (journal/message_keys.py)
+    kind: MessageKind
     body: str
     task_id: str | None = None
     sink: str = "owner"
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> OwnerMessage:
+        """An `owner_outbox` row's (key, kind, body, task, sink): a key of no kind pfar
+        writes is kept as it is (`OtherKey`), so every row is still delivered; a kind
+        this pfar does not know (how would it show it?) is refused, naming the row."""
+        try:
+            kind = MessageKind(row[1])
+        except ValueError:
+            raise MalformedRow("owner message", str(row[0]), "kind", str(row[1])) from None
+        return cls(read_message_key(row[0]), kind, row[2], row[3], row[4])
 
 
 def args_digest(args: Any) -> str:

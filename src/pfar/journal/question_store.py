@@ -105,11 +105,13 @@ class SQLiteQuestionStore:
                 payloads.AwaitingCredential(
                     prompt_id=prompt.prompt_id,
                     service=prompt.service,
-                    prompt_message_id=message.message_key,
+                    prompt_message_id=message.message_key.text,
                     step=prompt.step or 0,
                 ),
             )
-            approvals_sql.set_credential_message_txn(conn, prompt.prompt_id, message.message_key)
+            approvals_sql.set_credential_message_txn(
+                conn, prompt.prompt_id, message.message_key.text
+            )
             events_sql.enqueue_message_txn(conn, message, prompt.created_at)
 
         await self._db.write(op, "credential_parked")

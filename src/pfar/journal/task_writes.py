@@ -7,8 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 from . import approvals_sql, bus_sql, events_sql, holds, hooks_sql, payloads, tasks_sql
 from .backing import Backing
+from .bus_sql import BusEventKind
 from .hooks_sql import LEARNINGS_DECIDED, LEARNINGS_KEPT, decided_learnings
 from .json_text import JsonObject
+from .message_keys import ApprovalKey
 from .moves import NO_UPDATE, park_approval_txn, transition_txn
 from .payloads import Payload
 from .records import ApprovalRecord, InboundEvent, OwnerMessage, TaskRecord, TaskUpdate, now_rfc3339
@@ -112,7 +114,7 @@ class TaskWrites:
             if not hooks_sql.put_txn(conn, task_id, LEARNINGS_KEPT, {"count": len(events)}, at):
                 return False
             for body in events:
-                bus_sql.append_txn(conn, "LearningExtracted", task_id, body, at)
+                bus_sql.append_txn(conn, BusEventKind.LearningExtracted, task_id, body, at)
             return True
 
         return await self._db.write(op, "learnings_kept")
@@ -199,8 +201,9 @@ class TaskWrites:
             )
             at = now_rfc3339()
             for msg in messages:
-                if events_sql.enqueue_message_txn(conn, msg, at) and msg.kind == "approval":
-                    approvals_sql.count_prompt_txn(conn, msg.message_key.split(":")[1])
+                queued = events_sql.enqueue_message_txn(conn, msg, at)
+                if queued and isinstance(msg.message_key, ApprovalKey):
+                    approvals_sql.count_prompt_txn(conn, msg.message_key.approval_id)
 
         await self._db.write(op, "recovery_decided")
 

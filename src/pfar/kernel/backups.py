@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..config import VaultBackupConfig
+from ..journal.message_keys import BackupFailedKey, MessageKind
 from ..journal.records import OwnerMessage
 from ..journal.store import Store
 from ..vault import keys
@@ -196,6 +197,6 @@ class ScheduledBackups:
             f"{exc}. pfar tries again; you are told again only if it fails after a backup "
             "that worked. `pfar vault backup DEST` makes one by hand."
         )
-        key = f"backup-failed:{k.boot_id}:{self._failures}"
-        await k.journal.events.enqueue([OwnerMessage(key, "notice", text, None)])
+        key = BackupFailedKey(k.boot_id, self._failures)
+        await k.journal.events.enqueue([OwnerMessage(key, MessageKind.notice, text, None)])
         k.owner.notify()

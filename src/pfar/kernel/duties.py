@@ -19,6 +19,7 @@ from typing import Protocol
 from ..config import Config
 from ..hooks import Hooks
 from ..journal import OwnerMessage, TaskRecord
+from ..journal.message_keys import DiskLowKey, FailedKey, MessageKind
 from ..journal.records import now_rfc3339, rfc3339
 from ..journal.store import Store
 from ..runners.schedules import Due
@@ -143,8 +144,8 @@ class Duties:
             await k.journal.events.enqueue(
                 [
                     OwnerMessage(
-                        f"failed:{task_id}",
-                        "notice",
+                        FailedKey(task_id),
+                        MessageKind.notice,
                         f"Task {task_id[:8]} failed: {error}",
                         task_id,
                     )
@@ -220,8 +221,8 @@ class Duties:
         log.warning("%s", text)
         k.audit.log("disk_low", free_mb=free // disk.MB)
         self._disk_warnings += 1
-        key = f"disk-low:{k.boot_id}:{self._disk_warnings}"
-        await k.journal.events.enqueue([OwnerMessage(key, "notice", text, None)])
+        key = DiskLowKey(k.boot_id, self._disk_warnings)
+        await k.journal.events.enqueue([OwnerMessage(key, MessageKind.notice, text, None)])
         k.owner.notify()
 
     async def _lease_loop(self, config: Config) -> None:

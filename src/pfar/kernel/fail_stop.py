@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import VaultError
 from ..journal import OwnerMessage
+from ..journal.message_keys import FailStopKey, MessageKind
 from ..vault.driver import sqlite
 from ..vault.sqlite import translate
 from .owner import Sink
@@ -30,7 +31,6 @@ from .owner import Sink
 log = logging.getLogger("pfar.kernel")
 
 LAST_WORD_SECONDS = 10.0
-KEY_PREFIX = "fail-stop:"
 
 
 def cause(exc: BaseException, journal: Path) -> str:
@@ -48,7 +48,7 @@ def notice(boot_id: str, why: str) -> OwnerMessage:
         f"pfar has stopped (fail-stop): {why} Every task pfar acknowledged is in its "
         "journal, and the next start recovers them."
     )
-    return OwnerMessage(f"{KEY_PREFIX}{boot_id}", "notice", body)
+    return OwnerMessage(FailStopKey(boot_id), MessageKind.notice, body)
 
 
 async def tell_owner(message: OwnerMessage, sinks: Sequence[Sink]) -> list[str]:

@@ -21,7 +21,8 @@ from typing import Protocol
 
 from ..errors import MalformedTaskRow, ShuttingDown, TaskStateRefused
 from ..journal import OwnerMessage, TaskKind, TaskRecord
-from ..journal.holds import PauseOutcome, ResumeOutcome
+from ..journal.holds import CancelOutcome, HoldOutcome, PauseOutcome, ResumeOutcome
+from ..journal.message_keys import CancelledKey, MessageKind, WorktreeEndKey
 from ..journal.states import TaskState
 from ..journal.store import Store
 from ..recovery.cancelling import cancel_message
@@ -69,7 +70,7 @@ class HoldResult:
 
     task_id: str
     state: TaskState  # the task's state once the request was carried out
-    outcome: str  # cancelled / already_cancelled, or a PauseOutcome / ResumeOutcome
+    outcome: HoldOutcome
     withdrawn: list[str] = field(default_factory=list)  # question ids withdrawn by a cancel
     cut_off_steps: list[int] = field(default_factory=list)  # 0-based, cut off by a cancel
     processes_ended: int = 0
@@ -78,7 +79,7 @@ class HoldResult:
         return {
             "task_id": self.task_id,
             "state": self.state.value,
-            "outcome": self.outcome,
+            "outcome": self.outcome.value,
             "withdrawn": self.withdrawn,
             "cut_off_steps": self.cut_off_steps,
             "processes_ended": self.processes_ended,
@@ -114,7 +115,7 @@ async def _finish_worktree(k: HoldsHost, task_id: str) -> None:
     keep = k.services.loop.keep_failed_worktrees
     note = await worktrees.finish(task_id, settings, succeeded=False, keep=keep)
     if note:
-        message = OwnerMessage(f"worktree-end:{task_id}", "notice", note, task_id)
+        message = OwnerMessage(WorktreeEndKey(task_id), MessageKind.notice, note, task_id)
         await k.journal.events.enqueue([message])
         k.owner.notify()
 
@@ -148,14 +149,14 @@ async def cancel(k: HoldsHost, given_id: str) -> HoldResult:
         message = await cancel_message(k.journal, task, k.title(task))
     except MalformedTaskRow:  # a row only its state can be read of still ends
         message = OwnerMessage(
-            f"cancelled:{task_id}", "notice", f"Task {task_id[:8]} was cancelled.", task_id
+            CancelledKey(task_id), MessageKind.notice, f"Task {task_id[:8]} was cancelled.", task_id
         )
     cut = await k.journal.tasks.finish_cancel(task_id, message)
     k.owner.notify()
     if cut is None:  # a cancel running alongside finished it first
-        return HoldResult(task_id, TaskState.Cancelled, "already_cancelled")
+        return HoldResult(task_id, TaskState.Cancelled, CancelOutcome.already_cancelled)
     k.audit.log("task_cancelled", task_id=task_id, cut_off_steps=cut, processes_ended=ended)
-    return HoldResult(task_id, TaskState.Cancelled, "cancelled", withdrawn, cut, ended)
+    return HoldResult(task_id, TaskState.Cancelled, CancelOutcome.cancelled, withdrawn, cut, ended)
 
 
 async def pause(k: HoldsHost, given_id: str) -> HoldResult:
@@ -170,7 +171,7 @@ async def pause(k: HoldsHost, given_id: str) -> HoldResult:
     )
     if outcome is not PauseOutcome.already:
         k.audit.log("task_pause", task_id=task_id, outcome=outcome.value, state=state.value)
-    return HoldResult(task_id, state, outcome.value)
+    return HoldResult(task_id, state, outcome)
 
 
 async def resume(k: HoldsHost, given_id: str) -> HoldResult:
@@ -182,13 +183,13 @@ async def resume(k: HoldsHost, given_id: str) -> HoldResult:
     k.audit.log("task_resume", task_id=task_id, outcome=outcome.value, state=state.value)
     if outcome is ResumeOutcome.resumed:
         k.driver.advance(task_id)
-    return HoldResult(task_id, state, outcome.value)
+    return HoldResult(task_id, state, outcome)
 
 
 def describe(r: HoldResult) -> str:
     """A HoldResult in the owner's words: the CLI's and the chat channels'."""
-    tid, state, outcome = r.task_id, r.state.value, str(r.outcome)
-    if outcome == "cancelled":
+    tid, state, outcome = r.task_id, r.state.value, r.outcome
+    if outcome is CancelOutcome.cancelled:
         lines = [f"task {tid} Cancelled"]
         if r.withdrawn:
             lines.append(f"  withdrawn: question {', '.join(q[:8] for q in r.withdrawn)}")
@@ -199,21 +200,22 @@ def describe(r: HoldResult) -> str:
         if r.processes_ended:
             lines.append(f"  processes ended: {r.processes_ended}")
         return "\n".join(lines)
-    return {
-        "already_cancelled": f"task {tid} was already Cancelled; nothing changed",
-        "paused": f"task {tid} Paused; `pfar resume {tid[:8]}` continues it",
-        "requested": (
+    words: dict[HoldOutcome, str] = {
+        CancelOutcome.already_cancelled: f"task {tid} was already Cancelled; nothing changed",
+        PauseOutcome.paused: f"task {tid} Paused; `pfar resume {tid[:8]}` continues it",
+        PauseOutcome.requested: (
             f"task {tid} ({state}) will pause when its current step ends; "
             f"`pfar tasks --state Paused` lists it then"
         ),
-        "already": (
+        PauseOutcome.already: (
             f"task {tid} is already Paused; nothing changed"
             if state == TaskState.Paused.value
             else f"task {tid} ({state}) already has a pause requested; nothing changed"
         ),
-        "resumed": f"task {tid} resumes ({state})",
-        "withdrawn": (
+        ResumeOutcome.resumed: f"task {tid} resumes ({state})",
+        ResumeOutcome.withdrawn: (
             f"task {tid} ({state}) had not reached its pause yet: the pause request is "
             "withdrawn and it goes on running"
         ),
-    }.get(outcome, f"task {tid}: {outcome} ({state})")
+    }
+    return words[outcome]

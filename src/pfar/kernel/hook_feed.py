@@ -18,11 +18,16 @@ import logging
 
 from ..hook_points import LIFECYCLE, HookPoint
 from ..hooks import Hooks
+from ..journal.bus_sql import BusEventKind
 from ..journal.store import Store
 
 log = logging.getLogger("pfar.hooks")
 
 SUBSCRIBER = "hooks"
+# the hook point each lifecycle event fires (a point and its event share their name)
+_POINTS: dict[BusEventKind, HookPoint] = {
+    k: HookPoint(k.value) for k in BusEventKind if k.value in {p.value for p in LIFECYCLE}
+}
 POLL_SECONDS = 0.2
 PAGE = 100
 
@@ -42,8 +47,9 @@ async def run(journal: Store, hooks: Hooks, wake: asyncio.Event) -> None:
         if points and after is not None:
             events = await journal.events.bus(after, PAGE)
             for event in events:
-                if event.kind in points:
-                    await hooks.observe(HookPoint(event.kind), event.to_json())
+                point = _POINTS.get(event.kind)
+                if point in points:
+                    await hooks.observe(point, event.to_json())
                 after = event.seq
             if events:
                 await journal.events.bus_ack(SUBSCRIBER, after)

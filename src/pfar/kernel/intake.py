@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ..errors import BadRequest, ConfigError, EventIdReused, PfarError, ShuttingDown
 from ..journal import InboundEvent, OwnerMessage, TaskKind, TaskRecord, TaskState
+from ..journal.message_keys import MessageKind, RedactedInputKey
 from ..journal.payloads import Extracting
 from ..journal.store import Store
 from ..policy.redact import Redactor
@@ -190,8 +191,8 @@ class Intake:
         await self._k.journal.events.enqueue(
             [
                 OwnerMessage(
-                    f"redacted-input:{task.task_id}",
-                    "notice",
+                    RedactedInputKey(task.task_id),
+                    MessageKind.notice,
                     f"Task {self._k.title(task)} ({task.task_id[:8]}): its text held {named}; "
                     "pfar stored and ran it with [REDACTED:…] in its place, so the task "
                     "never sees the value. To let a task use a secret, name it in the "

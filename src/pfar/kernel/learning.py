@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from ..errors import PfarError
 from ..hooks import HookPoint, Hooks
 from ..journal import TaskState
+from ..journal.bus_sql import BusEventKind
 from ..journal.hooks_sql import LEARNINGS_DECIDED, LEARNINGS_KEPT, decided_learnings
 from ..journal.records import TaskKind, now_rfc3339
 from ..journal.rows import DecidedLearning
@@ -159,7 +160,7 @@ class Learner:
             if not events:
                 break
             for event in events:
-                if event.kind == "TaskCompleted" and event.task_id is not None:
+                if event.kind is BusEventKind.TaskCompleted and event.task_id is not None:
                     await self.learn(event.task_id)
             after = events[-1].seq
         await self.journal.events.bus_ack(SUBSCRIBER, upto, point=None)

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from ..errors import VaultError
 from ..journal import OwnerMessage
+from ..journal.message_keys import MessageKey
 from ..journal.store import Store
 from ..vault.writable import unwritable_file
 
@@ -64,11 +65,11 @@ class OwnerLogSink:
         and its fsync run on a thread, so the kernel's tasks go on meanwhile; one append
         at a time, so a message is never logged twice."""
         async with self._appending:
-            fresh = [m for m in messages if m.message_key not in self._known]
+            fresh = [m for m in messages if m.message_key.text not in self._known]
             if fresh:
                 await asyncio.to_thread(self._append, _lines(fresh))
                 for m in fresh:
-                    self._remember(m.message_key)
+                    self._remember(m.message_key.text)
 
     def _append(self, lines: str) -> None:
         """Raises VaultIOError naming the file when the disk refuses (full, read-only, an
@@ -96,8 +97,8 @@ def _lines(messages: list[OwnerMessage]) -> str:
         json.dumps(
             {
                 "at": at,
-                "key": m.message_key,
-                "kind": m.kind,
+                "key": m.message_key.text,
+                "kind": m.kind.value,
                 "task_id": m.task_id,
                 "body": m.body,
             }
@@ -122,7 +123,7 @@ class OwnerChannel:
         self._log = owner_log
         self._sinks: list[Sink] = []
         self._wake = asyncio.Event()
-        self._handed: set[str] = set()
+        self._handed: set[MessageKey] = set()
         # one delivery at a time: two at once (the channel's own, a shutdown's) would both
         # read the same pending messages and hand each to the sinks twice
         self._delivering = asyncio.Lock()
@@ -155,7 +156,7 @@ class OwnerChannel:
         ]
         if not messages:
             return 0
-        fresh = [m for m in messages if not self._log.has(m.message_key)]
+        fresh = [m for m in messages if not self._log.has(m.message_key.text)]
         await self._log.deliver_many(fresh)
         for msg in fresh:
             for sink in self._sinks:

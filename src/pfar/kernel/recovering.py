@@ -19,6 +19,7 @@ from ..config import Config
 from ..errors import ConfigError
 from ..journal import TaskRecord
 from ..journal.locks_sql import LockOwner
+from ..journal.message_keys import ReportKey
 from ..llm.proxy import InferenceProxy
 from ..recovery import RecoveryReport, plan_recovery, recover_tasks
 from ..runners.schedules import Due
@@ -140,7 +141,7 @@ async def recover(
         plan,
         k.title,
         count_attempts=crashed,
-        report_key=f"report:{k.boot_id}",
+        report_key=ReportKey(k.boot_id),
         question_timeout=config.approvals.approval_timeout_seconds,
         orphan_processes=orphans,
         orphan_sandboxes=orphan_sandboxes,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import VaultWentBack
+from ..journal.bus_sql import BusEventKind
 from ..journal.records import now_rfc3339
 from ..journal.sqlite import marks
 from ..vault import acknowledged, integrity, restored
@@ -31,7 +32,7 @@ from .lost_work import JournalMark, missing_tasks
 
 log = logging.getLogger("pfar.kernel")
 
-ACCEPTED = "VaultLossAccepted"  # the bus event `pfar vault accept-loss` journals
+ACCEPTED = BusEventKind.VaultLossAccepted  # the bus event `pfar vault accept-loss` journals
 NAMED_IN_ERROR = 10  # lost task ids a refusal names in full
 NAMED_IN_REPORT = 5  # and the owner's report, by their first 8 characters
 

@@ -10,6 +10,7 @@ from ..journal import (
     StepStatus,
     TaskRecord,
 )
+from ..journal.message_keys import CancelledKey, MessageKind
 from ..journal.store import Store
 
 
@@ -39,4 +40,4 @@ async def cancel_message(journal: Store, task: TaskRecord, title: str) -> OwnerM
                 f"Step {s.step + 1}{of} ({s.tool}) was cut off while it ran: "
                 "it may have had (some of) its effects."
             )
-    return OwnerMessage(f"cancelled:{tid}", "notice", " ".join(parts), tid)
+    return OwnerMessage(CancelledKey(tid), MessageKind.notice, " ".join(parts), tid)

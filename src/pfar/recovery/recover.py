@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from ..journal import ApprovalRecord, OwnerMessage, TaskKind, TaskRecord, UnreadableTask
+from ..journal.message_key_parse import read_message_key
+from ..journal.message_keys import CredentialKey, MessageKey, MessageKind, ReportKey
 from ..journal.payloads import AwaitingApproval
 from ..journal.store import Store
 from ..runners.asking import approval_message, credential_message
@@ -110,7 +112,7 @@ async def recover_tasks(
     title_of: Callable[[TaskRecord], str],
     *,
     count_attempts: bool,
-    report_key: str,
+    report_key: ReportKey,
     question_timeout: float,
     orphan_processes: int = 0,
     sessions_recovered: Sequence[str] = (),
@@ -190,7 +192,7 @@ async def recover_tasks(
                     attempt = sum(
                         1
                         for m in await journal.events.for_task(d.task_id)
-                        if m["message_key"].startswith(f"credential:{p.prompt_id}:")
+                        if _asks(read_message_key(m["message_key"]), p.prompt_id)
                     )
                     prompts.append(credential_message(p, attempt))
             report.reprompted.append(d.task_id)
@@ -213,8 +215,13 @@ async def recover_tasks(
         abandon=abandon,
         park=park,
         attempted=to_resume if count_attempts else [],
-        messages=[OwnerMessage(report_key, "report", report.render()), *prompts],
+        messages=[OwnerMessage(report_key, MessageKind.report, report.render()), *prompts],
         pause=pause,
         cancel=cancel,
     )
     return report, to_resume
+
+
+def _asks(key: MessageKey, prompt_id: str) -> bool:
+    """`key` is one of the prompts for the credential `prompt_id`."""
+    return isinstance(key, CredentialKey) and key.prompt_id == prompt_id

@@ -27,6 +27,7 @@ from ..journal import (
     TaskState,
     TaskUpdate,
 )
+from ..journal.message_keys import ApprovalKey, CredentialKey, MessageKind
 from ..journal.payloads import EMPTY, AwaitingApproval, Executing, Failed, Grant, Payload
 from ..journal.records import args_digest, now_rfc3339, rfc3339
 from ..tools.admin import PromptCredential
@@ -159,8 +160,8 @@ def approval_message(a: ApprovalRecord, attempt: int) -> OwnerMessage:
     lines.append("  answer: " + " | ".join(answers))
     lines.append(f"  expires: {a.expires_at}")
     return OwnerMessage(
-        message_key=f"approval:{a.approval_id}:{attempt}",
-        kind="approval",
+        message_key=ApprovalKey(a.approval_id, attempt),
+        kind=MessageKind.approval,
         task_id=a.task_id,
         body="\n".join(lines),
     )
@@ -223,8 +224,8 @@ def credential_message(p: CredentialPromptRecord, attempt: int) -> OwnerMessage:
         f"  expires: {p.expires_at}"
     )
     return OwnerMessage(
-        message_key=f"credential:{p.prompt_id}:{attempt}",
-        kind="credential",
+        message_key=CredentialKey(p.prompt_id, attempt),
+        kind=MessageKind.credential,
         task_id=p.task_id,
         body=body,
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..hooks import PROCEED, HookPoint, Verdict
 from ..journal import OwnerMessage
+from ..journal.message_keys import HookKey, MessageKind
 from .services import Services
 
 
@@ -33,8 +34,8 @@ async def decide(
     if verdict.failed_closed:
         messages.append(
             OwnerMessage(
-                message_key=f"hook:{task_id}:{full}",
-                kind="notice",
+                message_key=HookKey(task_id, full),
+                kind=MessageKind.notice,
                 task_id=task_id,
                 body=f"Task {title} ({task_id[:8]}): {verdict.blocked}. Fix or remove the "
                 "hook (docs/hooks.md).",

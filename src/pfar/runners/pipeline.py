@@ -21,6 +21,7 @@ from ..journal import (
     TaskState,
     TaskUpdate,
 )
+from ..journal.message_keys import FailedKey, MessageKind, ResultKey
 from ..journal.payloads import (
     Completed,
     Executing,
@@ -222,8 +223,8 @@ async def _synthesize(task: TaskRecord, svc: Services) -> TaskState:
         if sink == "owner":
             messages.append(
                 OwnerMessage(
-                    message_key=f"result:{task.task_id}",
-                    kind="result",
+                    message_key=ResultKey(task.task_id),
+                    kind=MessageKind.result,
                     task_id=task.task_id,
                     body=f"Task {title} ({task.task_id[:8]}) finished:\n{text}",
                 )
@@ -366,8 +367,8 @@ async def _fail(task: TaskRecord, svc: Services, error: str) -> None:
 
 def _failure_message(task: TaskRecord, svc: Services, error: str) -> OwnerMessage:
     return OwnerMessage(
-        message_key=f"failed:{task.task_id}",
-        kind="notice",
+        message_key=FailedKey(task.task_id),
+        kind=MessageKind.notice,
         task_id=task.task_id,
         body=f"Task {_title(task, svc)} ({task.task_id[:8]}) failed: {error}",
     )

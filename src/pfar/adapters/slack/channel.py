@@ -17,6 +17,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ...config import SlackConfig
+from ...journal.message_keys import MessageKind
 from ..channel import (
     AuthFailed,
     ChannelDown,
@@ -196,7 +197,7 @@ class SlackChannel:
         key, task, kind = replied if replied else (None, None, None)
         answer = await link.handle(text, Origin("slack", event_id, key, task))
         await link.save_position(self._position(ts), [event_id])
-        if kind == "credential":
+        if kind is MessageKind.credential:
             # the owner's message holds the secret: take it out of the chat where Slack
             # lets an app (a bot token may not delete another user's message)
             try:

@@ -31,6 +31,7 @@ from telegram.error import (
 from telegram.helpers import escape_markdown
 
 from ...config import TelegramConfig
+from ...journal.message_keys import MessageKind
 from ..channel import (
     AuthFailed,
     ChannelDown,
@@ -196,7 +197,7 @@ class TelegramChannel:
         origin = Origin("telegram", event_id, key, task)
         answer = await link.handle(message.text, origin)
         quote = True
-        if kind == "credential":
+        if kind is MessageKind.credential:
             # the owner's message holds the secret: take it out of the chat (and answer
             # without quoting it: Telegram refuses a reply to a deleted message)
             try:

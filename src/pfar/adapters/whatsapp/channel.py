@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ...config import WhatsAppConfig
+from ...journal.message_keys import MessageKind
 from ..channel import (
     AuthFailed,
     ChannelDown,
@@ -262,7 +263,7 @@ class WhatsAppChannel:
         replied = await link.replied_to(context) if isinstance(context, str) else None
         key, task, kind = replied if replied else (None, None, None)
         answer = await link.handle(text, Origin("whatsapp", event_id, key, task))
-        if kind == "credential":
+        if kind is MessageKind.credential:
             answer += (
                 "\n(WhatsApp lets no one delete your message through its API: delete it "
                 "from the chat yourself)"

@@ -23,6 +23,7 @@ from ...vault.driver import sqlite
 from ...vault.keys import VaultKey
 from ...vault.sqlite import connect
 from .. import bus_sql
+from ..bus_sql import BusEventKind
 from ..json_text import JsonValue
 from ..records import loads
 from ..tx import Tx
@@ -67,12 +68,14 @@ def journal_mark(path: Path, key: VaultKey | None) -> JournalMark | None:
         return JournalMark(0 if mark is None else int(mark[0]), _time(row[0] if row else None))
 
 
-def events_after(path: Path, key: VaultKey | None, position: int, kind: str) -> list[MarkedEvent]:
+def events_after(
+    path: Path, key: VaultKey | None, position: int, kind: BusEventKind
+) -> list[MarkedEvent]:
     """The bus events of `kind` numbered past `position`, in order."""
     with integrity.reading(path, key) as conn:
         rows = conn.execute(
             "SELECT seq, body_json, at FROM bus_events WHERE seq > ? AND kind = ? ORDER BY seq",
-            (position, kind),
+            (position, kind.value),
         ).fetchall()
     return [MarkedEvent(int(seq), loads(body_json), str(at)) for seq, body_json, at in rows]
 
@@ -98,7 +101,7 @@ def append_past(
     key: VaultKey | None,
     *,
     past: int,
-    kind: str,
+    kind: BusEventKind,
     body: Mapping[str, object],
     at: str,
 ) -> int:

@@ -4,12 +4,13 @@ every surface shows this one."""
 from __future__ import annotations
 
 from ...journal import Semantics, TaskKind
+from ...journal.bus_sql import BusEventKind
 from ...journal.store import Store
 from ...journal.turns import AssistantTurn, DiscardTurn, ResultsTurn, SummaryTurn, Turn, UserTurn
 from .answer import task_answer, task_input
 from .records import StepView, TaskSummary, TaskTimeline, TimelineEntry
 
-_HELD = frozenset({"TaskPaused", "TaskResumed"})
+_HELD = frozenset({BusEventKind.TaskPaused, BusEventKind.TaskResumed})
 
 
 async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
@@ -44,7 +45,7 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
             events.append((p.received_at, f"credential [{p.prompt_id[:8]}] {p.status.value}{by}"))
     # the owner's pauses and resumes: the journal keeps them only as the bus's events
     for e in await journal.events.bus_for_task(task_id, _HELD):
-        if e.kind == "TaskPaused":
+        if e.kind is BusEventKind.TaskPaused:
             events.append((e.at, f"paused (from {e.body.get('from', '?')})"))
         elif e.body.get("from") == "Paused":
             events.append((e.at, f"resumed ({e.body.get('state', '?')})"))

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from ...addresses import normal_host
 from ...journal import OwnerMessage, Semantics, TaskRecord
+from ...journal.message_keys import AnomalyKey, MessageKind
 from ...journal.records import rfc3339
 from ...journal.turns import LoopCall, LoopSettings
 from ..services import Services
@@ -122,8 +123,8 @@ def _warning(
         "task %s: tool call %d (%s) is unusual: %s", task.task_id, call.step + 1, call.name, what
     )
     return OwnerMessage(
-        message_key=f"anomaly:{task.task_id}:{call.step}" + (f":{key}" if key else ""),
-        kind="notice",
+        message_key=AnomalyKey(task.task_id, call.step, key),
+        kind=MessageKind.notice,
         task_id=task.task_id,
         body=(
             f"Task {title} ({task.task_id[:8]}), tool call {call.step + 1} ({call.name}), "

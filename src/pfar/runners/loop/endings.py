@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...journal import OwnerMessage, TaskRecord, TaskUpdate
+from ...journal.message_keys import FailedKey, MessageKind, ResultKey
 from ...journal.payloads import Completed
 from ...journal.turns import LoopSettings, StoredTurn
 from ..services import Services
@@ -43,8 +44,8 @@ async def conclude(
         if settings.parent_task_id
         else [
             OwnerMessage(
-                message_key=f"result:{task.task_id}",
-                kind="result",
+                message_key=ResultKey(task.task_id),
+                kind=MessageKind.result,
                 task_id=task.task_id,
                 body=f"Task {title} ({task.task_id[:8]}) finished:\n{summary}"
                 + (f"\n\n{merge}" if merge else ""),
@@ -68,8 +69,8 @@ async def fail(task: TaskRecord, settings: LoopSettings, svc: Services, error: s
         error,
         [
             OwnerMessage(
-                message_key=f"failed:{task.task_id}",
-                kind="notice",
+                message_key=FailedKey(task.task_id),
+                kind=MessageKind.notice,
                 task_id=task.task_id,
                 body=f"Task {title} ({task.task_id[:8]}) failed: {error}"
                 + (f"\n{kept}" if kept else ""),

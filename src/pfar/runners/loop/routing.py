@@ -4,6 +4,7 @@ or note when nothing in it can run, the summary (a task run `once`), or the owne
 from __future__ import annotations
 
 from ...journal import OwnerMessage, TaskRecord
+from ...journal.message_keys import LoopReplyKey, MessageKind
 from ...journal.payloads import Executing, Synthesizing, WaitingForUser
 from ...journal.turns import AssistantTurn, LoopSettings, Turn, UserTurn
 from ...llm.messages import StopReason
@@ -40,8 +41,8 @@ def unusable_note(turn: AssistantTurn) -> str:
 def _reply_message(task: TaskRecord, settings: LoopSettings, text: str, seq: int) -> OwnerMessage:
     title = settings.title or task.task_id[:8]
     return OwnerMessage(
-        message_key=f"loop-reply:{task.task_id}:{seq}",
-        kind="notice",
+        message_key=LoopReplyKey(task.task_id, seq),
+        kind=MessageKind.notice,
         task_id=task.task_id,
         body=(
             f"Task {title} ({task.task_id[:8]}) waits for you:\n{text or '(no text)'}\n"

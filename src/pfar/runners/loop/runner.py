@@ -32,6 +32,7 @@ import asyncio
 
 from ...errors import PfarError, VaultError
 from ...journal import OwnerMessage, TaskState
+from ...journal.message_keys import MessageKind, WorktreeKey
 from ...journal.turns import AssistantTurn, LoopSettings, StoredTurn
 from ..services import Services
 from . import context, endings, subtasks, worktrees
@@ -94,8 +95,8 @@ async def _workspace(task_id: str, settings: LoopSettings, svc: Services) -> Loo
         title = settings.title or task_id[:8]
         messages.append(
             OwnerMessage(
-                message_key=f"worktree:{task_id}",
-                kind="notice",
+                message_key=WorktreeKey(task_id),
+                kind=MessageKind.notice,
                 task_id=task_id,
                 body=f"Task {title} ({task_id[:8]}) {made.notice}",
             )

@@ -19,6 +19,7 @@ import os
 
 from ...errors import PfarError, VaultError
 from ...journal import OwnerMessage, TaskRecord, TaskState, TaskUpdate
+from ...journal.message_keys import FailedKey, MessageKind, ResultKey, WorkflowNoticeKey
 from ...journal.payloads import Completed, Synthesizing
 from ...journal.records import now_rfc3339
 from ..services import Services
@@ -133,8 +134,8 @@ async def _tell(task: TaskRecord, svc: Services, kind: str, rd: RecoveryDecision
     await svc.journal.events.enqueue(
         [
             OwnerMessage(
-                f"workflow-{kind}:{task.task_id}:{now_rfc3339()}",
-                "notice",
+                WorkflowNoticeKey(kind, task.task_id, now_rfc3339()),
+                MessageKind.notice,
                 f"{rd.message}{missing}",
                 task.task_id,
             )
@@ -147,9 +148,10 @@ async def _end(task: TaskRecord, svc: Services, state: TaskState, text: str) -> 
     current = await svc.journal.tasks.get(task.task_id)
     if current.state.terminal or current.state.held:  # the owner's now (see pipeline._fail)
         return
+    done = state is TaskState.Completed
     message = OwnerMessage(
-        f"{'result' if state is TaskState.Completed else 'failed'}:{task.task_id}",
-        "result" if state is TaskState.Completed else "notice",
+        ResultKey(task.task_id) if done else FailedKey(task.task_id),
+        MessageKind.result if done else MessageKind.notice,
         text,
         task.task_id,
     )
