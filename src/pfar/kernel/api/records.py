@@ -18,6 +18,7 @@ from ...journal import (
     TaskRecord,
     TaskState,
 )
+from ...journal.bus_sql import BusEvent
 from ...journal.records import UnreadableTask
 
 JSON = dict[str, Any]
@@ -303,3 +304,30 @@ class EventOffset:
 
     def to_json(self) -> JSON:
         return {"subscriber": self.subscriber, "seq": self.seq}
+
+
+@dataclass(frozen=True, slots=True)
+class BusEventView:
+    """One event of the bus as a live view is given it (`Operator.subscribe`): its
+    number in commit order, its kind (TaskCreated, TaskCompleted, ...), the task it is
+    about (None for an event of no task), what it says, and when it was committed."""
+
+    seq: int
+    kind: str
+    task_id: str | None
+    body: JSON
+    at: str
+
+    @classmethod
+    def of(cls, event: BusEvent) -> BusEventView:
+        return cls(event.seq, event.kind, event.task_id, dict(event.body), event.at)
+
+    def to_json(self) -> JSON:
+        # the same keys `pfar events --json` prints
+        return {
+            "seq": self.seq,
+            "kind": self.kind,
+            "task_id": self.task_id,
+            **self.body,
+            "at": self.at,
+        }
