@@ -7,15 +7,13 @@ from __future__ import annotations
 import contextlib
 
 from ..journal import OwnerMessage
-from ..journal.store import AdapterStore
 from ..kernel.api import Operator
+from ..kernel.api.channel_host import ChannelHost
 from . import whole_action
 from .channel import REPLY_KIND, Button, Outbound, quoted
 
 
-async def as_outbound(
-    adapters: AdapterStore, operator: Operator, channel: str, message: OwnerMessage
-) -> Outbound:
+async def as_outbound(host: ChannelHost, operator: Operator, message: OwnerMessage) -> Outbound:
     """The message as a channel shows it: a question with its answers as buttons, and
     the earlier prompts of the same question whose buttons it replaces."""
     kind, key = message.kind, message.message_key
@@ -25,7 +23,7 @@ async def as_outbound(
     if kind in ("approval", "credential") and key.count(":") >= 2:
         question_id = key.split(":")[1]
         prefix = f"{kind}:{question_id}:"
-        earlier = await adapters.sent_ids(channel, prefix)
+        earlier = await host.sent_ids(prefix)
         replaces = tuple(remote for k, remote in earlier if k != key)
     text = message.body
     if kind == "approval" and question_id is not None:

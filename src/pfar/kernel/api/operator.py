@@ -31,6 +31,7 @@ from ..holds import HoldResult
 from ..reload import Reloaded
 from .attach import Shown, stream
 from .attach_timeline import timeline_stream
+from .channel_host import ChannelHosting
 from .offline import check_subscriber
 from .reader import HomeReader
 from .records import (
@@ -314,6 +315,13 @@ class Operator(HomeReader):
                 )
             )
         return out
+
+    @property
+    def hosting(self) -> ChannelHosting:
+        """What the host of the chat channels (adapters/supervisor.py) may do beside the
+        verbs: each channel's outbox, position and state, and the kernel's hooks for
+        them (api/channel_host.py)."""
+        return ChannelHosting(self._kernel)
 
     # -- traced workflows ------------------------------------------------------------
 
