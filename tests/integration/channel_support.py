@@ -12,6 +12,7 @@ from pfar.adapters import run as channels_run
 from pfar.adapters.channel import Channel
 from pfar.config import Config
 from pfar.kernel import Kernel
+from pfar.kernel.api import Operator
 from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, reply
 from pfar.vault.home import Home
 
@@ -44,7 +45,7 @@ async def kernel_with_channels(
     if early is not None:
         early(chats)
     await kernel.start()
-    task = channels_run.start(kernel, config, chats)
+    task = channels_run.start(Operator(kernel), config, chats)
     try:
         for _ in range(500):
             states = [kernel.channel_states[c.name].state for c in chats]

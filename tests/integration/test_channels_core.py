@@ -95,7 +95,7 @@ async def _with(home: Home, chat: Chat, body: Callable[[Kernel, Operator], Await
     config = Config.load(home.config)
     kernel = Kernel(home, config, model=ScriptedChatModel(_model), channels=["chat"])
     await kernel.start()
-    task = channels_run.start(kernel, config, [chat])  # type: ignore[list-item]
+    task = channels_run.start(Operator(kernel), config, [chat])  # type: ignore[list-item]
     try:
         return await body(kernel, Operator(kernel))
     finally:
@@ -174,7 +174,7 @@ def test_a_delivery_cut_off_by_a_crash_is_in_doubt_and_never_sent_again(
         config = Config.load(home.config)
         kernel = Kernel(home, config, model=ScriptedChatModel(_model), channels=["chat"])
         await kernel.start()
-        task = channels_run.start(kernel, config, [chat])  # type: ignore[list-item]
+        task = channels_run.start(Operator(kernel), config, [chat])  # type: ignore[list-item]
         await _until(lambda: kernel.channel_states["chat"].state == "connected", "the connection")
         await asyncio.sleep(0.2)  # `sending` is committed, the send hangs
         task.cancel()
@@ -269,7 +269,7 @@ def test_a_button_pressed_twice_has_one_effect_and_says_so(tmp_path: Path) -> No
         config = Config.load(home.config)
         kernel = Kernel(home, config, model=model, channels=["chat"])
         await kernel.start()
-        task = channels_run.start(kernel, config, [chat])  # type: ignore[list-item]
+        task = channels_run.start(Operator(kernel), config, [chat])  # type: ignore[list-item]
         try:
             await body(kernel, Operator(kernel))
         finally:

@@ -42,7 +42,7 @@ async def _kernel(home: Home) -> AsyncIterator[Kernel]:
     chats = channels_run.build(config, lambda n: kernel.secrets.get(n), str(home.config))  # noqa: PLW0108
     await channels_run.listen_early(chats)
     await kernel.start()
-    task = channels_run.start(kernel, config, chats)
+    task = channels_run.start(Operator(kernel), config, chats)
     try:
         yield kernel
     finally:

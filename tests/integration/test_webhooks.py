@@ -93,7 +93,7 @@ async def _with(home: Home, body: Callable[[Kernel, str], Awaitable[Any]]) -> An
     kernel = Kernel(home, config)
     await kernel.start()
     chats = channels_run.build(config, kernel.secrets.get, str(home.config))
-    task = channels_run.start(kernel, config, chats)
+    task = channels_run.start(Operator(kernel), config, chats)
     try:
         for _ in range(500):
             state = await kernel.journal.adapters.get("webhooks")
@@ -194,7 +194,7 @@ def test_the_listener_answers_503_before_recovery_and_the_retry_is_taken_after(
             )
             assert early.status_code == 503 and early.headers["retry-after"] == "5"
             await kernel.start()
-            task = channels_run.start(kernel, config, chats)
+            task = channels_run.start(Operator(kernel), config, chats)
             try:
                 for _ in range(500):
                     if kernel.channel_states["webhooks"].state == "connected":

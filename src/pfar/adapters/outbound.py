@@ -8,15 +8,13 @@ import contextlib
 
 from ..journal import OwnerMessage
 from ..journal.message_keys import ApprovalKey, CredentialKey, ReplyKey
-from ..journal.store import AdapterStore
 from ..kernel.api import Operator
+from ..kernel.api.channel_host import ChannelHost
 from . import whole_action
 from .channel import Button, Outbound
 
 
-async def as_outbound(
-    adapters: AdapterStore, operator: Operator, channel: str, message: OwnerMessage
-) -> Outbound:
+async def as_outbound(host: ChannelHost, operator: Operator, message: OwnerMessage) -> Outbound:
     """The message as a channel shows it: a question with its answers as buttons, and
     the earlier prompts of the same question whose buttons it replaces."""
     key = message.message_key
@@ -25,7 +23,7 @@ async def as_outbound(
     replaces: tuple[str, ...] = ()
     if isinstance(key, ApprovalKey | CredentialKey):
         question_id = key.question_id
-        earlier = await adapters.sent_ids(channel, key.prefix)
+        earlier = await host.sent_ids(key.prefix)
         replaces = tuple(remote for k, remote in earlier if k != key)
     text = message.body
     if isinstance(key, ApprovalKey):

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from ..config import Config
 from ..errors import ConfigError
 from ..journal import OwnerMessage
-from ..kernel.kernel import Kernel
+from ..kernel.api import Operator
 from .channel import Channel
 from .supervisor import Backoff, Supervisor
 
@@ -71,13 +71,15 @@ class _Direct:
         await self._supervisor.send_now(self._channel, message)
 
 
-def start(kernel: Kernel, config: Config, channels: Sequence[Channel]) -> asyncio.Task[None]:
-    """Supervise `channels` for the kernel's life (the task is cancelled at shutdown)."""
+def start(operator: Operator, config: Config, channels: Sequence[Channel]) -> asyncio.Task[None]:
+    """Supervise `channels` for the life of `operator`'s kernel (the task is cancelled
+    at shutdown)."""
     supervisor = Supervisor(
-        kernel, channels, backoff=Backoff.of(config.recovery), settings=config.channels
+        operator, channels, backoff=Backoff.of(config.recovery), settings=config.channels
     )
-    kernel.add_sink(_Waker(supervisor))
-    kernel.last_words.extend(_Direct(supervisor, c) for c in channels if c.receives_messages)
-    kernel.before_close.append(supervisor.flush)  # at shutdown, after the wait
+    hosting = operator.hosting
+    hosting.wake_on_owner_messages(_Waker(supervisor))
+    hosting.last_words([_Direct(supervisor, c) for c in channels if c.receives_messages])
+    hosting.before_close(supervisor.flush)  # at shutdown, after the wait
     supervisor.wake()
     return asyncio.create_task(supervisor.run(), name="pfar-channels")

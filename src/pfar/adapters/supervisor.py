@@ -37,8 +37,7 @@ from ..journal.json_text import JsonObject
 from ..journal.message_keys import ChannelDegradedKey, MessageKey, MessageKind, ReplyKey
 from ..journal.records import now_rfc3339, parse_rfc3339, rfc3339
 from ..kernel.api import Operator
-from ..kernel.api.records import ChannelState
-from ..kernel.kernel import Kernel
+from ..kernel.api.channel_host import ChannelHost
 from ..policy.printable import printable
 from .channel import (
     AuthFailed,
@@ -79,15 +78,18 @@ class Backoff:
 class Supervisor:
     def __init__(
         self,
-        kernel: Kernel,
+        operator: Operator,
         channels: Sequence[Channel],
         *,
         backoff: Backoff,
         settings: ChannelsConfig,
     ) -> None:
-        self._kernel = kernel
-        self._operator = Operator(kernel)
+        self._operator = operator
         self._channels = list(channels)
+        # each channel's share of the kernel: its outbox, position and state
+        self._hosts: dict[str, ChannelHost] = {
+            c.name: operator.hosting.channel(c.name) for c in self._channels
+        }
         self._backoff = backoff
         self._settings = settings
         self._connected = {c.name: asyncio.Event() for c in self._channels}
@@ -99,7 +101,6 @@ class Supervisor:
         due (what is held back, or more than FLUSH_SECONDS of it, waits for the next
         start: it is in the journal)."""
         self.wake()
-        adapters = self._kernel.journal.adapters
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(FLUSH_SECONDS):
                 while True:
@@ -108,8 +109,9 @@ class Supervisor:
                         name = channel.name
                         if not channel.receives_messages or not self._connected[name].is_set():
                             continue
-                        counts = await adapters.delivery_counts(name)
-                        busy = busy or bool(counts.get("sending") or await adapters.due(name, 1))
+                        host = self._hosts[name]
+                        counts = await host.delivery_counts()
+                        busy = busy or bool(counts.get("sending") or await host.due(1))
                     if not busy:
                         return
                     await asyncio.sleep(0.05)
@@ -121,10 +123,6 @@ class Supervisor:
         if not self._connected[channel.name].is_set():
             raise ChannelDown(f"channel {channel.name} is not connected")
         await channel.send(Outbound(message.message_key, message.kind, message.body))
-
-    def _journal_stopped(self) -> bool:
-        """The journal cannot be written any more (fail-stop): the kernel is stopping."""
-        return self._kernel.journal.writer.failure is not None
 
     def wake(self) -> None:
         """New owner messages are queued: every sender looks."""
@@ -142,6 +140,7 @@ class Supervisor:
     # -- the connection -------------------------------------------------------------
 
     async def _keep(self, channel: Channel) -> None:
+        host = self._hosts[channel.name]
         failures = 0
         degraded = False
         try:
@@ -152,7 +151,7 @@ class Supervisor:
                     error = await self._until_ready(channel, running, ready)
                     if error is None:
                         failures, degraded = 0, False
-                        self._state(channel.name, "connected")
+                        host.set_state("connected")
                         self._connected[channel.name].set()
                         self._wake[channel.name].set()
                         await running  # until the connection is lost
@@ -165,30 +164,30 @@ class Supervisor:
                 except Exception as exc:
                     error = f"{type(exc).__name__}: {exc}"
                 finally:
-                    if not self._journal_stopped():
+                    if not host.journal_stopped:
                         self._connected[channel.name].clear()
                     if not running.done():
                         running.cancel()
                         # its own end is returned, never raised; our cancel still is
                         await asyncio.gather(running, return_exceptions=True)
-                if self._journal_stopped():
+                if host.journal_stopped:
                     # its connection ended on a journal write: no reconnecting and no
                     # "degraded" (that would be journaled too); the channel stays open, and
                     # connected, for the kernel's last word until it is cancelled
                     await asyncio.Event().wait()
                 failures += 1
-                error = self._kernel.redactor.text(error)
+                error = host.redact(error)
                 log.critical("channel %s failed (%d in a row): %s", channel.name, failures, error)
                 if not degraded and failures > self._backoff.tries:
                     degraded = True
                     await self._tell_degraded(channel.name, error, None)
                 state = "degraded" if degraded else "retrying"
-                self._state(channel.name, state, error, failures)
+                host.set_state(state, error, failures)
                 await asyncio.sleep(
                     self._backoff.most if degraded else self._backoff.delay(failures)
                 )
         finally:
-            self._state(channel.name, "stopped")
+            host.set_state("stopped")
             with contextlib.suppress(Exception):
                 await channel.close()
 
@@ -213,14 +212,14 @@ class Supervisor:
         return f"not connected within {self._settings.ready_timeout_seconds:g} s"
 
     def _link(self, channel: Channel, ready: asyncio.Event) -> Link:
-        adapters = self._kernel.journal.adapters
         name = channel.name
+        host = self._hosts[name]
 
         async def load() -> JsonObject | None:
-            return await adapters.get(name)
+            return await host.position()
 
         async def save(state: dict[str, object], event_ids: list[str]) -> None:
-            await adapters.ingested(name, dict(state), event_ids)
+            await host.save_position(dict(state), event_ids)
 
         # answers given on this channel are journaled as the owner's account there
         operator = self._operator.acting_as(Actor(name, self._settings.owner_account(name)))
@@ -231,19 +230,18 @@ class Supervisor:
         async def replied_to(
             remote_id: str,
         ) -> tuple[MessageKey, str | None, MessageKind] | None:
-            return await adapters.replied_to(name, remote_id)
+            return await host.replied_to(remote_id)
 
         async def reply(text: str, to: str | None, event_id: str) -> None:
             key = ReplyKey(name, event_id, to)  # one answer per update
             # sink "channel:NAME": for this chat alone (owner.log keeps it too)
             message = OwnerMessage(key, MessageKind.reply, text, None, f"channel:{name}")
-            if await adapters.queue_for(name, message):
-                self._kernel.owner.notify()
+            if await host.queue_reply(message):
                 self._wake[name].set()
 
         async def answer_lost(event_id: str, to: str | None) -> None:
-            task = await adapters.event_task(event_id)
-            if not task or await adapters.queued(ReplyKey(name, event_id).prefix):
+            task = await host.event_task(event_id)
+            if not task or await host.queued(ReplyKey(name, event_id).prefix):
                 return  # it created nothing, or its answer is queued
             text = (
                 f"your message was taken just before pfar restarted (task {task[:8]}); "
@@ -257,31 +255,26 @@ class Supervisor:
             ready=ready.set,
             load_position=load,
             save_position=save,
-            seen=adapters.seen,
-            secret=self._kernel.secrets.get,
+            seen=host.seen,
+            secret=host.secret,
             handle=answer,
             replied_to=replied_to,
             reply=reply,
             answer_lost=answer_lost,
-            audit=lambda event, **fields: self._kernel.audit.log(event, channel=name, **fields),
-        )
-
-    def _state(self, name: str, state: str, error: str | None = None, failures: int = 0) -> None:
-        self._kernel.channel_states[name] = ChannelState(
-            name, state, error, now_rfc3339(), failures
+            audit=host.audit,
         )
 
     async def _tell_degraded(self, name: str, error: str, how: str | None) -> None:
         """The owner hears it on every channel (one that works delivers it now; this one,
         when it is back)."""
+        host = self._hosts[name]
         streak = now_rfc3339()[:16]  # one message per channel per minute at most
-        error = self._kernel.redactor.text(error)  # a library may quote what it refused
+        error = host.redact(error)  # a library may quote what it refused
         body = f"Channel {name} is degraded: {printable(error)}." + (
             f" To renew it: {how}" if how else " pfar keeps trying to reconnect it."
         )
         message = OwnerMessage(ChannelDegradedKey(name, streak), MessageKind.notice, body)
-        await self._kernel.journal.events.enqueue([message])
-        self._kernel.owner.notify()
+        await host.tell_owner(message)
         self.wake()
 
     # -- the sender -----------------------------------------------------------------
@@ -290,31 +283,31 @@ class Supervisor:
         try:
             await self._send_due(channel)
         except VaultIOError:
-            if not self._journal_stopped():
+            if not self._hosts[channel.name].journal_stopped:
                 raise
             # fail-stop: nothing more is sent from the outbox, and the channel stays open
             # for the kernel's last word (an error here would close every channel)
 
     async def _send_due(self, channel: Channel) -> None:
         name = channel.name
-        adapters = self._kernel.journal.adapters
+        host = self._hosts[name]
         while True:
             await self._connected[name].wait()
-            for delivery in await adapters.due(name):
+            for delivery in await host.due():
                 if not self._connected[name].is_set():
                     break
                 if not await self._deliver(channel, delivery):
                     break  # held back: what follows waits behind it (order is kept)
             else:
                 self._wake[name].clear()
-                if not await adapters.due(name, limit=1):
+                if not await host.due(limit=1):
                     await self._sleep_until_due(name)
                 continue
             await asyncio.sleep(0)  # disconnected midway: wait for the connection
 
     async def _sleep_until_due(self, name: str) -> None:
         timeout = IDLE_LOOK
-        held = await self._kernel.journal.adapters.next_due_at(name)
+        held = await self._hosts[name].next_due_at()
         if held is not None:
             wait = (parse_rfc3339(held) - datetime.now(UTC)).total_seconds()
             timeout = max(0.0, min(timeout, wait))
@@ -326,24 +319,22 @@ class Supervisor:
 
     async def _deliver(self, channel: Channel, delivery: Delivery) -> bool:
         """Send one delivery; False when it is held back (sent again later)."""
-        adapters = self._kernel.journal.adapters
         name, key = channel.name, delivery.message.message_key
-        outbound = await as_outbound(
-            self._kernel.journal.adapters, self._operator, name, delivery.message
-        )
-        await adapters.sending(name, key)
+        host = self._hosts[name]
+        outbound = await as_outbound(host, self._operator, delivery.message)
+        await host.sending(key)
         try:
             remote_id = await channel.send(outbound)
         except RateLimited as exc:
             # the service says when: nothing goes to the chat before (the rest waits)
             later = rfc3339(datetime.now(UTC) + timedelta(seconds=exc.retry_after))
-            await adapters.later(name, key, str(exc), later)
+            await host.later(key, str(exc), later)
             log.warning("channel %s: rate limited for %g s", name, exc.retry_after)
             return False
         except AuthFailed as exc:
             # not sent: a refused token ends the channel's run too, which degrades it and
             # tells the owner how to renew it; the message waits for the connection
-            await adapters.later(name, key, str(exc), now_rfc3339())
+            await host.later(key, str(exc), now_rfc3339())
             self._connected[name].clear()
             return False
         except ChannelDown as exc:
@@ -352,22 +343,22 @@ class Supervisor:
             # sender waiting for a reconnect that never comes would be silent for good
             wait = self._backoff.delay(delivery.attempts + 1)
             later = rfc3339(datetime.now(UTC) + timedelta(seconds=wait))
-            error = self._kernel.redactor.text(str(exc))
-            await adapters.later(name, key, error, later)
+            error = host.redact(str(exc))
+            await host.later(key, error, later)
             log.warning(
                 "channel %s: message %s not sent, again in %g s: %s", name, key, wait, error
             )
             return False
         except Undeliverable as exc:
-            await adapters.failed(name, key, str(exc))
+            await host.failed(key, str(exc))
             log.error("channel %s: message %s cannot be delivered: %s", name, key, exc)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # InDoubt, and anything a library raised unforeseen
             # it may have arrived: never sent again blind; the owner is told once, here
-            error = self._kernel.redactor.text(f"{type(exc).__name__}: {exc}")
-            await adapters.in_doubt(name, key, error)
+            error = host.redact(f"{type(exc).__name__}: {exc}")
+            await host.in_doubt(key, error)
             log.error("channel %s: message %s may not have arrived: %s", name, key, error)
         else:
-            await adapters.sent(name, key, remote_id)
+            await host.sent(key, remote_id)
         return True

@@ -70,7 +70,7 @@ def run(ctx: click.Context, no_stdin: bool, ready_file: str | None) -> None:
                 at_terminal = Operator(kernel, Actor("stdin", f"uid {os.getuid()}"))
                 tasks.append(asyncio.create_task(read_commands(at_terminal, commands)))
             if chats:
-                tasks.append(channels_run.start(kernel, config, chats))
+                tasks.append(channels_run.start(Operator(kernel), config, chats))
             return tasks
 
         return await serve(

@@ -57,6 +57,7 @@ from .answering import Answering
 from .api.attach import Viewers
 from .api.records import ChannelState
 from .audit import AuditLog
+from .bus_bell import BusBell
 from .driver import TaskDriver
 from .duties import Duties
 from .intake import Intake
@@ -129,6 +130,8 @@ class Kernel:
         self.life = Life(home)
         # who watches loop tasks' output live (`pfar attach`)
         self.viewers = Viewers()
+        # rung by each commit that appends to the event bus (`Operator.subscribe` waits)
+        self.bus_bell = BusBell()
         # the coroutines that advance tasks (kernel/driver.py)
         self.driver = TaskDriver(
             self, accepting=lambda: self.life.accepting, write_failed=self._fail_stop

@@ -21,6 +21,7 @@ from ..vault.secrets import SecretStore
 from . import collector, disk, task_processes
 from .acknowledging import Acknowledging
 from .audit import AuditLog
+from .bus_bell import BusBell
 from .driver import TaskDriver
 from .duties import Duties
 from .owner import OwnerChannel
@@ -96,6 +97,7 @@ class Stopping(Protocol):
     secrets: SecretStore
     knowledge: knowledge.KnowledgeStore | None
     acknowledged: Acknowledging | None
+    bus_bell: BusBell
     before_close: list[Callable[[], Awaitable[None]]]
     stop_now: asyncio.Event
 
@@ -141,6 +143,7 @@ async def shutdown(k: Stopping, timeout: float | None) -> list[str]:
     await k.journal.events.end_boot(k.boot_id)
     k.audit.log("system_shutdown", left_in_journal=left)
     k.audit.close()
+    k.bus_bell.close()  # live views of the bus end before the journal closes
     await k.journal.aclose(checkpoint=True)
     if k.acknowledged is not None:
         k.acknowledged.close()
@@ -159,6 +162,7 @@ async def abort(k: Stopping) -> None:
     for t in coroutines:
         t.cancel()
     await asyncio.gather(*coroutines, return_exceptions=True)
+    k.bus_bell.close()
     await k.journal.aclose(checkpoint=False)
     if k.acknowledged is not None:
         k.acknowledged.abandon()

@@ -23,6 +23,7 @@ from ..vault.home import Home
 from ..vault.secrets import SecretStore
 from . import task_services, vault_start
 from .audit import AuditLog
+from .bus_bell import BusBell
 from .guards import guards_off
 from .sessions import SessionSupervisor
 from .task_services import ServicesHost
@@ -41,6 +42,7 @@ class OpeningHost(ServicesHost, Protocol):
     sessions: SessionSupervisor
     audit: AuditLog
     log_filter: RedactingFilter
+    bus_bell: BusBell
 
     @property
     def driver(self) -> Counted: ...
@@ -72,6 +74,8 @@ async def open_stores(
         )
         opened.append(k.journal)
     k.journal.writer.on_failure = write_failed
+    # each commit that appends to the event bus wakes its live views
+    k.journal.writer.watcher = k.bus_bell
     # with one task running (or none: a submit), no other write would share its
     # commit: it commits at once (GroupCommitWriter.alone)
     k.journal.writer.alone = lambda: k.driver.count() <= 1

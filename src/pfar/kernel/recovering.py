@@ -32,6 +32,7 @@ from .acknowledging import Acknowledging
 from .admission import Admission
 from .api.records import ChannelState
 from .audit import AuditLog
+from .bus_bell import BusBell
 from .duties import Duties
 from .scheduler import Scheduler, SchedulerHost
 from .sessions import SessionSupervisor
@@ -55,6 +56,7 @@ class RecoveringHost(SchedulerHost, Protocol):
     admission: Admission
     report: RecoveryReport | None
     acknowledged: Acknowledging | None
+    bus_bell: BusBell
 
     @property
     def duties(self) -> Duties: ...
@@ -179,6 +181,6 @@ async def _acknowledge(k: RecoveringHost, config: Config, vault: vault_start.Vau
             exc,
         )
     else:
-        k.journal.writer.watcher = k.acknowledged.watcher
+        k.bus_bell.inner = k.acknowledged.watcher  # the writer's watcher tells it first
     if vault.restored is not None:
         restored.remove(vault.restored)

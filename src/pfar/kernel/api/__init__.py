@@ -12,6 +12,7 @@ from .operator import Operator
 from .reader import MAX_LIMIT, HomeReader, PlannedRecovery, RecoveryPreview
 from .records import (
     Answered,
+    BusEventView,
     Pong,
     Questions,
     SecretStored,
@@ -26,6 +27,7 @@ from .workflow_check import WorkflowCheck
 __all__ = [
     "MAX_LIMIT",
     "Answered",
+    "BusEventView",
     "HoldResult",
     "HomeReader",
     "Operator",

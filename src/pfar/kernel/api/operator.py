@@ -31,10 +31,12 @@ from ..holds import HoldResult
 from ..reload import Reloaded
 from .attach import Shown, stream
 from .attach_timeline import timeline_stream
+from .channel_host import ChannelHosting
 from .offline import check_subscriber
 from .reader import HomeReader
 from .records import (
     Answered,
+    BusEventView,
     ChannelView,
     EventOffset,
     Pong,
@@ -44,6 +46,7 @@ from .records import (
     TaskRef,
     TaskSummary,
 )
+from .subscribe import live_events
 
 # the messages `send` acts on instead of sending ("//text" sends "/text")
 SLASH = ("/pause", "/cancel", "/resume", "/done", "/retry", "/context")
@@ -242,6 +245,20 @@ class Operator(HomeReader):
             subscriber, await self._kernel.journal.events.bus_offset(subscriber) or 0
         )
 
+    async def subscribe(
+        self, after: int | None = None, *, task_id: str | None = None
+    ) -> AsyncIterator[BusEventView]:
+        """The bus's events after `after` (None: only those committed from now on), then
+        each one as it is committed, in order, until the view closes it or the kernel
+        stops; only `task_id`'s (an id or a unique prefix), when given. A live view keeps
+        no offset: it subscribes again from the last `seq` it was given (api/subscribe.py)."""
+        if after is not None and after < 0:
+            raise BadRequest("after", "must be 0 or more")
+        journal = self._kernel.journal
+        whole = None if task_id is None else await journal.tasks.resolve_id(task_id)
+        start = await journal.events.bus_last() if after is None else after
+        return live_events(journal, self._kernel.bus_bell, start, whole)
+
     # -- the queue -----------------------------------------------------------------------
 
     async def queue(self) -> list[Waiting]:
@@ -298,6 +315,13 @@ class Operator(HomeReader):
                 )
             )
         return out
+
+    @property
+    def hosting(self) -> ChannelHosting:
+        """What the host of the chat channels (adapters/supervisor.py) may do beside the
+        verbs: each channel's outbox, position and state, and the kernel's hooks for
+        them (api/channel_host.py)."""
+        return ChannelHosting(self._kernel)
 
     # -- traced workflows ------------------------------------------------------------
 

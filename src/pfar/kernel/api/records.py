@@ -21,6 +21,7 @@ from ...journal import (
     TaskRecord,
     TaskState,
 )
+from ...journal.bus_sql import BusEvent, BusEventKind
 from ...journal.json_text import JsonValue
 from ...journal.records import UnreadableTask
 from ...runners.loop.context import ContextStats
@@ -234,3 +235,20 @@ class EventOffset:
 
     subscriber: str
     seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class BusEventView:
+    """One event of the bus as a live view is given it (`Operator.subscribe`): its
+    number in commit order, its kind (TaskCreated, TaskCompleted, ...), the task it is
+    about (None for an event of no task), what it says, and when it was committed."""
+
+    seq: int
+    kind: BusEventKind
+    task_id: str | None
+    body: dict[str, JsonValue]
+    at: str
+
+    @classmethod
+    def of(cls, event: BusEvent) -> BusEventView:
+        return cls(event.seq, event.kind, event.task_id, dict(event.body), event.at)
