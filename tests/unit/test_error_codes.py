@@ -44,6 +44,7 @@ PINNED = {
     "pfar.errors.journal.UnknownTask": "unknown_task",
     "pfar.errors.journal.WriteRefused": "write_refused",
     "pfar.errors.operator.AnswerDoesNotFit": "answer_does_not_fit",
+    "pfar.console.bodies.TooLarge": "too_large",
     "pfar.errors.operator.BadReply": "bad_reply",
     "pfar.errors.operator.BadRequest": "bad_request",
     "pfar.errors.operator.KernelNotReady": "kernel_not_ready",

@@ -101,8 +101,10 @@ class Listener:
         *,
         max_connections: int = 256,
         request_timeout: float = 10.0,
+        tls: tuple[str, str] | None = None,  # (certificate file, key file)
     ) -> None:
         self._app = app
+        self._tls = tls
         self._host = host
         self._port = port
         self._protocol = _guarded(descriptors.share(max_connections), request_timeout)
@@ -129,6 +131,8 @@ class Listener:
                     access_log=False,
                     http=self._protocol,
                     backlog=descriptors.ACCEPT_BURST,
+                    ssl_certfile=self._tls[0] if self._tls else None,
+                    ssl_keyfile=self._tls[1] if self._tls else None,
                 )
             )
             serving = asyncio.create_task(server.serve())

@@ -14,6 +14,7 @@ from ..vault.home import Home
 from .approvals_cmd import answer, approval, approvals, approve, credential, deny
 from .audit_cmd import audit
 from .channels_cmd import channels
+from .console_cmd import console
 from .events_cmd import events
 from .holds_cmd import cancel, pause, resume
 from .learnings_cmd import learnings
@@ -153,6 +154,7 @@ def demo(keep: bool) -> None:
 
 
 cli.add_command(run)
+cli.add_command(console)
 cli.add_command(submit)
 cli.add_command(tasks)
 cli.add_command(task)

@@ -30,6 +30,7 @@ def run(ctx: click.Context, no_stdin: bool, ready_file: str | None) -> None:
     from ..adapters import run as channels_run
     from ..adapters.cli import StdoutSink, read_commands, stdin_reader
     from ..config import Config
+    from ..console.serve import serve as console_serve
     from ..kernel.api import Operator
     from ..kernel.process import serve
     from ..kernel.terminal import say
@@ -71,6 +72,11 @@ def run(ctx: click.Context, no_stdin: bool, ready_file: str | None) -> None:
                 tasks.append(asyncio.create_task(read_commands(at_terminal, commands)))
             if chats:
                 tasks.append(channels_run.start(Operator(kernel), config, chats))
+            if config.console.enabled:
+                owner_operator = Operator(kernel)
+                tasks.append(
+                    asyncio.create_task(console_serve(owner_operator, config.console, home))
+                )
             return tasks
 
         return await serve(

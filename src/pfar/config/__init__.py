@@ -5,7 +5,7 @@ nothing is guessed and nothing is rewritten.
 
 The modules: `root` (the whole file: `Config`, read and validated), one module per part
 of the kernel a section configures (`tasks`: recovery, approvals, scheduler, journal;
-`vault`; `llm`; `loop`; `channels`; `processes`: sessions, sandbox, hooks), `section`
+`vault`; `llm`; `loop`; `channels`; `console`; `processes`: sessions, sandbox, hooks), `section`
 (the sections' common base), `validation` (every bad key named) and `default_toml`
 (the file a new home starts with).
 """
@@ -20,6 +20,7 @@ from .channels import (
     WebhooksConfig,
     WhatsAppConfig,
 )
+from .console import ConsoleConfig
 from .default_toml import DEFAULT_CONFIG_TOML
 from .llm import LLMConfig, LLMPrice, LLMRetryConfig, LLMTiers, LocalLLMConfig
 from .loop import LoopAnomalyConfig, LoopConfig, LoopPolicyConfig
@@ -36,6 +37,7 @@ __all__ = [
     "ApprovalsConfig",
     "ChannelsConfig",
     "Config",
+    "ConsoleConfig",
     "HookConfig",
     "JournalConfig",
     "LLMConfig",

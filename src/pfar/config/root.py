@@ -8,6 +8,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..vault.perms import check_private
 from .channels import ChannelsConfig
+from .console import ConsoleConfig
 from .llm import LLMConfig
 from .loop import LoopConfig
 from .processes import HookConfig, SandboxConfig, SessionsConfig
@@ -28,6 +29,7 @@ class Config(Section):
     channels: ChannelsConfig = ChannelsConfig()
     sandbox: SandboxConfig = SandboxConfig()
     scheduler: SchedulerConfig = SchedulerConfig()
+    console: ConsoleConfig = ConsoleConfig()
     hooks: list[HookConfig] = []
 
     @classmethod

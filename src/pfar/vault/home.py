@@ -72,6 +72,11 @@ class Home:
         return self.root / "control.token"
 
     @property
+    def console_address(self) -> Path:
+        """Where the running kernel's web console listens (its URL, no secret in it)."""
+        return self.root / "console.url"
+
+    @property
     def lock_file(self) -> Path:
         return self.root / "kernel.lock"
 

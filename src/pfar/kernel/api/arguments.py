@@ -134,3 +134,8 @@ class LearningArgs:
 class AckArgs:
     subscriber: str
     seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleTokenArgs:
+    rotate: bool = False

@@ -32,6 +32,7 @@ from ..reload import Reloaded
 from .attach import Shown, stream
 from .attach_timeline import timeline_stream
 from .channel_host import ChannelHosting
+from .console_token import ConsoleToken, owner_token
 from .offline import check_subscriber
 from .reader import HomeReader
 from .records import (
@@ -154,6 +155,14 @@ class Operator(HomeReader):
         """Drop secret `name` from the vault (UnknownSecret when there is none)."""
         self._kernel.remove_secret(name)
         return SecretStored(name)
+
+    def console_token(self, *, rotate: bool = False) -> ConsoleToken:
+        """The owner token the web console takes at login (made on first use), and the
+        console's address; `rotate`: a new token, which ends every console session."""
+        token, made = owner_token(self._kernel.secrets.get, self._kernel.set_secret, rotate=rotate)
+        address = self._kernel.home.console_address
+        url = address.read_text().strip() if address.exists() else None
+        return ConsoleToken(token, made and rotate, url)
 
     # -- loop tasks --------------------------------------------------------------------
 

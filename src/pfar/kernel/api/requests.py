@@ -29,6 +29,7 @@ from .arguments import (
     AckArgs,
     AnswerArgs,
     ApprovalArgs,
+    ConsoleTokenArgs,
     CredentialArgs,
     DirectoryArgs,
     EventsArgs,
@@ -48,6 +49,7 @@ from .arguments import (
     TasksArgs,
     WorkflowArgs,
 )
+from .console_token import ConsoleToken
 from .fields import parse_fields
 from .operator import Operator
 from .records import (
@@ -266,6 +268,12 @@ SECRET_SET = Command(
     lambda o, a: o.set_secret(a.name, a.value),
     reply=Wire(SecretStored),
 )
+CONSOLE_TOKEN = Command(
+    "console_token",
+    ConsoleTokenArgs,
+    lambda o, a: o.console_token(rotate=a.rotate),
+    reply=Wire(ConsoleToken),
+)
 SECRET_RM = Command(
     "secret_rm",
     SecretNameArgs,
@@ -350,6 +358,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         CREDENTIAL,
         SECRET_SET,
         SECRET_RM,
+        CONSOLE_TOKEN,
         WORKFLOW_START,
         WORKFLOW_RESUME,
         SESSIONS,

@@ -16,13 +16,14 @@ from pydantic.json_schema import JsonSchemaMode
 from .requests import COMMANDS
 
 
-def api_schema() -> dict[str, Any]:
-    """{"ops": {op: {"request": schema, "reply": schema}}, "$defs": {...}}."""
+def api_schema(ref_template: str = "#/$defs/{model}") -> dict[str, Any]:
+    """{"ops": {op: {"request": schema, "reply": schema}}, "$defs": {...}}; OpenAPI
+    keeps the definitions elsewhere (`ref_template`)."""
     inputs: list[tuple[tuple[str, str], JsonSchemaMode, TypeAdapter[Any]]] = []
     for op, command in COMMANDS.items():
         inputs.append(((op, "request"), "validation", TypeAdapter(command.arguments)))
         inputs.append(((op, "reply"), "serialization", TypeAdapter(command.reply.shape)))
-    found, shared = TypeAdapter.json_schemas(inputs, ref_template="#/$defs/{model}")
+    found, shared = TypeAdapter.json_schemas(inputs, ref_template=ref_template)
     ops: dict[str, dict[str, Any]] = {}
     for (op, part), _mode in found:
         ops.setdefault(op, {})[part] = found[(op, part), _mode]

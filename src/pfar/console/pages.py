@@ -1,0 +1,167 @@
+"""The console's pages and forms: each reads or acts through the operator API."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from ..answers import parse_answer
+from ..errors import (
+    AlreadyDecided,
+    AmbiguousId,
+    BadRequest,
+    PfarError,
+    TaskStateRefused,
+    UnknownApproval,
+    UnknownCredentialPrompt,
+    UnknownTask,
+)
+from ..journal import TaskState
+from .auth import COOKIE, same_site
+from .bodies import read_form
+
+if TYPE_CHECKING:
+    from .app import Console
+
+PAGE = 50  # tasks a page of the list shows
+
+
+def status_of(exc: PfarError) -> int:
+    if isinstance(exc, UnknownTask | UnknownApproval | UnknownCredentialPrompt):
+        return 404
+    if isinstance(exc, AlreadyDecided | TaskStateRefused | AmbiguousId):
+        return 409
+    if isinstance(exc, BadRequest):
+        return 400
+    return 500
+
+
+def _form(request: Request) -> dict[str, str]:
+    form: dict[str, str] = request.scope["pfar.form"]
+    return form
+
+
+def _back(path: str, **said: str) -> Response:
+    return RedirectResponse(f"{path}?{urlencode(said)}" if said else path, status_code=303)
+
+
+# -- login ---------------------------------------------------------------------------
+
+
+async def login_page(console: Console, request: Request) -> Response:
+    return console.render(request, "login.html")
+
+
+async def login(console: Console, request: Request) -> Response:
+    if not same_site(dict(request.headers), request.headers.get("host", "")):
+        return console.render(request, "error.html", 403, error="a request from another site")
+    try:
+        form = await read_form(request, console.config.max_body_bytes)
+    except BadRequest as exc:
+        return console.render(request, "login.html", 400, problem=str(exc))
+    if not console.gate.token_matches(form.get("token", "")):
+        return console.render(
+            request, "login.html", 401, problem="that is not the owner token (pfar console token)"
+        )
+    _session, cookie = console.gate.open_session()
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(
+        COOKIE, cookie, max_age=int(console.config.session_hours * 3600), **console.cookie_flags()
+    )
+    return response
+
+
+async def logout(console: Console, request: Request) -> Response:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(COOKIE, **console.cookie_flags())
+    return response
+
+
+# -- needs you -----------------------------------------------------------------------
+
+
+async def needs_you(console: Console, request: Request) -> Response:
+    questions = await console.operator.questions(answered=False)
+    return console.render(
+        request,
+        "needs_you.html",
+        approvals=questions.approvals,
+        credentials=questions.credentials,
+        said=request.query_params.get("said"),
+    )
+
+
+async def answer(console: Console, request: Request) -> Response:
+    session = request.scope["pfar.session"]
+    approval_id = request.path_params["approval_id"]
+    decision = _form(request).get("decision", "")
+    if not decision:
+        raise BadRequest("decision", "is required")
+    answered = await console.acting(session).answer(approval_id, parse_answer(decision))
+    if answered.changed:
+        task = f"task {answered.task_id[:8]} {answered.task_state}"
+        said = f"{answered.approval_id[:8]}: {decision}; {task}"
+    else:
+        said = (
+            f"{answered.approval_id[:8]} was answered already ({answered.status}); nothing changed"
+        )
+    return _back("/", said=said)
+
+
+async def credential(console: Console, request: Request) -> Response:
+    session = request.scope["pfar.session"]
+    prompt_id = request.path_params["prompt_id"]
+    secret = _form(request).get("secret", "")
+    if not secret.strip():
+        raise BadRequest("secret", "is empty; nothing was stored")
+    done = await console.acting(session).provide_credential(prompt_id, secret)
+    return _back("/", said=f"credential stored; task {done.task_id[:8]} {done.state}")
+
+
+# -- tasks ---------------------------------------------------------------------------
+
+
+async def tasks(console: Console, request: Request) -> Response:
+    wanted = request.query_params.get("state") or None
+    states = None
+    if wanted is not None:
+        try:
+            states = [TaskState(wanted)]
+        except ValueError:
+            raise BadRequest("state", f"{wanted!r} is not a task state") from None
+    listed = await console.operator.tasks(states, PAGE)
+    counts = (await console.operator.status()).counts
+    return console.render(
+        request,
+        "tasks.html",
+        tasks=listed,
+        counts=counts,
+        wanted=wanted,
+        states=[s.value for s in TaskState],
+        said=request.query_params.get("said"),
+    )
+
+
+async def task(console: Console, request: Request) -> Response:
+    timeline = await console.operator.timeline(request.path_params["task_id"])
+    return console.render(
+        request, "task.html", timeline=timeline, said=request.query_params.get("said")
+    )
+
+
+_HOLDS = {"cancel", "pause", "resume"}
+
+
+async def hold(console: Console, request: Request) -> Response:
+    from ..kernel.holds import describe
+
+    action = request.path_params["action"]
+    if action not in _HOLDS:
+        raise BadRequest("action", f"{action!r}: one of {', '.join(sorted(_HOLDS))}")
+    operator = console.acting(request.scope["pfar.session"])
+    verb = {"cancel": operator.cancel, "pause": operator.pause, "resume": operator.resume}
+    result = await verb[action](request.path_params["task_id"])
+    return _back(f"/tasks/{result.task_id}", said=describe(result))
