@@ -21,8 +21,9 @@ STEPS = [
 
 
 # Debian packages that features use when present (their tests skip without them, and
-# fail under CI=true): command -> package
-SYSTEM_PACKAGES = {"rg": "ripgrep", "git": "git", "bwrap": "bubblewrap"}
+# fail under CI=true): command -> package. chromium is the browser the web console's
+# tests drive (tests/browser/): Playwright launches it, and never downloads its own.
+SYSTEM_PACKAGES = {"rg": "ripgrep", "git": "git", "bwrap": "bubblewrap", "chromium": "chromium"}
 
 
 def install_system_packages() -> None:
