@@ -90,6 +90,7 @@ async def needs_you(console: Console, request: Request) -> Response:
         "needs_you.html",
         approvals=questions.approvals,
         credentials=questions.credentials,
+        recovery=console.operator.last_recovery(),
         said=request.query_params.get("said"),
     )
 
@@ -100,7 +101,10 @@ async def answer(console: Console, request: Request) -> Response:
     decision = _form(request).get("decision", "")
     if not decision:
         raise BadRequest("decision", "is required")
-    answered = await console.acting(session).answer(approval_id, parse_answer(decision))
+    try:
+        answered = await console.acting(session).answer(approval_id, parse_answer(decision))
+    except AlreadyDecided as exc:  # someone answered first (the CLI, a chat): say so
+        return _back("/", said=f"answered already: {exc}")
     if answered.changed:
         task = f"task {answered.task_id[:8]} {answered.task_state}"
         said = f"{answered.approval_id[:8]}: {decision}; {task}"

@@ -41,6 +41,7 @@ from .records import (
     ChannelView,
     EventOffset,
     Pong,
+    RecoveryView,
     SecretStored,
     Sent,
     Submitted,
@@ -155,6 +156,19 @@ class Operator(HomeReader):
         """Drop secret `name` from the vault (UnknownSecret when there is none)."""
         self._kernel.remove_secret(name)
         return SecretStored(name)
+
+    def last_recovery(self) -> RecoveryView:
+        """What this kernel's start recovered, as its report to the owner said it."""
+        report = self._kernel.report
+        if report is None:
+            return RecoveryView(self._kernel.boot_id, "the kernel is still recovering", ())
+        tasks = [
+            *report.retried, *report.resumed, *report.at_cut_off_write, *report.asked,
+            *report.parked, *report.reprompted, *report.abandoned, *report.cancelled,
+            *report.paused, *report.waiting, *report.blocked, *report.queued,
+            *report.malformed,
+        ]  # fmt: skip
+        return RecoveryView(self._kernel.boot_id, report.render(), tuple(dict.fromkeys(tasks)))
 
     def console_token(self, *, rotate: bool = False) -> ConsoleToken:
         """The owner token the web console takes at login (made on first use), and the

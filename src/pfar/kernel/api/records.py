@@ -252,3 +252,13 @@ class BusEventView:
     @classmethod
     def of(cls, event: BusEvent) -> BusEventView:
         return cls(event.seq, event.kind, event.task_id, dict(event.body), event.at)
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryView:
+    """The running kernel's start: its boot, the owner's recovery report as it was sent,
+    and the tasks the report is about (each line's tasks, linked by a console)."""
+
+    boot_id: str
+    text: str
+    tasks: tuple[str, ...]
