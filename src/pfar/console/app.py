@@ -25,7 +25,7 @@ from ..config import ConsoleConfig
 from ..errors import PfarError
 from ..kernel.api import Operator
 from . import pages
-from .auth import COOKIE, CSRF_FIELD, Gate, Session, same_site
+from .auth import COOKIE, CSRF_FIELD, NO_TOKEN, Gate, Session, same_site
 from .bodies import read_form
 from .http_api import api_call, openapi
 from .live import live
@@ -52,8 +52,11 @@ class Console:
 
     @property
     def gate(self) -> Gate:
-        """The gate of the token in the vault now: a rotation is in force at once."""
-        token = self.operator.console_token().token
+        """The gate of the token in the vault now: a rotation is in force at once. Until
+        the owner asks for a token (`pfar console token`) there is none: no login."""
+        token = self.operator.console_token_kept()
+        if token is None:
+            return NO_TOKEN
         if self._gate is None or self._gate[0] != token:
             self._gate = (token, Gate(token, self.config.session_hours * 3600))
         return self._gate[1]

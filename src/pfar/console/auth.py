@@ -56,7 +56,7 @@ class Gate:
         self._forms: OrderedDict[str, tuple[str, float]] = OrderedDict()
 
     def token_matches(self, given: str) -> bool:
-        return hmac.compare_digest(given.strip().encode(), self._token)
+        return bool(self._token) and hmac.compare_digest(given.strip().encode(), self._token)
 
     # -- sessions ------------------------------------------------------------------------
 
@@ -69,7 +69,7 @@ class Gate:
     def session(self, cookie: str | None) -> Session | None:
         """The session a cookie proves, or None (missing, forged, expired, or signed
         with a token since rotated)."""
-        if not cookie or cookie.count(".") != 2:
+        if not self._token or not cookie or cookie.count(".") != 2:
             return None
         session_id, expires, mac = cookie.split(".")
         if not hmac.compare_digest(mac, self._sign(f"{session_id}.{expires}")):
@@ -109,3 +109,7 @@ def same_site(headers: dict[str, str], host: str) -> bool:
     if origin is not None and origin != "null":
         return origin.split("://", 1)[-1] == host
     return origin != "null"
+
+
+# before the owner asked for a token: nothing matches, no session is valid
+NO_TOKEN = Gate("", 0)

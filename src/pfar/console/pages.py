@@ -64,7 +64,10 @@ async def login(console: Console, request: Request) -> Response:
         return console.render(request, "login.html", 400, problem=str(exc))
     if not console.gate.token_matches(form.get("token", "")):
         return console.render(
-            request, "login.html", 401, problem="that is not the owner token (pfar console token)"
+            request,
+            "login.html",
+            401,
+            problem="that is not the owner token: `pfar console token` shows it",
         )
     _session, cookie = console.gate.open_session()
     response = RedirectResponse("/", status_code=303)

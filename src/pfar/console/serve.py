@@ -36,7 +36,6 @@ async def serve(operator: Operator, config: ConsoleConfig, home: Home) -> None:
             config.host,
         )
     console = Console(operator, config)
-    operator.console_token()  # made now, so that `pfar console token` has one to show
     tls = None
     if config.tls_certificate is not None and config.tls_key is not None:
         tls = (config.tls_certificate, config.tls_key)

@@ -32,7 +32,7 @@ from ..reload import Reloaded
 from .attach import Shown, stream
 from .attach_timeline import timeline_stream
 from .channel_host import ChannelHosting
-from .console_token import ConsoleToken, owner_token
+from .console_token import TOKEN_SECRET, ConsoleToken, owner_token
 from .offline import check_subscriber
 from .reader import HomeReader
 from .records import (
@@ -171,12 +171,17 @@ class Operator(HomeReader):
         return RecoveryView(self._kernel.boot_id, report.render(), tuple(dict.fromkeys(tasks)))
 
     def console_token(self, *, rotate: bool = False) -> ConsoleToken:
-        """The owner token the web console takes at login (made on first use), and the
-        console's address; `rotate`: a new token, which ends every console session."""
+        """The owner token the web console takes at login (made on first asking), and
+        the console's address; `rotate`: a new token, which ends every console session."""
         token, made = owner_token(self._kernel.secrets.get, self._kernel.set_secret, rotate=rotate)
         address = self._kernel.home.console_address
         url = address.read_text().strip() if address.exists() else None
         return ConsoleToken(token, made and rotate, url)
+
+    def console_token_kept(self) -> str | None:
+        """The owner token if one was made (the console's login checks against it; a
+        kernel whose owner never asked for one keeps no such secret)."""
+        return self._kernel.secrets.get(TOKEN_SECRET)
 
     # -- loop tasks --------------------------------------------------------------------
 
