@@ -25,9 +25,10 @@ from pfar.journal.payloads import (
     Working,
     state_of,
 )
+from pfar.journal.question_kinds import QuestionKind
 from pfar.journal.states import is_legal
 from pfar.recovery import RecoveryReport
-from pfar.recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer, in_flight_question
+from pfar.recovery.in_flight import in_flight_answer, in_flight_question
 from tests.support import payload_for
 
 RUNNING = [TaskState.Extracting, TaskState.Planning, TaskState.Executing, TaskState.Synthesizing]
@@ -110,7 +111,7 @@ def test_abandon_says_it_was_the_owners_choice_and_what_was_known(
 def test_the_question_states_what_is_known_and_offers_resume_first() -> None:
     task = _task(TaskState.Executing)
     question, parked = in_flight_question(task, 3, "Nightly backup", 60)
-    assert question.action_type == IN_FLIGHT_DEATHS
+    assert question.action_type is QuestionKind.in_flight_deaths
     assert question.options == ["resume", "abandon"]  # `pfar approve` resumes
     assert question.status is ApprovalStatus.pending
     assert question.step == 1

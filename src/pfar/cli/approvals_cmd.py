@@ -26,11 +26,13 @@ from .output import emit, home_of, out, read, table
 @click.pass_context
 def approvals(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     """Pending approvals and credential prompts."""
-    questions = wire_json(read(home_of(ctx), lambda r: r.questions(answered=show_all)))
+    questions = read(home_of(ctx), lambda r: r.questions(answered=show_all))
     if as_json:
-        emit(questions, True)
+        emit(wire_json(questions), True)
         return
-    rows, creds = questions["approvals"], questions["credentials"]
+    # as stored: a question's kind as its text, whichever it is
+    rows = [a.to_json() for a in questions.approvals]
+    creds = [c.to_json() for c in questions.credentials]
     out.print(
         table(
             rows,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .question_kinds import read_question_kind
 from .records import (
     ApprovalRecord,
     ApprovalStatus,
@@ -27,10 +28,12 @@ _C_COLUMNS = (
 
 
 def _approval(row: Sequence[Any]) -> ApprovalRecord:
+    """A `pending_approvals` row: a kind no pfar this old asks is kept as it is (the
+    question still expires, is answered or withdrawn as one with no kind of its own)."""
     return ApprovalRecord(
         approval_id=row[0],
         task_id=row[1],
-        action_type=row[2],
+        action_type=read_question_kind(row[2]),
         description=row[3],
         data_preview=row[4],
         taint_level=row[5],
@@ -74,7 +77,7 @@ def insert_approval_txn(conn: Tx, a: ApprovalRecord) -> None:
         (
             a.approval_id,
             a.task_id,
-            a.action_type,
+            str(a.action_type),
             a.description,
             a.data_preview,
             a.taint_level,

@@ -14,6 +14,7 @@ from ..errors import MalformedRow
 from .json_text import JSON
 from .message_key_parse import read_message_key
 from .message_keys import MessageKey, MessageKind
+from .question_kinds import StoredQuestionKind
 
 
 class ApprovalStatus(StrEnum):
@@ -38,7 +39,8 @@ class ApprovalRecord:
 
     approval_id: str
     task_id: str
-    action_type: str
+    # what it asks about; a stored kind this pfar does not know is kept as it is
+    action_type: StoredQuestionKind
     description: str
     data_preview: str | None
     taint_level: str | None
@@ -59,7 +61,8 @@ class ApprovalRecord:
     decided_by: str | None = None
 
     def to_json(self) -> dict[str, JSON]:
-        return {**asdict(self), "status": self.status.value}
+        """The row's values as stored (the kind as its text, whichever it is)."""
+        return {**asdict(self), "action_type": str(self.action_type), "status": self.status.value}
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from . import approvals_sql, events_sql, loops_sql, payloads, tasks_sql
 from .backing import Backing
 from .ids import resolve_id
 from .moves import fail_parked_txn, park_approval_txn, transition_txn
+from .question_kinds import QuestionKind
 from .records import (
     ApprovalRecord,
     ApprovalStatus,
@@ -205,7 +206,10 @@ class SQLiteQuestionStore:
                     conn, a.approval_id, ApprovalStatus.expired, "expired", now, "timeout"
                 )
                 parked = tasks_sql.get_state(conn, a.task_id)
-                if a.action_type == "permission" and parked is TaskState.AwaitingApproval:
+                if (
+                    a.action_type is QuestionKind.permission
+                    and parked is TaskState.AwaitingApproval
+                ):
                     step = a.step or 0
                     transition_txn(
                         conn, a.task_id, payloads.Executing(current_step=step, skip_step=step)

@@ -24,13 +24,13 @@ from ..hooks import HookPoint, Hooks
 from ..journal import ApprovalRecord, Move, TaskKind, TaskRecord
 from ..journal.journal import prompt_status_text
 from ..journal.payloads import AwaitingApproval
+from ..journal.question_kinds import QuestionKind
 from ..journal.store import Store
 from ..policy.redact import Redactor
-from ..recovery.in_flight import IN_FLIGHT_DEATHS, in_flight_answer
+from ..recovery.in_flight import in_flight_answer
 from ..runners import Services
 from ..runners.loop import runner as loop_runner
 from ..runners.loop.context import ContextStats
-from ..runners.loop.permissions import PERMISSION
 from ..runners.registry import runner_for
 from ..vault.secrets import SecretStore, checked_secret
 from .audit import AuditLog
@@ -99,14 +99,14 @@ class Answering:
         about = {
             "task_id": decided.task_id,
             "kind": "answer",
-            "question": decided.action_type,
+            "question": str(decided.action_type),
             "step": decided.step,
             "tool": decided.tool,
             "decision": choice,
         }
         hooks = self._k.hooks
         await hooks.observe(HookPoint.PostUserInput, about)
-        if decided.action_type == PERMISSION:
+        if decided.action_type is QuestionKind.permission:
             granted = choice in ("approve", "always")
             point = HookPoint.PermissionGranted if granted else HookPoint.PermissionDenied
             await hooks.observe(point, {**about, "by": "owner"})
@@ -213,6 +213,6 @@ def _answer_outcome(task: TaskRecord, approval: ApprovalRecord, answer: Answer) 
             "answered",
             f"it is not waiting on question {approval.approval_id[:8]}",
         )
-    if approval.action_type == IN_FLIGHT_DEATHS:
+    if approval.action_type is QuestionKind.in_flight_deaths:
         return in_flight_answer(task, approval, answer)
     return runner_for(task).apply_answer(task, approval, answer)

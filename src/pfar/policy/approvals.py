@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from ..journal.question_kinds import QuestionKind
 from ..journal.records import Semantics
 
 TAINTED = "Raw"
@@ -20,7 +21,7 @@ class ApprovalRule:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalNeed:
-    action_type: str  # spec §5.1: "tainted_write", ...
+    action_type: QuestionKind  # spec §5.1: tainted_write or write
     reason: str
     taint_level: str | None
 
@@ -34,10 +35,12 @@ def approval_needed(
     if tool in rule.require or "*" in rule.require:
         taint = TAINTED if TAINTED in labels else "Extracted"
         return ApprovalNeed(
-            "tainted_write" if taint == TAINTED else "write",
+            QuestionKind.tainted_write if taint == TAINTED else QuestionKind.write,
             f"the template requires approval for {tool}",
             taint,
         )
     if rule.tainted_writes and TAINTED in labels:
-        return ApprovalNeed("tainted_write", "this write follows untrusted outside data", TAINTED)
+        return ApprovalNeed(
+            QuestionKind.tainted_write, "this write follows untrusted outside data", TAINTED
+        )
     return None

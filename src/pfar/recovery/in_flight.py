@@ -17,9 +17,9 @@ from ..answers import Abandon, Answer, Resume
 from ..errors import AnswerDoesNotFit, MalformedTaskRow
 from ..journal import ApprovalRecord, Move, TaskRecord, TaskState, TaskUpdate
 from ..journal.payloads import Abandoned, AwaitingApproval, InFlight, Working
+from ..journal.question_kinds import QuestionKind
 from ..runners.asking import new_question
 
-IN_FLIGHT_DEATHS = "in_flight_deaths"  # the question's action_type
 OPTIONS = [Resume().kind, Abandon().kind]
 
 
@@ -35,7 +35,7 @@ def in_flight_question(
         where += f", step {task.current_step + 1} of {len(task.plan_steps)}"
     approval = new_question(
         task.task_id,
-        action_type=IN_FLIGHT_DEATHS,
+        action_type=QuestionKind.in_flight_deaths,
         step=task.current_step,
         tool=None,
         options=list(OPTIONS),

@@ -29,6 +29,7 @@ from ..journal import (
 )
 from ..journal.message_keys import ApprovalKey, CredentialKey, MessageKind
 from ..journal.payloads import EMPTY, AwaitingApproval, Executing, Failed, Grant, Payload
+from ..journal.question_kinds import QuestionKind
 from ..journal.records import args_digest, now_rfc3339, rfc3339
 from ..tools.admin import PromptCredential
 from .services import Services
@@ -42,7 +43,7 @@ async def ask_owner(
     task: TaskRecord,
     svc: Services,
     *,
-    action_type: str,
+    action_type: QuestionKind,
     step: int,
     tool: str | None,
     options: list[str],
@@ -61,7 +62,7 @@ async def ask_owner(
             HookPoint.PreUserPrompt,
             {
                 "task_id": task.task_id,
-                "kind": action_type,
+                "kind": action_type.value,
                 "step": step,
                 "tool": tool,
                 "options": options,
@@ -108,7 +109,7 @@ def kept_grant(payload: Payload, step: int) -> Grant | None:
 def new_question(
     task_id: str,
     *,
-    action_type: str,
+    action_type: QuestionKind,
     step: int,
     tool: str | None,
     options: list[str],
@@ -238,7 +239,7 @@ def answer_outcome(task: TaskRecord, approval: ApprovalRecord, answer: Answer) -
     if not isinstance(parked, AwaitingApproval):  # the kernel refuses such an answer first
         raise TaskStateRefused(task.task_id, task.state.value, "answered", "it asks nothing")
     step = approval.step if approval.step is not None else parked.step
-    if approval.action_type == "cloud_routing":
+    if approval.action_type is QuestionKind.cloud_routing:
         return _cloud_routing(parked, answer)
     match answer:
         case Deny() if parked.on_deny == "skip":

@@ -28,6 +28,7 @@ from ..journal.payloads import (
     Planning,
     Synthesizing,
 )
+from ..journal.question_kinds import QuestionKind
 from ..llm.proxy import NeedsCloudRouting
 from ..policy.approvals import ApprovalRule
 from . import thinking
@@ -80,7 +81,7 @@ async def advance(task_id: str, svc: Services) -> None:
             await ask_owner(
                 task,
                 svc,
-                action_type="cloud_routing",
+                action_type=QuestionKind.cloud_routing,
                 step=task.current_step,
                 tool=None,
                 options=["approve", "deny"],
@@ -133,7 +134,7 @@ async def _phase_input(task: TaskRecord, svc: Services, phase: Phase) -> PhaseIn
 async def _cloud_approved(task: TaskRecord, svc: Services) -> bool:
     """The owner's answer to a cloud_routing question is in the journal for good."""
     return any(
-        a.action_type == "cloud_routing" and a.status.value == "approved"
+        a.action_type is QuestionKind.cloud_routing and a.status.value == "approved"
         for a in await svc.journal.questions.approvals_for_task(task.task_id)
     )
 
@@ -273,7 +274,7 @@ async def _template_still_fits(task: TaskRecord, svc: Services) -> bool:
     await ask_owner(
         task,
         svc,
-        action_type="template_changed",
+        action_type=QuestionKind.template_changed,
         step=task.current_step,
         tool=None,
         options=["continue", "fail"],

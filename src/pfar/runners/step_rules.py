@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
+from ..journal.question_kinds import QuestionKind
 from ..journal.records import Idempotency, Semantics, StepRecord, StepStatus
 
 
@@ -45,7 +46,7 @@ class Ask:
     """A runner's own question before a call runs (the agentic loop's permission prompt):
     `options[0]` lets it run; `on_deny` says what its "no" does to the step."""
 
-    action_type: str
+    action_type: QuestionKind  # pfar's own: a template names none (it sets the rule)
     description: str
     options: tuple[str, ...]
     on_deny: Literal["fail", "skip"] = "skip"

@@ -23,6 +23,7 @@ from ..errors import ResourceLocked, ToolError, ToolTimeout, VaultError
 from ..hooks import HookPoint
 from ..journal import Semantics, StepRecord, StepStatus, TaskRecord, TaskState
 from ..journal.payloads import Executing, Paused, Payload, Synthesizing
+from ..journal.question_kinds import QuestionKind
 from ..journal.records import Idempotency, now_rfc3339
 from ..timeouts import bounded
 from ..tools.admin import PromptCredential
@@ -57,7 +58,7 @@ async def run_step(
         await ask_owner(
             task,
             svc,
-            action_type="tool_missing",
+            action_type=QuestionKind.tool_missing,
             step=i,
             tool=call.tool,
             options=["skip", "fail"],
@@ -104,7 +105,7 @@ async def run_step(
             await ask_owner(
                 task,
                 svc,
-                action_type="write_in_doubt",
+                action_type=QuestionKind.write_in_doubt,
                 step=i,
                 tool=call.tool,
                 options=IN_DOUBT_OPTIONS,

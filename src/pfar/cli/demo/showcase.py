@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ...journal import TaskRecord
+from ...journal.question_kinds import QuestionKind
 from ...journal.sqlite import open_readonly
 from ...kernel.setup_home import init_home
 from ...policy.printable import printable
@@ -203,7 +204,7 @@ def run_demo(keep: bool = False) -> int:
         "questions to the owner",
     )
     for approval_id, task_id, action in pending:
-        decision = "skip" if action == "write_in_doubt" else "approve"
+        decision = "skip" if action == QuestionKind.write_in_doubt else "approve"
         why = (
             f"writes.log shows {'the tests' if names[task_id] == 'agent' else 'it'} ran, so: skip"
             if decision == "skip"
@@ -217,7 +218,7 @@ def run_demo(keep: bool = False) -> int:
         {
             "op": "answer",
             "approval_id": pending[0][0],
-            "decision": "skip" if pending[0][2] == "write_in_doubt" else "approve",
+            "decision": "skip" if pending[0][2] == QuestionKind.write_in_doubt else "approve",
         },
     )
 

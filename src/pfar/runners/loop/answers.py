@@ -10,10 +10,9 @@ from ...answers import Always, Answer, Approve, Deny, Never
 from ...errors import AnswerDoesNotFit, TaskStateRefused
 from ...journal import ApprovalRecord, Move, TaskRecord
 from ...journal.payloads import AwaitingApproval, Executing, Grant
+from ...journal.question_kinds import QuestionKind
 from .. import asking
-from .permissions import PERMISSION, remembered
-
-DRIFT = "drift"
+from .permissions import remembered
 
 
 def apply_answer(task: TaskRecord, approval: ApprovalRecord, answer: Answer) -> Move:
@@ -23,7 +22,7 @@ def apply_answer(task: TaskRecord, approval: ApprovalRecord, answer: Answer) -> 
     if not isinstance(parked, AwaitingApproval):
         raise TaskStateRefused(task.task_id, task.state.value, "answered", "it asks nothing")
     step = approval.step if approval.step is not None else parked.step
-    if approval.action_type == PERMISSION:
+    if approval.action_type is QuestionKind.permission:
         args = _shown_args(approval)
         tool = approval.tool or ""
         match answer:

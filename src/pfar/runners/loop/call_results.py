@@ -9,9 +9,9 @@ from typing import Any
 from ...errors import PfarError
 from ...hooks import HookPoint, Verdict
 from ...journal import StepStatus, TaskRecord
+from ...journal.question_kinds import QuestionKind
 from ...journal.turns import LoopCall, LoopResult
 from ..services import Services
-from .permissions import PERMISSION
 
 
 async def result_of(task: TaskRecord, call: LoopCall, svc: Services) -> LoopResult:
@@ -42,7 +42,9 @@ async def _retried(task: TaskRecord, call: LoopCall, svc: Services) -> str:
     retries = sum(
         1
         for a in await svc.journal.questions.approvals_for_task(task.task_id)
-        if a.step == call.step and a.action_type == "write_in_doubt" and a.decision == "retry"
+        if a.step == call.step
+        and a.action_type is QuestionKind.write_in_doubt
+        and a.decision == "retry"
     )
     if not retries:
         return ""
@@ -63,13 +65,13 @@ async def _skipped(task: TaskRecord, call: LoopCall, svc: Services) -> str:
         if a.step == call.step and a.decision is not None
     ]
     last = asked[-1] if asked else None
-    if last is not None and last.action_type == "write_in_doubt":
+    if last is not None and last.action_type is QuestionKind.write_in_doubt:
         return (
             "This call was cut off by a crash before pfar knew whether it ran: it may or "
             "may not have had its effect. The owner chose not to run it again. Check its "
             "effect before relying on it."
         )
-    if last is not None and last.action_type == PERMISSION:
+    if last is not None and last.action_type is QuestionKind.permission:
         if last.status.value == "expired":
             return "Permission was not given (no answer from the owner in time); it did not run."
         if last.decision == "never":

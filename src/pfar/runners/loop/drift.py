@@ -10,11 +10,11 @@ from collections.abc import Sequence
 
 from ...hooks import HookPoint
 from ...journal import TaskRecord
+from ...journal.question_kinds import QuestionKind
 from ...journal.records import parse_rfc3339
 from ...journal.turns import AssistantTurn, LoopSettings, ResultsTurn, StoredTurn, UserTurn
 from ..asking import ask_owner
 from ..services import Services
-from .answers import DRIFT
 
 
 async def drifted(
@@ -26,7 +26,7 @@ async def drifted(
     answered = since  # time waiting on the owner is no time without progress
     for a in await svc.journal.questions.approvals_for_task(task.task_id):
         decided = a.decided_at or ""
-        if a.action_type == DRIFT and a.decision == "continue" and decided > since:
+        if a.action_type is QuestionKind.drift and a.decision == "continue" and decided > since:
             since = decided
         answered = max(answered, decided)
     recent = [t for t in convo if t.at > since or (t.at == since and _is_owner(t))]
@@ -52,7 +52,7 @@ async def drifted(
     await ask_owner(
         task,
         svc,
-        action_type=DRIFT,
+        action_type=QuestionKind.drift,
         step=task.current_step,
         tool=None,
         options=["continue", "fail"],

@@ -26,6 +26,7 @@ from ...addresses import normal_host
 from ...config import LoopConfig
 from ...errors import ToolFailed
 from ...journal import Semantics
+from ...journal.question_kinds import QuestionKind
 from ...journal.turns import PermissionRule
 from ...policy import commands
 from ...tools.hosts import HostPolicy, HostRefused
@@ -33,7 +34,6 @@ from ...tools.protected import NONE, Protection
 from ..step_rules import Ask
 from . import standing as standing_rules
 
-PERMISSION = "permission"
 PERMISSION_OPTIONS = ("approve", "deny", "always", "never")
 
 # the argument that says what a call touches, per tool (its "summary")
@@ -211,7 +211,7 @@ class Policy:
             else ""
         )
         return Ask(
-            PERMISSION,
+            QuestionKind.permission,
             f'Allow {tool}: {shown}? (the task wants to {verb} this; "always" allows '
             f"{standing_rules.scope(tool, what)}, in later tasks and any directory too; "
             f'"never" refuses it){why}',
@@ -225,7 +225,7 @@ class Policy:
         what = subject(tool, args)
         shown = what if len(what) <= 200 else what[:200] + "…"
         return Ask(
-            PERMISSION,
+            QuestionKind.permission,
             f'Allow {tool}: {shown}? It is unusual: {"; ".join(why)}. ("always" allows '
             f"{standing_rules.scope(tool, what)}, in later tasks and any directory too)",
             PERMISSION_OPTIONS,

@@ -4,13 +4,17 @@ that question, and the answer carried out on the trace."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Final
+
 from ...answers import Abort, Answer, Back, Continue, Investigate, Rerun, Retry, Skip
 from ...errors import AnswerDoesNotFit
 from ...journal import ApprovalRecord, Move, TaskRecord, TaskUpdate
 from ...journal.payloads import Executing, Failed, WorkflowAnswer
+from ...journal.question_kinds import QuestionKind
 from ..asking import ask_owner
 from ..services import Services
-from .recovery_check import OwnerOption, RecoveryDecision
+from .recovery_check import OwnerOption, RecoveryDecision, TraceState
 from .tasks import STEP_TOOL, WorkflowRun
 from .trace import Trace
 from .trace_edit import complete_step, update_step, write_trace_atomic
@@ -30,7 +34,7 @@ def answer_outcome(task: TaskRecord, approval: ApprovalRecord, answer: Answer) -
         case Continue() | Rerun() | Investigate() | Retry() | Skip() | Back():
             bound = WorkflowAnswer(
                 option=answer.kind,
-                question=approval.action_type,
+                question=str(approval.action_type),
                 step=step,
                 approval_id=approval.approval_id,
             )
@@ -111,6 +115,16 @@ async def ask(
     )
 
 
-def _question(rd: RecoveryDecision) -> str:
+# the kind of question each state of the trace asks (stored as "workflow_{state}")
+QUESTIONS: Final[Mapping[TraceState, QuestionKind]] = {
+    TraceState.not_started: QuestionKind.workflow_not_started,
+    TraceState.completed: QuestionKind.workflow_completed,
+    TraceState.between_steps: QuestionKind.workflow_between_steps,
+    TraceState.mid_step: QuestionKind.workflow_mid_step,
+    TraceState.failed: QuestionKind.workflow_failed,
+}
+
+
+def _question(rd: RecoveryDecision) -> QuestionKind:
     """The kind of question the trace's state asks (an approval's action_type)."""
-    return f"workflow_{rd.state.value}"
+    return QUESTIONS[rd.state]
