@@ -341,14 +341,14 @@ def test_context_tells_how_full_the_context_is(tmp_path: Path) -> None:
         sent = await op.send(task_id, "/context")
         assert sent.command == "/context" and sent.state is TaskState.WaitingForUser
         stats = sent.context
-        assert isinstance(stats, dict)
-        assert stats["turns"] == 4 and stats["shown"] == 4
-        assert stats["summarized_upto"] is None
-        assert stats["budget"] == 180_000 - 16_000
+        assert stats is not None
+        assert stats.turns == 4 and stats.shown == 4
+        assert stats.summarized_upto is None
+        assert stats.budget == 180_000 - 16_000
         # the file's 40,000 characters are in the conversation: about 10,000 tokens
-        assert 10_000 < int(stats["estimated_tokens"]) < 13_000
-        assert (stats["last_input_tokens"], stats["last_output_tokens"]) == (9000, 40)
-        assert stats["total_tokens"] == 1200 + 30 + 9000 + 40
+        assert 10_000 < stats.estimated_tokens < 13_000
+        assert (stats.last_input_tokens, stats.last_output_tokens) == (9000, 40)
+        assert stats.total_tokens == 1200 + 30 + 9000 + 40
         # a look changes nothing
         assert len(await _turns(op, task_id)) == 4
 

@@ -54,8 +54,8 @@ class Console:
     def gate(self) -> Gate:
         """The gate of the token in the vault now: a rotation is in force at once. Until
         the owner asks for a token (`pfar console token`) there is none: no login."""
-        token = self.operator.console_token_kept()
-        if token is None:
+        token = self.operator.console_token(make=False).token
+        if not token:
             return NO_TOKEN
         if self._gate is None or self._gate[0] != token:
             self._gate = (token, Gate(token, self.config.session_hours * 3600))

@@ -170,18 +170,20 @@ class Operator(HomeReader):
         ]  # fmt: skip
         return RecoveryView(self._kernel.boot_id, report.render(), tuple(dict.fromkeys(tasks)))
 
-    def console_token(self, *, rotate: bool = False) -> ConsoleToken:
+    def console_token(self, *, rotate: bool = False, make: bool = True) -> ConsoleToken:
         """The owner token the web console takes at login (made on first asking), and
-        the console's address; `rotate`: a new token, which ends every console session."""
-        token, made = owner_token(self._kernel.secrets.get, self._kernel.set_secret, rotate=rotate)
+        the console's address; `rotate`: a new token, which ends every console session.
+        `make=False` (the console's own check) makes none: the token is "" until the
+        owner asks for one, and nothing matches it."""
+        if make or rotate:
+            token, made = owner_token(
+                self._kernel.secrets.get, self._kernel.set_secret, rotate=rotate
+            )
+        else:
+            token, made = self._kernel.secrets.get(TOKEN_SECRET) or "", False
         address = self._kernel.home.console_address
         url = address.read_text().strip() if address.exists() else None
         return ConsoleToken(token, made and rotate, url)
-
-    def console_token_kept(self) -> str | None:
-        """The owner token if one was made (the console's login checks against it; a
-        kernel whose owner never asked for one keeps no such secret)."""
-        return self._kernel.secrets.get(TOKEN_SECRET)
 
     # -- loop tasks --------------------------------------------------------------------
 
