@@ -7,8 +7,9 @@ import json
 from typing import Any
 from urllib.parse import parse_qsl
 
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 
+from ..adapters import listener
 from ..errors import BadRequest
 
 
@@ -20,18 +21,14 @@ class TooLarge(BadRequest):
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        raise TooLarge(limit)
-    body = bytearray()
+    """The body, bounded as the webhook listener bounds one, its refusals told as
+    the operator API tells them."""
     try:
-        async for piece in request.stream():
-            body += piece
-            if len(body) > limit:
-                raise TooLarge(limit)
-    except ClientDisconnect:
+        return await listener.read_body(request, limit)
+    except listener.TooLarge:
+        raise TooLarge(limit) from None
+    except listener.Gone:
         raise BadRequest("body", "the connection closed before the body arrived") from None
-    return bytes(body)
 
 
 async def read_form(request: Request, limit: int) -> dict[str, str]:
