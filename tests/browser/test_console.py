@@ -42,6 +42,9 @@ def test_a_wrong_token_is_refused_and_the_owner_gets_in(tmp_path: Path, browser_
         _log_in(browser_page, url, owner_token(home))
         expect(browser_page.get_by_role("heading", name="Needs you")).to_be_visible()
         expect(browser_page.locator("#live")).to_have_text("live")
+        browser_page.get_by_role("link", name="Kernel").click()
+        expect(browser_page.get_by_role("heading", name="Chat channels")).to_be_visible()
+        shoot(browser_page, "kernel")
 
 
 def test_a_question_arrives_live_is_answered_and_its_task_finishes(

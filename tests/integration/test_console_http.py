@@ -51,6 +51,9 @@ def test_only_the_owner_gets_in_and_a_rotated_token_ends_every_session(tmp_path:
         assert {"httponly", "samesite=strict", "path=/"} <= set(flags)
         assert client.get("/").status_code == 200
         assert client.get("/tasks").status_code == 200
+        kernel = client.get("/kernel")
+        assert kernel.status_code == 200 and "No chat channel is enabled" in kernel.text
+        assert client.get("/tasks?state=Done").status_code == 400  # not a state: named
 
         rotated = pfar(home, "console", "token", "--rotate")
         assert rotated.returncode == 0 and rotated.stdout.strip() != token
@@ -85,6 +88,8 @@ def test_an_answer_is_taken_once_and_a_replayed_or_cross_site_form_is_refused(
         replayed = client.post(f"/questions/{approval_id}", data=form)
         assert replayed.status_code == 403 and "sent already" in replayed.text
         (decided,) = [a for a in _approvals(home) if a["approval_id"] == approval_id]
+        shown = client.get(f"/tasks/{decided['task_id'][:8]}").text  # a prefix will do
+        assert "As trace.md" in shown and "&#34;task_id&#34;" in shown  # the record, escaped
         assert re.fullmatch(r"console \(session [0-9a-f]{8}\)", decided["decided_by"])
 
         # a question answered in the CLI first: the console says so, and changes nothing

@@ -135,6 +135,7 @@ def build(console: Console) -> Starlette:
         Route("/logout", owner_only(pages.logout), methods=["POST"]),
         Route("/", owner_only(pages.needs_you), methods=["GET"]),
         Route("/tasks", owner_only(pages.tasks), methods=["GET"]),
+        Route("/kernel", owner_only(pages.kernel), methods=["GET"]),
         Route("/tasks/{task_id}", owner_only(pages.task), methods=["GET"]),
         Route("/tasks/{task_id}/{action}", owner_only(pages.hold), methods=["POST"]),
         Route("/questions/{approval_id}", owner_only(pages.answer), methods=["POST"]),

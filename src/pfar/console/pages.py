@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
@@ -13,6 +14,7 @@ from ..errors import (
     AlreadyDecided,
     AmbiguousId,
     BadRequest,
+    KnowledgeUnavailable,
     PfarError,
     TaskStateRefused,
     UnknownApproval,
@@ -20,6 +22,7 @@ from ..errors import (
     UnknownTask,
 )
 from ..journal import TaskState
+from ..kernel.api.wire import wire_json
 from .auth import COOKIE, same_site
 from .bodies import read_form
 
@@ -153,9 +156,37 @@ async def tasks(console: Console, request: Request) -> Response:
 
 
 async def task(console: Console, request: Request) -> Response:
-    timeline = await console.operator.timeline(request.path_params["task_id"])
+    operator = console.operator
+    timeline = await operator.timeline(request.path_params["task_id"])
+    task_id = timeline.task.task_id
     return console.render(
-        request, "task.html", timeline=timeline, said=request.query_params.get("said")
+        request,
+        "task.html",
+        timeline=timeline,
+        # the journal as a traced workflow's trace.md, and the record whole, for the curious
+        trace=await operator.trace(task_id),
+        raw=json.dumps(wire_json(timeline), indent=2, sort_keys=True),
+        said=request.query_params.get("said"),
+    )
+
+
+async def kernel(console: Console, request: Request) -> Response:
+    """What the kernel holds besides tasks: its channels, what waits and the cron
+    slots, sessions, and what tasks learned."""
+    operator = console.operator
+    status = await operator.status()
+    try:
+        learnings = await operator.learnings(limit=20)
+    except KnowledgeUnavailable:
+        learnings = []
+    return console.render(
+        request,
+        "kernel.html",
+        kernel=status,
+        channels=await operator.channels(),
+        waiting=await operator.queue(),
+        sessions=await operator.sessions(),
+        learnings=learnings,
     )
 
 
