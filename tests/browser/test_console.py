@@ -39,9 +39,22 @@ def test_a_wrong_token_is_refused_and_the_owner_gets_in(tmp_path: Path, browser_
         browser_page.get_by_role("button", name="Log in").click()
         expect(browser_page.get_by_role("alert")).to_contain_text("not the owner token")
         shoot(browser_page, "login")
-        _log_in(browser_page, url, owner_token(home))
+        # by keyboard alone: the token field has the focus, Enter sends the form
+        expect(browser_page.get_by_label("Owner token")).to_be_focused()
+        browser_page.keyboard.type(owner_token(home))
+        browser_page.keyboard.press("Enter")
+        expect(browser_page).to_have_url(url)
         expect(browser_page.get_by_role("heading", name="Needs you")).to_be_visible()
         expect(browser_page.locator("#live")).to_have_text("live")
+        # at a phone's width nothing runs off the side of the page
+        browser_page.set_viewport_size({"width": 390, "height": 844})
+        for path in ("", "tasks", "kernel"):
+            browser_page.goto(url + path)
+            overflow = browser_page.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 0, f"/{path} is {overflow}px wider than a phone"
+        browser_page.set_viewport_size({"width": 1280, "height": 800})
         browser_page.get_by_role("link", name="Kernel").click()
         expect(browser_page.get_by_role("heading", name="Chat channels")).to_be_visible()
         shoot(browser_page, "kernel")
