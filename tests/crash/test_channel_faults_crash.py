@@ -80,6 +80,9 @@ def test_a_message_stored_before_the_connection_broke_reaches_the_owner_once(
             wait_for(lambda: api.sent, what="the report stored by the server")
             key, text = _first_report(home)
             wait_for(lambda: _in_doubt(home, key) or _sent(home, key), what="its outcome")
+            # killed once nothing else is on its way: a message caught mid-send by the
+            # kill is in doubt too, rightly, and would be a second one
+            wait_for(lambda: settled(home), what="every delivery settled")
             k.kill()
         with kernel(home) as k:
             wait_for(lambda: len(owner_messages(home)) >= 3, what="a report")

@@ -13,7 +13,7 @@ from pfar.config import Config
 from pfar.errors import ConfigError
 
 from ..console_support import console_home, console_url, csrf_of, logged_in, owner_token, serving
-from ..support import pending_approvals, pfar, wait_for
+from ..support import make_home, pending_approvals, pfar, running_kernel, wait_for
 
 BEARER = "authorization"
 
@@ -166,3 +166,19 @@ def test_a_console_beyond_loopback_without_tls_is_refused_naming_the_key(tmp_pat
     assert "console" in str(refused.value) and "tls_certificate" in str(refused.value)
     config.write_text('[console]\nhost = "0.0.0.0"\nallow_plain_http_beyond_loopback = true\n')
     assert not Config.load(config).console.loopback
+
+
+def test_a_console_port_already_taken_leaves_the_kernel_running_without_one(
+    tmp_path: Path,
+) -> None:
+    first = console_home(tmp_path / "first")
+    with serving(first):
+        port = console_url(first).rsplit(":", 1)[1].rstrip("/")
+        second = make_home(tmp_path / "second", config=f"[console]\nport = {port}\n", examples=True)
+        with running_kernel(second) as kernel:
+            shown = pfar(second, "console", "--no-open")
+            assert shown.returncode == 1 and "runs without its console" in shown.stderr
+            submitted = pfar(second, "submit", "note", "still here", "--wait")
+            assert submitted.returncode == 0, submitted.stderr  # the kernel works on
+            assert "cannot listen" in kernel.output()
+        assert console_url(first)  # the first one's console is untouched

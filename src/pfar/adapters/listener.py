@@ -92,6 +92,15 @@ class _Server(uvicorn.Server):
         yield
 
 
+async def _serve(server: _Server, host: str, port: int) -> None:
+    """uvicorn's serve, with its exit on a port it cannot bind told as an OSError: a
+    SystemExit out of a task would stop the kernel's whole event loop."""
+    try:
+        await server.serve()
+    except SystemExit:
+        raise OSError(f"cannot listen on {host}:{port} (in use, or not this machine's)") from None
+
+
 class Listener:
     def __init__(
         self,
@@ -135,7 +144,7 @@ class Listener:
                     ssl_keyfile=self._tls[1] if self._tls else None,
                 )
             )
-            serving = asyncio.create_task(server.serve())
+            serving = asyncio.create_task(_serve(server, self._host, self._port))
             while not server.started:
                 if serving.done():
                     serving.result()
