@@ -4,14 +4,14 @@ A verb's reply is serialised by the kernel and parsed back by a client through t
 same pydantic adapter over the record's type, so what the CLI (or the console, or a
 script) holds after a call is the record the verb returned, not a dict to index into:
 `parse(dump(x)) == x` for every record (a property test checks it). The same adapters
-give the JSON Schema published in docs/operator-api.md.
+give the JSON Schema published beside docs/operator-api.md (schema.py).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, get_origin
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -25,10 +25,8 @@ class Wire(Generic[R]):
 
     def __init__(self, shape: type[R]) -> None:
         self.shape = shape
-        # what a refusal calls it: list[TaskSummary] is "list[TaskSummary]"
-        self.name = (
-            str(shape) if hasattr(shape, "__origin__") else getattr(shape, "__name__", str(shape))
-        )
+        # what a refusal calls it: "TaskTimeline"; a list by its whole type
+        self.name = str(shape) if get_origin(shape) else getattr(shape, "__name__", str(shape))
 
     @functools.cached_property
     def _adapter(self) -> TypeAdapter[R]:
