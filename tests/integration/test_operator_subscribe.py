@@ -13,6 +13,7 @@ import pytest
 from pfar import Home, Operator, init_home, open_kernel
 from pfar.errors import BadRequest, UnknownTask
 from pfar.kernel.api import BusEventView
+from pfar.kernel.api.wire import wire_json
 
 LIFE = ["TaskCreated", "TaskStarted", "TaskCompleted"]
 
@@ -51,7 +52,7 @@ def test_a_view_sees_a_submitted_task_live_in_commit_order(tmp_path: Path) -> No
             assert [e.kind for e in seen] == LIFE
             assert {e.task_id for e in seen} == {submitted.task_id}
             assert [e.seq for e in seen] == list(range(seen[0].seq, seen[0].seq + 3))
-            assert seen[-1].to_json()["state"] == seen[-1].body["state"] == "Completed"
+            assert wire_json(seen[-1])["body"]["state"] == seen[-1].body["state"] == "Completed"
 
     asyncio.run(main())
 
