@@ -94,14 +94,12 @@ class Supervisor:
         self._settings = settings
         self._connected = {c.name: asyncio.Event() for c in self._channels}
         self._wake = {c.name: asyncio.Event() for c in self._channels}
-        self._degraded: set[str] = set()  # what flush does not wait for
         self._defaults = ChatDefaults(settings.on_message, chat_directory(settings.directory))
 
     async def flush(self) -> None:
-        """At shutdown, after the wait: until every channel that is not degraded has
-        sent what is due (what is held back, or more than FLUSH_SECONDS of it, waits for
-        the next start: it is in the journal). A channel between two connections (a
-        long poll cut short) is waited for: it sends once it is back."""
+        """At shutdown, after the wait: until every connected channel has sent what is
+        due (what is held back, or more than FLUSH_SECONDS of it, waits for the next
+        start: it is in the journal)."""
         self.wake()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(FLUSH_SECONDS):
@@ -109,7 +107,7 @@ class Supervisor:
                     busy = False
                     for channel in self._channels:
                         name = channel.name
-                        if not channel.receives_messages or name in self._degraded:
+                        if not channel.receives_messages or not self._connected[name].is_set():
                             continue
                         host = self._hosts[name]
                         counts = await host.delivery_counts()
@@ -153,7 +151,6 @@ class Supervisor:
                     error = await self._until_ready(channel, running, ready)
                     if error is None:
                         failures, degraded = 0, False
-                        self._degraded.discard(channel.name)
                         host.set_state("connected")
                         self._connected[channel.name].set()
                         self._wake[channel.name].set()
@@ -185,8 +182,6 @@ class Supervisor:
                     degraded = True
                     await self._tell_degraded(channel.name, error, None)
                 state = "degraded" if degraded else "retrying"
-                if degraded:
-                    self._degraded.add(channel.name)
                 host.set_state(state, error, failures)
                 await asyncio.sleep(
                     self._backoff.most if degraded else self._backoff.delay(failures)
