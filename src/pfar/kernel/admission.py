@@ -47,15 +47,6 @@ class Waiting:
     position: int  # 1: the next to run
     reason: str
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "task_id": self.task_id,
-            "priority": self.priority,
-            "since": self.since,
-            "position": self.position,
-            "reason": self.reason,
-        }
-
 
 RECHECK_SECONDS = 0.5  # how often a queue held back by the rate limit looks again
 

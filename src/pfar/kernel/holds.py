@@ -75,16 +75,6 @@ class HoldResult:
     cut_off_steps: list[int] = field(default_factory=list)  # 0-based, cut off by a cancel
     processes_ended: int = 0
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "task_id": self.task_id,
-            "state": self.state.value,
-            "outcome": self.outcome.value,
-            "withdrawn": self.withdrawn,
-            "cut_off_steps": self.cut_off_steps,
-            "processes_ended": self.processes_ended,
-        }
-
 
 async def cancel_with_subtasks(k: HoldsHost, given_id: str) -> HoldResult:
     """End the task as Cancelled: intent committed, coroutine cancelled, processes

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import os
 import socket
@@ -79,9 +78,6 @@ class KernelStatistics:
     counts: dict[str, int]
     commits: int
     writes: int
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 class Kernel:

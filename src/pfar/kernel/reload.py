@@ -52,23 +52,6 @@ class Reloaded:
             "problems": list(self.problems),
         }
 
-    @classmethod
-    def of_json(cls, data: dict[str, Any]) -> Reloaded:
-        """The record again from `to_json` (the control socket's answer)."""
-
-        def names(key: str) -> tuple[str, ...]:
-            return tuple(str(x) for x in data[key])
-
-        return cls(
-            names("templates"),
-            names("added"),
-            names("removed"),
-            int(data["hooks"]),
-            names("applied"),
-            names("restart_needed"),
-            names("problems"),
-        )
-
     def lines(self) -> list[str]:
         """The answer for people, one fact a line."""
         out = [f"templates: {len(self.templates)} loaded ({', '.join(self.templates) or 'none'})"]

@@ -105,15 +105,6 @@ class Learning:
     tags: tuple[str, ...]
     created_at: str
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "learning_id": self.learning_id,
-            "content": self.content,
-            "source_task": self.source_task,
-            "tags": list(self.tags),
-            "created_at": self.created_at,
-        }
-
     def line(self) -> str:
         """As a new task's system prompt shows it."""
         source = f" (from task {self.source_task[:8]})" if self.source_task else ""

@@ -20,7 +20,7 @@
     if (!parts.length) return;
     let page;
     try {
-      const answer = await fetch(location.href, { credentials: "same-origin", headers: { "x-pfar-refresh": "1" } });
+      const answer = await fetch(location.href, { credentials: "same-origin" });
       if (answer.redirected || !answer.ok) return;  // logged out, or gone: leave the page as it is
       page = new DOMParser().parseFromString(await answer.text(), "text/html");
     } catch (e) {

@@ -143,9 +143,6 @@ class ContextStats:
     total_tokens: int  # every call of the task
     cost_usd: float
 
-    def to_json(self) -> dict[str, object]:
-        return {f: getattr(self, f) for f in self.__slots__}
-
     def text(self) -> str:
         share = self.estimated_tokens / self.budget if self.budget else 0.0
         lines = [
