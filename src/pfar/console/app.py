@@ -66,7 +66,7 @@ class Console:
 
     def render(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
         session: Session | None = request.scope.get("pfar.session")
-        gate = self.gate
+        gate: Gate = request.scope.get("pfar.gate") or self.gate
 
         def csrf() -> str:  # a token for each form the page shows, spent by its POST
             assert session is not None, "a form is shown only to a session"
@@ -97,7 +97,9 @@ _NO_STORE = {"cache-control": "no-store", "x-frame-options": "DENY"}
 def build(console: Console) -> Starlette:
     def owner_only(handler: Callable[[Console, Request], Awaitable[Response]]) -> Handler:
         async def guarded(request: Request) -> Response:
-            session = console.gate.session(request.cookies.get(COOKIE))
+            gate = console.gate  # the token is read once a request
+            request.scope["pfar.gate"] = gate
+            session = gate.session(request.cookies.get(COOKIE))
             if session is None:
                 if request.method == "GET":
                     return RedirectResponse("/login", status_code=303)
@@ -108,7 +110,7 @@ def build(console: Console) -> Starlette:
                     if not same_site(dict(request.headers), request.headers.get("host", "")):
                         return _refused(console, request, 403, "a request from another site")
                     form = await read_form(request, console.config.max_body_bytes)
-                    if not console.gate.spend_form(session, form.get(CSRF_FIELD)):
+                    if not gate.spend_form(session, form.get(CSRF_FIELD)):
                         return _refused(
                             console,
                             request,

@@ -65,14 +65,15 @@ async def login(console: Console, request: Request) -> Response:
         form = await read_form(request, console.config.max_body_bytes)
     except BadRequest as exc:
         return console.render(request, "login.html", 400, problem=str(exc))
-    if not console.gate.token_matches(form.get("token", "")):
+    gate = console.gate
+    if not gate.token_matches(form.get("token", "")):
         return console.render(
             request,
             "login.html",
             401,
             problem="that is not the owner token: `pfar console token` shows it",
         )
-    _session, cookie = console.gate.open_session()
+    _session, cookie = gate.open_session()
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(
         COOKIE, cookie, max_age=int(console.config.session_hours * 3600), **console.cookie_flags()
