@@ -110,8 +110,13 @@ class Supervisor:
                         if not channel.receives_messages or not self._connected[name].is_set():
                             continue
                         host = self._hosts[name]
+                        # what is due first, then what is being sent: a delivery only moves
+                        # from due to sending to done, so one that is due at the first read
+                        # is seen by one of the two. The other order misses a send whose
+                        # `sending` commits between the reads (two round trips on a server)
+                        due = await host.due(1)
                         counts = await host.delivery_counts()
-                        busy = busy or bool(counts.get("sending") or await host.due(1))
+                        busy = busy or bool(due or counts.get("sending"))
                     if not busy:
                         return
                     await asyncio.sleep(0.05)
