@@ -1,0 +1,6 @@
+-- Schema 14, as SQLite's sessions_0014: each start's recovery report kept with its boot
+-- (jsonb), and indexes for per-day activity over a window of days.
+ALTER TABLE kernel_boots ADD COLUMN report_json jsonb;
+CREATE INDEX idx_llm_calls_at ON llm_calls(at);
+CREATE INDEX idx_task_journal_created ON task_journal(created_at);
+CREATE INDEX idx_task_steps_started_at ON task_steps(started_at);

@@ -1,0 +1,8 @@
+-- What the web console shows over time. Each start's recovery report, as the owner was
+-- sent it, with the tasks each of its lines is about (JSON), kept with its boot: every
+-- restart's report stays readable for as long as its boot is kept. And indexes for
+-- per-day activity, so a chart over the last days reads those days, not all history.
+ALTER TABLE kernel_boots ADD COLUMN report_json TEXT;
+CREATE INDEX idx_llm_calls_at ON llm_calls(at);
+CREATE INDEX idx_task_journal_created ON task_journal(created_at);
+CREATE INDEX idx_task_steps_started_at ON task_steps(started_at);
