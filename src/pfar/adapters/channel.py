@@ -86,7 +86,8 @@ class Press:
     @classmethod
     def parse(cls, data: object) -> Press | None:
         """The press in `data`, or None for anything that is not one of pfar's."""
-        parts = data.split(":") if isinstance(data, str) else []
+        # the question's id holds no ":", an option may ("answer:HH:MM"): split twice
+        parts = data.split(":", 2) if isinstance(data, str) else []
         if len(parts) != 3 or parts[0] != "q" or not parts[1] or not parts[2]:
             return None
         return cls(parts[1], parts[2])
