@@ -17,6 +17,7 @@ from .channels_cmd import channels
 from .console_cmd import console
 from .events_cmd import events
 from .holds_cmd import cancel, pause, resume
+from .hooks_cmd import hooks
 from .learnings_cmd import learnings
 from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .output import emit, err, home_of, out, read, table
@@ -171,6 +172,7 @@ cli.add_command(channels)
 cli.add_command(events)
 cli.add_command(learnings)
 cli.add_command(queue)
+cli.add_command(hooks)
 cli.add_command(attach)
 cli.add_command(send)
 cli.add_command(cancel)

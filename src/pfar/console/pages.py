@@ -173,7 +173,7 @@ async def task(console: Console, request: Request) -> Response:
 
 async def kernel(console: Console, request: Request) -> Response:
     """What the kernel holds besides tasks: its channels, what waits and the cron
-    slots, sessions, and what tasks learned."""
+    slots, sessions, the hooks it listens with, and what tasks learned."""
     operator = console.operator
     status = await operator.status()
     try:
@@ -187,6 +187,7 @@ async def kernel(console: Console, request: Request) -> Response:
         channels=await operator.channels(),
         waiting=await operator.queue(),
         sessions=await operator.sessions(),
+        hooks=operator.hooks(),
         learnings=learnings,
     )
 

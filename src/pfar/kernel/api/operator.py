@@ -33,6 +33,7 @@ from .attach import Shown, stream
 from .attach_timeline import timeline_stream
 from .channel_host import ChannelHosting
 from .console_token import TOKEN_SECRET, ConsoleToken, owner_token
+from .hooks_view import HookView, hook_views
 from .offline import check_subscriber
 from .reader import HomeReader
 from .records import (
@@ -156,6 +157,10 @@ class Operator(HomeReader):
         """Drop secret `name` from the vault (UnknownSecret when there is none)."""
         self._kernel.remove_secret(name)
         return SecretStored(name)
+
+    def hooks(self) -> list[HookView]:
+        """The hook handlers listening now (after the last `pfar reload`), in firing order."""
+        return hook_views(self._kernel.hooks, self._kernel.redactor.text)
 
     def last_recovery(self) -> RecoveryView:
         """What this kernel's start recovered, as its report to the owner said it."""

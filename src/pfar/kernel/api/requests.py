@@ -51,6 +51,7 @@ from .arguments import (
 )
 from .console_token import ConsoleToken
 from .fields import parse_fields
+from .hooks_view import HookView
 from .operator import Operator
 from .records import (
     Answered,
@@ -195,6 +196,13 @@ QUEUE = Command(
     lambda o, _: o.queue(),
     while_shutting_down=True,
     reply=Wire(list[Waiting]),
+)
+HOOKS = Command(
+    "hooks",
+    NoArgs,
+    lambda o, _: o.hooks(),
+    while_shutting_down=True,
+    reply=Wire(list[HookView]),
 )
 LEARNINGS = Command(
     "learnings",
@@ -345,6 +353,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         EVENTS,
         EVENTS_ACK,
         QUEUE,
+        HOOKS,
         LEARNINGS,
         LEARNING_FORGET,
         TASKS,
