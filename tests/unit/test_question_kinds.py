@@ -20,6 +20,7 @@ from pfar.journal.question_kinds import (
 from pfar.journal.records import TaskUpdate, now_rfc3339, rfc3339
 from pfar.journal.sqlite import open_journal
 from pfar.kernel.api.requests import APPROVAL_SHOW
+from pfar.kernel.api.views import ApprovalView
 from pfar.policy.approvals import ApprovalRule, approval_needed
 from pfar.runners.asking import answer_outcome, approval_message
 from pfar.runners.workflow.answers import QUESTIONS
@@ -139,8 +140,8 @@ def test_a_question_of_an_unknown_kind_is_kept_and_still_answered(tmp_path: Path
         # listed, read one by one, shown and sent as what it is
         listed = asyncio.run(journal.questions.approvals())
         assert [a.action_type for a in listed] == [OtherQuestionKind("teleport")] * 2
-        one = asyncio.run(journal.questions.approval(answered.approval_id))
-        assert str(one.action_type) == "teleport" and one.to_json()["action_type"] == "teleport"
+        one = ApprovalView.of(asyncio.run(journal.questions.approval(answered.approval_id)))
+        assert str(one.action_type) == "teleport"
         sent = APPROVAL_SHOW.reply.dump(one)
         assert sent["action_type"] == {"stored": "teleport"}
         assert APPROVAL_SHOW.reply.parse(sent, "approval_show") == one
@@ -171,7 +172,7 @@ def test_the_kinds_pfar_asks_are_stored_as_before(tmp_path: Path) -> None:
         a = _parked(journal, expires_in=3600)
         (read,) = asyncio.run(journal.questions.approvals())
         assert read.action_type is QuestionKind.write and read.approval_id == a.approval_id
-        sent = APPROVAL_SHOW.reply.dump(read)
+        sent = APPROVAL_SHOW.reply.dump(ApprovalView.of(read))
         assert sent["action_type"] == "write"
         assert APPROVAL_SHOW.reply.parse(sent, "approval_show").action_type is QuestionKind.write
     finally:

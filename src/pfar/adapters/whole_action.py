@@ -17,8 +17,8 @@ What was shown is kept in memory: after a restart the owner shows it again. The 
 from __future__ import annotations
 
 from ..errors import PfarError
-from ..journal import ApprovalRecord
 from ..kernel.api import Operator
+from ..kernel.api.views import ApprovalView
 from ..policy.printable import printable
 from ..runners.asking import was_cut
 
@@ -28,7 +28,7 @@ REFUSING = frozenset({"deny", "never", "fail", "skip", "abandon"})
 _shown: set[str] = set()  # approval ids the owner has seen whole on a chat
 
 
-def withheld(approval: ApprovalRecord, option: str) -> bool:
+def withheld(approval: ApprovalView, option: str) -> bool:
     """`option` is not taken in a chat yet: it lets a cut action run, unseen."""
     return (
         option not in REFUSING
@@ -37,7 +37,7 @@ def withheld(approval: ApprovalRecord, option: str) -> bool:
     )
 
 
-def note(approval: ApprovalRecord) -> str:
+def note(approval: ApprovalView) -> str:
     """The line a chat adds under a cut action's question."""
     short = approval.approval_id[:8]
     return (

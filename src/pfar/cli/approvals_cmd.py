@@ -30,9 +30,9 @@ def approvals(ctx: click.Context, show_all: bool, as_json: bool) -> None:
     if as_json:
         emit(wire_json(questions), True)
         return
-    # as stored: a question's kind as its text, whichever it is
-    rows = [a.to_json() for a in questions.approvals]
-    creds = [c.to_json() for c in questions.credentials]
+    # a question's kind as its text, whichever it is
+    rows = [{**wire_json(a), "action_type": str(a.action_type)} for a in questions.approvals]
+    creds = [wire_json(c) for c in questions.credentials]
     out.print(
         table(
             rows,
@@ -71,7 +71,7 @@ def approval() -> None:
 def approval_show(ctx: click.Context, approval_id: str, as_json: bool) -> None:
     """The whole question: what it asks, and every argument of the action it lets run."""
     a = read(home_of(ctx), lambda r: r.approval(approval_id))
-    row = a.to_json()
+    row = {**wire_json(a), "action_type": str(a.action_type)}
     if as_json:
         emit(row, True)
         return

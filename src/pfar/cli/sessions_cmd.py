@@ -10,7 +10,7 @@ from typing import TypeVar
 import click
 
 from ..errors import UnknownSecret
-from ..journal.sessions import SessionRecord, SessionStatus
+from ..journal.sessions import SessionStatus
 from ..kernel.api.arguments import NewSessionArgs, SecretArgs, SecretNameArgs, SessionArgs
 from ..kernel.api.requests import (
     SECRET_RM,
@@ -21,6 +21,8 @@ from ..kernel.api.requests import (
     SESSION_TERMINATE,
     Command,
 )
+from ..kernel.api.views import SessionView
+from ..kernel.api.wire import wire_json
 from ..policy.printable import printable
 from ..vault import keys
 from ..vault.lock import offline_write_lock
@@ -48,7 +50,7 @@ _SESSION_COLUMNS = ["session_id", "status", "project_path", "thread_id", "update
 def session_list(ctx: click.Context, status: str | None, as_json: bool) -> None:
     """Sessions, oldest first."""
     wanted = SessionStatus(status) if status else None
-    rows = [s.to_json() for s in read(home_of(ctx), lambda r: r.sessions(wanted))]
+    rows = [wire_json(s) for s in read(home_of(ctx), lambda r: r.sessions(wanted))]
     emit(rows, as_json, table(rows, _SESSION_COLUMNS, f"{len(rows)} session(s)"))
 
 
@@ -58,7 +60,7 @@ def session_list(ctx: click.Context, status: str | None, as_json: bool) -> None:
 @click.pass_context
 def session_show(ctx: click.Context, session_id: str, as_json: bool) -> None:
     """One session, with its context."""
-    row = read(home_of(ctx), lambda r: r.session(session_id)).to_json()
+    row = wire_json(read(home_of(ctx), lambda r: r.session(session_id)))
     if as_json:
         emit(row, True)
         return
@@ -78,7 +80,7 @@ def session_new(ctx: click.Context, project_path: str, thread_id: str) -> None:
     _session_op(ctx, SESSION_NEW, NewSessionArgs(project, thread_id))
 
 
-def _session_op(ctx: click.Context, command: Command[A, SessionRecord], arguments: A) -> None:
+def _session_op(ctx: click.Context, command: Command[A, SessionView], arguments: A) -> None:
     r = client.send(home_of(ctx), command, arguments)
     out.print(f"session {r.session_id} {r.status}")
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from ..errors import MalformedRow
-from .json_text import JSON
 from .message_key_parse import read_message_key
 from .message_keys import MessageKey, MessageKind
 from .question_kinds import StoredQuestionKind
@@ -60,10 +59,6 @@ class ApprovalRecord:
     # who answered, through which surface ("cli (uid 1000, pid 4242)", "timeout")
     decided_by: str | None = None
 
-    def to_json(self) -> dict[str, JSON]:
-        """The row's values as stored (the kind as its text, whichever it is)."""
-        return {**asdict(self), "action_type": str(self.action_type), "status": self.status.value}
-
 
 @dataclass(frozen=True, slots=True)
 class CredentialPromptRecord:
@@ -82,9 +77,6 @@ class CredentialPromptRecord:
     step: int | None
     received_at: str | None
     received_by: str | None = None  # who provided it, through which surface
-
-    def to_json(self) -> dict[str, JSON]:
-        return {**asdict(self), "status": self.status.value}
 
 
 @dataclass(frozen=True, slots=True)

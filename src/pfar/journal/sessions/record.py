@@ -44,18 +44,6 @@ class SessionRecord:
         runs = self.context.get("runs", 0)
         return runs if isinstance(runs, int) else 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "session_id": self.session_id,
-            "project_path": self.project_path,
-            "thread_id": self.thread_id,
-            "status": self.status.value,
-            "context": self.context,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "process": self.process,
-        }
-
 
 # A chat platform's thread id: it ends up in the agent's argv and its log, so it is
 # plain (no shell or option syntax), and bounded.

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 from ...answers import IN_PROCESS, Actor, Answer
 from ...errors import BadRequest, KnowledgeUnavailable, PfarError, UnknownLearning
 from ...journal import TaskKind
-from ...journal.sessions import SessionRecord
 from ...runners.loop.context import ContextStats
 from ...runners.loop.tasks import LoopRequest
 from ...vault.knowledge import KnowledgeStore, Learning
@@ -50,6 +49,7 @@ from .records import (
     TaskSummary,
 )
 from .subscribe import live_events
+from .views import SessionView
 
 # the messages `send` acts on instead of sending ("//text" sends "/text")
 SLASH = ("/pause", "/cancel", "/resume", "/done", "/retry", "/context")
@@ -370,18 +370,18 @@ class Operator(HomeReader):
 
     # -- sessions ----------------------------------------------------------------------
 
-    async def new_session(self, project_path: str, thread_id: str) -> SessionRecord:
+    async def new_session(self, project_path: str, thread_id: str) -> SessionView:
         """A CREATED session bound to a project directory (an absolute path) and a thread."""
-        return await self._kernel.sessions.create(project_path, thread_id)
+        return SessionView.of(await self._kernel.sessions.create(project_path, thread_id))
 
-    async def resume_session(self, session_id: str) -> SessionRecord:
+    async def resume_session(self, session_id: str) -> SessionView:
         """Start the session's agent (CREATED or PAUSED -> ACTIVE)."""
-        return await self._kernel.sessions.resume(session_id)
+        return SessionView.of(await self._kernel.sessions.resume(session_id))
 
-    async def pause_session(self, session_id: str) -> SessionRecord:
+    async def pause_session(self, session_id: str) -> SessionView:
         """Stop the agent, keep the session (ACTIVE -> PAUSED)."""
-        return await self._kernel.sessions.pause(session_id)
+        return SessionView.of(await self._kernel.sessions.pause(session_id))
 
-    async def terminate_session(self, session_id: str) -> SessionRecord:
+    async def terminate_session(self, session_id: str) -> SessionView:
         """End the session for good."""
-        return await self._kernel.sessions.terminate(session_id)
+        return SessionView.of(await self._kernel.sessions.terminate(session_id))

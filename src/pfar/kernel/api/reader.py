@@ -16,10 +16,10 @@ from typing import Any
 
 from ...config import Config
 from ...errors import BadRequest
-from ...journal import ApprovalRecord, ApprovalStatus, CredentialStatus, TaskState
+from ...journal import ApprovalStatus, CredentialStatus, TaskState
 from ...journal.bus_sql import BusEvent
 from ...journal.open_store import backend_of, open_home_journal
-from ...journal.sessions import SessionRecord, SessionStatus
+from ...journal.sessions import SessionStatus
 from ...journal.sqlite import open_readonly
 from ...journal.store import Store
 from ...recovery import plan_recovery
@@ -33,6 +33,7 @@ from .attach import Shown
 from .records import ChannelView, Questions, TaskSummary, TaskTimeline
 from .timeline import task_timeline
 from .trace import task_as_trace
+from .views import ApprovalView, CredentialPromptView, SessionView
 from .wire import wire_json
 from .workflow_check import WorkflowCheck, check_workflow
 
@@ -169,15 +170,22 @@ class HomeReader:
         """Pending approvals and credential prompts; with `answered`, every one kept."""
         approvals = [s.value for s in ApprovalStatus] if answered else ["pending"]
         prompts = [s.value for s in CredentialStatus] if answered else ["pending"]
+        questions = self.journal.questions
         return Questions(
-            tuple(await self.journal.questions.approvals(approvals)),
-            tuple(await self.journal.questions.credential_prompts(prompts)),
+            tuple(map(ApprovalView.of, await questions.approvals(approvals))),
+            tuple(
+                map(
+                    CredentialPromptView.of,
+                    await self.journal.questions.credential_prompts(prompts),
+                )
+            ),
         )
 
-    async def approval(self, approval_id: str) -> ApprovalRecord:
+    async def approval(self, approval_id: str) -> ApprovalView:
         """The whole question, with every argument of the action it lets run."""
         questions = self.journal.questions
-        return await questions.approval(await questions.resolve_approval_id(approval_id))
+        whole = await questions.resolve_approval_id(approval_id)
+        return ApprovalView.of(await questions.approval(whole))
 
     # -- views a kernel answers live, read here from the vault when none runs ----------
 
@@ -224,12 +232,12 @@ class HomeReader:
 
     # -- sessions and workflows ---------------------------------------------------
 
-    async def sessions(self, status: SessionStatus | None = None) -> list[SessionRecord]:
+    async def sessions(self, status: SessionStatus | None = None) -> list[SessionView]:
         """Sessions, oldest first; only those in `status` when given."""
-        return await self.journal.sessions.list(status)
+        return [SessionView.of(s) for s in await self.journal.sessions.list(status)]
 
-    async def session(self, session_id: str) -> SessionRecord:
-        return await self.journal.sessions.get(session_id)
+    async def session(self, session_id: str) -> SessionView:
+        return SessionView.of(await self.journal.sessions.get(session_id))
 
     async def workflow_status(self, directory: str) -> WorkflowCheck:
         """What the trace.md in `directory` says: state, resume point, artifact check."""

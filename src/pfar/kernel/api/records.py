@@ -1,9 +1,9 @@
 """What the operator API's verbs return: frozen records, carried across the control
 socket (and printed by `pfar ... --json`) in the one schema their type gives (wire.py).
 
-Records the journal already has (ApprovalRecord, CredentialPromptRecord, SessionRecord)
-and the kernel's own (HoldResult, KernelStatistics) are returned as they are; a step is
-shown as a StepView, without the arguments it holds.
+The owner's questions and sessions are the API's own views of their rows (views.py);
+the kernel's own records (HoldResult, KernelStatistics) are returned as they are; a
+step is shown as a StepView, without the arguments it holds.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from typing import Annotated
 from pydantic import Field
 
 from ...journal import (
-    ApprovalRecord,
     ApprovalStatus,
-    CredentialPromptRecord,
     StepRecord,
     TaskRecord,
     TaskState,
@@ -26,6 +24,7 @@ from ...journal.json_text import JsonValue
 from ...journal.records import UnreadableTask
 from ...runners.loop.context import ContextStats
 from ..holds import HoldResult
+from .views import ApprovalView, CredentialPromptView
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +135,8 @@ class TaskTimeline:
 class Questions:
     """What the owner is (or was) asked: approvals and credential prompts."""
 
-    approvals: tuple[ApprovalRecord, ...]
-    credentials: tuple[CredentialPromptRecord, ...]
+    approvals: tuple[ApprovalView, ...]
+    credentials: tuple[CredentialPromptView, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
 from ...answers import parse_answer
-from ...journal import ApprovalRecord
 from ...journal.bus_sql import BusEvent
-from ...journal.sessions import SessionRecord
 from ...vault.knowledge import Learning
 from ..admission import Waiting
 from ..holds import HoldResult
@@ -66,6 +64,7 @@ from .records import (
     TaskSummary,
     TaskTimeline,
 )
+from .views import ApprovalView, SessionView
 from .wire import Wire
 
 A = TypeVar("A")
@@ -256,7 +255,7 @@ APPROVAL_SHOW = Command(
     "approval_show",
     ApprovalArgs,
     lambda o, a: o.approval(a.approval_id),
-    reply=Wire(ApprovalRecord),
+    reply=Wire(ApprovalView),
 )
 ANSWER = Command(
     "answer",
@@ -304,37 +303,37 @@ SESSIONS = Command(
     "sessions",
     SessionsArgs,
     lambda o, a: o.sessions(a.status),
-    reply=Wire(list[SessionRecord]),
+    reply=Wire(list[SessionView]),
 )
 SESSION_SHOW = Command(
     "session_show",
     SessionArgs,
     lambda o, a: o.session(a.session_id),
-    reply=Wire(SessionRecord),
+    reply=Wire(SessionView),
 )
 SESSION_NEW = Command(
     "session_new",
     NewSessionArgs,
     lambda o, a: o.new_session(a.project_path, a.thread_id),
-    reply=Wire(SessionRecord),
+    reply=Wire(SessionView),
 )
 SESSION_RESUME = Command(
     "session_resume",
     SessionArgs,
     lambda o, a: o.resume_session(a.session_id),
-    reply=Wire(SessionRecord),
+    reply=Wire(SessionView),
 )
 SESSION_PAUSE = Command(
     "session_pause",
     SessionArgs,
     lambda o, a: o.pause_session(a.session_id),
-    reply=Wire(SessionRecord),
+    reply=Wire(SessionView),
 )
 SESSION_TERMINATE = Command(
     "session_terminate",
     SessionArgs,
     lambda o, a: o.terminate_session(a.session_id),
-    reply=Wire(SessionRecord),
+    reply=Wire(SessionView),
 )
 
 COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
