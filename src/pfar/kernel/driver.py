@@ -55,7 +55,6 @@ class TaskDriver:
         self._ending_processes: set[asyncio.Task[int]] = set()  # see _end_processes_if_ended
         self._idle = asyncio.Event()
         self._idle.set()
-        self.bus_moved = asyncio.Event()  # wakes the lifecycle hooks' feed early
 
     def advance(self, task_id: str, *, created: TaskRecord | None = None) -> None:
         """Advance a task from the journal, now. `created`: the task's row as its
@@ -112,7 +111,6 @@ class TaskDriver:
             k.admission.forget(task_id)  # ended before taking the place it entered
             self._running.pop(task_id, None)
             self._end_processes_if_ended(task_id)
-            self.bus_moved.set()
             if not self._running:
                 self._idle.set()
 

@@ -28,6 +28,7 @@ from ..vault.home import Home
 from . import descriptors, disk, hook_feed, task_processes
 from .audit import AuditLog
 from .backups import BackupSchedule, ScheduledBackups
+from .bus_bell import BusBell
 from .learning import Learner
 from .locks import LockManager
 from .owner import OwnerChannel
@@ -51,6 +52,7 @@ class DutiesHost(Protocol):
     audit: AuditLog
     owner: OwnerChannel
     hooks: Hooks
+    bus_bell: BusBell
     locks: LockManager
     learner: Learner
     scheduler: Scheduler
@@ -65,12 +67,10 @@ class Duties:
         *,
         sandbox_home: str,
         sandbox_running: Callable[[str], bool],
-        bus_moved: asyncio.Event,
     ) -> None:
         self._k = host
         self._sandbox_home = sandbox_home
         self._sandbox_running = sandbox_running
-        self._bus_moved = bus_moved
         self.tasks: list[asyncio.Task[None]] = []
         self.disk: disk.DiskWatch | None = None  # the home's free space (kernel/disk.py)
         self._disk_warnings = 0
@@ -103,7 +103,7 @@ class Duties:
             "pfar-disk": lambda again: self._disk_loop(),
             # started again (after running out of descriptors), it plans afresh
             "pfar-schedules": lambda again: scheduler.run(None if again else schedule_plans),
-            "pfar-hooks": lambda again: hook_feed.run(k.journal, k.hooks, self._bus_moved),
+            "pfar-hooks": lambda again: hook_feed.run(k.journal, k.hooks, k.bus_bell),
             "pfar-leases": lambda again: self._lease_loop(config),
             # learnings a dying kernel left undecided or unstored (kernel/learning.py)
             "pfar-learnings": lambda again: k.learner.run(),

@@ -14,12 +14,14 @@ hook does not replay the history.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from ..hook_points import LIFECYCLE, HookPoint
 from ..hooks import Hooks
 from ..journal.bus_sql import BusEventKind
 from ..journal.store import Store
+from .bus_bell import BusBell
 
 log = logging.getLogger("pfar.hooks")
 
@@ -28,16 +30,22 @@ SUBSCRIBER = "hooks"
 _POINTS: dict[BusEventKind, HookPoint] = {
     k: HookPoint(k.value) for k in BusEventKind if k.value in {p.value for p in LIFECYCLE}
 }
-POLL_SECONDS = 0.2
 PAGE = 100
+# a journal on a server may be shared with other kernels, whose commits ring no bell
+# here: the feed looks again this often while nothing rings
+SHARED_LOOK_SECONDS = 1.0
+RELOAD_LOOK_SECONDS = 0.2
 
 
-async def run(journal: Store, hooks: Hooks, wake: asyncio.Event) -> None:
-    """Fire lifecycle hooks for the kernel's life. The handlers are looked at each
+async def run(journal: Store, hooks: Hooks, bell: BusBell) -> None:
+    """Fire lifecycle hooks for the kernel's life, woken by the bell each commit that
+    appended an event rings (kernel/bus_bell.py). The handlers are looked at each
     round: `pfar reload` may add the first ones (the feed then starts, at the bus's end
     when it never ran here) or take the last ones away."""
+    wait = None if journal.path is not None else SHARED_LOOK_SECONDS
     after: int | None = None
-    while True:
+    while not bell.closed:
+        rung = bell.ticket()  # before the read: a commit after it rings this ticket
         points = {p for p in LIFECYCLE if hooks.wants(p)}
         if points and after is None:
             after = await journal.events.bus_offset(SUBSCRIBER)
@@ -54,9 +62,9 @@ async def run(journal: Store, hooks: Hooks, wake: asyncio.Event) -> None:
             if events:
                 await journal.events.bus_ack(SUBSCRIBER, after)
                 continue
-        wake.clear()
-        try:
-            async with asyncio.timeout(POLL_SECONDS):
-                await wake.wait()
-        except TimeoutError:
-            pass
+        with contextlib.suppress(TimeoutError):
+            # without a lifecycle handler, it looks every RELOAD_LOOK_SECONDS for the ones
+            # a `pfar reload` adds, so that it starts from the bus's end as they come
+            async with asyncio.timeout(wait if points else RELOAD_LOOK_SECONDS):
+                await rung.wait()
+    await asyncio.Event().wait()  # the kernel stops: until its duties are cancelled

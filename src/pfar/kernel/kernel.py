@@ -157,7 +157,6 @@ class Kernel:
             self,
             sandbox_home=self._sandbox_home,
             sandbox_running=self._sandbox_running,
-            bus_moved=self.driver.bus_moved,
         )
         # run at shutdown after the wait and the flush, while the journal is still open:
         # the chat channels send what the wait produced, then stop
