@@ -9,6 +9,7 @@ a class here and a name in `BACKENDS` (the `backend` fixture's params follow it)
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import ClassVar
 
@@ -55,6 +56,9 @@ class Backend:
     def check_unfinished_reads_an_index(self, store: Store) -> None:
         """Assert that `await store.tasks.unfinished()` reads only unfinished rows."""
 
+    def check_activity_reads_time_indexes(self, store: Store) -> None:
+        """Assert that `await store.tasks.activity(...)` reads each table by its time."""
+
 
 def open_sqlite_store(path: Path) -> Journal:
     """The SQLite store under `path`: created when missing, opened as it is otherwise."""
@@ -98,6 +102,27 @@ class SQLiteBackend(Backend):
         # a walk of the partial index alone (it holds unfinished rows), in updated_at order
         assert "idx_task_journal_unfinished" in plan, plan
         assert "TEMP B-TREE" not in plan, plan
+
+    def check_activity_reads_time_indexes(self, store: Store) -> None:
+        journal = unwrapped(store)
+        assert isinstance(journal, Journal)
+        seen: list[str] = []
+        conn = journal._db.scanner or journal._db.reader  # activity() is a scan
+        conn.set_trace_callback(seen.append)
+        try:
+            run(journal.tasks.activity(date(2001, 3, 1), date(2001, 3, 8)))
+        finally:
+            conn.set_trace_callback(None)
+        indexes = ("idx_task_journal_created", "idx_task_steps_started_at", "idx_llm_calls_at")
+        read = [s for s in seen if s.lstrip().upper().startswith("SELECT")]
+        assert len(read) == 4, seen
+        for sql, index in zip(read, (*indexes, indexes[2]), strict=True):
+            plan = " ".join(str(r[-1]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            # a range of the time index: the rows of the window, never the whole table
+            assert f"USING INDEX {index} (" in plan or f"USING COVERING INDEX {index} (" in plan, (
+                plan
+            )
+            assert "SCAN" not in plan.replace(f"SCAN {index}", ""), plan
 
 
 async def open_postgres_store(path: Path) -> Journal:

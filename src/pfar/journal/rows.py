@@ -23,6 +23,7 @@ class LlmCall(TypedDict):
     cost_usd: float
     queued_seconds: float
     granted_at: NotRequired[float]  # wall clock when the limiter let it go (0.0: not told)
+    at: NotRequired[str]  # when it was made, RFC 3339 in UTC (now, when not told)
 
 
 class LlmUsage(TypedDict):

@@ -131,7 +131,7 @@ class StepWrites:
                     row["cost_usd"],
                     row["queued_seconds"],
                     row.get("granted_at", 0.0),
-                    now_rfc3339(),
+                    row.get("at") or now_rfc3339(),
                 ),
             )
 

@@ -24,11 +24,13 @@ callers: they claim, then write as they do today. On SQLite one kernel owns a ho
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Protocol
 
 from ..answers import Answer
 from . import holds, payloads
+from .activity_sql import StoredActivity
 from .bus_sql import BusEvent, BusEventKind
 from .channels_sql import Delivery, OutboxState
 from .group_commit import StoreWriter
@@ -78,6 +80,8 @@ class TaskStore(Protocol):
         self, task_id: str | None = None
     ) -> list[tuple[str, int, StepProcess]]: ...
     async def llm_usage(self, task_id: str) -> LlmUsage: ...
+    # per day over [since, until): tasks created, steps started, model calls (activity_sql.py)
+    async def activity(self, since: date, until: date) -> StoredActivity: ...
     # hooks' verdicts kept with the task (hooks_sql.py): replayed, never asked again
     async def hook_verdict(self, task_id: str, key: str) -> JsonObject | None: ...
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
 
 from ..errors import UnknownTask
-from . import hooks_sql, steps_sql, tasks_sql
+from . import activity_sql, hooks_sql, steps_sql, tasks_sql
+from .activity_sql import StoredActivity
 from .backing import Backing
 from .ids import resolve_id
 from .json_text import JsonObject, JsonValue
@@ -118,6 +120,11 @@ class TaskReads:
 
     async def llm_usage(self, task_id: str) -> LlmUsage:
         return await self._db.read(tasks_sql.llm_usage, task_id)
+
+    async def activity(self, since: date, until: date) -> StoredActivity:
+        """Tasks created, steps started and model calls by day, for the days `[since,
+        until)`: read through the tables' time indexes, so it costs what the window holds."""
+        return await self._db.scan(activity_sql.activity, since, until)
 
     async def hook_verdict(self, task_id: str, key: str) -> JsonObject | None:
         return await self._db.read(hooks_sql.get, task_id, key)

@@ -29,6 +29,7 @@ from ...vault.home import Home, HomeLock
 from ...vault.knowledge import Learning
 from ..admission import Waiting
 from . import offline
+from .activity import Activity, activity
 from .attach import Shown
 from .records import ChannelView, Questions, TaskSummary, TaskTimeline
 from .timeline import task_timeline
@@ -163,6 +164,12 @@ class HomeReader:
             for d in plan.decisions
         )
         return RecoveryPreview(running, decisions)
+
+    async def activity(self, days: int = 30) -> Activity:
+        """Per day over the last `days` UTC days (1 to 366, today's so far included):
+        tasks created by kind, steps started, model calls with their tokens and cost by
+        model and by template; every day present, zeros where nothing happened."""
+        return await activity(self.journal, days)
 
     # -- the owner's questions ----------------------------------------------------
 

@@ -23,8 +23,10 @@ from ..admission import Waiting
 from ..holds import HoldResult
 from ..kernel import KernelStatistics
 from ..reload import Reloaded
+from .activity import Activity
 from .arguments import (
     AckArgs,
+    ActivityArgs,
     AnswerArgs,
     ApprovalArgs,
     ConsoleTokenArgs,
@@ -221,6 +223,12 @@ TASKS = Command(
     lambda o, a: o.tasks(a.states, a.limit),
     reply=Wire(list[TaskSummary]),
 )
+ACTIVITY = Command(
+    "activity",
+    ActivityArgs,
+    lambda o, a: o.activity(a.days),
+    reply=Wire(Activity),
+)
 TASK_SHOW = Command(
     "task_show",
     TaskArgs,
@@ -356,6 +364,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         LEARNINGS,
         LEARNING_FORGET,
         TASKS,
+        ACTIVITY,
         TASK_SHOW,
         TASK_CANCEL,
         TASK_PAUSE,
