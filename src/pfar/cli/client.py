@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 from ..errors import KernelNotReady, KernelNotRunning, PfarError
 from ..kernel.api.arguments import NoArgs
-from ..kernel.api.requests import PING, Command
+from ..kernel.api.command import Command
+from ..kernel.api.requests import PING
 from ..kernel.lines import MAX_LINE, MAX_LINE_TEXT
 from ..kernel.peers import read_token
 from ..vault.home import Home, HomeLock

@@ -6,7 +6,8 @@ from __future__ import annotations
 import click
 
 from ..kernel.api.arguments import TaskArgs
-from ..kernel.api.requests import TASK_CANCEL, TASK_PAUSE, TASK_RESUME, Command
+from ..kernel.api.command import Command
+from ..kernel.api.requests import TASK_CANCEL, TASK_PAUSE, TASK_RESUME
 from ..kernel.holds import HoldResult, describe
 from . import client
 from .output import emit, home_of, out

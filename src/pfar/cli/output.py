@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..errors import KernelNotReady, KernelNotRunning
 from ..kernel.api import HomeReader
-from ..kernel.api.requests import Command
+from ..kernel.api.command import Command
 from ..kernel.api.wire import wire_json
 from ..policy.printable import printable
 from ..vault.home import Home

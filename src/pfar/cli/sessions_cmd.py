@@ -12,6 +12,7 @@ import click
 from ..errors import UnknownSecret
 from ..journal.sessions import SessionStatus
 from ..kernel.api.arguments import NewSessionArgs, SecretArgs, SecretNameArgs, SessionArgs
+from ..kernel.api.command import Command
 from ..kernel.api.requests import (
     SECRET_RM,
     SECRET_SET,
@@ -19,7 +20,6 @@ from ..kernel.api.requests import (
     SESSION_PAUSE,
     SESSION_RESUME,
     SESSION_TERMINATE,
-    Command,
 )
 from ..kernel.api.views import SessionView
 from ..kernel.api.wire import wire_json

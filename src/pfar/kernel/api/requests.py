@@ -10,11 +10,8 @@ socket parses (`parse`), and reads the answer back into the verb's record
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar
+from collections.abc import Mapping
+from typing import Any, Final
 
 from ...answers import parse_answer
 from ...journal.bus_sql import BusEvent
@@ -49,10 +46,9 @@ from .arguments import (
     TasksArgs,
     WorkflowArgs,
 )
+from .command import Command
 from .console_token import ConsoleToken
-from .fields import parse_fields
 from .hooks_view import HookView
-from .operator import Operator
 from .records import (
     Answered,
     ChannelView,
@@ -68,37 +64,6 @@ from .records import (
 )
 from .views import ApprovalView, SessionView
 from .wire import Wire
-
-A = TypeVar("A")
-R = TypeVar("R")
-
-
-@dataclass(frozen=True, slots=True)
-class Command(Generic[A, R]):
-    """An op of the control socket: the record its fields are parsed into, the verb it
-    calls, the record the verb answers with, and whether a shutting-down kernel still
-    takes it."""
-
-    op: str
-    arguments: type[A]
-    verb: Callable[[Operator, A], Awaitable[R] | R]
-    while_shutting_down: bool = False
-    reply: Wire[R] = dataclasses.field(kw_only=True)
-
-    def parse(self, body: Mapping[str, Any]) -> A:
-        """The arguments in `body`, every field checked (BadRequest names a bad one)."""
-        return parse_fields(self.arguments, body)
-
-    async def run(self, operator: Operator, arguments: A) -> Any:
-        """The verb's answer, as JSON values (the reply's schema)."""
-        reply = self.verb(operator, arguments)
-        return self.reply.dump(await reply if inspect.isawaitable(reply) else reply)
-
-    def request(self, arguments: A) -> dict[str, Any]:
-        """What a client sends for this command (enums go as their values)."""
-        fields = dataclasses.fields(arguments)  # type: ignore[arg-type]
-        return {"op": self.op, **{f.name: getattr(arguments, f.name) for f in fields}}
-
 
 # -- the table -------------------------------------------------------------------------
 
