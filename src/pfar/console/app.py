@@ -24,7 +24,7 @@ from ..answers import Actor
 from ..config import ConsoleConfig
 from ..errors import PfarError
 from ..kernel.api import Operator
-from . import pages
+from . import pages, recovery_pages
 from .auth import COOKIE, CSRF_FIELD, NO_TOKEN, Gate, Session, same_site
 from .bodies import read_form
 from .http_api import api_call, openapi
@@ -138,6 +138,7 @@ def build(console: Console) -> Starlette:
         Route("/", owner_only(pages.needs_you), methods=["GET"]),
         Route("/tasks", owner_only(pages.tasks), methods=["GET"]),
         Route("/kernel", owner_only(pages.kernel), methods=["GET"]),
+        Route("/recoveries", owner_only(recovery_pages.recoveries), methods=["GET"]),
         Route("/tasks/{task_id}", owner_only(pages.task), methods=["GET"]),
         Route("/tasks/{task_id}/{action}", owner_only(pages.hold), methods=["POST"]),
         Route("/questions/{approval_id}", owner_only(pages.answer), methods=["POST"]),

@@ -139,3 +139,8 @@ class AckArgs:
 @dataclass(frozen=True, slots=True)
 class ConsoleTokenArgs:
     rotate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveriesArgs:
+    limit: int = 20

@@ -39,6 +39,7 @@ from .arguments import (
     NewSessionArgs,
     NoArgs,
     QuestionsArgs,
+    RecoveriesArgs,
     SecretArgs,
     SecretNameArgs,
     SendArgs,
@@ -54,6 +55,7 @@ from .fields import parse_fields
 from .operator import Operator
 from .records import (
     Answered,
+    BootRecovery,
     ChannelView,
     EventOffset,
     Pong,
@@ -188,6 +190,13 @@ EVENTS_ACK = Command(
     AckArgs,
     lambda o, a: o.ack_events(a.subscriber, a.seq),
     reply=Wire(EventOffset),
+)
+RECOVERIES = Command(
+    "recoveries",
+    RecoveriesArgs,
+    lambda o, a: o.recoveries(a.limit),
+    while_shutting_down=True,
+    reply=Wire(list[BootRecovery]),
 )
 QUEUE = Command(
     "queue",
@@ -344,6 +353,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         CHANNELS,
         EVENTS,
         EVENTS_ACK,
+        RECOVERIES,
         QUEUE,
         LEARNINGS,
         LEARNING_FORGET,
