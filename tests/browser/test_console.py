@@ -5,6 +5,7 @@ the CLI leave the page, and keep working across a SIGKILL and a restart."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,7 +49,7 @@ def test_a_wrong_token_is_refused_and_the_owner_gets_in(tmp_path: Path, browser_
         expect(browser_page.locator("#live")).to_have_text("live")
         # at a phone's width nothing runs off the side of the page
         browser_page.set_viewport_size({"width": 390, "height": 844})
-        for path in ("", "tasks", "kernel"):
+        for path in ("", "tasks", "kernel", "recoveries"):
             browser_page.goto(url + path)
             overflow = browser_page.evaluate(
                 "document.documentElement.scrollWidth - document.documentElement.clientWidth"
@@ -129,6 +130,24 @@ def test_the_page_says_it_lost_the_kernel_and_comes_back_after_a_sigkill(
         expect(browser_page.locator(".recovery pre")).to_contain_text("System restarted")
         expect(browser_page.locator("article.question")).to_have_count(1)
         shoot(browser_page, "reconnected")
+        # every start's report: the restart's names the task the question is about
+        browser_page.get_by_role("link", name="Every start's report").click()
+        expect(browser_page.get_by_role("heading", name="Recoveries", exact=True)).to_be_visible()
+        expect(browser_page.locator("article.boot")).to_have_count(2)
+        newest = browser_page.locator("article.boot").first
+        expect(newest).to_contain_text("the kernel was killed")
+        expect(newest.locator("pre")).to_contain_text("1 approval re-sent")
+        task_link = newest.locator(".report-lines a")
+        expect(task_link).to_have_count(1)
+        browser_page.set_viewport_size({"width": 360, "height": 780})
+        overflow = browser_page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 0, f"/recoveries is {overflow}px wider than a phone"
+        browser_page.set_viewport_size({"width": 1280, "height": 800})
+        shoot(browser_page, "recoveries")
+        task_link.click()
+        expect(browser_page).to_have_url(re.compile(r"/tasks/[0-9a-f-]{36}$"))
     finally:
         if kernel.proc.poll() is None:
             kernel.terminate()

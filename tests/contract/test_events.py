@@ -12,16 +12,19 @@ from pfar.errors import (
     IllegalTransition,
 )
 from pfar.journal import (
+    Journal,
     TaskState,
 )
 from pfar.journal import payloads as p
+from pfar.journal.boot_reports import ReportLine, ReportLineKind, StoredReport, UnreadableReport
 from pfar.journal.bus_sql import BusEventKind as K
 from pfar.journal.records import rfc3339
 from pfar.journal.store import Store
+from pfar.journal.tx import Tx
 
 from . import builders as b
 from .helpers import created, run, settle
-from .verbs import covers
+from .verbs import covers, unwrapped
 
 S = TaskState
 
@@ -141,6 +144,63 @@ def test_boots_start_and_end(store: Store) -> None:
     run(store.events.end_boot("boot-1"))
     boot = run(store.events.last_boot())
     assert boot is not None and boot["clean"] and boot["ended_at"] is not None
+
+
+@covers("events.boots", "events.start_boot", "events.end_boot", "tasks.apply_recovery")
+def test_boots_are_read_newest_first_with_the_report_each_start_kept(store: Store) -> None:
+    assert run(store.events.boots()) == []
+    for n in range(3):
+        run(store.events.start_boot(f"boot-{n}", n, "0.0"))
+    run(store.events.end_boot("boot-0"))  # boot-1 was killed; boot-2 runs
+    t = created(store, p.Executing(current_step=1))
+    line = ReportLine(ReportLineKind.abandoned, "1 task abandoned (x)", (t.task_id,))
+    kept = StoredReport("System restarted. Recovery report:\n - 1 task abandoned (x)", (line,))
+    run(
+        store.tasks.apply_recovery(
+            abandon=[(t.task_id, "died twice")],
+            attempted=[],
+            messages=[b.message("report:boot-2", "report", body=kept.text)],
+            report=("boot-2", kept),
+        )
+    )
+    boots = run(store.events.boots())
+    assert [x.boot_id for x in boots] == ["boot-2", "boot-1", "boot-0"]
+    newest, killed, first = boots
+    assert newest.report == kept and newest.report.tasks == (t.task_id,)
+    assert (newest.clean, newest.ended_at) == (False, None)
+    # boots whose start kept no report (from before schema 14) are listed without one
+    assert killed.report is None and not killed.clean
+    assert first.report is None and first.clean and first.ended_at is not None
+    assert [x.boot_id for x in run(store.events.boots(limit=2))] == ["boot-2", "boot-1"]
+    # a boot's report is kept once: its own start's, never written over
+    other = StoredReport("System restarted. No pending tasks to recover.", ())
+    run(store.tasks.apply_recovery(abandon=[], attempted=[], messages=[], report=("boot-2", other)))
+    assert run(store.events.boots(limit=1))[0].report == kept
+
+
+@covers("events.boots", "events.start_boot")
+def test_a_kept_report_this_pfar_cannot_read_is_listed_as_such_and_left_alone(
+    store: Store,
+) -> None:
+    run(store.events.start_boot("boot-1", 1, "0.0"))
+    # valid JSON (a jsonb column takes no other) that is no report: a newer pfar's, say
+    odd = '{"form": "report", "lines": [], "text": 7}'
+
+    def write(conn: Tx) -> None:
+        conn.execute("UPDATE kernel_boots SET report_json = ? WHERE boot_id = ?", (odd, "boot-1"))
+
+    journal = unwrapped(store)
+    assert isinstance(journal, Journal)
+    run(journal._db.write(write, None))
+    (boot,) = run(store.events.boots())
+    assert isinstance(boot.report, UnreadableReport) and "text" in boot.report.problem
+    # reading it changes nothing: what was kept is kept
+    run(
+        store.tasks.apply_recovery(
+            abandon=[], attempted=[], messages=[], report=("boot-1", StoredReport("x", ()))
+        )
+    )
+    assert run(store.events.boots()) == [boot]
 
 
 @covers(

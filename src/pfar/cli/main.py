@@ -22,6 +22,7 @@ from .learnings_cmd import learnings
 from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .output import emit, err, home_of, out, read, table
 from .queue_cmd import queue
+from .recoveries_cmd import recoveries
 from .reload_cmd import reload
 from .run_cmd import run
 from .sessions_cmd import secret, session
@@ -157,6 +158,7 @@ def demo(keep: bool) -> None:
 cli.add_command(run)
 cli.add_command(console)
 cli.add_command(submit)
+cli.add_command(recoveries)
 cli.add_command(tasks)
 cli.add_command(task)
 cli.add_command(approvals)

@@ -24,7 +24,7 @@ from ..answers import Actor
 from ..config import ConsoleConfig
 from ..errors import PfarError
 from ..kernel.api import Operator
-from . import pages
+from . import pages, recovery_pages
 from .activity import activity_page
 from .auth import COOKIE, CSRF_FIELD, NO_TOKEN, Gate, Session, same_site
 from .bodies import read_form
@@ -140,6 +140,7 @@ def build(console: Console) -> Starlette:
         Route("/tasks", owner_only(pages.tasks), methods=["GET"]),
         Route("/kernel", owner_only(pages.kernel), methods=["GET"]),
         Route("/activity", owner_only(activity_page), methods=["GET"]),
+        Route("/recoveries", owner_only(recovery_pages.recoveries), methods=["GET"]),
         Route("/tasks/{task_id}", owner_only(pages.task), methods=["GET"]),
         Route("/tasks/{task_id}/{action}", owner_only(pages.hold), methods=["POST"]),
         Route("/questions/{approval_id}", owner_only(pages.answer), methods=["POST"]),

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from . import bus_sql, channels_sql, events_sql
 from .backing import Backing
+from .boot_reports import KeptBoot
 from .bus_sql import BusEvent, BusEventKind
 from .message_keys import MessageKey
 from .records import OwnerMessage, now_rfc3339
@@ -57,6 +58,11 @@ class SQLiteEventStore:
 
     async def last_boot(self) -> KernelBoot | None:
         return await self._db.read(events_sql.last_boot)
+
+    async def boots(self, limit: int = 20) -> list[KeptBoot]:
+        """The newest `limit` boots, newest first, with their recovery reports (started_at
+        is indexed: the cost grows with `limit`, not with the boots kept)."""
+        return await self._db.read(events_sql.boots, limit)
 
     async def prune(self, before: str, keep_boots: int, batch: int = 500) -> int:
         """Drop chat deliveries that ended before `before` and boots older than the newest

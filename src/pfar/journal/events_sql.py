@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import channels_sql
+from . import boot_reports, channels_sql
+from .boot_reports import KeptBoot, StoredReport
 from .json_text import JsonObject
 from .records import OwnerMessage, dumps, loads
 from .rows import KernelBoot, TaskMessage
@@ -121,6 +122,34 @@ def last_boot(conn: Tx) -> KernelBoot | None:
         return None
     return KernelBoot(
         boot_id=row[0], pid=row[1], started_at=row[2], ended_at=row[3], clean=bool(row[4])
+    )
+
+
+def boots(conn: Tx, limit: int) -> list[KeptBoot]:
+    """The newest `limit` boots, newest first, each with its recovery report (read
+    through `boot_reports.parse`, the one place a kept report is read)."""
+    rows = conn.execute(
+        "SELECT boot_id, started_at, ended_at, clean, report_json FROM kernel_boots "
+        "ORDER BY started_at DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [
+        KeptBoot(
+            boot_id=r[0],
+            started_at=r[1],
+            ended_at=r[2],
+            clean=bool(r[3]),
+            report=boot_reports.parse(r[4]),
+        )
+        for r in rows
+    ]
+
+
+def keep_report_txn(conn: Tx, boot_id: str, report: StoredReport) -> None:
+    """The boot's recovery report, kept with it (written once, by its own start)."""
+    conn.execute(
+        "UPDATE kernel_boots SET report_json = ? WHERE boot_id = ? AND report_json IS NULL",
+        (boot_reports.dumps(report), boot_id),
     )
 
 

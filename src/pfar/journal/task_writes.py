@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from . import approvals_sql, bus_sql, events_sql, holds, hooks_sql, payloads, tasks_sql
 from .backing import Backing
+from .boot_reports import StoredReport
 from .bus_sql import BusEventKind
 from .hooks_sql import LEARNINGS_DECIDED, LEARNINGS_KEPT, decided_learnings
 from .json_text import JsonObject
@@ -174,6 +175,7 @@ class TaskWrites:
         park: Sequence[tuple[ApprovalRecord, payloads.AwaitingApproval]] = (),
         pause: Sequence[str] = (),
         cancel: Sequence[str] = (),
+        report: tuple[str, StoredReport] | None = None,
     ) -> None:
         """Recovery's decisions and the owner's report (and prompts), one commit.
 
@@ -182,7 +184,9 @@ class TaskWrites:
         task in `attempted` counts one more recovery (reset whenever the task makes
         progress). Tasks in `pause` had the owner's pause request standing: they are
         Paused; tasks in `cancel` were being cancelled (their processes are ended
-        already): they are Cancelled.
+        already): they are Cancelled. `report` is (boot_id, the report among `messages`):
+        kept with that boot in the same commit, so a boot has its report kept exactly
+        when the owner has it queued.
         """
 
         def op(conn: Tx) -> None:
@@ -204,6 +208,8 @@ class TaskWrites:
                 queued = events_sql.enqueue_message_txn(conn, msg, at)
                 if queued and isinstance(msg.message_key, ApprovalKey):
                     approvals_sql.count_prompt_txn(conn, msg.message_key.approval_id)
+            if report is not None:
+                events_sql.keep_report_txn(conn, *report)
 
         await self._db.write(op, "recovery_decided")
 

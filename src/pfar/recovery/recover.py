@@ -125,10 +125,11 @@ async def recover_tasks(
     and the task ids to resume.
 
     One commit, so that a task is never abandoned or parked without the report that
-    says so being queued with it: a kernel that dies here leaves either nothing decided
-    or everything decided and the report waiting to be delivered. Prompts (re-sent ones,
-    and the questions about tasks parked here, `question_timeout` seconds to answer)
-    are queued after the report, so the owner reads the report first.
+    says so being queued with it (and kept with its boot, `kernel_boots.report_json`):
+    a kernel that dies here leaves either nothing decided or everything decided and the
+    report waiting to be delivered. Prompts (re-sent ones, and the questions about tasks
+    parked here, `question_timeout` seconds to answer) are queued after the report, so
+    the owner reads the report first.
     """
     report = RecoveryReport(
         orphan_processes=orphan_processes,
@@ -218,6 +219,9 @@ async def recover_tasks(
         messages=[OwnerMessage(report_key, MessageKind.report, report.render()), *prompts],
         pause=pause,
         cancel=cancel,
+        # kept with the boot, in the commit that queues it: every restart's report stays
+        # readable (the console's recoveries) for as long as its boot is kept
+        report=(report_key.boot_id, report.stored()),
     )
     return report, to_resume
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..journal.boot_reports import ReportLine, ReportLineKind, StoredReport
+
 # names listed on one line of the report; a restart after a flood must stay one message
 MAX_NAMES = 5
 
@@ -117,19 +119,31 @@ class RecoveryReport:
         return ", ".join(names)
 
     def render(self) -> str:
+        """The report as the owner is sent it."""
         if self.empty:
             return "System restarted. No pending tasks to recover."
-        lines = ["System restarted. Recovery report:"]
-        lines += [f" - {note}" for note in self.vault]
+        head = "System restarted. Recovery report:"
+        return "\n".join([head, *(f" - {line.text}" for line in self.lines())])
 
-        def line(ids: list[str], one: str, many: str, verb: str) -> None:
+    def stored(self) -> StoredReport:
+        """The report as its boot keeps it: the text sent, and each line with its tasks."""
+        return StoredReport(self.render(), tuple(self.lines()))
+
+    def lines(self) -> list[ReportLine]:
+        """Each line of the report, in the order it is sent, with the tasks it names."""
+        K = ReportLineKind
+        lines = [ReportLine(K.vault, note) for note in self.vault]
+
+        def line(kind: ReportLineKind, ids: list[str], one: str, many: str, verb: str) -> None:
             if ids:
                 what = self._names(ids)
-                lines.append(f" - {len(ids)} {one if len(ids) == 1 else many} {verb} ({what})")
+                text = f"{len(ids)} {one if len(ids) == 1 else many} {verb} ({what})"
+                lines.append(ReportLine(kind, text, tuple(ids)))
 
-        line(self.retried, "task", "tasks", "retried")
-        line(self.resumed, "task", "tasks", "resumed")
+        line(K.retried, self.retried, "task", "tasks", "retried")
+        line(K.resumed, self.resumed, "task", "tasks", "resumed")
         line(
+            K.at_cut_off_write,
             self.at_cut_off_write,
             "task",
             "tasks",
@@ -137,6 +151,7 @@ class RecoveryReport:
             "idempotency key; one that needs your approval asks you again first",
         )
         line(
+            K.asked,
             self.asked,
             "task",
             "tasks",
@@ -144,6 +159,7 @@ class RecoveryReport:
         )
         for deaths in sorted(set(self.parked.values())):
             line(
+                K.parked,
                 [t for t, n in self.parked.items() if n == deaths],
                 "task",
                 "tasks",
@@ -152,34 +168,46 @@ class RecoveryReport:
             )
         approvals = [t for t in self.reprompted if self.reprompt_kinds.get(t) != "credential"]
         creds = [t for t in self.reprompted if self.reprompt_kinds.get(t) == "credential"]
-        line(approvals, "approval", "approvals", "re-sent")
-        line(creds, "credential prompt", "credential prompts", "re-sent")
-        line(self.abandoned, "task", "tasks", "abandoned")
-        line(self.cancelled, "task", "tasks", "cancelled, as the owner asked before the restart")
-        line(self.paused, "task", "tasks", "left paused")
-        line(self.waiting, "task", "tasks", "still waiting for your message (pfar send)")
-        line(self.blocked, "task", "tasks", "waiting on a subtask; they go on when it ends")
-        line(self.queued, "task", "tasks", "queued again for a slot; they start in turn")
+        line(K.approval_resent, approvals, "approval", "approvals", "re-sent")
+        line(K.credential_resent, creds, "credential prompt", "credential prompts", "re-sent")
+        line(K.abandoned, self.abandoned, "task", "tasks", "abandoned")
+        line(
+            K.cancelled,
+            self.cancelled,
+            "task",
+            "tasks",
+            "cancelled, as the owner asked before the restart",
+        )
+        line(K.paused, self.paused, "task", "tasks", "left paused")
+        line(K.waiting, self.waiting, "task", "tasks", "still waiting for your message (pfar send)")
+        blocked = "waiting on a subtask; they go on when it ends"
+        line(K.blocked, self.blocked, "task", "tasks", blocked)
+        line(K.queued, self.queued, "task", "tasks", "queued again for a slot; they start in turn")
         for task_id, problem in self.malformed.items():
-            lines.append(
-                f" - task {task_id[:8]} left as it is: its journal row is malformed ({problem}); "
+            text = (
+                f"task {task_id[:8]} left as it is: its journal row is malformed ({problem}); "
                 f"`pfar cancel {task_id[:8]}` ends it"
             )
+            lines.append(ReportLine(K.malformed, text, (task_id,)))
         if self.sessions_recovered:
             n = len(self.sessions_recovered)
-            lines.append(f" - Recovered {n} session{'s' if n != 1 else ''} after crash (paused)")
+            text = f"Recovered {n} session{'s' if n != 1 else ''} after crash (paused)"
+            lines.append(ReportLine(K.sessions, text))
         if self.orphan_processes:
             n = self.orphan_processes
-            lines.append(f" - {n} orphaned process{'es' if n != 1 else ''} cleaned up")
+            text = f"{n} orphaned process{'es' if n != 1 else ''} cleaned up"
+            lines.append(ReportLine(K.orphan_processes, text))
         if self.orphan_containers:
             n = self.orphan_containers
-            lines.append(f" - {n} orphaned sandbox{'es' if n != 1 else ''} killed")
-        lines += [f" - schedule {line}" for line in self.schedules]
+            text = f"{n} orphaned sandbox{'es' if n != 1 else ''} killed"
+            lines.append(ReportLine(K.orphan_sandboxes, text))
+        lines += [ReportLine(K.schedule, f"schedule {said}") for said in self.schedules]
         if self.channel_doubts:
             n = self.channel_doubts
-            lines.append(
-                f" - {n} message{'s' if n != 1 else ''} to a chat channel cut off while "
-                "being sent: it may have arrived, so it is not sent again (owner.log has "
-                "every message)"
+            text = (
+                f"{n} message{'s' if n != 1 else ''} to a chat channel cut off while being "
+                "sent: it may have arrived, so it is not sent again (owner.log has every "
+                "message)"
             )
-        return "\n".join(lines)
+            lines.append(ReportLine(K.channel_doubts, text))
+        return lines

@@ -144,3 +144,8 @@ class ConsoleTokenArgs:
 @dataclass(frozen=True, slots=True)
 class ActivityArgs:
     days: int = 30
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveriesArgs:
+    limit: int = 20

@@ -167,13 +167,11 @@ class Operator(HomeReader):
         report = self._kernel.report
         if report is None:
             return RecoveryView(self._kernel.boot_id, "the kernel is still recovering", ())
-        tasks = [
-            *report.retried, *report.resumed, *report.at_cut_off_write, *report.asked,
-            *report.parked, *report.reprompted, *report.abandoned, *report.cancelled,
-            *report.paused, *report.waiting, *report.blocked, *report.queued,
-            *report.malformed,
-        ]  # fmt: skip
-        return RecoveryView(self._kernel.boot_id, report.render(), tuple(dict.fromkeys(tasks)))
+        kept = report.stored()
+        return RecoveryView(self._kernel.boot_id, kept.text, kept.tasks)
+
+    def _running_boot(self, newest: str | None) -> str | None:
+        return self._kernel.boot_id
 
     def console_token(self, *, rotate: bool = False, make: bool = True) -> ConsoleToken:
         """The owner token the web console takes at login (made on first asking), and

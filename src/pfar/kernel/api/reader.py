@@ -31,7 +31,7 @@ from ..admission import Waiting
 from . import offline
 from .activity import Activity, activity
 from .attach import Shown
-from .records import ChannelView, Questions, TaskSummary, TaskTimeline
+from .records import BootRecovery, ChannelView, Questions, TaskSummary, TaskTimeline
 from .timeline import task_timeline
 from .trace import task_as_trace
 from .views import ApprovalView, CredentialPromptView, SessionView
@@ -170,6 +170,26 @@ class HomeReader:
         tasks created by kind, steps started, model calls with their tokens and cost by
         model and by template; every day present, zeros where nothing happened."""
         return await activity(self.journal, days)
+
+    async def recoveries(self, limit: int = 20) -> list[BootRecovery]:
+        """The newest `limit` starts, newest first, each with its recovery report: every
+        restart's report, each line with the tasks it is about."""
+        if not 1 <= limit <= 1000:
+            raise BadRequest("limit", f"must be 1 to 1000, not {limit}")
+        # one boot more: how the run before the oldest one shown ended
+        boots = await self.journal.events.boots(limit + 1)
+        running = self._running_boot(boots[0].boot_id if boots else None)
+        return [
+            BootRecovery.of(
+                boot, boots[i + 1] if i + 1 < len(boots) else None, boot.boot_id == running
+            )
+            for i, boot in enumerate(boots[:limit])
+        ]
+
+    def _running_boot(self, newest: str | None) -> str | None:
+        """The boot of the kernel running on this home, if one runs (the newest boot,
+        while a kernel holds the home)."""
+        return newest if HomeLock(self.home).is_held_elsewhere() else None
 
     # -- the owner's questions ----------------------------------------------------
 

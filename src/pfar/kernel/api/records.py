@@ -9,7 +9,7 @@ step is shown as a StepView, without the arguments it holds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -19,6 +19,7 @@ from ...journal import (
     TaskRecord,
     TaskState,
 )
+from ...journal.boot_reports import Kept, KeptBoot
 from ...journal.bus_sql import BusEvent, BusEventKind
 from ...journal.json_text import JsonValue
 from ...journal.records import UnreadableTask
@@ -261,3 +262,30 @@ class RecoveryView:
     boot_id: str
     text: str
     tasks: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BootRecovery:
+    """A kernel's start and its recovery report (`Operator.recoveries`): when it started
+    and ended, whether it ended by stopping (`clean`), whether it is the kernel running
+    now, how the run before it ended (`after`: "clean", "killed", or None when no
+    earlier boot is kept), and the report as the owner was sent it, each line with its
+    tasks (None for a boot from before reports were kept; an UnreadableReport for one
+    this pfar cannot read)."""
+
+    boot_id: str
+    started_at: str
+    ended_at: str | None
+    clean: bool
+    running: bool
+    after: Literal["clean", "killed"] | None
+    report: Kept | None
+
+    @classmethod
+    def of(cls, boot: KeptBoot, before: KeptBoot | None, running: bool) -> BootRecovery:
+        after: Literal["clean", "killed"] | None = None
+        if before is not None:
+            after = "clean" if before.clean else "killed"
+        return cls(
+            boot.boot_id, boot.started_at, boot.ended_at, boot.clean, running, after, boot.report
+        )

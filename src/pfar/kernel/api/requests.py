@@ -36,6 +36,7 @@ from .arguments import (
     NewSessionArgs,
     NoArgs,
     QuestionsArgs,
+    RecoveriesArgs,
     SecretArgs,
     SecretNameArgs,
     SendArgs,
@@ -51,6 +52,7 @@ from .console_token import ConsoleToken
 from .hooks_view import HookView
 from .records import (
     Answered,
+    BootRecovery,
     ChannelView,
     EventOffset,
     Pong,
@@ -155,6 +157,13 @@ EVENTS_ACK = Command(
     AckArgs,
     lambda o, a: o.ack_events(a.subscriber, a.seq),
     reply=Wire(EventOffset),
+)
+RECOVERIES = Command(
+    "recoveries",
+    RecoveriesArgs,
+    lambda o, a: o.recoveries(a.limit),
+    while_shutting_down=True,
+    reply=Wire(list[BootRecovery]),
 )
 QUEUE = Command(
     "queue",
@@ -324,6 +333,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         CHANNELS,
         EVENTS,
         EVENTS_ACK,
+        RECOVERIES,
         QUEUE,
         HOOKS,
         LEARNINGS,
