@@ -30,6 +30,7 @@ from .arguments import (
     AnswerArgs,
     ApprovalArgs,
     ConsoleTokenArgs,
+    ConversationArgs,
     CredentialArgs,
     DirectoryArgs,
     EventsArgs,
@@ -50,6 +51,7 @@ from .arguments import (
     WorkflowArgs,
 )
 from .console_token import ConsoleToken
+from .conversation_records import Conversation
 from .fields import parse_fields
 from .operator import Operator
 from .records import (
@@ -220,6 +222,13 @@ TASK_SHOW = Command(
     lambda o, a: o.timeline(a.task_id),
     reply=Wire(TaskTimeline),
 )
+CONVERSATION = Command(
+    "conversation",
+    ConversationArgs,
+    lambda o, a: o.conversation(a.task_id, a.after),
+    while_shutting_down=True,
+    reply=Wire(Conversation),
+)
 TASK_CANCEL = Command(
     "task_cancel",
     TaskArgs,
@@ -349,6 +358,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         LEARNING_FORGET,
         TASKS,
         TASK_SHOW,
+        CONVERSATION,
         TASK_CANCEL,
         TASK_PAUSE,
         TASK_RESUME,
