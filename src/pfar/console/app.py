@@ -27,6 +27,7 @@ from ..kernel.api import Operator
 from . import pages
 from .auth import COOKIE, CSRF_FIELD, NO_TOKEN, Gate, Session, same_site
 from .bodies import read_form
+from .conversation import conversation_live
 from .http_api import api_call, openapi
 from .live import live
 
@@ -139,6 +140,11 @@ def build(console: Console) -> Starlette:
         Route("/tasks", owner_only(pages.tasks), methods=["GET"]),
         Route("/kernel", owner_only(pages.kernel), methods=["GET"]),
         Route("/tasks/{task_id}", owner_only(pages.task), methods=["GET"]),
+        Route(
+            "/tasks/{task_id}/conversation/live",
+            owner_only(conversation_live),
+            methods=["GET"],
+        ),
         Route("/tasks/{task_id}/{action}", owner_only(pages.hold), methods=["POST"]),
         Route("/questions/{approval_id}", owner_only(pages.answer), methods=["POST"]),
         Route("/credentials/{prompt_id}", owner_only(pages.credential), methods=["POST"]),
