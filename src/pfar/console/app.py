@@ -28,6 +28,7 @@ from . import pages, recovery_pages
 from .activity import activity_page
 from .auth import COOKIE, CSRF_FIELD, NO_TOKEN, Gate, Session, same_site
 from .bodies import read_form
+from .conversation import conversation_live
 from .http_api import api_call, openapi
 from .live import live
 
@@ -142,6 +143,11 @@ def build(console: Console) -> Starlette:
         Route("/activity", owner_only(activity_page), methods=["GET"]),
         Route("/recoveries", owner_only(recovery_pages.recoveries), methods=["GET"]),
         Route("/tasks/{task_id}", owner_only(pages.task), methods=["GET"]),
+        Route(
+            "/tasks/{task_id}/conversation/live",
+            owner_only(conversation_live),
+            methods=["GET"],
+        ),
         Route("/tasks/{task_id}/{action}", owner_only(pages.hold), methods=["POST"]),
         Route("/questions/{approval_id}", owner_only(pages.answer), methods=["POST"]),
         Route("/credentials/{prompt_id}", owner_only(pages.credential), methods=["POST"]),

@@ -15,6 +15,7 @@ from ..errors import (
     AmbiguousId,
     BadRequest,
     KnowledgeUnavailable,
+    NotALoopTask,
     PfarError,
     TaskStateRefused,
     UnknownApproval,
@@ -25,6 +26,7 @@ from ..journal import TaskState
 from ..kernel.api.wire import wire_json
 from .auth import COOKIE, same_site
 from .bodies import read_form
+from .conversation import arguments_text, folded
 
 if TYPE_CHECKING:
     from .app import Console
@@ -160,6 +162,10 @@ async def task(console: Console, request: Request) -> Response:
     operator = console.operator
     timeline = await operator.timeline(request.path_params["task_id"])
     task_id = timeline.task.task_id
+    try:  # a loop task's conversation, followed live from its last turn (conversation.py)
+        conversation = await operator.conversation(task_id)
+    except NotALoopTask:
+        conversation = None
     return console.render(
         request,
         "task.html",
@@ -168,6 +174,9 @@ async def task(console: Console, request: Request) -> Response:
         trace=await operator.trace(task_id),
         raw=json.dumps(wire_json(timeline), indent=2, sort_keys=True),
         said=request.query_params.get("said"),
+        conversation=conversation,
+        folded=folded,
+        arguments=arguments_text,
     )
 
 

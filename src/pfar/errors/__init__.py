@@ -58,6 +58,7 @@ what a client branches on, never the class's name (docs/operator-api.md lists th
   + NotTheOwner              a control-socket request that is not the owner's `pfar` command
   + BadRequest               a request's field has the wrong type or shape (field named)
     - AnswerDoesNotFit       an answer the question does not offer (the ones it does named)
+    - NotALoopTask           a conversation asked of a task that has none (its kind named)
   + BadReply                 a kernel's answer that does not fit its op's record
 
 The modules, one room each: `base` (PfarError), `config`, `vault` (its files, key and
@@ -92,6 +93,7 @@ from .operator import (
     BadRequest,
     KernelNotReady,
     KernelNotRunning,
+    NotALoopTask,
     NotTheOwner,
     ShuttingDown,
 )
@@ -144,6 +146,7 @@ __all__ = [
     "MalformedRow",
     "MalformedTaskRow",
     "MigrationFailed",
+    "NotALoopTask",
     "NotTheOwner",
     "PfarError",
     "ProviderError",

@@ -16,6 +16,19 @@ class BadRequest(PfarError, ValueError):
         self.field, self.problem = field, problem
 
 
+class NotALoopTask(BadRequest):
+    """A loop task's view (its conversation) asked of a pipeline or workflow task,
+    which has none: its timeline tells what it did."""
+
+    def __init__(self, task_id: str, kind: str) -> None:
+        super().__init__(
+            "task_id",
+            f"{task_id} is a {kind} task; only a loop task has a conversation "
+            "(`pfar task show` tells the timeline of any task)",
+        )
+        self.task_id, self.kind = task_id, kind
+
+
 class BadReply(PfarError):
     """A kernel's answer that does not fit the record its op returns: a client and a
     kernel of different versions, most likely. Nothing is retried."""

@@ -20,6 +20,12 @@ class TaskArgs:
 
 
 @dataclass(frozen=True, slots=True)
+class ConversationArgs:
+    task_id: str
+    after: int = -1
+
+
+@dataclass(frozen=True, slots=True)
 class SessionArgs:
     session_id: str
 

@@ -32,6 +32,7 @@ from .attach import Shown, stream
 from .attach_timeline import timeline_stream
 from .channel_host import ChannelHosting
 from .console_token import TOKEN_SECRET, ConsoleToken, owner_token
+from .conversation import Followed, follow
 from .hooks_view import HookView, hook_views
 from .offline import check_subscriber
 from .reader import HomeReader
@@ -264,6 +265,12 @@ class Operator(HomeReader):
         return stream(
             self._kernel.journal, self._kernel.viewers, task.task_id, from_start=from_start
         )
+
+    async def follow_conversation(self, task_id: str, after: int = -1) -> AsyncIterator[Followed]:
+        """A loop task's turns after `after`, then, live, its streamed text, new turns and
+        states until it ends; like `conversation`, it moves no viewer's mark."""
+        first = await self.conversation(task_id, after)  # refuses a bad id, kind or seq
+        return follow(self._kernel.journal, self._kernel.viewers, first.task_id, after)
 
     # -- the event bus ------------------------------------------------------------------
 

@@ -31,6 +31,8 @@ from ..admission import Waiting
 from . import offline
 from .activity import Activity, activity
 from .attach import Shown
+from .conversation import conversation
+from .conversation_records import Conversation
 from .records import BootRecovery, ChannelView, Questions, TaskSummary, TaskTimeline
 from .timeline import task_timeline
 from .trace import task_as_trace
@@ -145,6 +147,11 @@ class HomeReader:
     async def trace(self, task_id: str) -> str:
         """The task's journal written as a trace.md (the traced-workflow format)."""
         return await task_as_trace(self.journal, await self.journal.tasks.resolve_id(task_id))
+
+    async def conversation(self, task_id: str, after: int = -1) -> Conversation:
+        """A loop task's turns after `after` (-1: all of them) and its state. It only
+        reads: no viewer's mark moves (`pfar attach` still shows them as new)."""
+        return await conversation(self.journal, await self.journal.tasks.resolve_id(task_id), after)
 
     async def recovery_preview(self, config: Config | None = None) -> RecoveryPreview:
         """What recovery would do with every unfinished task now; changes nothing."""

@@ -27,6 +27,7 @@ from .arguments import (
     AnswerArgs,
     ApprovalArgs,
     ConsoleTokenArgs,
+    ConversationArgs,
     CredentialArgs,
     DirectoryArgs,
     EventsArgs,
@@ -49,6 +50,7 @@ from .arguments import (
 )
 from .command import Command
 from .console_token import ConsoleToken
+from .conversation_records import Conversation
 from .hooks_view import HookView
 from .records import (
     Answered,
@@ -209,6 +211,13 @@ TASK_SHOW = Command(
     lambda o, a: o.timeline(a.task_id),
     reply=Wire(TaskTimeline),
 )
+CONVERSATION = Command(
+    "conversation",
+    ConversationArgs,
+    lambda o, a: o.conversation(a.task_id, a.after),
+    while_shutting_down=True,
+    reply=Wire(Conversation),
+)
 TASK_CANCEL = Command(
     "task_cancel",
     TaskArgs,
@@ -341,6 +350,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         TASKS,
         ACTIVITY,
         TASK_SHOW,
+        CONVERSATION,
         TASK_CANCEL,
         TASK_PAUSE,
         TASK_RESUME,
