@@ -111,6 +111,6 @@ def test_a_loop_tasks_page_shows_its_conversation_escaped_and_follows_it(tmp_pat
         result = answer.json()["result"]
         assert (result["state"], [t["seq"] for t in result["turns"]]) == ("Completed", [2, 3])
         not_loop = api.post("/api/conversation", json={"task_id": note_id}, headers=owner)
-        assert (not_loop.status_code, not_loop.json()["error"]["code"]) == (400, "bad_request")
+        assert (not_loop.status_code, not_loop.json()["error"]["code"]) == (400, "not_a_loop_task")
         unknown = api.post("/api/conversation", json={"task_id": "0badc0de"}, headers=owner)
         assert (unknown.status_code, unknown.json()["error"]["code"]) == (404, "unknown_task")

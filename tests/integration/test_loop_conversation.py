@@ -110,7 +110,7 @@ def test_the_conversation_is_read_in_order_after_a_number_and_moves_no_mark(
             note = (await op.submit("note", "buy milk")).task_id
             with pytest.raises(NotALoopTask) as refused:
                 await op.conversation(note)
-            assert refused.value.code == "bad_request" and note in str(refused.value)
+            assert refused.value.code == "not_a_loop_task" and note in str(refused.value)
             assert "pipeline" in str(refused.value)
             with pytest.raises(UnknownTask) as unknown:
                 await op.conversation("feedface")
@@ -185,7 +185,7 @@ def test_the_conversation_op_over_the_control_socket(tmp_path: Path) -> None:
         note = k.request("submit", template="note", text="buy milk")["task_id"]
         with pytest.raises(RemoteError) as refused:
             k.request("conversation", task_id=note)
-        assert refused.value.remote_code == "bad_request"
+        assert refused.value.remote_code == "not_a_loop_task"
         with pytest.raises(RemoteError) as unknown:
             k.request("conversation", task_id="feedface")
         assert unknown.value.remote_code == "unknown_task"

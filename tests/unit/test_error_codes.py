@@ -47,6 +47,7 @@ PINNED = {
     "pfar.console.bodies.TooLarge": "too_large",
     "pfar.errors.operator.BadReply": "bad_reply",
     "pfar.errors.operator.BadRequest": "bad_request",
+    "pfar.errors.operator.NotALoopTask": "not_a_loop_task",
     "pfar.errors.operator.KernelNotReady": "kernel_not_ready",
     "pfar.errors.operator.KernelNotRunning": "kernel_not_running",
     "pfar.errors.operator.NotTheOwner": "not_the_owner",

@@ -20,6 +20,8 @@ class NotALoopTask(BadRequest):
     """A loop task's view (its conversation) asked of a pipeline or workflow task,
     which has none: its timeline tells what it did."""
 
+    code = "not_a_loop_task"
+
     def __init__(self, task_id: str, kind: str) -> None:
         super().__init__(
             "task_id",
