@@ -62,6 +62,10 @@ def test_a_running_loop_tasks_answer_appears_on_its_page_live(
         expect(conversation.locator("li.turn-assistant")).to_have_count(2, timeout=30_000)
         expect(turns.last).to_contain_text("note.txt holds the list")
         assert browser_page.evaluate("window.notReloaded") is True
+        # the timeline beside it reads again as the turns come (they are no bus events)
+        expect(browser_page.locator("ol.timeline")).to_contain_text(
+            "note.txt holds the list", timeout=10_000
+        )
         first = conversation.locator("li.turn-assistant").first
         expect(first).to_contain_text("<script>window.pwned = true</script>")  # as text
         assert browser_page.evaluate("window.pwned") is None

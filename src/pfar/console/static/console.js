@@ -50,6 +50,7 @@
     lost = false;
   });
   events.addEventListener("task", soon);
+  document.addEventListener("pfar:changed", soon);  // a view of the page's own saw news
   events.addEventListener("error", function () {
     lost = true;
     say("lost", "connection to the kernel lost; reconnecting…");

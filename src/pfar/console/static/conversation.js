@@ -25,6 +25,9 @@
     list.insertAdjacentHTML("beforeend", turn.html);
     last = turn.seq;
     if (turn.kind === "assistant") unstream();
+    // a turn is no event of the bus: the page's other live parts (its timeline, its
+    // steps) are told to read again, as a bus event would have them
+    document.dispatchEvent(new Event("pfar:changed"));
   });
   events.addEventListener("text", function (e) {
     streamed.textContent += JSON.parse(e.data).text;
@@ -42,6 +45,7 @@
       heading.textContent = state;
       heading.className = "state state-" + state;
     }
+    document.dispatchEvent(new Event("pfar:changed"));
   });
   events.addEventListener("ended", function () {
     events.close();  // the task ended: nothing more will be said
