@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,7 +53,8 @@ class TaskCursor:
 
     def encode(self) -> str:
         raw = f"{self.created_at}\n{self.task_id}".encode()
-        return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        return f"{text}.{_check(raw)}"
 
     @classmethod
     def decode(cls, text: str) -> TaskCursor:
@@ -62,10 +65,14 @@ class TaskCursor:
         """
         if not text or len(text) > 200:
             raise ValueError("is not a cursor a page gave (empty or too long)")
+        body, _, check = text.partition(".")
         try:
-            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
+            data = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+            raw = data.decode()
         except (binascii.Error, UnicodeDecodeError, ValueError):
             raise ValueError("is not a cursor a page gave (not its encoding)") from None
+        if not hmac.compare_digest(check, _check(data)):
+            raise ValueError("is not a cursor a page gave (altered or cut short)")
         created_at, sep, task_id = raw.partition("\n")
         if not sep or not _TASK_ID.fullmatch(task_id):
             raise ValueError("is not a cursor a page gave (no task id in it)")
@@ -85,6 +92,12 @@ class TaskPage:
 
     tasks: list[TaskRecord | UnreadableTask]
     next_cursor: str | None
+
+
+def _check(raw: bytes) -> str:
+    """A check of a cursor's content: one cut short or edited by hand is told apart from
+    a page's (it is no secret: a cursor only says where a listing goes on)."""
+    return hashlib.sha256(b"pfar task cursor\0" + raw).hexdigest()[:12]
 
 
 def escape_like(text: str) -> str:

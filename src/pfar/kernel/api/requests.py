@@ -46,6 +46,7 @@ from .arguments import (
     SessionsArgs,
     SubmitArgs,
     TaskArgs,
+    TaskPageArgs,
     TasksArgs,
     WorkflowArgs,
 )
@@ -61,6 +62,7 @@ from .records import (
     SecretStored,
     Sent,
     Submitted,
+    TaskListing,
     TaskRef,
     TaskSummary,
     TaskTimeline,
@@ -214,6 +216,13 @@ TASKS = Command(
     lambda o, a: o.tasks(a.states, a.limit),
     reply=Wire(list[TaskSummary]),
 )
+# a page record of its own, not `tasks`'s list: what scripts and chat read of that stays
+TASK_PAGE = Command(
+    "task_page",
+    TaskPageArgs,
+    lambda o, a: o.task_page(a.filter(), a.cursor, a.limit),
+    reply=Wire(TaskListing),
+)
 TASK_SHOW = Command(
     "task_show",
     TaskArgs,
@@ -348,6 +357,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         LEARNINGS,
         LEARNING_FORGET,
         TASKS,
+        TASK_PAGE,
         TASK_SHOW,
         TASK_CANCEL,
         TASK_PAUSE,
