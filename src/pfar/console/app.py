@@ -24,7 +24,7 @@ from ..answers import Actor
 from ..config import ConsoleConfig
 from ..errors import PfarError
 from ..kernel.api import Operator
-from . import pages
+from . import pages, task_list
 from .auth import COOKIE, CSRF_FIELD, NO_TOKEN, Gate, Session, same_site
 from .bodies import read_form
 from .http_api import api_call, openapi
@@ -136,7 +136,7 @@ def build(console: Console) -> Starlette:
         Route("/login", open_to_all(pages.login), methods=["POST"]),
         Route("/logout", owner_only(pages.logout), methods=["POST"]),
         Route("/", owner_only(pages.needs_you), methods=["GET"]),
-        Route("/tasks", owner_only(pages.tasks), methods=["GET"]),
+        Route("/tasks", owner_only(task_list.tasks), methods=["GET"]),
         Route("/kernel", owner_only(pages.kernel), methods=["GET"]),
         Route("/tasks/{task_id}", owner_only(pages.task), methods=["GET"]),
         Route("/tasks/{task_id}/{action}", owner_only(pages.hold), methods=["POST"]),
