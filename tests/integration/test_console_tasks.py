@@ -4,6 +4,7 @@ name, and a row's action is taken once."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -53,6 +54,21 @@ def test_the_list_filters_pages_and_acts_once(tmp_path: Path) -> None:
         assert _listed(_get(client, f"/tasks?since={today + timedelta(days=1)}")) == []
         # empty fields (a form sent as it is) filter nothing
         assert _listed(_get(client, "/tasks?state=&kind=&template=&since=&until=&text=")) == every
+
+        # the CLI reads the same list, and says how to get its next page
+        cli = pfar(home, "tasks", "--text", "alpha", "--json")
+        assert cli.returncode == 0, cli.stderr
+        assert [t["task_id"] for t in json.loads(cli.stdout)] == [alpha] and not cli.stderr
+        paged = pfar(home, "tasks", "--kind", "pipeline", "--limit", "2")
+        assert paged.returncode == 0, paged.stderr
+        more = re.search(r"more: pfar tasks --kind pipeline --limit 2 --after (\S+)", paged.stderr)
+        assert more is not None, paged.stderr
+        rest = pfar(home, "tasks", "--kind", "pipeline", "--after", more.group(1), "--json")
+        assert [t["task_id"] for t in json.loads(rest.stdout)] == [alpha] and not rest.stderr
+        bad = pfar(home, "tasks", "--since", "soon")
+        assert bad.returncode != 0 and "--since" in bad.stderr, bad.stderr
+        bad = pfar(home, "tasks", "--after", "x")
+        assert bad.returncode != 0 and "--after" in bad.stderr, bad.stderr
 
         # the Older link carries the filter and the cursor, and the last page has none
         first = _get(client, "/tasks?state=AwaitingApproval&limit=2")
