@@ -49,7 +49,7 @@ def test_a_wrong_token_is_refused_and_the_owner_gets_in(tmp_path: Path, browser_
         expect(browser_page.locator("#live")).to_have_text("live")
         # at a phone's width nothing runs off the side of the page
         browser_page.set_viewport_size({"width": 390, "height": 844})
-        for path in ("", "tasks", "kernel", "recoveries"):
+        for path in ("", "tasks", "tasks?state=Failed&text=x", "kernel", "recoveries"):
             browser_page.goto(url + path)
             overflow = browser_page.evaluate(
                 "document.documentElement.scrollWidth - document.documentElement.clientWidth"
@@ -151,3 +151,43 @@ def test_the_page_says_it_lost_the_kernel_and_comes_back_after_a_sigkill(
     finally:
         if kernel.proc.poll() is None:
             kernel.terminate()
+
+
+def test_the_task_list_is_filtered_by_keyboard_and_fits_a_phone(
+    tmp_path: Path, browser_page: Page
+) -> None:
+    from playwright.sync_api import expect
+
+    home = console_home(tmp_path / "home")
+    with serving(home):
+        url = console_url(home)
+        _log_in(browser_page, url, owner_token(home))
+        browser_page.goto(url + "tasks")
+        expect(browser_page.locator("#live")).to_have_text("live")
+        for text in ("echo invoice 2030", "echo holiday plans"):
+            assert pfar(home, "submit", "run_command", text).returncode == 0
+        rows = browser_page.locator("tbody tr")
+        expect(rows).to_have_count(2)  # arrived live
+        expect(browser_page.get_by_role("button", name="Cancel task")).to_have_count(2)
+        # by keyboard alone: into the text field, type, Enter sends the form
+        browser_page.get_by_label("Text").focus()
+        browser_page.keyboard.type("INVOICE")
+        browser_page.keyboard.press("Enter")
+        browser_page.wait_for_url("**/tasks?*text=INVOICE*")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_contain_text("run_command")
+        expect(browser_page.get_by_label("Text")).to_have_value("INVOICE")
+        # the kind select, by arrow keys, then Enter from the text field again
+        browser_page.get_by_label("Kind").focus()
+        browser_page.keyboard.press("ArrowDown")  # any -> pipeline
+        browser_page.get_by_label("Text").press("Enter")
+        browser_page.wait_for_url("**kind=pipeline**")
+        expect(rows).to_have_count(1)
+        expect(browser_page.get_by_role("button", name="Cancel task")).to_have_count(1)
+        shoot(browser_page, "tasks-filtered")
+        for width in (360, 390):
+            browser_page.set_viewport_size({"width": width, "height": 800})
+            overflow = browser_page.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 0, f"/tasks is {overflow}px wider than a {width}px phone"

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
-from ..journal import TaskState
+from ..errors import BadRequest
+from ..journal import TaskKind, TaskState
+from ..journal.task_pages import TaskFilter
 from ..kernel.api import MAX_LIMIT
 from ..kernel.api.arguments import SubmitArgs
 from ..kernel.api.requests import SUBMIT
@@ -63,6 +67,18 @@ def submit(
     help="Only tasks in this state (repeatable; any case).",
 )
 @click.option(
+    "--kind",
+    type=click.Choice([k.value for k in TaskKind], case_sensitive=False),
+    help="Only tasks of this kind.",
+)
+@click.option("--template", help="Only tasks of this template id.")
+@click.option(
+    "--since", help="Only tasks created at or after this time (RFC 3339, or a date: UTC midnight)."
+)
+@click.option("--until", help="Only tasks created before this time (RFC 3339, or a date).")
+@click.option("--text", help="Only tasks whose text holds this (any case).")
+@click.option("--after", "cursor", metavar="CURSOR", help="The page after the one that said so.")
+@click.option(
     "--limit",
     type=click.IntRange(1, MAX_LIMIT),
     default=50,
@@ -71,10 +87,38 @@ def submit(
 )
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def tasks(ctx: click.Context, states: tuple[str, ...], limit: int, as_json: bool) -> None:
-    """List tasks, newest first."""
-    listed = read(home_of(ctx), lambda r: r.tasks([TaskState(s) for s in states], limit))
-    rows = wire_json(listed)
+def tasks(
+    ctx: click.Context,
+    states: tuple[str, ...],
+    kind: str | None,
+    template: str | None,
+    since: str | None,
+    until: str | None,
+    text: str | None,
+    cursor: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List tasks, newest first (by when each was created), a page at a time.
+
+    \b
+    Example:
+        pfar tasks --state Failed --since 2030-05-01 --text invoice
+    """
+    wanted = TaskFilter(
+        states=tuple(TaskState(s) for s in states),
+        kind=TaskKind(kind.lower()) if kind else None,
+        template_id=template,
+        created_since=since,
+        created_until=until,
+        text=text,
+    )
+    try:
+        page = read(home_of(ctx), lambda r: r.task_page(wanted, cursor, limit))
+    except BadRequest as exc:
+        flag = "--after" if exc.field == "cursor" else f"--{exc.field}"
+        raise click.BadParameter(exc.problem, param_hint=flag) from None
+    rows = wire_json(list(page.tasks))
     cols = ["task_id", "template_id", "state", "phase", "current_step", "updated_at", "error"]
     for row in rows:
         if row["steps"] is not None:
@@ -82,6 +126,14 @@ def tasks(ctx: click.Context, states: tuple[str, ...], limit: int, as_json: bool
         if row["waiting_for"] and not as_json:  # blocked on another task's lock
             row["state"] = f"{row['state']}, blocked on {row['waiting_for']}"
     emit(rows, as_json, table(rows, cols, f"{len(rows)} task(s)"))
+    if page.next_cursor is not None:  # on stderr: --json's list stays the whole output
+        given = [*(("--state", st) for st in states), ("--kind", kind), ("--template", template)]
+        given += [("--since", since), ("--until", until), ("--text", text)]
+        given += [("--limit", str(limit) if limit != 50 else None)]
+        flags = [f"{flag} {shlex.quote(v)}" for flag, v in given if v is not None]
+        json_flag = ["--json"] if as_json else []
+        again = " ".join(["pfar tasks", *flags, *json_flag, "--after", page.next_cursor])
+        err.print(f"more: {again}")
 
 
 @click.group()

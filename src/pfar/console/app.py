@@ -24,7 +24,7 @@ from ..answers import Actor
 from ..config import ConsoleConfig
 from ..errors import PfarError
 from ..kernel.api import Operator
-from . import pages, recovery_pages
+from . import pages, recovery_pages, task_list
 from .activity import activity_page
 from .auth import COOKIE, CSRF_FIELD, NO_TOKEN, Gate, Session, same_site
 from .bodies import read_form
@@ -138,7 +138,7 @@ def build(console: Console) -> Starlette:
         Route("/login", open_to_all(pages.login), methods=["POST"]),
         Route("/logout", owner_only(pages.logout), methods=["POST"]),
         Route("/", owner_only(pages.needs_you), methods=["GET"]),
-        Route("/tasks", owner_only(pages.tasks), methods=["GET"]),
+        Route("/tasks", owner_only(task_list.tasks), methods=["GET"]),
         Route("/kernel", owner_only(pages.kernel), methods=["GET"]),
         Route("/activity", owner_only(activity_page), methods=["GET"]),
         Route("/recoveries", owner_only(recovery_pages.recoveries), methods=["GET"]),

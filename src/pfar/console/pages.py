@@ -22,7 +22,6 @@ from ..errors import (
     UnknownCredentialPrompt,
     UnknownTask,
 )
-from ..journal import TaskState
 from ..kernel.api.wire import wire_json
 from .auth import COOKIE, same_site
 from .bodies import read_form
@@ -30,8 +29,6 @@ from .conversation import arguments_text, folded
 
 if TYPE_CHECKING:
     from .app import Console
-
-PAGE = 50  # tasks a page of the list shows
 
 
 def status_of(exc: PfarError) -> int:
@@ -137,27 +134,6 @@ async def credential(console: Console, request: Request) -> Response:
 # -- tasks ---------------------------------------------------------------------------
 
 
-async def tasks(console: Console, request: Request) -> Response:
-    wanted = request.query_params.get("state") or None
-    states = None
-    if wanted is not None:
-        try:
-            states = [TaskState(wanted)]
-        except ValueError:
-            raise BadRequest("state", f"{wanted!r} is not a task state") from None
-    listed = await console.operator.tasks(states, PAGE)
-    counts = (await console.operator.status()).counts
-    return console.render(
-        request,
-        "tasks.html",
-        tasks=listed,
-        counts=counts,
-        wanted=wanted,
-        states=[s.value for s in TaskState],
-        said=request.query_params.get("said"),
-    )
-
-
 async def task(console: Console, request: Request) -> Response:
     operator = console.operator
     timeline = await operator.timeline(request.path_params["task_id"])
@@ -213,4 +189,8 @@ async def hold(console: Console, request: Request) -> Response:
     operator = console.acting(request.scope["pfar.session"])
     verb = {"cancel": operator.cancel, "pause": operator.pause, "resume": operator.resume}
     result = await verb[action](request.path_params["task_id"])
+    back = _form(request).get("back", "")
+    if back == "/tasks" or back.startswith("/tasks?"):  # the list it was asked from
+        sep = "&" if "?" in back else "?"
+        return RedirectResponse(f"{back}{sep}{urlencode({'said': describe(result)})}", 303)
     return _back(f"/tasks/{result.task_id}", said=describe(result))

@@ -36,6 +36,9 @@ class Dialect:
     no_pause_requested: str
     # the directory of a workflow task's trigger event
     trigger_directory: str
+    # a condition: the text a task was started with (its trigger event's) holds the next
+    # parameter, a LIKE pattern escaped with `\`, with case folded on both sides
+    input_text_like: str
     # the next number of the owner's outbox, as a value in an INSERT
     # (database-generated on PostgreSQL)
     next_outbox_seq: str

@@ -54,6 +54,7 @@ from .rows import DecidedLearning, KernelBoot, LlmCall, LlmUsage, StepProcess, T
 from .sessions.record import KEEP, Keep, SessionRecord
 from .sessions.status import SessionStatus
 from .states import TaskState
+from .task_pages import TaskCursor, TaskFilter, TaskPage
 from .turns import LoopSettings, PermissionRule, StoredTurn, Turn
 
 
@@ -68,6 +69,10 @@ class TaskStore(Protocol):
     async def listing(
         self, states: Sequence[str] | None = None, limit: int = 50
     ) -> list[TaskRecord | UnreadableTask]: ...
+    # the task list a page at a time, newest first by creation (task_pages.py)
+    async def page(
+        self, wanted: TaskFilter, after: TaskCursor | None = None, limit: int = 50
+    ) -> TaskPage: ...
     async def latest_workflow_task(self, directory: str) -> str | None: ...
     async def counts(self) -> dict[str, int]: ...
     async def unfinished(self) -> tuple[list[TaskRecord], list[UnreadableTask]]: ...

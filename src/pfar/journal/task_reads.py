@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import date
 
 from ..errors import UnknownTask
-from . import activity_sql, hooks_sql, steps_sql, tasks_sql
+from . import activity_sql, hooks_sql, steps_sql, task_pages, tasks_sql
 from .activity_sql import StoredActivity
 from .backing import Backing
 from .ids import resolve_id
@@ -14,6 +14,7 @@ from .json_text import JsonObject, JsonValue
 from .payloads import Payload
 from .records import StepRecord, TaskRecord, UnreadableTask
 from .rows import LlmUsage, StepProcess
+from .task_pages import TaskCursor, TaskFilter, TaskPage
 
 
 class TaskReads:
@@ -45,6 +46,13 @@ class TaskReads:
     ) -> list[TaskRecord | UnreadableTask]:
         """Tasks newest first; a row that cannot be read as one is listed as UnreadableTask."""
         return await self._db.scan(tasks_sql.listing, states, limit)
+
+    async def page(
+        self, wanted: TaskFilter, after: TaskCursor | None = None, limit: int = 50
+    ) -> TaskPage:
+        """Up to `limit` tasks matching `wanted`, newest first by creation, after the
+        task `after` names (task_pages.py: no task repeated or skipped from page to page)."""
+        return await self._db.scan(task_pages.page, wanted, after, limit)
 
     async def latest_workflow_task(self, directory: str) -> str | None:
         return await self._db.scan(tasks_sql.latest_workflow_task, directory)

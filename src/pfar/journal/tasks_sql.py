@@ -13,7 +13,7 @@ from .rows import LlmUsage
 from .states import BY_VALUE, TERMINAL, TaskState
 from .tx import Tx
 
-_COLUMNS = (
+COLUMNS = (
     "task_id, template_id, principal, trigger_event, state, state_detail, phase, plan_json, "
     "execute_progress, extracted_metadata, data_ceiling, output_sinks, trace_id, created_at, "
     "updated_at, error, event_id, template_hash, recovery_attempts, kind"
@@ -75,7 +75,7 @@ def _kind(task_id: str, value: str) -> TaskKind:
 
 def insert_txn(conn: Tx, task: TaskRecord) -> None:
     conn.execute(
-        f"INSERT INTO task_journal ({_COLUMNS}) VALUES "
+        f"INSERT INTO task_journal ({COLUMNS}) VALUES "
         "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             task.task_id,
@@ -106,7 +106,7 @@ def insert_txn(conn: Tx, task: TaskRecord) -> None:
 
 def get(conn: Tx, task_id: str) -> TaskRecord | None:
     row = conn.execute(
-        f"SELECT {_COLUMNS} FROM task_journal WHERE task_id = ?", (task_id,)
+        f"SELECT {COLUMNS} FROM task_journal WHERE task_id = ?", (task_id,)
     ).fetchone()
     return None if row is None else _row(row)
 
@@ -226,13 +226,13 @@ def unfinished(conn: Tx) -> tuple[list[TaskRecord], list[UnreadableTask]]:
     """Every task not in a terminal state, through the partial index (oldest first), and
     the unfinished rows that could not be read as tasks: reported, never skipped silently."""
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM {conn.dialect.unfinished_tasks} "
+        f"SELECT {COLUMNS} FROM {conn.dialect.unfinished_tasks} "
         f"WHERE state NOT IN ({_TERMINAL_SQL})"
     ).fetchall()
     tasks: list[TaskRecord] = []
     malformed: list[UnreadableTask] = []
     for r in rows:
-        match _listed(r):
+        match listed(r):
             case TaskRecord() as task:
                 tasks.append(task)
             case unreadable:
@@ -248,18 +248,18 @@ def listing(
     if wanted:
         marks = ", ".join("?" for _ in wanted)
         rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM task_journal WHERE state IN ({marks}) "
+            f"SELECT {COLUMNS} FROM task_journal WHERE state IN ({marks}) "
             "ORDER BY updated_at DESC LIMIT ?",
             (*wanted, limit),
         ).fetchall()
     else:
         rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM task_journal ORDER BY updated_at DESC LIMIT ?", (limit,)
+            f"SELECT {COLUMNS} FROM task_journal ORDER BY updated_at DESC LIMIT ?", (limit,)
         ).fetchall()
-    return [_listed(r) for r in rows]
+    return [listed(r) for r in rows]
 
 
-def _listed(row: Sequence[Any]) -> TaskRecord | UnreadableTask:
+def listed(row: Sequence[Any]) -> TaskRecord | UnreadableTask:
     try:
         return _row(row)
     except MalformedTaskRow as exc:

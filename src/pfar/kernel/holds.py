@@ -176,6 +176,20 @@ async def resume(k: HoldsHost, given_id: str) -> HoldResult:
     return HoldResult(task_id, state, outcome)
 
 
+def allowed_holds(state: TaskState | str) -> tuple[str, ...]:
+    """The holds the owner may ask of a task in `state`, as the journal decides them
+    (journal/holds.py): pause a working or queued task, resume a paused one, cancel one
+    not ended and not already being cancelled. A task parked on the owner's answer is
+    answered or cancelled, not paused; a row whose state is no state takes none."""
+    if not isinstance(state, TaskState) or state.terminal or state is TaskState.Cancelling:
+        return ()
+    if state is TaskState.Paused:
+        return ("resume", "cancel")
+    if state.working or state is TaskState.Queued:
+        return ("pause", "cancel")
+    return ("cancel",)
+
+
 def describe(r: HoldResult) -> str:
     """A HoldResult in the owner's words: the CLI's and the chat channels'."""
     tid, state, outcome = r.task_id, r.state.value, r.outcome

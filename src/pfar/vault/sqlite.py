@@ -226,6 +226,10 @@ def connect_at_rest(path: Path, *, key: VaultKey | None = None) -> sqlite.Connec
     return connect(path, key=key, readonly=True)
 
 
+def _lower(text: object) -> str | None:
+    return text.lower() if isinstance(text, str) else None
+
+
 def _frozen(path: Path) -> bool:
     """`path` is on a read-only file system and its WAL holds nothing."""
     wal = Path(f"{path}-wal")
@@ -267,6 +271,9 @@ def _connect(
         raise VaultMissing(f"{path}: cannot open ({exc})") from None
     assert isinstance(conn, factory)
     conn.path = path
+    # case folded as Python folds it: SQLite's lower() knows ASCII letters only (the task
+    # list's text filter, journal/sqlite/dialect.py)
+    conn.create_function("pfar_lower", 1, _lower, deterministic=True)
     try:
         # SQLCipher's own log goes to stderr ("hmac check failed for pgno=1"): pfar says
         # what a failure means itself, naming the file, so that log stays off

@@ -20,6 +20,9 @@ class PostgresDialect(Dialect):
     pause_requested = "coalesce((state_detail->>'pause_requested')::boolean, false)"
     no_pause_requested = "(state_detail->>'pause_requested') IS NULL"
     trigger_directory = "(trigger_event->'payload'->>'directory')"
+    # lower() folds by the database's LC_CTYPE (every letter under C.UTF-8 or a UTF-8
+    # locale; ASCII alone under plain C)
+    input_text_like = "lower(trigger_event->>'text') LIKE lower(?::text) ESCAPE '\\'"
     # a sequence: two kernels committing at once never take the same number
     next_outbox_seq = "nextval('owner_outbox_seq')"
     bus_high_water = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM bus_events_seq_seq"

@@ -17,6 +17,11 @@ class SQLiteDialect(Dialect):
     pause_requested = "json_extract(state_detail, '$.pause_requested')"
     no_pause_requested = "json_extract(state_detail, '$.pause_requested') IS NULL"
     trigger_directory = "json_extract(trigger_event, '$.payload.directory')"
+    # SQLite's own lower() and LIKE fold ASCII letters only: pfar_lower is Python's
+    # str.lower, registered on every vault connection (vault/sqlite.py)
+    input_text_like = (
+        "pfar_lower(json_extract(trigger_event, '$.text')) LIKE pfar_lower(?) ESCAPE '\\'"
+    )
     # one writer: the unique index on seq makes max() a lookup of its last entry
     next_outbox_seq = "(SELECT coalesce(max(seq), 0) + 1 FROM owner_outbox)"
     # kept by SQLite for the AUTOINCREMENT key, never lowered when old events are pruned

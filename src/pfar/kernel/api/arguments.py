@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...journal import TaskState
+from ...journal import TaskKind, TaskState
 from ...journal.sessions import SessionStatus
+from ...journal.task_pages import TaskFilter
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,33 @@ class SubmitArgs:
 class TasksArgs:
     states: tuple[TaskState, ...] | None = None
     limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPageArgs:
+    """A page of the task list: each filter given narrows it (times RFC 3339; `since`
+    inclusive, `until` exclusive; `text` a case-insensitive piece of the task's text),
+    and `cursor` is the `next_cursor` of the page before."""
+
+    states: tuple[TaskState, ...] | None = None
+    kind: TaskKind | None = None
+    template: str | None = None
+    since: str | None = None
+    until: str | None = None
+    text: str | None = None
+    cursor: str | None = None
+    limit: int = 50
+
+    def filter(self) -> TaskFilter:
+        """The filter as given (the verb checks it: task_query.py)."""
+        return TaskFilter(
+            states=self.states or (),
+            kind=self.kind,
+            template_id=self.template,
+            created_since=self.since,
+            created_until=self.until,
+            text=self.text,
+        )
 
 
 @dataclass(frozen=True, slots=True)

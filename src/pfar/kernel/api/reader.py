@@ -22,18 +22,26 @@ from ...journal.open_store import backend_of, open_home_journal
 from ...journal.sessions import SessionStatus
 from ...journal.sqlite import open_readonly
 from ...journal.store import Store
+from ...journal.task_pages import TaskFilter
 from ...recovery import plan_recovery
 from ...runners.loop.context import ContextStats
 from ...vault import keys
 from ...vault.home import Home, HomeLock
 from ...vault.knowledge import Learning
 from ..admission import Waiting
-from . import offline
+from . import offline, task_query
 from .activity import Activity, activity
 from .attach import Shown
 from .conversation import conversation
 from .conversation_records import Conversation
-from .records import BootRecovery, ChannelView, Questions, TaskSummary, TaskTimeline
+from .records import (
+    BootRecovery,
+    ChannelView,
+    Questions,
+    TaskListing,
+    TaskSummary,
+    TaskTimeline,
+)
 from .timeline import task_timeline
 from .trace import task_as_trace
 from .views import ApprovalView, CredentialPromptView, SessionView
@@ -130,6 +138,28 @@ class HomeReader:
             raise BadRequest("limit", f"must be 1 to {MAX_LIMIT}, not {limit}")
         wanted = [TaskState(s).value for s in states] if states else None
         listed = [TaskSummary.of(t) for t in await self.journal.tasks.listing(wanted, limit)]
+        return await self._with_waits(listed)
+
+    async def task_page(
+        self, wanted: TaskFilter | None = None, cursor: str | None = None, limit: int = 50
+    ) -> TaskListing:
+        """A page of the tasks `wanted` picks, newest first by creation, starting after
+        the page whose `next_cursor` is `cursor` (the first page without one). Tasks
+        created meanwhile never shift a later page: each task is listed once.
+
+        Raises:
+            BadRequest: naming `limit`, `since`, `until`, `template`, `text` or `cursor`.
+        """
+        if not 1 <= limit <= MAX_LIMIT:
+            raise BadRequest("limit", f"must be 1 to {MAX_LIMIT}, not {limit}")
+        filter_ = task_query.checked(wanted or TaskFilter())
+        after = task_query.cursor(cursor)
+        page = await self.journal.tasks.page(filter_, after, limit)
+        listed = await self._with_waits([TaskSummary.of(t) for t in page.tasks])
+        return TaskListing(tuple(listed), page.next_cursor)
+
+    async def _with_waits(self, listed: list[TaskSummary]) -> list[TaskSummary]:
+        """Each task with what its tool call waits for (a lock another task holds)."""
         waits = await self.journal.locks.waits()
         return [
             dataclasses.replace(t, waiting_for=waits[t.task_id]) if t.task_id in waits else t

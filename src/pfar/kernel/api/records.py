@@ -82,6 +82,15 @@ class TaskSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskListing:
+    """A page of the task list, newest first by creation; `next_cursor` is the next
+    page's `cursor` (None: this page ends the list)."""
+
+    tasks: tuple[TaskSummary, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class TimelineEntry:
     """One moment of a task's story: when, and what happened, in the owner's words."""
 

@@ -45,6 +45,7 @@ from .arguments import (
     SessionsArgs,
     SubmitArgs,
     TaskArgs,
+    TaskPageArgs,
     TasksArgs,
     WorkflowArgs,
 )
@@ -62,6 +63,7 @@ from .records import (
     SecretStored,
     Sent,
     Submitted,
+    TaskListing,
     TaskRef,
     TaskSummary,
     TaskTimeline,
@@ -204,6 +206,13 @@ ACTIVITY = Command(
     ActivityArgs,
     lambda o, a: o.activity(a.days),
     reply=Wire(Activity),
+)
+# a page record of its own, not `tasks`'s list: what scripts and chat read of that stays
+TASK_PAGE = Command(
+    "task_page",
+    TaskPageArgs,
+    lambda o, a: o.task_page(a.filter(), a.cursor, a.limit),
+    reply=Wire(TaskListing),
 )
 TASK_SHOW = Command(
     "task_show",
@@ -349,6 +358,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         LEARNING_FORGET,
         TASKS,
         ACTIVITY,
+        TASK_PAGE,
         TASK_SHOW,
         CONVERSATION,
         TASK_CANCEL,
