@@ -89,11 +89,14 @@ def test_the_list_filters_pages_and_acts_once(tmp_path: Path) -> None:
             ("cursor=not-a-cursor", "cursor"),
             ("cursor=" + link.split("cursor=")[1][:-4], "cursor"),  # cut short
             ("limit=0", "limit"),
+            ("limit=%C2%B2", "limit"),  # "²": a digit, but not a number int() reads
             ("text=" + "x" * 201, "text"),
         ):
             refused = client.get(f"/tasks?{query}")
             assert refused.status_code == 400, query
             assert f"{field}: " in refused.text, (query, refused.text)
+
+        assert client.get("/tasks?until=9999-12-31").status_code == 200  # the last day there is
 
         # a row offers what its state allows; its form acts once, back to the list
         listed = _get(client, "/tasks?text=beta")

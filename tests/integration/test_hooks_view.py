@@ -21,6 +21,10 @@ timeout_seconds = 3
 [[hooks]]
 point = "TaskCompleted"
 command = "curl -s -H 'token: {SECRET}' https://example.invalid/done"
+
+[[hooks]]
+point = "TaskFailed"
+command = "echo {"x" * 45} {SECRET} >> failures.log"
 """
 
 
@@ -38,7 +42,10 @@ def test_the_running_kernels_hooks_are_listed_in_firing_order_with_secrets_maske
         assert [(h["point"], h["kind"], h["tools"]) for h in found] == [
             ("PreToolUse", "command", ["Bash", "Write"]),
             ("TaskCompleted", "command", []),
+            ("TaskFailed", "command", []),
         ]
+        # a long command is shortened after its secret is masked, never through it
+        assert SECRET[:8] not in shown.stdout and "[REDACT" in found[2]["name"], found[2]
         assert found[0]["timeout_seconds"] == 3 and found[0]["fails_closed"] is True
         assert found[1]["fails_closed"] is False and "curl" in found[1]["name"]
         table = pfar(home, "hooks")

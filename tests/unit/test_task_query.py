@@ -68,6 +68,7 @@ def test_the_socket_op_parses_every_filter_and_refuses_unknown_states_and_kinds(
         ),
         (TaskFilter(template_id=""), "template"),
         (TaskFilter(text="x" * (task_query.MAX_TEXT + 1)), "text"),
+        (TaskFilter(created_until="9999-12-31T23:00:00-05:00"), "until"),  # past year 9999
     ],
 )
 def test_a_bad_filter_is_refused_naming_its_field(given: TaskFilter, field: str) -> None:

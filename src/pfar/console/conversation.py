@@ -43,7 +43,7 @@ def _after(request: Request) -> int:
     given = request.headers.get("last-event-id") or request.query_params.get("after")
     if given is None or given == "":
         return -1
-    if not (given.isdigit() or given == "-1"):
+    if not ((given.isdecimal() and len(given) <= 18) or given == "-1"):
         raise BadRequest("after", f"{given!r} is not a turn number")
     return int(given)
 

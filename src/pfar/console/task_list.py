@@ -62,7 +62,7 @@ def read_query(request: Request) -> ListQuery:
         template_id=given.get("template"),
         created_since=since.isoformat() if since else None,
         # the last day asked for is shown whole: until the next one begins
-        created_until=(until + timedelta(days=1)).isoformat() if until else None,
+        created_until=_day_after(until) if until else None,
         text=given.get("text"),
     )
     return ListQuery(given, wanted, params.get("cursor") or None, _limit(given.get("limit")))
@@ -71,9 +71,15 @@ def read_query(request: Request) -> ListQuery:
 def _limit(text: str | None) -> int:
     if text is None:
         return PAGE
-    if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE:
+    # isdecimal, not isdigit: "²" is a digit int() refuses
+    if not (text.isdecimal() and len(text) <= 6) or not 1 <= int(text) <= MAX_PAGE:
         raise BadRequest("limit", f"{text[:20]!r}: tasks a page shows, 1 to {MAX_PAGE}")
     return int(text)
+
+
+def _day_after(day: date) -> str:
+    """The start of the day after `day`: a filter up to the end of time for the last day."""
+    return (day + timedelta(days=1)).isoformat() if day < date.max else "9999-12-31T23:59:59Z"
 
 
 def _day(name: str, text: str | None) -> date | None:

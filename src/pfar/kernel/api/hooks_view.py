@@ -29,14 +29,20 @@ class HookView:
         return f"{self.point}: {self.kind} {self.name}{tools} ({self.timeout_seconds:g} s{closed})"
 
 
+def _shown(text: str, most: int = 60) -> str:
+    """Shortened after it was redacted: a cut through a secret would leave a piece of it
+    that no longer matches the secret, and so is not masked."""
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
 def hook_views(hooks: Hooks, redact: Callable[[str], str]) -> list[HookView]:
     """Every handler in the order it fires; a command is shown with the vault's secrets
-    masked (an owner may have written a token into one)."""
+    masked (an owner may have written a token into one), whole, then shortened."""
     return [
         HookView(
             point=str(h.point),
             kind="python" if isinstance(h, PythonHandler) else "command",
-            name=redact(h.name),
+            name=_shown(redact(h.target if isinstance(h, PythonHandler) else h.label or h.command)),
             tools=tuple(sorted(h.tools)),
             timeout_seconds=h.timeout,
             fails_closed=h.point in SECURITY,

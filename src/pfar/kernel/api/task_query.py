@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 
 from ...errors import BadRequest
 from ...journal.records import rfc3339
@@ -69,4 +69,7 @@ def _moment(name: str, text: str | None) -> datetime | None:
         ) from None
     if moment.tzinfo is None:
         raise BadRequest(name, f"{text[:40]!r} has no time zone (add Z for UTC)")
-    return moment
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:00:00-05:00 is past the last year there is
+        raise BadRequest(name, f"{text[:40]!r} is beyond the year 9999 in UTC") from None
