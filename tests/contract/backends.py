@@ -13,10 +13,11 @@ from datetime import date
 from pathlib import Path
 from typing import ClassVar
 
-from pfar.journal import Journal
+from pfar.journal import Journal, TaskState
 from pfar.journal.postgres.store import open_journal as open_postgres
 from pfar.journal.sqlite import open_journal
 from pfar.journal.store import Store
+from pfar.journal.task_pages import TaskCursor, TaskFilter
 from pfar.vault.driver import sqlite
 
 from ..pg_support import require_postgres, store_dsn
@@ -58,6 +59,10 @@ class Backend:
 
     def check_activity_reads_time_indexes(self, store: Store) -> None:
         """Assert that `await store.tasks.activity(...)` reads each table by its time."""
+
+    def check_task_pages_read_an_index(self, store: Store) -> None:
+        """Assert that a page of the task list (all, by state, by template, after a
+        cursor) is read in an index's order, never sorted from the whole table."""
 
 
 def open_sqlite_store(path: Path) -> Journal:
@@ -123,6 +128,26 @@ class SQLiteBackend(Backend):
                 plan
             )
             assert "SCAN" not in plan.replace(f"SCAN {index}", ""), plan
+
+    def check_task_pages_read_an_index(self, store: Store) -> None:
+        journal = unwrapped(store)
+        assert isinstance(journal, Journal)
+        conn = journal._db.scanner or journal._db.reader  # page() is a scan
+        after = TaskCursor("2030-05-01T12:00:00.000000Z", "t")
+        for wanted, cursor, index in (
+            (TaskFilter(), None, "idx_task_journal_created"),
+            (TaskFilter(states=(TaskState.Completed,)), after, "idx_task_journal_state_created"),
+            (TaskFilter(template_id="note"), None, "idx_task_journal_template_created"),
+        ):
+            seen: list[str] = []
+            conn.set_trace_callback(seen.append)
+            try:
+                run(journal.tasks.page(wanted, cursor, 50))
+            finally:
+                conn.set_trace_callback(None)
+            (sql,) = [s for s in seen if "task_journal" in s]
+            plan = " ".join(str(r[-1]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            assert index in plan and "TEMP B-TREE" not in plan, (wanted, plan)
 
 
 async def open_postgres_store(path: Path) -> Journal:

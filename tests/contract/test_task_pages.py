@@ -13,6 +13,7 @@ from pfar.journal.store import Store
 from pfar.journal.task_pages import TaskCursor, TaskFilter, TaskPage
 
 from . import builders as b
+from .backends import Backend
 from .helpers import run
 from .verbs import covers
 
@@ -150,3 +151,9 @@ def test_a_filtered_page_pages_on_its_filter_and_ends_without_a_cursor(store: St
     # a page exactly full with nothing after it says so: no cursor to an empty page
     assert two.next_cursor is None
     assert run(store.tasks.page(TaskFilter(states=(S.Paused,)), None, 5)) == TaskPage([], None)
+
+
+def test_a_page_is_read_in_an_index_order_not_sorted_from_all_history(
+    store: Store, backend: Backend
+) -> None:
+    backend.check_task_pages_read_an_index(store)
