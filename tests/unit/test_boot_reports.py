@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pfar.journal.boot_reports import (
+    MAX_LINKED,
     ReportLineKind,
     StoredReport,
     UnreadableReport,
@@ -71,3 +72,13 @@ def test_an_empty_start_keeps_its_one_sentence() -> None:
     kept = RecoveryReport().stored()
     assert kept == StoredReport("System restarted. No pending tasks to recover.", ())
     assert kept.tasks == ()
+
+
+def test_a_report_after_a_flood_keeps_a_bounded_number_of_ids_and_counts_the_rest() -> None:
+    many = [f"{n:08x}-task" for n in range(MAX_LINKED + 150)]
+    (line,) = RecoveryReport(retried=many).stored().lines
+    assert line.text.startswith(f"{len(many)} tasks retried")  # the text counts them all
+    assert line.task_ids == tuple(many[:MAX_LINKED]) and line.unlinked == 150
+    assert (
+        parse(dumps(RecoveryReport(retried=many).stored())) == RecoveryReport(retried=many).stored()
+    )

@@ -23,6 +23,9 @@ from . import json_text
 _STRICT = ConfigDict(extra="forbid", strict=True)
 
 
+MAX_LINKED = 100  # task ids kept for a line: a report after a flood stays small
+
+
 class ReportLineKind(StrEnum):
     """What a line of the report says (recovery/report.py writes them in this order)."""
 
@@ -51,12 +54,15 @@ class ReportLineKind(StrEnum):
 @dataclass(frozen=True, slots=True)
 class ReportLine:
     """One line of the report as the owner read it (without its leading " - "), and
-    the tasks it is about (whole ids; none for a line about no task)."""
+    the tasks it is about (whole ids, at most MAX_LINKED; none for a line about no task)."""
 
     __pydantic_config__ = _STRICT
     kind: ReportLineKind
     text: str
     task_ids: tuple[str, ...] = ()
+    # tasks the line counts beyond those kept (after a flood: the text has the count,
+    # and the task list finds them)
+    unlinked: int = 0
 
 
 @dataclass(frozen=True, slots=True)

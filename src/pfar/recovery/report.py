@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..journal.boot_reports import ReportLine, ReportLineKind, StoredReport
+from ..journal.boot_reports import MAX_LINKED, ReportLine, ReportLineKind, StoredReport
 
 # names listed on one line of the report; a restart after a flood must stay one message
 MAX_NAMES = 5
@@ -138,7 +138,8 @@ class RecoveryReport:
             if ids:
                 what = self._names(ids)
                 text = f"{len(ids)} {one if len(ids) == 1 else many} {verb} ({what})"
-                lines.append(ReportLine(kind, text, tuple(ids)))
+                kept = tuple(ids[:MAX_LINKED])
+                lines.append(ReportLine(kind, text, kept, len(ids) - len(kept)))
 
         line(K.retried, self.retried, "task", "tasks", "retried")
         line(K.resumed, self.resumed, "task", "tasks", "resumed")
