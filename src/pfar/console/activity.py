@@ -4,6 +4,7 @@ figures, and the benchmark's figures when the home keeps a run of them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,11 +51,15 @@ class BenchFigures:
     unread: int
 
 
+BENCH_MOST_BYTES = 256 * 1024
+
+
 def bench_figures(home_root: Path) -> BenchFigures | None:
     """The run kept in the home (None when there is none)."""
     path = home_root / BENCH_FILE
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with path.open("rb") as f:  # a run is a few dozen lines: what is beyond is not
+            text = f.read(BENCH_MOST_BYTES).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return None
     results: list[BenchResult] = []
@@ -94,7 +99,7 @@ async def activity_page(console: Console, request: Request) -> Response:
         data=wire_json(found),
         days=days,
         choices=sorted({*CHOICES, days}),
-        bench=bench_figures(console.operator.home.root),
+        bench=await asyncio.to_thread(bench_figures, console.operator.home.root),
         bench_file=BENCH_FILE,
         bench_command=BENCH_COMMAND,
     )
