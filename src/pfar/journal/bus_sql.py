@@ -69,8 +69,11 @@ class BusEvent:
         }
 
 
-def moved_txn(conn: Tx, task_id: str, before: TaskState, after: TaskState, at: str) -> None:
-    """The event of a task's move from `before` to `after`, if the move is one."""
+def moved_txn(
+    conn: Tx, task_id: str, before: TaskState, after: TaskState, at: str, *, by: str | None = None
+) -> None:
+    """The event of a task's move from `before` to `after`, if the move is one; `by`
+    (who moved it: the owner's pause, resume or cancel) goes in its body."""
     if after is before:
         return
     kind = ARRIVAL.get(after)
@@ -86,6 +89,8 @@ def moved_txn(conn: Tx, task_id: str, before: TaskState, after: TaskState, at: s
             TaskState.AwaitingApproval: "approval",
             TaskState.AwaitingCredential: "credential",
         }.get(after, "message")
+    if by:
+        body["by"] = by
     append_txn(conn, kind, task_id, body, at)
 
 

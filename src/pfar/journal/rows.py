@@ -25,6 +25,17 @@ class LlmCall(TypedDict):
     granted_at: NotRequired[float]  # wall clock when the limiter let it go (0.0: not told)
 
 
+class LlmCallMade(TypedDict):
+    """One model call of a task, as its timeline tells it: when, which model, its usage."""
+
+    at: str
+    provider: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+
+
 class LlmUsage(TypedDict):
     """A task's model calls summed: how many, their tokens and their cost."""
 

@@ -47,7 +47,15 @@ from .records import (
     TaskUpdate,
     UnreadableTask,
 )
-from .rows import DecidedLearning, KernelBoot, LlmCall, LlmUsage, StepProcess, TaskMessage
+from .rows import (
+    DecidedLearning,
+    KernelBoot,
+    LlmCall,
+    LlmCallMade,
+    LlmUsage,
+    StepProcess,
+    TaskMessage,
+)
 from .sessions.record import KEEP, Keep, SessionRecord
 from .sessions.status import SessionStatus
 from .states import TaskState
@@ -78,6 +86,7 @@ class TaskStore(Protocol):
         self, task_id: str | None = None
     ) -> list[tuple[str, int, StepProcess]]: ...
     async def llm_usage(self, task_id: str) -> LlmUsage: ...
+    async def llm_calls(self, task_id: str) -> list[LlmCallMade]: ...  # in order made
     # hooks' verdicts kept with the task (hooks_sql.py): replayed, never asked again
     async def hook_verdict(self, task_id: str, key: str) -> JsonObject | None: ...
 
@@ -125,10 +134,12 @@ class TaskStore(Protocol):
         """Accounting, not state: rides on the next commit; nobody waits for it."""
 
     async def request_pause(
-        self, task_id: str, *, running: Callable[[], bool]
+        self, task_id: str, *, running: Callable[[], bool], by: str | None = None
     ) -> tuple[TaskState, holds.PauseOutcome]: ...
-    async def unpause(self, task_id: str) -> tuple[TaskState, holds.ResumeOutcome]: ...
-    async def begin_cancel(self, task_id: str) -> holds.CancelIntent: ...
+    async def unpause(
+        self, task_id: str, *, by: str | None = None
+    ) -> tuple[TaskState, holds.ResumeOutcome]: ...
+    async def begin_cancel(self, task_id: str, *, by: str | None = None) -> holds.CancelIntent: ...
     async def finish_cancel(self, task_id: str, message: OwnerMessage) -> list[int] | None: ...
     async def apply_recovery(
         self,

@@ -11,7 +11,7 @@ from .ids import resolve_id
 from .json_text import JsonObject, JsonValue
 from .payloads import Payload
 from .records import StepRecord, TaskRecord, UnreadableTask
-from .rows import LlmUsage, StepProcess
+from .rows import LlmCallMade, LlmUsage, StepProcess
 
 
 class TaskReads:
@@ -118,6 +118,9 @@ class TaskReads:
 
     async def llm_usage(self, task_id: str) -> LlmUsage:
         return await self._db.read(tasks_sql.llm_usage, task_id)
+
+    async def llm_calls(self, task_id: str) -> list[LlmCallMade]:
+        return await self._db.read(tasks_sql.llm_calls, task_id)
 
     async def hook_verdict(self, task_id: str, key: str) -> JsonObject | None:
         return await self._db.read(hooks_sql.get, task_id, key)

@@ -129,28 +129,35 @@ class TaskWrites:
         )
 
     async def request_pause(
-        self, task_id: str, *, running: Callable[[], bool]
+        self, task_id: str, *, running: Callable[[], bool], by: str | None = None
     ) -> tuple[TaskState, holds.PauseOutcome]:
         """Pause now (`running()` False: no coroutine holds the task) or at the running
-        task's next boundary; refused for a parked, cancelling or ended task."""
+        task's next boundary; refused for a parked, cancelling or ended task. `by` (who
+        asked) is kept in the TaskPaused event, whenever the pause is reached."""
 
         def op(conn: Tx) -> tuple[TaskState, holds.PauseOutcome]:
-            return holds.pause_txn(conn, task_id, running, transition_txn)
+            return holds.pause_txn(conn, task_id, running, transition_txn, by)
 
         return await self._db.write(op, None)
 
-    async def unpause(self, task_id: str) -> tuple[TaskState, holds.ResumeOutcome]:
+    async def unpause(
+        self, task_id: str, *, by: str | None = None
+    ) -> tuple[TaskState, holds.ResumeOutcome]:
+        """Back to where it was paused from (`by`, who, kept in the TaskResumed event),
+        or its pause request withdrawn."""
+
         def op(conn: Tx) -> tuple[TaskState, holds.ResumeOutcome]:
-            return holds.unpause_txn(conn, task_id, transition_txn)
+            return holds.unpause_txn(conn, task_id, transition_txn, by)
 
         return await self._db.write(op, None)
 
-    async def begin_cancel(self, task_id: str) -> holds.CancelIntent:
+    async def begin_cancel(self, task_id: str, *, by: str | None = None) -> holds.CancelIntent:
         """Commit the intent to cancel (before any process is ended): from here on the
-        task is never resumed, and a restart finishes the cancel."""
+        task is never resumed, and a restart finishes the cancel. `by` (who) is kept
+        with the intent and told in the TaskCancelled event."""
 
         def op(conn: Tx) -> holds.CancelIntent:
-            return holds.begin_cancel_txn(conn, task_id, transition_txn)
+            return holds.begin_cancel_txn(conn, task_id, transition_txn, by)
 
         return await self._db.write(op, "cancel_intended")
 
