@@ -26,6 +26,7 @@ from ...journal.json_text import JsonValue
 from ...journal.records import UnreadableTask
 from ...runners.loop.context import ContextStats
 from ..holds import HoldResult
+from .timeline_entries import TimelineEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,14 +80,6 @@ class TaskSummary:
             updated_at=u.updated_at,
             error=u.error,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class TimelineEntry:
-    """One moment of a task's story: when, and what happened, in the owner's words."""
-
-    at: str
-    event: str
 
 
 @dataclass(frozen=True, slots=True)
