@@ -190,7 +190,7 @@ class ModelCall:
     def words(self) -> str:
         return (
             f"model call {self.provider}/{self.model}: {self.input_tokens} tokens in, "
-            f"{self.output_tokens} out, ${self.cost_usd:.4f}"
+            f"{self.output_tokens} out, ${self.cost_usd:.6f}"
         )
 
 
