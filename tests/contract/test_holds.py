@@ -208,8 +208,19 @@ def test_apply_recovery_is_one_commit(store: Store) -> None:
             park=[(a, parked)],
             pause=[held.task_id],
             cancel=[ending.task_id],
+            recovered=[
+                (held.task_id, "Pause", "its pause was asked for"),
+                (again.task_id, "X", ""),
+            ],
         )
     )
+    told = frozenset({BusEventKind.TaskRecovered, BusEventKind.TaskPaused})
+    assert [(e.kind, e.body) for e in run(store.events.bus_for_task(held.task_id, told))] == [
+        (BusEventKind.TaskRecovered, {"action": "Pause", "reason": "its pause was asked for"}),
+        (BusEventKind.TaskPaused, {"state": "Paused", "from": "Planning"}),
+    ]
+    (again_told,) = run(store.events.bus_for_task(again.task_id, told))
+    assert again_told.body == {"action": "X", "reason": ""}
     g = run(store.tasks.get(gone.task_id))
     assert (g.state, g.error) == (S.Abandoned, "died twice")
     assert run(store.tasks.get(ask.task_id)).payload == parked

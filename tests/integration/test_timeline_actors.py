@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..console_support import CONSOLE_CONFIG, csrf_of, logged_in, serving
-from ..support import make_home, pfar, running_kernel, wait_for
+from ..support import KernelProcess, make_home, pfar, wait_for
 
 TEMPLATE = """
     id = "cmd"
@@ -121,19 +121,33 @@ def test_who_paused_and_resumed_and_what_each_model_call_cost_are_in_the_timelin
         assert "<summary>result</summary>" in shown
 
 
-def test_who_cancelled_a_running_task_is_in_its_timeline(tmp_path: Path) -> None:
+def test_a_restart_that_picked_the_task_up_and_who_cancelled_it_are_in_its_timeline(
+    tmp_path: Path,
+) -> None:
     home = make_home(tmp_path / "home", templates={"cmd": TEMPLATE}, script=SCRIPT)
-    with running_kernel(home):
-        submitted = pfar(home, "submit", "cmd", "sleep 15", "--json")
+    kernel = KernelProcess(home)
+    try:
+        kernel.wait_ready()
+        submitted = pfar(home, "submit", "cmd", "sleep 30", "--json")
         assert submitted.returncode == 0, submitted.stderr
         task_id = json.loads(submitted.stdout)["task_id"]
         wait_for(lambda: _state(home, task_id) == "Executing", what="its step to run")
+        kernel.kill()  # SIGKILL mid-step: the next start asks the owner about the command cut off
+        kernel = KernelProcess(home)
+        kernel.wait_ready()
+        (recovered,) = [x for x in _shown(home, task_id)["timeline"] if x["kind"] == "recovered"]
+        assert recovered["action"] == "AskOwner" and "may have happened" in recovered["reason"]
         cancelled = pfar(home, "cancel", task_id[:8])
         assert cancelled.returncode == 0, cancelled.stderr
         words = pfar(home, "task", "show", task_id[:8]).stdout.splitlines()
         said = [line.split("  ", 2)[-1] for line in words]
+        (line,) = [s for s in said if s.startswith("recovered at a restart: ")]
+        assert line.startswith("recovered at a restart: AskOwner (the write in flight (shell.run")
         (line,) = [s for s in said if s.startswith("cancelled")]
         assert re.fullmatch(rf"cancelled by cli \(uid {os.getuid()}, pid \d+\)", line)
         assert "now Cancelled: cancelled by the owner" in said
         (entry,) = [x for x in _shown(home, task_id)["timeline"] if x["kind"] == "cancelled"]
         assert entry["by"]["surface"] == "cli"
+    finally:
+        if kernel.proc.poll() is None:
+            kernel.terminate()

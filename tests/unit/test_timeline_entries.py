@@ -85,11 +85,11 @@ WORDS: list[tuple[e.Entry, str]] = [
         "model call anthropic/claude: 1200 tokens in, 80 out, $0.012300",
     ),
     (e.LoopTurn(at=AT, turn="user", text="you: hello"), "you: hello"),
-    (e.Recovered(at=AT, attempts=1), "recovered by a restart (once since it last made progress)"),
     (
-        e.Recovered(at=AT, attempts=3),
-        "recovered by a restart (3 times since it last made progress)",
+        e.Recovered(at=AT, action="AskOwner", reason="a write was cut off"),
+        "recovered at a restart: AskOwner (a write was cut off)",
     ),
+    (e.Recovered(at=AT, action="ResumeExecution"), "recovered at a restart: ResumeExecution"),
     (e.Now(at=AT, state="Failed", error="no"), "now Failed: no"),
     (e.Now(at=AT, state="Completed"), "now Completed"),
 ]

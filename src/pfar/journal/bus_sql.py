@@ -31,6 +31,7 @@ class BusEventKind(StrEnum):
     TaskFailed = "TaskFailed"
     TaskCancelled = "TaskCancelled"
     TaskAbandoned = "TaskAbandoned"
+    TaskRecovered = "TaskRecovered"  # a start's recovery decided for the task (task_writes.py)
     LearningExtracted = "LearningExtracted"  # a learning kept (task_writes.py)
     VaultLossAccepted = "VaultLossAccepted"  # `pfar vault accept-loss` (kernel/vault_start.py)
 

@@ -150,6 +150,7 @@ class TaskStore(Protocol):
         park: Sequence[tuple[ApprovalRecord, payloads.AwaitingApproval]] = (),
         pause: Sequence[str] = (),
         cancel: Sequence[str] = (),
+        recovered: Sequence[tuple[str, str, str]] = (),
     ) -> None: ...
     async def cleanup(self, completed_before: str, failed_before: str, batch: int = 500) -> int: ...
 

@@ -181,6 +181,7 @@ class TaskWrites:
         park: Sequence[tuple[ApprovalRecord, payloads.AwaitingApproval]] = (),
         pause: Sequence[str] = (),
         cancel: Sequence[str] = (),
+        recovered: Sequence[tuple[str, str, str]] = (),
     ) -> None:
         """Recovery's decisions and the owner's report (and prompts), one commit.
 
@@ -189,10 +190,16 @@ class TaskWrites:
         task in `attempted` counts one more recovery (reset whenever the task makes
         progress). Tasks in `pause` had the owner's pause request standing: they are
         Paused; tasks in `cancel` were being cancelled (their processes are ended
-        already): they are Cancelled.
+        already): they are Cancelled. Each (task_id, action, reason) in `recovered` is
+        what this start decided for that task, told on the bus (TaskRecovered) before
+        the moves it makes.
         """
 
         def op(conn: Tx) -> None:
+            decided = now_rfc3339()
+            for task_id, action, reason in recovered:
+                body = {"action": action, "reason": reason}
+                bus_sql.append_txn(conn, BusEventKind.TaskRecovered, task_id, body, decided)
             for task_id, reason in abandon:
                 transition_txn(conn, task_id, payloads.Abandoned(), TaskUpdate(error=reason), False)
             for approval, parked in park:

@@ -218,6 +218,7 @@ async def recover_tasks(
         messages=[OwnerMessage(report_key, MessageKind.report, report.render()), *prompts],
         pause=pause,
         cancel=cancel,
+        recovered=[(d.task_id, d.action.value, d.reason) for d in plan.decisions],
     )
     return report, to_resume
 

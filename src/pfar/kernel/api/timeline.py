@@ -4,7 +4,7 @@ every surface shows this one."""
 from __future__ import annotations
 
 from ...answers import Actor
-from ...journal import Semantics, TaskKind, TaskRecord
+from ...journal import Semantics, TaskKind
 from ...journal.bus_sql import BusEventKind
 from ...journal.store import Store
 from ...journal.turns import AssistantTurn, DiscardTurn, ResultsTurn, SummaryTurn, Turn, UserTurn
@@ -12,7 +12,14 @@ from . import timeline_entries as e
 from .answer import task_answer, task_input
 from .records import StepView, TaskSummary, TaskTimeline
 
-_HELD = frozenset({BusEventKind.TaskPaused, BusEventKind.TaskResumed, BusEventKind.TaskCancelled})
+_TOLD = frozenset(
+    {
+        BusEventKind.TaskPaused,
+        BusEventKind.TaskResumed,
+        BusEventKind.TaskCancelled,
+        BusEventKind.TaskRecovered,
+    }
+)
 
 
 def _actor(text: object) -> Actor | None:
@@ -90,9 +97,6 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
     if t.kind is TaskKind.loop:
         for turn in await journal.loops.turns(task_id):
             entries.append(e.LoopTurn(at=turn.at, turn=turn.turn.kind, text=said(turn.turn)))
-    recovered = await _recovered(journal, t)
-    if recovered:
-        entries.append(recovered)
     entries.append(e.Now(at=t.updated_at, state=t.state.value, error=t.error))
     entries.sort(key=lambda entry: entry.at)  # stable: a moment's entries keep their order
     return TaskTimeline(
@@ -107,28 +111,22 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
 
 
 async def _holds(journal: Store, task_id: str) -> list[e.Entry]:
-    """The owner's pauses, resumes and cancel: the journal keeps them as the bus's
-    events, each with who acted (`by`) since that was kept."""
+    """The owner's pauses, resumes and cancel, and each start's recovery of the task:
+    the journal keeps them as the bus's events, each hold with who acted (`by`) since
+    that was kept."""
     out: list[e.Entry] = []
-    for ev in await journal.events.bus_for_task(task_id, _HELD):
+    for ev in await journal.events.bus_for_task(task_id, _TOLD):
         by = _actor(ev.body.get("by"))
-        if ev.kind is BusEventKind.TaskPaused:
+        if ev.kind is BusEventKind.TaskRecovered:
+            action, reason = str(ev.body.get("action", "?")), str(ev.body.get("reason", ""))
+            out.append(e.Recovered(at=ev.at, action=action, reason=reason))
+        elif ev.kind is BusEventKind.TaskPaused:
             out.append(e.Paused(at=ev.at, paused_from=str(ev.body.get("from", "?")), by=by))
         elif ev.kind is BusEventKind.TaskCancelled:
             out.append(e.Cancelled(at=ev.at, by=by))
         elif ev.body.get("from") == "Paused":
             out.append(e.Resumed(at=ev.at, state=str(ev.body.get("state", "?")), by=by))
     return out
-
-
-async def _recovered(journal: Store, t: TaskRecord) -> e.Recovered | None:
-    """Recovery's mark on the task: the starts that picked it up since it last made
-    progress (the journal counts them), told at the last start of the kernel."""
-    if not t.recovery_attempts:
-        return None
-    boot = await journal.events.last_boot()
-    at = boot["started_at"] if boot and boot["started_at"] >= t.created_at else t.updated_at
-    return e.Recovered(at=at, attempts=t.recovery_attempts)
 
 
 def said(turn: Turn, limit: int = 2000) -> str:

@@ -211,17 +211,19 @@ class LoopTurn:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Recovered:
-    """A start of the kernel picked the task up: the journal counts the starts since the
-    task last made progress (`attempts`); `at` is the last of those starts."""
+    """A start of the kernel picked the task up: what its recovery decided (`action`:
+    RetryFromScratch, ResumeExecution, AskOwner, Abandon, ...) and why."""
 
     kind: Literal["recovered"] = "recovered"
     at: str
-    attempts: int
+    action: str
+    reason: str = ""
 
     @property
     def words(self) -> str:
-        times = "once" if self.attempts == 1 else f"{self.attempts} times"
-        return f"recovered by a restart ({times} since it last made progress)"
+        return f"recovered at a restart: {self.action}" + (
+            f" ({self.reason})" if self.reason else ""
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
