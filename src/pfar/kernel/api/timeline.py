@@ -37,9 +37,9 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
     for s in steps:
         step, tool = s.step, s.tool
         planned = plan_steps[step].get("description", "") if of and step < of else ""
-        what_ = str(planned or "")
+        what = str(planned or "")
         if s.semantics is Semantics.Write and s.started_at:  # a blocked call never started
-            entries.append(e.StepStarted(at=s.started_at, step=step, tool=tool, of=of, what=what_))
+            entries.append(e.StepStarted(at=s.started_at, step=step, tool=tool, of=of, what=what))
         if s.completed_at:
             entries.append(
                 e.StepEnded(
@@ -47,7 +47,7 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
                     step=step,
                     tool=tool,
                     of=of,
-                    what=what_,
+                    what=what,
                     status=s.status.value,
                     error=s.error,
                     result=s.result,
@@ -78,7 +78,7 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
                     by=_actor(p.received_by),
                 )
             )
-    entries += await _holds(journal, task_id)
+    entries += await _told(journal, task_id)
     for m in await journal.events.for_task(task_id):
         entries.append(
             e.MessageToOwner(at=m["created_at"], message_kind=m["kind"], status=m["status"])
@@ -110,7 +110,7 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
     )
 
 
-async def _holds(journal: Store, task_id: str) -> list[e.Entry]:
+async def _told(journal: Store, task_id: str) -> list[e.Entry]:
     """The owner's pauses, resumes and cancel, and each start's recovery of the task:
     the journal keeps them as the bus's events, each hold with who acted (`by`) since
     that was kept."""
