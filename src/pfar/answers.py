@@ -29,6 +29,14 @@ class Actor:
     def __str__(self) -> str:
         return f"{self.surface} ({self.who})" if self.who else self.surface
 
+    @classmethod
+    def parse(cls, text: str) -> Actor:
+        """The actor again from its text (`str(actor)`, as the journal keeps it)."""
+        surface, sep, who = text.partition(" (")
+        if sep and who.endswith(")"):
+            return cls(surface, who[:-1])
+        return cls(text)
+
 
 # the operator API called from Python in the kernel's own process (tests, embedding)
 IN_PROCESS = Actor("api", "in-process")

@@ -89,6 +89,18 @@ def test_a_question_arrives_live_is_answered_and_its_task_finishes(
         row.get_by_role("link").click()
         expect(browser_page.locator("h1")).to_contain_text("Completed")
         expect(browser_page.locator(".timeline")).to_contain_text("created from run_command")
+        # who answered, and through which surface; each model call with its tokens
+        answered = browser_page.locator(".timeline .entry-answered")
+        expect(answered).to_contain_text("by console (session ")
+        expect(browser_page.locator(".timeline .entry-model_call").first).to_contain_text(
+            "tokens in"
+        )
+        browser_page.set_viewport_size({"width": 360, "height": 800})
+        overflow = browser_page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 0, f"a task's page is {overflow}px wider than a phone"
+        browser_page.set_viewport_size({"width": 1280, "height": 800})
         shoot(browser_page, "task")
 
         # a question answered in the CLI leaves the page by itself

@@ -17,6 +17,7 @@ from pfar.journal import (
     TaskState,
 )
 from pfar.journal import payloads as p
+from pfar.journal.bus_sql import BusEventKind
 from pfar.journal.holds import CANCELLED_ERROR, PauseOutcome, ResumeOutcome
 from pfar.journal.store import Store
 
@@ -62,6 +63,52 @@ def test_a_pause_request_is_withdrawn_before_its_boundary(store: Store) -> None:
     run(store.tasks.request_pause(t.task_id, running=lambda: True))
     assert run(store.tasks.transition(t.task_id, p.Executing(), point=None)) is S.Paused
     assert run(store.tasks.get(t.task_id)).payload == p.Paused(then=p.Executing())
+
+
+def _held_by(store: Store, task_id: str) -> list[tuple[str, object]]:
+    kinds = frozenset(
+        {BusEventKind.TaskPaused, BusEventKind.TaskResumed, BusEventKind.TaskCancelled}
+    )
+    return [
+        (e.kind.value, e.body.get("by")) for e in run(store.events.bus_for_task(task_id, kinds))
+    ]
+
+
+@covers("tasks.request_pause", "tasks.unpause", "events.bus_for_task")
+def test_who_paused_and_resumed_is_in_the_bus_events(store: Store) -> None:
+    t = created(store, p.Executing(current_step=1))
+    run(store.tasks.request_pause(t.task_id, running=lambda: False, by="console (session ab)"))
+    run(store.tasks.unpause(t.task_id, by="cli (uid 1000, pid 7)"))
+    assert _held_by(store, t.task_id) == [
+        ("TaskPaused", "console (session ab)"),
+        ("TaskResumed", "cli (uid 1000, pid 7)"),
+    ]
+    # a running task's pause is reached at its boundary: the event is still the asker's
+    run(store.tasks.request_pause(t.task_id, running=lambda: True, by="telegram (42)"))
+    done = b.step(t.task_id, 1, StepStatus.completed, 1)
+    run(store.tasks.step_started(b.step(t.task_id, 1)))
+    assert run(store.tasks.step_finished(done, next_step=2)) is S.Paused
+    assert run(store.tasks.get(t.task_id)).payload == p.Paused(then=p.Executing(current_step=2))
+    assert _held_by(store, t.task_id)[-1] == ("TaskPaused", "telegram (42)")
+    # a request withdrawn takes its asker with it
+    u = created(store, p.Planning())
+    run(store.tasks.request_pause(u.task_id, running=lambda: True, by="slack (U1)"))
+    run(store.tasks.unpause(u.task_id, by="slack (U1)"))
+    assert run(store.tasks.get(u.task_id)).payload == p.Planning()
+    run(store.tasks.request_pause(u.task_id, running=lambda: True))
+    assert run(store.tasks.transition(u.task_id, p.Executing(), point=None)) is S.Paused
+    assert _held_by(store, u.task_id) == [("TaskPaused", None)]
+
+
+@covers("tasks.begin_cancel", "tasks.finish_cancel", "events.bus_for_task")
+def test_who_cancelled_is_kept_with_the_intent_and_told_in_the_event(store: Store) -> None:
+    t = created(store, p.Executing(current_step=2))
+    run(store.tasks.begin_cancel(t.task_id, by="console (session cd)"))
+    assert run(store.tasks.get(t.task_id)).payload == p.Cancelling(
+        cancelled_from=S.Executing, step=2, by="console (session cd)"
+    )
+    run(store.tasks.finish_cancel(t.task_id, b.message(f"cancelled:{t.task_id}")))
+    assert _held_by(store, t.task_id) == [("TaskCancelled", "console (session cd)")]
 
 
 @covers("tasks.request_pause", "tasks.unpause")
@@ -161,8 +208,19 @@ def test_apply_recovery_is_one_commit(store: Store) -> None:
             park=[(a, parked)],
             pause=[held.task_id],
             cancel=[ending.task_id],
+            recovered=[
+                (held.task_id, "Pause", "its pause was asked for"),
+                (again.task_id, "X", ""),
+            ],
         )
     )
+    told = frozenset({BusEventKind.TaskRecovered, BusEventKind.TaskPaused})
+    assert [(e.kind, e.body) for e in run(store.events.bus_for_task(held.task_id, told))] == [
+        (BusEventKind.TaskRecovered, {"action": "Pause", "reason": "its pause was asked for"}),
+        (BusEventKind.TaskPaused, {"state": "Paused", "from": "Planning"}),
+    ]
+    (again_told,) = run(store.events.bus_for_task(again.task_id, told))
+    assert again_told.body == {"action": "X", "reason": ""}
     g = run(store.tasks.get(gone.task_id))
     assert (g.state, g.error) == (S.Abandoned, "died twice")
     assert run(store.tasks.get(ask.task_id)).payload == parked

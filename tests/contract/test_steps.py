@@ -214,6 +214,28 @@ def test_a_model_call_is_journaled_before_it_goes_out(store: Store) -> None:
     }
 
 
+@covers("tasks.record_llm_call", "tasks.llm_calls")
+def test_a_tasks_model_calls_are_read_in_the_order_made(store: Store) -> None:
+    t, other = created(store), created(store)
+    for tokens in (10, 20):
+        store.tasks.record_llm_call(llm_call(t.task_id, input_tokens=tokens, cost_usd=0.25))
+        settle(store)
+    store.tasks.record_llm_call(llm_call(other.task_id))
+    settle(store)
+    calls = run(store.tasks.llm_calls(t.task_id))
+    assert [c["input_tokens"] for c in calls] == [10, 20]
+    assert calls[0]["at"] <= calls[1]["at"]
+    assert {**calls[0], "at": ""} == {
+        "at": "",
+        "provider": "scripted",
+        "model": "m",
+        "input_tokens": 10,
+        "output_tokens": 1,
+        "cost_usd": 0.25,
+    }
+    assert run(store.tasks.llm_calls("no-such-task")) == []
+
+
 # -- retention: history is pruned in bounded batches -------------------------------
 
 

@@ -316,7 +316,7 @@ def test_retry_discards_the_waiting_answer_and_asks_the_model_again(tmp_path: Pa
         # the model was asked again with the conversation as it was before answer 1
         assert [m.text for m in asked[1].messages] == ["do the task"]
         timeline = await op.timeline(task_id)
-        assert any("/retry" in e.event for e in timeline.entries)
+        assert any("/retry" in e.words for e in timeline.entries)
         done = await op.send(task_id, "/done")
         assert done.command == "/done"
         await op.wait_idle()

@@ -51,7 +51,7 @@ def test_a_task_through_the_operator_api_and_its_timeline_without_a_kernel(
             assert await operator.tasks([TaskState.Failed]) == []
             assert (await operator.status()).counts == {"Completed": 1}
             timeline = await operator.timeline(submitted.task_id)
-            events = [entry.event for entry in timeline.entries]
+            events = [entry.words for entry in timeline.entries]
             assert events[0] == "created from note"
             assert "step 1/2 file.write (save the note): completed" in events
             assert "now Completed" in events

@@ -29,6 +29,7 @@ def test_the_kinds_are_the_stored_names() -> None:
         "TaskFailed",
         "TaskCancelled",
         "TaskAbandoned",
+        "TaskRecovered",
         "LearningExtracted",
         "VaultLossAccepted",
     }

@@ -17,6 +17,7 @@ from pfar.errors import BadReply
 from pfar.journal.json_text import JsonValue
 from pfar.kernel.api.requests import COMMANDS, TASK_SHOW
 from pfar.kernel.api.schema import api_schema
+from pfar.kernel.api.timeline_entries import Entry, TimelineEntry
 from pfar.kernel.api.wire import Wire
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -48,6 +49,24 @@ def test_every_reply_reads_back_as_the_record_its_verb_returned(op: str) -> None
             assume(False)
         sent = json.loads(text)
         assert command.reply.parse(sent, op) == record
+
+    round_trip()
+
+
+@pytest.mark.parametrize("kind", typing.get_args(Entry), ids=lambda k: k.__name__)
+def test_every_kind_of_timeline_entry_reads_back_as_itself(kind: type[Any]) -> None:
+    """The timeline's closed union, kind by kind: the discriminator picks the record."""
+    wire: Wire[Any] = Wire(tuple[TimelineEntry, ...])
+
+    @settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(_records(kind), min_size=1, max_size=3))
+    def round_trip(entries: list[Any]) -> None:
+        try:
+            text = json.dumps(wire.dump(tuple(entries)), allow_nan=False)
+        except ValueError:
+            assume(False)
+        back = wire.parse(json.loads(text), "task_show")
+        assert back == tuple(entries) and {type(e) for e in back} == {kind}
 
     round_trip()
 

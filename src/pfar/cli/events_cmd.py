@@ -36,8 +36,8 @@ def events(
     ctx: click.Context, after: int | None, subscriber: str | None, follow: bool, as_json: bool
 ) -> None:
     """Task events (TaskCreated, TaskStarted, UserInputNeeded, TaskBlocked, TaskPaused,
-    TaskResumed, TaskCompleted, TaskFailed, TaskCancelled, TaskAbandoned), numbered in
-    the order their commits happened."""
+    TaskResumed, TaskCompleted, TaskFailed, TaskCancelled, TaskAbandoned, TaskRecovered),
+    numbered in the order their commits happened."""
     home = home_of(ctx)
     shown = 0
     while True:

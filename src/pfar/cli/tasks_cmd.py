@@ -161,7 +161,7 @@ def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
     if timeline.answer is not None:
         out.print(f"answer: {printable(timeline.answer, indent='        ')}")
     for entry in timeline.entries:
-        out.print(f"  {entry.at}  {printable(entry.event, indent='    ')}")
+        out.print(f"  {entry.at}  {printable(entry.words, indent='    ')}")
 
 
 @task.command("trace")

@@ -31,6 +31,7 @@ class BusEventKind(StrEnum):
     TaskFailed = "TaskFailed"
     TaskCancelled = "TaskCancelled"
     TaskAbandoned = "TaskAbandoned"
+    TaskRecovered = "TaskRecovered"  # a start's recovery decided for the task (task_writes.py)
     LearningExtracted = "LearningExtracted"  # a learning kept (task_writes.py)
     VaultLossAccepted = "VaultLossAccepted"  # `pfar vault accept-loss` (kernel/vault_start.py)
 
@@ -69,8 +70,11 @@ class BusEvent:
         }
 
 
-def moved_txn(conn: Tx, task_id: str, before: TaskState, after: TaskState, at: str) -> None:
-    """The event of a task's move from `before` to `after`, if the move is one."""
+def moved_txn(
+    conn: Tx, task_id: str, before: TaskState, after: TaskState, at: str, *, by: str | None = None
+) -> None:
+    """The event of a task's move from `before` to `after`, if the move is one; `by`
+    (who moved it: the owner's pause, resume or cancel) goes in its body."""
     if after is before:
         return
     kind = ARRIVAL.get(after)
@@ -86,6 +90,8 @@ def moved_txn(conn: Tx, task_id: str, before: TaskState, after: TaskState, at: s
             TaskState.AwaitingApproval: "approval",
             TaskState.AwaitingCredential: "credential",
         }.get(after, "message")
+    if by:
+        body["by"] = by
     append_txn(conn, kind, task_id, body, at)
 
 

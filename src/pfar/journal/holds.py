@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Protocol
 
 from ..errors import IllegalTransition, MalformedTaskRow, TaskStateRefused, UnknownTask
 from . import approvals_sql, payloads, steps_sql, tasks_sql
@@ -19,8 +20,22 @@ from .records import TaskUpdate, now_rfc3339
 from .states import TaskState
 from .tx import Tx
 
-# (conn, task_id, to, update, reset_attempts) -> the state the task is now in
-TransitionTxn = Callable[[Tx, str, Payload, TaskUpdate, bool], TaskState]
+
+class TransitionTxn(Protocol):
+    """A task's checked move (moves.transition_txn): the state the task is now in;
+    `by` is who moved it, kept in the move's bus event."""
+
+    def __call__(
+        self,
+        conn: Tx,
+        task_id: str,
+        to: Payload,
+        update: TaskUpdate,
+        reset_attempts: bool,
+        *,
+        by: str | None = None,
+    ) -> TaskState: ...
+
 
 CANCELLED_ERROR = "cancelled by the owner"
 CUT_OFF = "cut off by the owner's cancel while it ran: it may have had (some of) its effects"
@@ -73,13 +88,17 @@ def _ended(task_id: str, state: TaskState, action: str) -> TaskStateRefused:
     return TaskStateRefused(task_id, state.value, action, "it has already ended")
 
 
-def pause_now_txn(conn: Tx, task_id: str, transition: TransitionTxn) -> TaskState:
-    """Paused now, holding the payload it goes back to (no coroutine holds the task)."""
+def pause_now_txn(
+    conn: Tx, task_id: str, transition: TransitionTxn, by: str | None = None
+) -> TaskState:
+    """Paused now, holding the payload it goes back to (no coroutine holds the task);
+    by `by`, or by whoever asked for the pause that stands."""
     state, payload = _row(conn, task_id)
     if not isinstance(payload, payloads.Working):
         raise IllegalTransition(task_id, state.value, TaskState.Paused.value)
-    then = replace(payload, pause_requested=False)
-    return transition(conn, task_id, payloads.Paused(then=then), _NOTHING, False)
+    by = by or payloads.pause_by(payload)
+    then = replace(payload, pause_requested=False, pause_by=None)
+    return transition(conn, task_id, payloads.Paused(then=then), _NOTHING, False, by=by)
 
 
 def pause_txn(
@@ -87,6 +106,7 @@ def pause_txn(
     task_id: str,
     running: Callable[[], bool],
     transition: TransitionTxn,
+    by: str | None = None,
 ) -> tuple[TaskState, PauseOutcome]:
     """`running()` says, at commit time, whether a coroutine holds the task: then it is
     asked to pause at its next boundary, else it is Paused now."""
@@ -99,7 +119,7 @@ def pause_txn(
         raise TaskStateRefused(task_id, state.value, "paused", "it is being cancelled")
     if isinstance(payload, payloads.Queued):  # it holds nothing while it waits: now
         paused = payloads.Paused(then=payload.then)
-        return transition(conn, task_id, paused, _NOTHING, False), PauseOutcome.paused
+        return transition(conn, task_id, paused, _NOTHING, False, by=by), PauseOutcome.paused
     if not isinstance(payload, payloads.Working):
         raise TaskStateRefused(
             task_id,
@@ -109,21 +129,24 @@ def pause_txn(
             "(answer its question, or cancel it)",
         )
     if not running():
-        return pause_now_txn(conn, task_id, transition), PauseOutcome.paused
+        return pause_now_txn(conn, task_id, transition, by), PauseOutcome.paused
     if payload.pause_requested:
         return state, PauseOutcome.already
-    tasks_sql.set_payload_txn(conn, task_id, replace(payload, pause_requested=True))
+    asked = replace(payload, pause_requested=True, pause_by=by)
+    tasks_sql.set_payload_txn(conn, task_id, asked)
     return state, PauseOutcome.requested
 
 
 def unpause_txn(
-    conn: Tx, task_id: str, transition: TransitionTxn
+    conn: Tx, task_id: str, transition: TransitionTxn, by: str | None = None
 ) -> tuple[TaskState, ResumeOutcome]:
     state, payload = _row(conn, task_id)
     if isinstance(payload, payloads.Paused):
-        return transition(conn, task_id, payload.then, _NOTHING, True), ResumeOutcome.resumed
+        resumed = transition(conn, task_id, payload.then, _NOTHING, True, by=by)
+        return resumed, ResumeOutcome.resumed
     if isinstance(payload, payloads.Working) and payload.pause_requested:
-        tasks_sql.set_payload_txn(conn, task_id, replace(payload, pause_requested=False))
+        withdrawn = replace(payload, pause_requested=False, pause_by=None)
+        tasks_sql.set_payload_txn(conn, task_id, withdrawn)
         return state, ResumeOutcome.withdrawn
     if state.terminal:
         raise _ended(task_id, state, "resumed")
@@ -131,9 +154,12 @@ def unpause_txn(
     raise TaskStateRefused(task_id, state.value, "resumed", why)
 
 
-def begin_cancel_txn(conn: Tx, task_id: str, transition: TransitionTxn) -> CancelIntent:
-    """The intent: Cancelling, with the owner's pending questions withdrawn. Needs nothing
-    from the task's payload, so that a task whose row is malformed can still be ended."""
+def begin_cancel_txn(
+    conn: Tx, task_id: str, transition: TransitionTxn, by: str | None = None
+) -> CancelIntent:
+    """The intent: Cancelling, with the owner's pending questions withdrawn, and who
+    cancelled it (`by`, told in the Cancelled event). Needs nothing from the task's
+    payload, so that a task whose row is malformed can still be ended."""
     state = tasks_sql.get_state(conn, task_id)
     if state is None:
         raise UnknownTask(task_id)
@@ -151,7 +177,7 @@ def begin_cancel_txn(conn: Tx, task_id: str, transition: TransitionTxn) -> Cance
     except MalformedTaskRow:
         step = 0
     approvals, prompts = approvals_sql.withdraw_for_task_txn(conn, task_id, now_rfc3339())
-    intent = payloads.Cancelling(cancelled_from=state, step=step)
+    intent = payloads.Cancelling(cancelled_from=state, step=step, by=by)
     transition(conn, task_id, intent, _NOTHING, False)
     return CancelIntent(state, approvals, prompts)
 
@@ -166,6 +192,12 @@ def finish_cancel_txn(conn: Tx, task_id: str, transition: TransitionTxn) -> list
         return None
     if state is not TaskState.Cancelling:
         raise IllegalTransition(task_id, state.value, TaskState.Cancelled.value)
+    try:
+        payload = _row(conn, task_id)[1]
+    except MalformedTaskRow:  # who cancelled it is not known: it still ends
+        payload = None
+    by = payload.by if isinstance(payload, payloads.Cancelling) else None
     cut = steps_sql.cut_off_txn(conn, task_id, now_rfc3339(), CUT_OFF)
-    transition(conn, task_id, payloads.Cancelled(), TaskUpdate(error=CANCELLED_ERROR), False)
+    ended = TaskUpdate(error=CANCELLED_ERROR)
+    transition(conn, task_id, payloads.Cancelled(), ended, False, by=by)
     return cut

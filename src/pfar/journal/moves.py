@@ -27,6 +27,7 @@ def transition_txn(
     reset_attempts: bool = True,
     *,
     boundary: bool = False,
+    by: str | None = None,
 ) -> TaskState:
     """Move the task (checked against its row); return the state it is now in.
 
@@ -36,6 +37,10 @@ def transition_txn(
     move is the boundary where the task stops). A self-loop is no boundary (the
     request rides on to the next one) unless the caller says it is (`boundary`: the
     loop's model answered, and its tool calls have not started).
+
+    `by` is who moved it, through which surface (the owner's hold: `str(Actor)`), kept
+    in the move's bus event; a pause reached at a boundary is the requester's
+    (`pause_by` of the request).
     """
     dst = state_of(to)
     state, phase, current = _row_for_move(conn, task_id, dst)
@@ -51,18 +56,23 @@ def transition_txn(
     requested = payloads.pause_requested(to) or (
         current is not None and payloads.pause_requested(current)
     )
+    asked_by = payloads.pause_by(to) or payloads.pause_by(current)
     if isinstance(to, payloads.Working):
         stops = requested and (dst is not state or boundary) and state is not TaskState.Paused
-        to = replace(to, pause_requested=requested and dst is state and not stops)
+        rides = requested and dst is state and not stops
+        to = replace(to, pause_requested=rides, pause_by=asked_by if rides else None)
         if stops:
             to = payloads.Paused(then=to)
     elif isinstance(to, payloads.Queued) and requested:
         # being queued is a boundary too: the owner's pause lands here
-        to = payloads.Paused(then=replace(to.then, pause_requested=False))
+        to = payloads.Paused(then=replace(to.then, pause_requested=False, pause_by=None))
     at = now_rfc3339()
     tasks_sql.transition_txn(conn, task_id, to, dst.phase or phase, update, at, reset_attempts)
     after = state_of(to)
-    bus_sql.moved_txn(conn, task_id, state, after, at)  # the bus hears of it in this commit
+    if after is TaskState.Paused and by is None:
+        by = asked_by
+    # the bus hears of it in this commit
+    bus_sql.moved_txn(conn, task_id, state, after, at, by=by)
     return after
 
 

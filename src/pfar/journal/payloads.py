@@ -68,6 +68,7 @@ class Extracting:
     kind: Literal["Extracting"] = "Extracting"
     # the owner asked for a pause: the task pauses at its next boundary
     pause_requested: bool = False
+    pause_by: str | None = None  # who asked for the pause, through which surface
     llm_request: LlmRequest | None = None
 
 
@@ -76,6 +77,7 @@ class Planning:
     __pydantic_config__ = _STRICT
     kind: Literal["Planning"] = "Planning"
     pause_requested: bool = False
+    pause_by: str | None = None  # who asked for the pause, through which surface
     llm_request: LlmRequest | None = None
 
 
@@ -99,6 +101,7 @@ class Executing:
     # a traced workflow's answer about its current step (rerun, skip, continue, ...)
     workflow_answer: WorkflowAnswer | None = None
     pause_requested: bool = False
+    pause_by: str | None = None  # who asked for the pause, through which surface
     llm_request: LlmRequest | None = None
 
 
@@ -107,6 +110,7 @@ class Synthesizing:
     __pydantic_config__ = _STRICT
     kind: Literal["Synthesizing"] = "Synthesizing"
     pause_requested: bool = False
+    pause_by: str | None = None  # who asked for the pause, through which surface
     llm_request: LlmRequest | None = None
 
 
@@ -212,6 +216,7 @@ class Cancelling:
     kind: Literal["Cancelling"] = "Cancelling"
     cancelled_from: TaskState
     step: int = 0
+    by: str | None = None  # who cancelled it, through which surface
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -293,6 +298,11 @@ def step_of(payload: Payload) -> int | None:
 
 def pause_requested(payload: Payload) -> bool:
     return isinstance(payload, Working) and payload.pause_requested
+
+
+def pause_by(payload: Payload | None) -> str | None:
+    """Who asked for the pause that stands (None: no one, or not known)."""
+    return payload.pause_by if isinstance(payload, Working) and payload.pause_requested else None
 
 
 def paused_from(payload: Payload) -> TaskState | None:

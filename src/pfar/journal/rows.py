@@ -26,6 +26,17 @@ class LlmCall(TypedDict):
     at: NotRequired[str]  # when it was made, RFC 3339 in UTC (now, when not told)
 
 
+class LlmCallMade(TypedDict):
+    """One model call of a task, as its timeline tells it: when, which model, its usage."""
+
+    at: str
+    provider: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+
+
 class LlmUsage(TypedDict):
     """A task's model calls summed: how many, their tokens and their cost."""
 

@@ -13,7 +13,7 @@ from .ids import resolve_id
 from .json_text import JsonObject, JsonValue
 from .payloads import Payload
 from .records import StepRecord, TaskRecord, UnreadableTask
-from .rows import LlmUsage, StepProcess
+from .rows import LlmCallMade, LlmUsage, StepProcess
 from .task_pages import TaskCursor, TaskFilter, TaskPage
 
 
@@ -133,6 +133,9 @@ class TaskReads:
         """Tasks created, steps started and model calls by day, for the days `[since,
         until)`: read through the tables' time indexes, so it costs what the window holds."""
         return await self._db.scan(activity_sql.activity, since, until)
+
+    async def llm_calls(self, task_id: str) -> list[LlmCallMade]:
+        return await self._db.read(tasks_sql.llm_calls, task_id)
 
     async def hook_verdict(self, task_id: str, key: str) -> JsonObject | None:
         return await self._db.read(hooks_sql.get, task_id, key)

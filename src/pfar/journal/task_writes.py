@@ -130,28 +130,35 @@ class TaskWrites:
         )
 
     async def request_pause(
-        self, task_id: str, *, running: Callable[[], bool]
+        self, task_id: str, *, running: Callable[[], bool], by: str | None = None
     ) -> tuple[TaskState, holds.PauseOutcome]:
         """Pause now (`running()` False: no coroutine holds the task) or at the running
-        task's next boundary; refused for a parked, cancelling or ended task."""
+        task's next boundary; refused for a parked, cancelling or ended task. `by` (who
+        asked) is kept in the TaskPaused event, whenever the pause is reached."""
 
         def op(conn: Tx) -> tuple[TaskState, holds.PauseOutcome]:
-            return holds.pause_txn(conn, task_id, running, transition_txn)
+            return holds.pause_txn(conn, task_id, running, transition_txn, by)
 
         return await self._db.write(op, None)
 
-    async def unpause(self, task_id: str) -> tuple[TaskState, holds.ResumeOutcome]:
+    async def unpause(
+        self, task_id: str, *, by: str | None = None
+    ) -> tuple[TaskState, holds.ResumeOutcome]:
+        """Back to where it was paused from (`by`, who, kept in the TaskResumed event),
+        or its pause request withdrawn."""
+
         def op(conn: Tx) -> tuple[TaskState, holds.ResumeOutcome]:
-            return holds.unpause_txn(conn, task_id, transition_txn)
+            return holds.unpause_txn(conn, task_id, transition_txn, by)
 
         return await self._db.write(op, None)
 
-    async def begin_cancel(self, task_id: str) -> holds.CancelIntent:
+    async def begin_cancel(self, task_id: str, *, by: str | None = None) -> holds.CancelIntent:
         """Commit the intent to cancel (before any process is ended): from here on the
-        task is never resumed, and a restart finishes the cancel."""
+        task is never resumed, and a restart finishes the cancel. `by` (who) is kept
+        with the intent and told in the TaskCancelled event."""
 
         def op(conn: Tx) -> holds.CancelIntent:
-            return holds.begin_cancel_txn(conn, task_id, transition_txn)
+            return holds.begin_cancel_txn(conn, task_id, transition_txn, by)
 
         return await self._db.write(op, "cancel_intended")
 
@@ -176,6 +183,7 @@ class TaskWrites:
         pause: Sequence[str] = (),
         cancel: Sequence[str] = (),
         report: tuple[str, StoredReport] | None = None,
+        recovered: Sequence[tuple[str, str, str]] = (),
     ) -> None:
         """Recovery's decisions and the owner's report (and prompts), one commit.
 
@@ -186,10 +194,16 @@ class TaskWrites:
         Paused; tasks in `cancel` were being cancelled (their processes are ended
         already): they are Cancelled. `report` is (boot_id, the report among `messages`):
         kept with that boot in the same commit, so a boot has its report kept exactly
-        when the owner has it queued.
+        when the owner has it queued. Each (task_id, action, reason) in `recovered` is
+        what this start decided for that task, told on the bus (TaskRecovered) before
+        the moves it makes.
         """
 
         def op(conn: Tx) -> None:
+            decided = now_rfc3339()
+            for task_id, action, reason in recovered:
+                body = {"action": action, "reason": reason}
+                bus_sql.append_txn(conn, BusEventKind.TaskRecovered, task_id, body, decided)
             for task_id, reason in abandon:
                 transition_txn(conn, task_id, payloads.Abandoned(), TaskUpdate(error=reason), False)
             for approval, parked in park:

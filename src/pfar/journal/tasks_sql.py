@@ -9,7 +9,7 @@ from ..errors import MalformedTaskRow
 from . import bus_sql, payloads
 from .payloads import Payload
 from .records import TaskKind, TaskRecord, TaskUpdate, UnreadableTask, dumps, loads
-from .rows import LlmUsage
+from .rows import LlmCallMade, LlmUsage
 from .states import BY_VALUE, TERMINAL, TaskState
 from .tx import Tx
 
@@ -318,3 +318,23 @@ def llm_usage(conn: Tx, task_id: str) -> LlmUsage:
         output_tokens=int(row[2]),
         cost_usd=float(row[3]),
     )
+
+
+def llm_calls(conn: Tx, task_id: str) -> list[LlmCallMade]:
+    """A task's model calls in the order they were made (idx_llm_calls_task)."""
+    rows = conn.execute(
+        "SELECT at, provider, model, input_tokens, output_tokens, cost_usd FROM llm_calls "
+        "WHERE task_id = ? ORDER BY at, call_id",
+        (task_id,),
+    ).fetchall()
+    return [
+        LlmCallMade(
+            at=r[0],
+            provider=r[1],
+            model=r[2],
+            input_tokens=int(r[3]),
+            output_tokens=int(r[4]),
+            cost_usd=float(r[5]),
+        )
+        for r in rows
+    ]

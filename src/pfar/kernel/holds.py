@@ -19,6 +19,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..answers import Actor
 from ..errors import MalformedTaskRow, ShuttingDown, TaskStateRefused
 from ..journal import OwnerMessage, TaskKind, TaskRecord
 from ..journal.holds import CancelOutcome, HoldOutcome, PauseOutcome, ResumeOutcome
@@ -76,17 +77,17 @@ class HoldResult:
     processes_ended: int = 0
 
 
-async def cancel_with_subtasks(k: HoldsHost, given_id: str) -> HoldResult:
+async def cancel_with_subtasks(k: HoldsHost, given_id: str, by: Actor) -> HoldResult:
     """End the task as Cancelled: intent committed, coroutine cancelled, processes
     ended, questions withdrawn; and its subtasks with it. Refused (TaskStateRefused)
-    for an ended task."""
+    for an ended task. `by` (who) is journaled with each cancel."""
     if not k.accepting:
         raise ShuttingDown()
-    result = await cancel(k, given_id)
+    result = await cancel(k, given_id, by)
     # its subtasks have no one to answer any more; a subtask's parent goes on
     for child in await _unfinished_children(k.journal, result.task_id):
         with contextlib.suppress(TaskStateRefused):  # it ended meanwhile
-            await cancel(k, child)
+            await cancel(k, child, by)
     # what its commands (and its subtasks') left running, parked or not
     await task_processes.end_processes(k.journal, task_processes.terminal)
     await k.driver.wake_parent(result.task_id)
@@ -122,15 +123,17 @@ async def _unfinished_children(journal: Store, task_id: str) -> list[str]:
     return out
 
 
-async def cancel(k: HoldsHost, given_id: str) -> HoldResult:
+async def cancel(k: HoldsHost, given_id: str, by: Actor) -> HoldResult:
     task_id = await k.journal.tasks.resolve_id(given_id)
-    intent = await k.journal.tasks.begin_cancel(task_id)  # refuses an ended task, naming its state
+    # refuses an ended task, naming its state
+    intent = await k.journal.tasks.begin_cancel(task_id, by=str(by))
     withdrawn = [*intent.approvals, *intent.prompts]
     k.audit.log(
         "task_cancel_intended",
         task_id=task_id,
         from_state=intent.from_state.value,
         withdrawn=withdrawn,
+        by=str(by),
     )
     await k.driver.stop_coroutine(task_id)
     ended = await k.end_processes(task_id, "cancelled_process_ended")
@@ -149,28 +152,34 @@ async def cancel(k: HoldsHost, given_id: str) -> HoldResult:
     return HoldResult(task_id, TaskState.Cancelled, CancelOutcome.cancelled, withdrawn, cut, ended)
 
 
-async def pause(k: HoldsHost, given_id: str) -> HoldResult:
-    """Pause the task at its next step boundary (now, if no coroutine holds it)."""
+async def pause(k: HoldsHost, given_id: str, by: Actor) -> HoldResult:
+    """Pause the task at its next step boundary (now, if no coroutine holds it); `by`
+    (who) is journaled with the request and told when the pause is reached."""
     if not k.accepting:
         raise ShuttingDown()
     task_id = await k.journal.tasks.resolve_id(given_id)
     # decided when the commit runs (on the loop's thread): no coroutine can start or stop
     # between the look and the write
     state, outcome = await k.journal.tasks.request_pause(
-        task_id, running=lambda: k.driver.is_running(task_id)
+        task_id, running=lambda: k.driver.is_running(task_id), by=str(by)
     )
     if outcome is not PauseOutcome.already:
-        k.audit.log("task_pause", task_id=task_id, outcome=outcome.value, state=state.value)
+        k.audit.log(
+            "task_pause", task_id=task_id, outcome=outcome.value, state=state.value, by=str(by)
+        )
     return HoldResult(task_id, state, outcome)
 
 
-async def resume(k: HoldsHost, given_id: str) -> HoldResult:
-    """Continue a paused task from the journal (or withdraw a pause not yet reached)."""
+async def resume(k: HoldsHost, given_id: str, by: Actor) -> HoldResult:
+    """Continue a paused task from the journal (or withdraw a pause not yet reached);
+    `by` (who) is journaled with the resume."""
     if not k.accepting:
         raise ShuttingDown()
     task_id = await k.journal.tasks.resolve_id(given_id)
-    state, outcome = await k.journal.tasks.unpause(task_id)
-    k.audit.log("task_resume", task_id=task_id, outcome=outcome.value, state=state.value)
+    state, outcome = await k.journal.tasks.unpause(task_id, by=str(by))
+    k.audit.log(
+        "task_resume", task_id=task_id, outcome=outcome.value, state=state.value, by=str(by)
+    )
     if outcome is ResumeOutcome.resumed:
         k.driver.advance(task_id)
     return HoldResult(task_id, state, outcome)

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..answers import IN_PROCESS, Actor
 from ..errors import BadRequest, ConfigError, EventIdReused, PfarError, ShuttingDown
 from ..journal import InboundEvent, OwnerMessage, TaskKind, TaskRecord, TaskState
 from ..journal.message_keys import MessageKind, RedactedInputKey
@@ -55,7 +56,7 @@ class IntakeHost(Protocol):
 
     def advance(self, task_id: str, *, created: TaskRecord | None = None) -> None: ...
 
-    async def resume_task(self, task_id: str) -> HoldResult: ...
+    async def resume_task(self, task_id: str, by: Actor = ...) -> HoldResult: ...
 
 
 class Intake:
@@ -162,7 +163,7 @@ class Intake:
         k.advance(stored.task_id)
         return stored
 
-    async def resume_workflow(self, directory: str) -> TaskRecord:
+    async def resume_workflow(self, directory: str, by: Actor = IN_PROCESS) -> TaskRecord:
         """Go on with the workflow in `directory`: its running task, or a new one that
         starts with the recovery check on the trace."""
         k = self._k
@@ -178,7 +179,7 @@ class Intake:
             payload = (task.trigger_event or {}).get("payload", {})
             return await self.start_workflow(str(payload["definition"]), workdir)
         if task.state is TaskState.Paused:  # "go on" is the owner's resume
-            await k.resume_task(task_id)
+            await k.resume_task(task_id, by)
             return await k.journal.tasks.get(task_id)
         if task.state.working:
             k.advance(task_id)

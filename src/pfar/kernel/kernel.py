@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..answers import IN_PROCESS, Actor
 from ..config import Config
 from ..errors import ConfigError, ShuttingDown, UnknownSecret, VaultMissing
 from ..hooks import NO_HOOKS
@@ -271,17 +272,17 @@ class Kernel:
 
     # -- the owner's hold: cancel, pause, resume (see holds.py) -------------------
 
-    async def cancel_task(self, task_id: str) -> holds.HoldResult:
+    async def cancel_task(self, task_id: str, by: Actor = IN_PROCESS) -> holds.HoldResult:
         """End the task (and its subtasks) as Cancelled; refused for an ended task."""
-        return await holds.cancel_with_subtasks(self, task_id)
+        return await holds.cancel_with_subtasks(self, task_id, by)
 
-    async def pause_task(self, task_id: str) -> holds.HoldResult:
+    async def pause_task(self, task_id: str, by: Actor = IN_PROCESS) -> holds.HoldResult:
         """Pause the task at its next step boundary (now, if no coroutine holds it)."""
-        return await holds.pause(self, task_id)
+        return await holds.pause(self, task_id, by)
 
-    async def resume_task(self, task_id: str) -> holds.HoldResult:
+    async def resume_task(self, task_id: str, by: Actor = IN_PROCESS) -> holds.HoldResult:
         """Continue a paused task from the journal (or withdraw a pause not yet reached)."""
-        return await holds.resume(self, task_id)
+        return await holds.resume(self, task_id, by)
 
     def _fail_stop(self, exc: BaseException) -> None:
         """A write to the vault failed (kernel/fail_stop.py): the kernel stops."""

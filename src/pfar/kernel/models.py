@@ -142,6 +142,7 @@ def scripted_proxy(
             llm.tokens_per_minute or 10**12,
             window=llm.rate_window_seconds,
         ),
+        prices={m: Price(p.input, p.output) for m, p in llm.prices.items()},  # as a provider's
         on_call=on_call,
         model=llm.model or "scripted",
         tiers=llm.tiers.model_dump(),  # a script sees which tier asked (request.model)

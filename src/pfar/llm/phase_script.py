@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ProviderError
-from .messages import ChatRequest, ChatResponse, ToolCall
+from .messages import ChatRequest, ChatResponse, ToolCall, Usage
 from .scripted import Matcher, reply
 
 PHASES = ("extract", "plan", "synthesize")
@@ -33,6 +33,9 @@ class ScriptedResponse(BaseModel):
     match: str | None = None
     json_: dict[str, Any] | None = Field(default=None, alias="json")
     text: str | None = None
+    # the usage the answer reports (what its model call costs, as a provider's would)
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
     delay_seconds: float = Field(0, ge=0)
     error: str | None = None  # answer with a provider error instead
 
@@ -75,12 +78,18 @@ async def answer_phase(
     if found.error:
         raise ProviderError(f"scripted provider: {found.error}")
     subs = _substitutions(ctx)
+    usage = Usage(found.input_tokens, found.output_tokens)
     if found.json_ is not None:
-        return _as_answer(request, fill(found.json_, subs), None)
-    return _as_answer(request, None, fill(found.text or "", subs))
+        return _as_answer(request, fill(found.json_, subs), None, usage)
+    return _as_answer(request, None, fill(found.text or "", subs), usage)
 
 
-def _as_answer(request: ChatRequest, data: dict[str, Any] | None, text: str | None) -> ChatResponse:
+def _as_answer(
+    request: ChatRequest,
+    data: dict[str, Any] | None,
+    text: str | None,
+    usage: Usage | None = None,
+) -> ChatResponse:
     """A tool call when the request forces one (extract, plan), else text (synthesize)."""
     if request.tool_choice is not None:
         call = ToolCall(
@@ -88,8 +97,8 @@ def _as_answer(request: ChatRequest, data: dict[str, Any] | None, text: str | No
             request.tool_choice,
             data if data is not None else {"text": text or ""},
         )
-        return reply(request, tool_calls=(call,))
-    return reply(request, text if text is not None else json.dumps(data))
+        return reply(request, tool_calls=(call,), usage=usage)
+    return reply(request, text if text is not None else json.dumps(data), usage=usage)
 
 
 def _default(

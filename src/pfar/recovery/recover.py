@@ -222,6 +222,7 @@ async def recover_tasks(
         # kept with the boot, in the commit that queues it: every restart's report stays
         # readable (the console's recoveries) for as long as its boot is kept
         report=(report_key.boot_id, report.stored()),
+        recovered=[(d.task_id, d.action.value, d.reason) for d in plan.decisions],
     )
     return report, to_resume
 

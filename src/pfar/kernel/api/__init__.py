@@ -21,8 +21,8 @@ from .records import (
     TaskRef,
     TaskSummary,
     TaskTimeline,
-    TimelineEntry,
 )
+from .timeline_entries import TimelineEntry
 from .workflow_check import WorkflowCheck
 
 __all__ = [

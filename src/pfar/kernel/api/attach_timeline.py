@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from ...journal.store import Store
 from .attach import POLL, Shown
 from .timeline import task_timeline
+from .timeline_entries import Now
 
 
 async def timeline_stream(journal: Store, task_id: str) -> AsyncIterator[Shown]:
@@ -26,10 +27,10 @@ async def timeline_stream(journal: Store, task_id: str) -> AsyncIterator[Shown]:
         task = await journal.tasks.get(task_id)
         for entry in timeline.entries:
             # "now <state>" is the state line below, not a line of its own
-            if entry.event.startswith("now ") or (entry.at, entry.event) in shown:
+            if isinstance(entry, Now) or (entry.at, entry.words) in shown:
                 continue
-            shown.add((entry.at, entry.event))
-            yield Shown("turn", f"{entry.at[11:19]}  {entry.event}")
+            shown.add((entry.at, entry.words))
+            yield Shown("turn", f"{entry.at[11:19]}  {entry.words}")
         if task.state is not state:
             state = task.state
             yield Shown("state", state.value)

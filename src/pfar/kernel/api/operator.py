@@ -115,15 +115,15 @@ class Operator(HomeReader):
     async def cancel(self, task_id: str) -> HoldResult:
         """End the task as Cancelled: its running step's processes are ended and its
         questions withdrawn."""
-        return await self._kernel.cancel_task(task_id)
+        return await self._kernel.cancel_task(task_id, self.actor)
 
     async def pause(self, task_id: str) -> HoldResult:
         """Pause the task at its next step boundary (at once if nothing runs it)."""
-        return await self._kernel.pause_task(task_id)
+        return await self._kernel.pause_task(task_id, self.actor)
 
     async def resume(self, task_id: str) -> HoldResult:
         """Continue a paused task from the journal (or withdraw a pause not yet reached)."""
-        return await self._kernel.resume_task(task_id)
+        return await self._kernel.resume_task(task_id, self.actor)
 
     # -- the owner's answers -------------------------------------------------------
 
@@ -371,7 +371,7 @@ class Operator(HomeReader):
 
     async def resume_workflow(self, directory: str) -> TaskRef:
         """Go on with the workflow in `directory` (its trace is checked first)."""
-        return TaskRef.of(await self._kernel.resume_workflow(directory))
+        return TaskRef.of(await self._kernel.resume_workflow(directory, self.actor))
 
     # -- sessions ----------------------------------------------------------------------
 

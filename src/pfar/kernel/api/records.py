@@ -25,6 +25,7 @@ from ...journal.json_text import JsonValue
 from ...journal.records import UnreadableTask
 from ...runners.loop.context import ContextStats
 from ..holds import HoldResult
+from .timeline_entries import TimelineEntry
 from .views import ApprovalView, CredentialPromptView
 
 
@@ -88,14 +89,6 @@ class TaskListing:
 
     tasks: tuple[TaskSummary, ...]
     next_cursor: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class TimelineEntry:
-    """One moment of a task's story: when, and what happened, in the owner's words."""
-
-    at: str
-    event: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,67 +3,130 @@ every surface shows this one."""
 
 from __future__ import annotations
 
+from ...answers import Actor
 from ...journal import Semantics, TaskKind
 from ...journal.bus_sql import BusEventKind
 from ...journal.store import Store
 from ...journal.turns import AssistantTurn, DiscardTurn, ResultsTurn, SummaryTurn, Turn, UserTurn
+from . import timeline_entries as e
 from .answer import task_answer, task_input
-from .records import StepView, TaskSummary, TaskTimeline, TimelineEntry
+from .records import StepView, TaskSummary, TaskTimeline
 
-_HELD = frozenset({BusEventKind.TaskPaused, BusEventKind.TaskResumed})
+_TOLD = frozenset(
+    {
+        BusEventKind.TaskPaused,
+        BusEventKind.TaskResumed,
+        BusEventKind.TaskCancelled,
+        BusEventKind.TaskRecovered,
+    }
+)
+
+
+def _actor(text: object) -> Actor | None:
+    """Who acted, from the journal's text of them (None: not kept)."""
+    return Actor.parse(text) if isinstance(text, str) and text else None
 
 
 async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
     """The timeline of the task `task_id` (a whole id: resolve a prefix first)."""
     t = await journal.tasks.get(task_id)
-    events: list[tuple[str, str]] = [(t.created_at, f"created from {t.template_id}")]
     steps = await journal.tasks.steps(task_id)
+    entries: list[e.Entry] = [e.Created(at=t.created_at, template_id=t.template_id)]
     plan_steps = t.plan_steps
+    of = None if t.kind is TaskKind.loop else len(plan_steps)  # a loop's calls have no plan
     for s in steps:
-        what = plan_steps[s.step].get("description", "") if s.step < len(plan_steps) else ""
-        label = (
-            f"tool call {s.step + 1} {s.tool}"
-            if t.kind is TaskKind.loop
-            else f"step {s.step + 1}/{len(plan_steps)} {s.tool}" + (f" ({what})" if what else "")
-        )
+        step, tool = s.step, s.tool
+        planned = plan_steps[step].get("description", "") if of and step < of else ""
+        what = str(planned or "")
         if s.semantics is Semantics.Write and s.started_at:  # a blocked call never started
-            events.append((s.started_at, f"{label}: started"))
+            entries.append(e.StepStarted(at=s.started_at, step=step, tool=tool, of=of, what=what))
         if s.completed_at:
-            end = s.status.value + (f": {s.error}" if s.error else "")
-            events.append((s.completed_at, f"{label}: {end}"))
+            entries.append(
+                e.StepEnded(
+                    at=s.completed_at,
+                    step=step,
+                    tool=tool,
+                    of=of,
+                    what=what,
+                    status=s.status.value,
+                    error=s.error,
+                    result=s.result,
+                )
+            )
     for a in await journal.questions.approvals_for_task(task_id):
-        events.append((a.created_at, f"asked owner [{a.approval_id[:8]}] {a.action_type}"))
+        entries.append(
+            e.QuestionAsked(at=a.created_at, approval_id=a.approval_id, question=a.action_type)
+        )
         if a.decided_at:
-            answer = f"owner answer [{a.approval_id[:8]}]: {a.status.value} ({a.decision})"
-            if a.decided_by:  # who, through which surface (not kept before 0013)
-                answer += f" via {a.decided_by}"
-            events.append((a.decided_at, answer))
+            entries.append(
+                e.Answered(
+                    at=a.decided_at,
+                    approval_id=a.approval_id,
+                    status=a.status.value,
+                    decision=a.decision,
+                    by=_actor(a.decided_by),  # who, through which surface (kept from 0013)
+                )
+            )
     for p in await journal.questions.credential_prompts_for_task(task_id):
-        events.append((p.created_at, f"asked owner for {p.service} credential [{p.prompt_id[:8]}]"))
+        entries.append(e.CredentialAsked(at=p.created_at, prompt_id=p.prompt_id, service=p.service))
         if p.received_at:
-            by = f" via {p.received_by}" if p.received_by else ""
-            events.append((p.received_at, f"credential [{p.prompt_id[:8]}] {p.status.value}{by}"))
-    # the owner's pauses and resumes: the journal keeps them only as the bus's events
-    for e in await journal.events.bus_for_task(task_id, _HELD):
-        if e.kind is BusEventKind.TaskPaused:
-            events.append((e.at, f"paused (from {e.body.get('from', '?')})"))
-        elif e.body.get("from") == "Paused":
-            events.append((e.at, f"resumed ({e.body.get('state', '?')})"))
+            entries.append(
+                e.CredentialReceived(
+                    at=p.received_at,
+                    prompt_id=p.prompt_id,
+                    status=p.status.value,
+                    by=_actor(p.received_by),
+                )
+            )
+    entries += await _told(journal, task_id)
     for m in await journal.events.for_task(task_id):
-        events.append((m["created_at"], f"message to owner ({m['kind']}, {m['status']})"))
+        entries.append(
+            e.MessageToOwner(at=m["created_at"], message_kind=m["kind"], status=m["status"])
+        )
+    for c in await journal.tasks.llm_calls(task_id):
+        entries.append(
+            e.ModelCall(
+                at=c["at"],
+                provider=c["provider"],
+                model=c["model"],
+                input_tokens=c["input_tokens"],
+                output_tokens=c["output_tokens"],
+                cost_usd=c["cost_usd"],
+            )
+        )
     if t.kind is TaskKind.loop:
-        events += [(turn.at, said(turn.turn)) for turn in await journal.loops.turns(task_id)]
-    events.append((t.updated_at, f"now {t.state.value}" + (f": {t.error}" if t.error else "")))
-    events.sort(key=lambda e: e[0])
+        for turn in await journal.loops.turns(task_id):
+            entries.append(e.LoopTurn(at=turn.at, turn=turn.turn.kind, text=said(turn.turn)))
+    entries.append(e.Now(at=t.updated_at, state=t.state.value, error=t.error))
+    entries.sort(key=lambda entry: entry.at)  # stable: a moment's entries keep their order
     return TaskTimeline(
         task=TaskSummary.of(t),
         plan=t.plan,
         extracted_metadata=t.extracted_metadata,
         steps=tuple(StepView.of(s) for s in steps),
-        entries=tuple(TimelineEntry(at, event) for at, event in events),
+        entries=tuple(entries),
         input=task_input(t),
         answer=await task_answer(journal, t),
     )
+
+
+async def _told(journal: Store, task_id: str) -> list[e.Entry]:
+    """The owner's pauses, resumes and cancel, and each start's recovery of the task:
+    the journal keeps them as the bus's events, each hold with who acted (`by`) since
+    that was kept."""
+    out: list[e.Entry] = []
+    for ev in await journal.events.bus_for_task(task_id, _TOLD):
+        by = _actor(ev.body.get("by"))
+        if ev.kind is BusEventKind.TaskRecovered:
+            action, reason = str(ev.body.get("action", "?")), str(ev.body.get("reason", ""))
+            out.append(e.Recovered(at=ev.at, action=action, reason=reason))
+        elif ev.kind is BusEventKind.TaskPaused:
+            out.append(e.Paused(at=ev.at, paused_from=str(ev.body.get("from", "?")), by=by))
+        elif ev.kind is BusEventKind.TaskCancelled:
+            out.append(e.Cancelled(at=ev.at, by=by))
+        elif ev.body.get("from") == "Paused":
+            out.append(e.Resumed(at=ev.at, state=str(ev.body.get("state", "?")), by=by))
+    return out
 
 
 def said(turn: Turn, limit: int = 2000) -> str:
