@@ -9,20 +9,25 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import typing
 from collections.abc import Callable, Iterator
 from typing import Any, ForwardRef, Protocol
 
-from pfar.journal import store
+from pfar.journal import store, task_protocol
 
 _ANY = re.compile(r"\bAny\b")
+
+
+# the modules the store protocol is written in (the tasks family has one of its own)
+_MODULES = {store.__name__, task_protocol.__name__}
 
 
 def _protocols() -> list[type]:
     return [
         cls
         for _, cls in inspect.getmembers(store, inspect.isclass)
-        if cls.__module__ == store.__name__ and getattr(cls, "_is_protocol", False)
+        if cls.__module__ in _MODULES and getattr(cls, "_is_protocol", False)
     ]
 
 
@@ -55,7 +60,7 @@ def _offences(cls: type) -> list[str]:
     found = []
     for name, fn in _members(cls):
         texts = {k: str(v) for k, v in fn.__annotations__.items()}
-        hints = typing.get_type_hints(fn, vars(store))
+        hints = typing.get_type_hints(fn, vars(sys.modules[cls.__module__]))
         for key in sorted(set(texts) | set(hints)):
             if _ANY.search(texts.get(key, "")) or _mentions_any(hints.get(key), set()):
                 found.append(f"{cls.__name__}.{name}: {key}: {texts.get(key)}")

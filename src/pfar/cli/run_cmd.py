@@ -43,6 +43,9 @@ def run(ctx: click.Context, no_stdin: bool, ready_file: str | None) -> None:
         commands = None if no_stdin else await stdin_reader()
 
         def started(kernel: Any) -> None:
+            # this kernel holds the home: a console address left there is a killed
+            # kernel's, and names a port no one listens on (the console writes its own)
+            home.console_address.unlink(missing_ok=True)
             for e in kernel.template_errors:
                 for problem in e.each:  # one line each, with its key
                     say(f"template not loaded: {problem}")
