@@ -19,6 +19,7 @@ from .events_cmd import events
 from .holds_cmd import cancel, pause, resume
 from .hooks_cmd import hooks
 from .learnings_cmd import learnings
+from .locks_cmd import locks
 from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .output import emit, err, home_of, out, read, table
 from .queue_cmd import queue
@@ -175,6 +176,7 @@ cli.add_command(events)
 cli.add_command(learnings)
 cli.add_command(queue)
 cli.add_command(hooks)
+cli.add_command(locks)
 cli.add_command(attach)
 cli.add_command(send)
 cli.add_command(cancel)

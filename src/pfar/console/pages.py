@@ -171,6 +171,7 @@ async def kernel(console: Console, request: Request) -> Response:
         kernel=status,
         channels=await operator.channels(),
         waiting=await operator.queue(),
+        locks=await operator.locks(),
         sessions=await operator.sessions(),
         hooks=operator.hooks(),
         learnings=learnings,

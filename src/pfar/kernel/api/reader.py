@@ -34,6 +34,7 @@ from .activity import Activity, activity
 from .attach import Shown
 from .conversation import conversation
 from .conversation_records import Conversation
+from .locks_view import LockView
 from .records import (
     BootRecovery,
     ChannelView,
@@ -272,6 +273,10 @@ class HomeReader:
         if not 1 <= limit <= 1000:
             raise BadRequest("limit", "must be between 1 and 1000")
         return offline.learnings(self.home, search, limit)
+
+    async def locks(self) -> list[LockView]:
+        """The resource locks tool calls hold now, on every kernel sharing the journal."""
+        return [LockView.of(h) for h in await self.journal.locks.held()]
 
     async def queue(self) -> list[Waiting]:
         """With no kernel running: the tasks queued for a slot, in the order a kernel

@@ -53,6 +53,7 @@ from .command import Command
 from .console_token import ConsoleToken
 from .conversation_records import Conversation
 from .hooks_view import HookView
+from .locks_view import LockView
 from .records import (
     Answered,
     BootRecovery,
@@ -175,6 +176,13 @@ QUEUE = Command(
     lambda o, _: o.queue(),
     while_shutting_down=True,
     reply=Wire(list[Waiting]),
+)
+LOCKS = Command(
+    "locks",
+    NoArgs,
+    lambda o, _: o.locks(),
+    while_shutting_down=True,
+    reply=Wire(list[LockView]),
 )
 HOOKS = Command(
     "hooks",
@@ -354,6 +362,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         RECOVERIES,
         QUEUE,
         HOOKS,
+        LOCKS,
         LEARNINGS,
         LEARNING_FORGET,
         TASKS,
