@@ -72,12 +72,16 @@ def test_who_paused_and_resumed_and_what_each_model_call_cost_are_in_the_timelin
         task_id = json.loads(submitted.stdout)["task_id"]
         page = client.get(f"/tasks/{task_id}")
         assert page.status_code == 200
+        for action in ("pause", "resume", "cancel"):  # working: a pause may stand, too
+            assert f'action="/tasks/{task_id}/{action}"' in page.text, action
         paused = client.post(f"/tasks/{task_id}/pause", data={"csrf": csrf_of(page.text)})
         assert paused.status_code in (200, 303), paused.text
         wait_for(lambda: _state(home, task_id) == "Paused", what="the pause")
         resumed = pfar(home, "resume", task_id[:8])
         assert resumed.returncode == 0, resumed.stderr
         wait_for(lambda: _state(home, task_id) == "Completed", timeout=30, what="the end")
+        ended = client.get(f"/tasks/{task_id}").text
+        assert f'action="/tasks/{task_id}/' not in ended  # an ended task offers no hold
 
         words = pfar(home, "task", "show", task_id[:8])
         assert words.returncode == 0, words.stderr

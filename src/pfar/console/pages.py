@@ -22,6 +22,7 @@ from ..errors import (
     UnknownCredentialPrompt,
     UnknownTask,
 )
+from ..journal import TaskState
 from ..kernel.api.wire import wire_json
 from .auth import COOKIE, same_site
 from .bodies import read_form
@@ -151,9 +152,22 @@ async def task(console: Console, request: Request) -> Response:
         raw=json.dumps(wire_json(timeline), indent=2, sort_keys=True),
         said=request.query_params.get("said"),
         conversation=conversation,
+        holds=_holds_of(timeline.task.state),
         folded=folded,
         arguments=arguments_text,
     )
+
+
+def _holds_of(state: TaskState | str) -> tuple[str, ...]:
+    """What the task's page offers: what its state allows, and Resume for a working
+    task too (a pause it was asked for may not have been reached yet: resuming
+    withdraws it)."""
+    from ..kernel.holds import allowed_holds
+
+    allowed = allowed_holds(state)
+    if isinstance(state, TaskState) and state.working and "resume" not in allowed:
+        allowed = (allowed[0], "resume", *allowed[1:])
+    return allowed
 
 
 async def kernel(console: Console, request: Request) -> Response:
