@@ -45,14 +45,19 @@ async def run(journal: Store, hooks: Hooks, bell: BusBell) -> None:
     wait = None if journal.path is not None else SHARED_LOOK_SECONDS
     after: int | None = None
     while not bell.closed:
-        rung = bell.ticket()  # before the read: a commit after it rings this ticket
         points = {p for p in LIFECYCLE if hooks.wants(p)}
-        if points and after is None:
+        if not points:
+            # no lifecycle handler: the bell, rung at every commit, is not listened to;
+            # it looks this often for the ones a `pfar reload` adds (from the bus's end)
+            await asyncio.sleep(RELOAD_LOOK_SECONDS)
+            continue
+        rung = bell.ticket()  # before the read: a commit after it rings this ticket
+        if after is None:
             after = await journal.events.bus_offset(SUBSCRIBER)
             if after is None:
                 after = await journal.events.bus_last()
                 await journal.events.bus_ack(SUBSCRIBER, after)
-        if points and after is not None:
+        if after is not None:
             events = await journal.events.bus(after, PAGE)
             for event in events:
                 point = _POINTS.get(event.kind)
@@ -63,8 +68,6 @@ async def run(journal: Store, hooks: Hooks, bell: BusBell) -> None:
                 await journal.events.bus_ack(SUBSCRIBER, after)
                 continue
         with contextlib.suppress(TimeoutError):
-            # without a lifecycle handler, it looks every RELOAD_LOOK_SECONDS for the ones
-            # a `pfar reload` adds, so that it starts from the bus's end as they come
-            async with asyncio.timeout(wait if points else RELOAD_LOOK_SECONDS):
+            async with asyncio.timeout(wait):
                 await rung.wait()
     await asyncio.Event().wait()  # the kernel stops: until its duties are cancelled
