@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 
@@ -14,6 +16,8 @@ from .support import RecordingServer
 # the keychain path is tested with a backend a test names itself.
 os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
 os.environ["PFAR_KEY_DIR"] = tempfile.mkdtemp(prefix="pfar-test-keys-")
+# removed when the run ends: a run's keys open only that run's homes, gone with it
+atexit.register(shutil.rmtree, os.environ["PFAR_KEY_DIR"], ignore_errors=True)
 
 
 @pytest.fixture
