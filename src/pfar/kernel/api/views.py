@@ -30,7 +30,7 @@ class ApprovalView:
     created_at: str
     expires_at: str
     status: ApprovalStatus
-    options: tuple[str, ...]
+    options: list[str]  # in the order offered (a list, as every surface has read it)
     decision: str | None
     decided_at: str | None
     prompts_sent: int
@@ -52,7 +52,7 @@ class ApprovalView:
             created_at=a.created_at,
             expires_at=a.expires_at,
             status=a.status,
-            options=tuple(a.options),
+            options=list(a.options),
             decision=a.decision,
             decided_at=a.decided_at,
             prompts_sent=a.prompts_sent,
