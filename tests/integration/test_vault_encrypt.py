@@ -13,6 +13,7 @@ import pytest
 
 from pfar.vault.driver import sqlite
 from pfar.vault.home import Home, HomeLock
+from pfar.vault.schema import latest_version
 
 from ..support import pfar, running_kernel, said
 from ..vault_support import (
@@ -30,6 +31,8 @@ from ..vault_support import (
 )
 
 pytestmark = pytest.mark.crash  # kernels run as subprocesses
+
+SESSIONS_SCHEMA = latest_version("sessions")  # the journal's newest schema
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +202,7 @@ def test_status_of_a_plain_then_encrypted_vault_reads_and_writes_nothing(
     r = ok(pfar(plain, "vault", "status"))
     assert file_states(plain) == before  # no -wal or -shm made, nothing touched
     assert "state: NOT encrypted" in r
-    assert "sessions.db: " in r and "plain, schema version 13" in r
+    assert "sessions.db: " in r and f"plain, schema version {SESSIONS_SCHEMA}" in r
     assert "last integrity check: none recorded" in r and "last backup: none recorded" in r
     key = tmp_path / "keys" / "vault.key"
     ok(pfar(plain, "vault", "encrypt", "--key-file", str(key)))
@@ -220,7 +223,7 @@ def test_status_of_a_plain_then_encrypted_vault_reads_and_writes_nothing(
         f"key source: the key file {key}",
         "key: available",
         "kernel: not running",
-        "encrypted, schema version 13",
+        f"encrypted, schema version {SESSIONS_SCHEMA}",
         "last integrity check: 2026-11-20T10:00:00Z, ok; sessions.db",
         "last backup: 2026-11-21T10:00:00Z to /backups/pfar-1 (position 42)",
     ):
@@ -238,7 +241,7 @@ def test_status_with_a_running_kernel_and_without_its_key(plain: Home, tmp_path:
     ok(pfar(plain, "vault", "encrypt", "--key-file", str(key)))
     with running_kernel(plain):
         r = ok(pfar(plain, "vault", "status"))
-        assert "kernel: running" in r and "encrypted, schema version 13" in r
+        assert "kernel: running" in r and f"encrypted, schema version {SESSIONS_SCHEMA}" in r
     key.rename(tmp_path / "elsewhere.key")
     before = file_states(plain)
     r = pfar(plain, "vault", "status")
@@ -261,7 +264,7 @@ def test_status_never_asks_for_a_passphrase(plain: Home) -> None:
     assert r.returncode == 0, said(r)
     assert "key: not available (a passphrase, not asked for here" in said(r)
     given = pfar_env(plain, "vault", "status", fds={"PFAR_PASSPHRASE_FD": "a long passphrase\n"})
-    assert "key: available" in said(given) and "schema version 13" in said(given)
+    assert "key: available" in said(given) and f"schema version {SESSIONS_SCHEMA}" in said(given)
 
 
 def _damage_plain(path: Path, table: str) -> None:
