@@ -122,3 +122,9 @@ def test_an_edited_cursor_is_refused_even_when_it_still_reads_as_one() -> None:
     for bad in (f"{moved}.{check}", body, f"{body}.", f"{body}.{check[:-1]}"):
         with pytest.raises(BadRequest, match=r"^cursor: "):
             task_query.cursor(bad)
+
+
+def test_a_refused_day_is_quoted_as_it_was_given() -> None:
+    with pytest.raises(BadRequest) as refused:
+        task_query.checked(TaskFilter(created_since="2030-13-01"))
+    assert "'2030-13-01' is no RFC 3339 time" in str(refused.value)

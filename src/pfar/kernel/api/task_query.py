@@ -59,10 +59,10 @@ def cursor(text: str | None) -> TaskCursor | None:
 def _moment(name: str, text: str | None) -> datetime | None:
     if text is None:
         return None
-    if _DATE.fullmatch(text):  # a day alone: its first moment, in UTC
-        text += "T00:00:00Z"
+    # a day alone is its first moment, in UTC; a refusal quotes what was given
+    whole = text + "T00:00:00Z" if _DATE.fullmatch(text) else text
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        moment = datetime.fromisoformat(whole.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         raise BadRequest(
             name, f"{text[:40]!r} is no RFC 3339 time (e.g. 2030-05-01T12:00:00Z)"
