@@ -238,12 +238,7 @@ class HomeReader:
         questions = self.journal.questions
         return Questions(
             tuple(map(ApprovalView.of, await questions.approvals(approvals))),
-            tuple(
-                map(
-                    CredentialPromptView.of,
-                    await self.journal.questions.credential_prompts(prompts),
-                )
-            ),
+            tuple(map(CredentialPromptView.of, await questions.credential_prompts(prompts))),
         )
 
     async def approval(self, approval_id: str) -> ApprovalView:
