@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import TypeVar
 
 from ...errors import BadRequest
 from ...journal import TaskKind
@@ -15,6 +16,7 @@ from ...journal.activity_sql import CallUsage, StoredActivity
 from ...journal.store import Store
 
 MAX_DAYS = 366
+K = TypeVar("K")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,21 +142,35 @@ def _figures(u: CallUsage) -> tuple[int, int, int, float]:
     return u.calls, u.input_tokens, u.output_tokens, u.cost_usd
 
 
+def _summed(rows: Iterable[tuple[K, CallUsage]]) -> dict[K, CallUsage]:
+    """The usage of each key, summed over the days (in the order the keys come)."""
+    total: dict[K, CallUsage] = {}
+    for key, u in rows:
+        t = total.get(key)
+        total[key] = (
+            u
+            if t is None
+            else CallUsage(
+                t.calls + u.calls,
+                t.input_tokens + u.input_tokens,
+                t.output_tokens + u.output_tokens,
+                t.cost_usd + u.cost_usd,
+            )
+        )
+    return total
+
+
+def _usage(c: ModelCost | TemplateCost) -> CallUsage:
+    return CallUsage(c.calls, c.input_tokens, c.output_tokens, c.cost_usd)
+
+
 def _models_total(rows: Iterable[ModelCost]) -> tuple[ModelCost, ...]:
-    total: dict[tuple[str, str], list[float]] = {}
-    for r in rows:
-        sums = total.setdefault((r.provider, r.model), [0, 0, 0, 0.0])
-        for i, v in enumerate((r.calls, r.input_tokens, r.output_tokens, r.cost_usd)):
-            sums[i] += v
-    found = [ModelCost(p, m, int(s[0]), int(s[1]), int(s[2]), s[3]) for (p, m), s in total.items()]
+    total = _summed(((r.provider, r.model), _usage(r)) for r in rows)
+    found = [ModelCost(p, m, *_figures(u)) for (p, m), u in total.items()]
     return tuple(sorted(found, key=lambda c: (-c.cost_usd, -c.calls, c.provider, c.model)))
 
 
 def _templates_total(rows: Iterable[TemplateCost]) -> tuple[TemplateCost, ...]:
-    total: dict[str | None, list[float]] = {}
-    for r in rows:
-        sums = total.setdefault(r.template_id, [0, 0, 0, 0.0])
-        for i, v in enumerate((r.calls, r.input_tokens, r.output_tokens, r.cost_usd)):
-            sums[i] += v
-    found = [TemplateCost(t, int(s[0]), int(s[1]), int(s[2]), s[3]) for t, s in total.items()]
+    total = _summed((r.template_id, _usage(r)) for r in rows)
+    found = [TemplateCost(t, *_figures(u)) for t, u in total.items()]
     return tuple(sorted(found, key=lambda c: (-c.cost_usd, -c.calls, c.template_id or "")))
