@@ -74,6 +74,14 @@ class CallUsage:
     output_tokens: int
     cost_usd: float
 
+    def plus(self, other: CallUsage) -> CallUsage:
+        return CallUsage(
+            self.calls + other.calls,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cost_usd + other.cost_usd,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ModelDay:

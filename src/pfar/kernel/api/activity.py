@@ -147,16 +147,7 @@ def _summed(rows: Iterable[tuple[K, CallUsage]]) -> dict[K, CallUsage]:
     total: dict[K, CallUsage] = {}
     for key, u in rows:
         t = total.get(key)
-        total[key] = (
-            u
-            if t is None
-            else CallUsage(
-                t.calls + u.calls,
-                t.input_tokens + u.input_tokens,
-                t.output_tokens + u.output_tokens,
-                t.cost_usd + u.cost_usd,
-            )
-        )
+        total[key] = u if t is None else t.plus(u)
     return total
 
 
