@@ -212,16 +212,17 @@ async def recover_tasks(
                 else report.retried
             ).append(d.task_id)
             to_resume.append(d.task_id)
+    kept = report.stored()  # the text sent and the lines kept, made once
     await journal.tasks.apply_recovery(
         abandon=abandon,
         park=park,
         attempted=to_resume if count_attempts else [],
-        messages=[OwnerMessage(report_key, MessageKind.report, report.render()), *prompts],
+        messages=[OwnerMessage(report_key, MessageKind.report, kept.text), *prompts],
         pause=pause,
         cancel=cancel,
         # kept with the boot, in the commit that queues it: every restart's report stays
         # readable (the console's recoveries) for as long as its boot is kept
-        report=(report_key.boot_id, report.stored()),
+        report=(report_key.boot_id, kept),
         recovered=[(d.task_id, d.action.value, d.reason) for d in plan.decisions],
     )
     return report, to_resume

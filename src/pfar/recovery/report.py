@@ -120,14 +120,16 @@ class RecoveryReport:
 
     def render(self) -> str:
         """The report as the owner is sent it."""
-        if self.empty:
-            return "System restarted. No pending tasks to recover."
-        head = "System restarted. Recovery report:"
-        return "\n".join([head, *(f" - {line.text}" for line in self.lines())])
+        return self.stored().text
 
     def stored(self) -> StoredReport:
-        """The report as its boot keeps it: the text sent, and each line with its tasks."""
-        return StoredReport(self.render(), tuple(self.lines()))
+        """The report as its boot keeps it: the text sent, and each line with its tasks
+        (the lines are made once, for both)."""
+        lines = tuple(self.lines())
+        if self.empty:
+            return StoredReport("System restarted. No pending tasks to recover.", lines)
+        head = "System restarted. Recovery report:"
+        return StoredReport("\n".join([head, *(f" - {line.text}" for line in lines)]), lines)
 
     def lines(self) -> list[ReportLine]:
         """Each line of the report, in the order it is sent, with the tasks it names."""
