@@ -140,7 +140,7 @@ def page(conn: Tx, wanted: TaskFilter, after: TaskCursor | None, limit: int) -> 
         (*values, limit + 1),
     ).fetchall()
     listed = [tasks_sql.listed(r) for r in rows[:limit]]
-    more = len(rows) > limit
-    last = rows[limit - 1] if more else None
-    cursor = None if last is None else TaskCursor(str(last[13]), str(last[0])).encode()
-    return TaskPage(listed, cursor)
+    if len(rows) <= limit:
+        return TaskPage(listed, None)
+    last = listed[-1]  # a readable task or not, its row says when it was created
+    return TaskPage(listed, TaskCursor(last.created_at, last.task_id).encode())
