@@ -24,6 +24,7 @@ from ..errors import (
 )
 from ..journal import TaskState
 from ..kernel.api.wire import wire_json
+from ..kernel.holds import allowed_holds, describe
 from .auth import COOKIE, same_site
 from .bodies import read_form
 from .conversation import arguments_text, folded
@@ -162,8 +163,6 @@ def _holds_of(state: TaskState | str) -> tuple[str, ...]:
     """What the task's page offers: what its state allows, and Resume for a working
     task too (a pause it was asked for may not have been reached yet: resuming
     withdraws it)."""
-    from ..kernel.holds import allowed_holds
-
     allowed = allowed_holds(state)
     if isinstance(state, TaskState) and state.working and "resume" not in allowed:
         allowed = (allowed[0], "resume", *allowed[1:])
@@ -196,8 +195,6 @@ _HOLDS = {"cancel", "pause", "resume"}
 
 
 async def hold(console: Console, request: Request) -> Response:
-    from ..kernel.holds import describe
-
     action = request.path_params["action"]
     if action not in _HOLDS:
         raise BadRequest("action", f"{action!r}: one of {', '.join(sorted(_HOLDS))}")
