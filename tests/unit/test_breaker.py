@@ -109,6 +109,10 @@ def test_calls_fail_over_in_order_and_come_back() -> None:
         clock = Clock()
         a, b = Flaky("a"), Flaky("b")
         told: list[Health] = []
+
+        async def tell(health: Health) -> None:
+            told.append(health)
+
         f = Failover(
             {"a": a, "b": b},
             primary="a",
@@ -116,7 +120,7 @@ def test_calls_fail_over_in_order_and_come_back() -> None:
             failures=2,
             open_seconds=30,
             wait_seconds=0,
-            on_health=told.append,
+            on_health=tell,
             clock=clock,
         )
         a.down = True

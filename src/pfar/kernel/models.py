@@ -11,7 +11,7 @@ secret to fix and the command that fixes it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from ..config import Config
 from ..errors import ConfigError, ProviderError
@@ -54,7 +54,7 @@ def build_model(
     home: Home,
     secret: Callable[[str], str | None],
     on_call: Callable[[CallRecord], None],
-    on_health: Callable[[Health], None] | None = None,
+    on_health: Callable[[Health], Awaitable[None]] | None = None,
 ) -> InferenceProxy:
     llm = config.llm
     if llm.provider == "scripted":

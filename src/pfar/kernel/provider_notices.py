@@ -8,7 +8,6 @@ about this kernel's life: a provider still down after a restart is found down ag
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
@@ -31,24 +30,17 @@ def text(health: Health) -> str:
 
 
 class ProviderNotices:
-    """The breakers' `on_health`: each change becomes one message in the outbox."""
+    """The breakers' `on_health`: each change becomes one message in the outbox, committed
+    before the model call that saw the change goes on (a change is rare: one commit)."""
 
     def __init__(self, boot_id: str, journal: Store, notify: Callable[[], None]) -> None:
         self._boot_id, self._journal, self._notify = boot_id, journal, notify
         self._count = 0
-        self._sending: set[asyncio.Task[None]] = set()
 
-    def __call__(self, health: Health) -> None:
+    async def __call__(self, health: Health) -> None:
         self._count += 1
         message = OwnerMessage(
             ProviderHealthKey(self._boot_id, self._count), MessageKind.notice, text(health)
         )
-        # told from inside a model call: the message is queued by a task of its own,
-        # so the call does not wait for the journal's commit
-        sending = asyncio.get_running_loop().create_task(self._send(message))
-        self._sending.add(sending)
-        sending.add_done_callback(self._sending.discard)
-
-    async def _send(self, message: OwnerMessage) -> None:
         await self._journal.events.enqueue([message])
         self._notify()

@@ -32,7 +32,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -80,7 +80,7 @@ class Failover:
         failures: int = 5,
         open_seconds: float = 30.0,
         wait_seconds: float = 60.0,
-        on_health: Callable[[Health], None] | None = None,
+        on_health: Callable[[Health], Awaitable[None]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._providers, self._primary = providers, primary
@@ -160,15 +160,16 @@ class Failover:
                 response = await self._providers[route.provider].chat(request, on_event=on_event)
         except ProviderError as exc:
             health = breaker.failed(str(exc)) if counts(exc) else breaker.succeeded()
-            self._tell(health)
+            await self._tell(health)
             raise
         except BaseException:
             breaker.abandoned()
             raise
-        self._tell(breaker.succeeded())
+        await self._tell(breaker.succeeded())
         return response
 
-    def _tell(self, health: Health | None) -> None:
+    async def _tell(self, health: Health | None) -> None:
+        """Log a change and tell the owner (committed before the call goes on)."""
         if health is None:
             return
         if health.change == "down":
@@ -181,7 +182,7 @@ class Failover:
         else:
             log.info("provider %s answers again", health.provider)
         if self._on_health is not None:
-            self._on_health(health)
+            await self._on_health(health)
 
     async def _first_change(self, routes: Sequence[Route], left: float) -> None:
         """Wait until one of the routes' breakers may admit a call, or `left` passes."""
