@@ -23,6 +23,7 @@ from ..llm.proxy import CallRecord, ChatModel, InferenceProxy, Price, RateLimite
 from ..llm.retry import ErrorKind, ProviderCallFailed, RetryPolicy
 from ..llm.script_file import load_scripted_model
 from ..llm.sdk_providers import build_chat_provider
+from ..llm.tokens import CountsTokens, TokenCount
 from ..vault.home import Home
 
 
@@ -46,6 +47,11 @@ class _NamesItsKey:
                 f"with `pfar secret set {name}` (it reads the key from stdin); the running "
                 "kernel uses it from the next call"
             ) from None
+
+    async def count_tokens(self, request: ChatRequest) -> TokenCount | None:
+        if not isinstance(self._inner, CountsTokens):
+            return None
+        return await self._inner.count_tokens(request)
 
 
 def build_model(

@@ -33,6 +33,7 @@ from ..errors import ProviderError
 from .events import ChatEvent, EventSink, Finished
 from .failover import Failover
 from .messages import ChatRequest, ChatResponse
+from .tokens import TokenCount, count, estimate
 
 LABELS = ("public", "internal", "sensitive", "secret")
 
@@ -290,6 +291,22 @@ class InferenceProxy:
                 )
             )
         return response
+
+    async def count_tokens(
+        self, request: ChatRequest, *, data_label: str = "internal"
+    ) -> TokenCount:
+        """The request's input tokens as the provider it would go to counts them; the
+        estimate when that provider cannot count, is down (its breaker is not closed), or
+        may not see the data (the count sends the conversation)."""
+        try:
+            name = self.route("", data_label)
+        except NeedsCloudRouting:
+            return estimate(request)
+        if name in self._models:
+            request = dataclasses.replace(request, model=self._models[name])
+        if self.failover.breakers[name].state != "closed":
+            return estimate(request)
+        return await count(self._providers[name], request)
 
     @contextlib.asynccontextmanager
     async def stream(
