@@ -105,7 +105,8 @@ def test_the_primary_goes_down_calls_fail_over_and_it_comes_back(tmp_path: Path)
     try:
         with ScriptedLLMServer() as primary:
             primary.script(
-                *failing(2, 500, "internal error"),  # call 1: one failure (with its retry)
+                *failing(1, 500, "internal error"),  # call 1: one failure (with its retry)
+                *failing(1, 429, "rate limited"),
                 Drop(before_reading=True),  # call 2: the connection drops, twice
                 Drop(before_reading=False),
                 # call 3 finds the breaker open: nothing is asked of the primary
@@ -141,7 +142,7 @@ def test_the_primary_goes_down_calls_fail_over_and_it_comes_back(tmp_path: Path)
     finally:
         backup.close()
     assert (work / "a.txt").read_text() == "hi"
-    # 2 answers of 500, 1 dropped after it was read, then the probe (the drop before
+    # a 500 and a 429, 1 dropped after it was read, then the probe (the drop before
     # reading left no request behind)
     assert len(primary_bodies) == 4
     assert [m["role"] for m in primary_bodies[-1]["messages"]][-1] == "user"
