@@ -26,7 +26,15 @@ from .llm_servers import (
     anthropic_text_block,
     failing,
 )
-from .openai_server import OpenAIServer, Stream, chunk, text_stream, tool_piece, usage_chunk
+from .openai_server import (
+    Fail,
+    OpenAIServer,
+    Stream,
+    chunk,
+    text_stream,
+    tool_piece,
+    usage_chunk,
+)
 from .test_loop_providers import LOOP, READ, WRITE
 
 OPEN_SECONDS = 0.4
@@ -158,3 +166,60 @@ def test_the_primary_goes_down_calls_fail_over_and_it_comes_back(tmp_path: Path)
     assert "'anthropic' is down" in down and "2 calls in a row" in down
     assert "'anthropic' answers again" in up
     assert "sk-ant-primary-1" not in down + up
+
+
+def test_an_openai_primary_that_drops_its_connections_fails_over_to_anthropic(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    primary = OpenAIServer()
+    try:
+        with ScriptedLLMServer() as fallback:
+            primary.script(
+                Fail(500, "upstream failed", type="server_error"),
+                Drop(before_reading=True),
+                Drop(before_reading=False),
+                Fail(529, "overloaded", type="overloaded_error"),
+            )
+            fallback.script(
+                SSEReply(anthropic_stream(anthropic_text_block(0, ["From the fallback."]))),
+                SSEReply(anthropic_stream(anthropic_text_block(0, ["Again."]))),
+            )
+            home = Home(tmp_path / "home")
+            init_home(home, examples=False)
+            home.config.write_text(
+                f'[llm]\nprovider = "openai"\nmodel = "gpt-test"\nbase_url = "{primary.base_url}"\n'
+                "[llm.retry]\nbackoff_seconds = [0]\nmax_retries = 1\noverloaded_wait_seconds = 0\n"
+                "[llm.breaker]\nfailures = 2\nopen_seconds = 600\n"
+                '[llm.tiers.worker]\nfallback = ["claude:claude-test"]\n'
+                f'[llm.providers.claude]\ntype = "anthropic"\nbase_url = "{fallback.url}"\n'
+                'api_key_secret = "claude_key"\n' + LOOP
+            )
+            store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
+            store.set("openai_api_key", "sk-openai-primary")
+            store.set("claude_key", "sk-ant-fallback")
+            store.close()
+
+            async def run() -> str:
+                kernel = Kernel(home)
+                await kernel.start()
+                try:
+                    task = await kernel.start_loop(LoopRequest("say hi", str(work)))
+                    await kernel.wait_idle()
+                    await kernel.send(task.task_id, "and again")
+                    await kernel.wait_idle()
+                    return task.task_id
+                finally:
+                    await kernel.shutdown()
+
+            task_id = asyncio.run(run())
+    finally:
+        primary.close()
+    # two calls on the primary, two attempts each (the drop before reading left no
+    # record); the second opened the breaker, and both answers came from the fallback
+    assert len(primary.received) == 3
+    assert calls_made(home, task_id) == [("claude", "claude-test")] * 2
+    assert turn_models(home, task_id) == ["claude-test"] * 2
+    (down,) = owner_notices(home)
+    assert "'openai' is down: 2 calls in a row" in down
