@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import ProviderError
+from . import tokens
+from .breaker import BreakerState
 from .events import ChatEvent, EventSink, Finished
 from .failover import Failover
 from .messages import ChatRequest, ChatResponse
-from .tokens import TokenCount, count, estimate
 
 LABELS = ("public", "internal", "sensitive", "secret")
 
@@ -294,19 +295,19 @@ class InferenceProxy:
 
     async def count_tokens(
         self, request: ChatRequest, *, data_label: str = "internal"
-    ) -> TokenCount:
+    ) -> tokens.TokenCount:
         """The request's input tokens as the provider it would go to counts them; the
         estimate when that provider cannot count, is down (its breaker is not closed), or
         may not see the data (the count sends the conversation)."""
         try:
             name = self.route("", data_label)
         except NeedsCloudRouting:
-            return estimate(request)
+            return tokens.estimate(request)
         if name in self._models:
             request = dataclasses.replace(request, model=self._models[name])
-        if self.failover.breakers[name].state != "closed":
-            return estimate(request)
-        return await count(self._providers[name], request)
+        if self.failover.breakers[name].state is not BreakerState.closed:
+            return tokens.estimate(request)
+        return await tokens.count(self._providers[name], request)
 
     @contextlib.asynccontextmanager
     async def stream(
