@@ -5,7 +5,10 @@ used, and caches them under `TIKTOKEN_CACHE_DIR` by the sha1 of their address. p
 never downloads at run time: the tables come from the `bpe-openai` package, which ships
 them (gzipped) inside its wheel. They are written, once, into tiktoken's cache under
 the names tiktoken looks for, and tiktoken checks each against the sha256 it expects
-(its own hash, not ours), so the tokenizer is tiktoken's, table for table.
+(its own hash, not ours), so the tokenizer is tiktoken's, table for table. The cache
+is `TIKTOKEN_CACHE_DIR` when the owner set one, else `pfar-tiktoken-<uid>` in the
+system's temporary directory. A table that cannot be had (the package missing, a
+damaged file tiktoken would fetch again) leaves the estimate to count.
 
 A chat's count follows OpenAI's published rule for chat messages: each message's
 text, plus 3 tokens a message (its role and framing) and 3 for the reply's start.
@@ -60,12 +63,10 @@ def encoding(name: str) -> Any:
     """tiktoken's encoding `name`, its table taken from the package that ships it."""
     import tiktoken
 
-    configured = os.environ.get("TIKTOKEN_CACHE_DIR")
-    if not configured:  # tiktoken reads it at each load: ours, unless one was chosen
-        configured = os.environ["TIKTOKEN_CACHE_DIR"] = _own_cache()
-    cache_dir = Path(configured)
+    chosen = os.environ.get("TIKTOKEN_CACHE_DIR")  # the owner's own cache, if set
+    cache_dir = Path(chosen or _own_cache())
     url = f"{_BASE}{name}.tiktoken"
-    target = cache_dir / hashlib.sha1(url.encode()).hexdigest()
+    target = cache_dir / hashlib.sha1(url.encode()).hexdigest()  # tiktoken's key
     if not target.exists():
         shipped = resources.files("bpe_openai.data") / f"{name}.tiktoken.gz"
         data = gzip.decompress(shipped.read_bytes())
@@ -73,7 +74,15 @@ def encoding(name: str) -> Any:
         partial = target.with_suffix(f".{os.getpid()}.tmp")
         partial.write_bytes(data)
         partial.replace(target)  # whole or not at all, for tiktoken to read
-    return tiktoken.get_encoding(name)
+    if chosen:
+        return tiktoken.get_encoding(name)
+    # tiktoken reads the variable while it loads the table, and only then: set for the
+    # load alone, so the processes tasks start do not inherit it
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir)
+    try:
+        return tiktoken.get_encoding(name)
+    finally:
+        os.environ.pop("TIKTOKEN_CACHE_DIR", None)
 
 
 def _own_cache() -> str:
@@ -116,5 +125,9 @@ async def count(request: ChatRequest) -> TokenCount | None:
     name = encoding_name(request.model)
     if name is None:
         return None
-    tokens = await asyncio.to_thread(count_request, name, request)
+    try:
+        tokens = await asyncio.to_thread(count_request, name, request)
+    except Exception as exc:  # a table missing or damaged: the estimate serves
+        log.warning("tiktoken could not count for %s (%s): estimated instead", request.model, exc)
+        return None
     return TokenCount(tokens, f"tiktoken:{name}")
