@@ -129,7 +129,10 @@ def test_calls_fail_over_in_order_and_come_back() -> None:
         # big failed, small failed (both on a), then b answered
         assert (name, answer.model) == ("b", "other")
         assert a.calls == ["big", "small"] and b.calls == ["other"]
-        assert [e.reason for e in events if isinstance(e, Retrying)] == ["failover"] * 2
+        assert [e.reason for e in events if isinstance(e, Retrying)] == [
+            "overloaded, failing over to a:small",
+            "overloaded, failing over to b:other",
+        ]
         assert [h.change for h in told] == [Change.down]
         name, _ = await f.chat("a", REQ)  # open: straight to b
         assert name == "b" and a.calls == ["big", "small"]

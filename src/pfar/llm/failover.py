@@ -124,8 +124,10 @@ class Failover:
                     failed.add(route)
                     last = exc
                     later = [r for r in routes if r not in failed]
-                    if later and on_event is not None:
-                        on_event(Retrying(len(failed), "failover", f"{exc}; next: {later[0]}", 0))
+                    if later and on_event is not None:  # what it streamed is void
+                        kind = getattr(exc, "kind", "error")
+                        why = f"{kind}, failing over to {later[0]}"
+                        on_event(Retrying(len(failed), why, str(exc), 0))
                     continue
                 return route.provider, response
             waiting = [r for r in routes if r not in failed]
