@@ -19,7 +19,7 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -82,7 +82,15 @@ class JsonReply:
     stall_seconds: float = 0.0
 
 
-Reply = SSEReply | JsonReply
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """No answer: the connection is closed. `before_reading`: before the request's body
+    is read (the server never stored the request); else after it was read and recorded."""
+
+    before_reading: bool = False
+
+
+Reply = SSEReply | JsonReply | Drop
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +112,9 @@ class ScriptedLLMServer:
 
     def __init__(self, api_key: str | None = None) -> None:
         self.api_key = api_key
+        # what POST /v1/messages/count_tokens answers for a body (the real tokenizer is
+        # the API's own: any fixed rule does for tests), without using up a reply
+        self.count_tokens: Callable[[dict[str, Any]], int] = lambda body: len(json.dumps(body)) // 3
         self.replies: queue.Queue[Reply] = queue.Queue()
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -161,6 +172,15 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_POST(self) -> None:
+            with server.replies.mutex:
+                head = server.replies.queue[0] if server.replies.queue else None
+                if isinstance(head, Drop) and head.before_reading:
+                    server.replies.queue.popleft()
+                else:
+                    head = None
+            if head is not None:
+                self._drop()
+                return
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length).decode()
             try:
@@ -180,6 +200,9 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
                 if self.path.endswith("/v1/messages") and isinstance(body, dict)
                 else None
             )
+            if self.path.endswith("/v1/messages/count_tokens") and isinstance(body, dict):
+                self._count_tokens(body)
+                return
             try:
                 if not server.accepts(self.headers):
                     reply = anthropic_error_reply(401, "invalid x-api-key")
@@ -190,14 +213,37 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
             except queue.Empty:
                 reply = JsonReply(599, {"error": "no scripted reply left for this request"})
             try:
-                if reply.stall_seconds:
+                if not isinstance(reply, Drop) and reply.stall_seconds:
                     time.sleep(reply.stall_seconds)
-                if isinstance(reply, JsonReply):
+                if isinstance(reply, Drop):
+                    self._drop()
+                elif isinstance(reply, JsonReply):
                     self._send_json(reply)
                 else:
                     self._send_stream(reply)
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client gave up (a timeout test)
+
+        def _count_tokens(self, body: dict[str, Any]) -> None:
+            """As the real endpoint: the model and messages required, no `max_tokens` or
+            `stream` (extra fields are refused), the conversation's rules kept."""
+            extra = sorted(set(body) - _COUNT_FIELDS)
+            problem = anthropic_request_problem(body)
+            if not server.accepts(self.headers):
+                reply = anthropic_error_reply(401, "invalid x-api-key")
+            elif extra:
+                reply = anthropic_error_reply(400, f"{extra[0]}: Extra inputs are not permitted")
+            elif not body.get("model"):
+                reply = anthropic_error_reply(400, "model: Field required")
+            elif problem is not None:
+                reply = anthropic_error_reply(400, problem)
+            else:
+                reply = JsonReply(200, {"input_tokens": server.count_tokens(body)})
+            self._send_json(reply)
+
+        def _drop(self) -> None:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
 
         def _start(self, status: int, content_type: str, headers: dict[str, str]) -> None:
             self.send_response(status)
@@ -242,6 +288,11 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
 
 # ---------------------------------------------------------------------------------------------
 # Anthropic Messages API wire format
+
+# what POST /v1/messages/count_tokens takes
+_COUNT_FIELDS = frozenset(
+    {"model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers"}
+)
 
 
 def anthropic_request_problem(body: dict[str, Any]) -> str | None:
@@ -494,3 +545,8 @@ def anthropic_error_reply(
         },
         headers,
     )
+
+
+def failing(n: int, status: int, message: str = "boom") -> list[Reply]:
+    """`n` error replies of the Messages API with `status` (500, 529, 429...)."""
+    return [anthropic_error_reply(status, message) for _ in range(n)]

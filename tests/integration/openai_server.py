@@ -9,6 +9,8 @@ POST /v1/chat/completions answers with the next scripted reply:
   `stall` waits that many seconds before answering.
 * `Fail(status, message)`: an error status with OpenAI's error body
   `{"error": {"message", "type", "code"}}` and any extra headers (retry-after).
+* `Drop(before_reading)`: the connection closed with no answer, before the request
+  was read (and recorded) or after.
 
 Every request is recorded (path, headers, JSON body). An unscripted request
 gets a 500 that says so.
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .llm_servers import Gate
+from .llm_servers import Drop, Gate
 
 MODEL = "gpt-test"
 
@@ -127,7 +129,7 @@ class OpenAIServer:
     """ThreadingHTTPServer on 127.0.0.1:0; `base_url` is what the SDK is given."""
 
     def __init__(self) -> None:
-        self.replies: deque[Stream | Fail] = deque()
+        self.replies: deque[Stream | Fail | Drop] = deque()
         self.received: list[Received] = []
         self._lock = threading.Lock()
         owner = self
@@ -139,6 +141,12 @@ class OpenAIServer:
                 pass
 
             def do_POST(self) -> None:
+                with owner._lock:
+                    head = owner.replies[0] if owner.replies else None
+                    if isinstance(head, Drop) and head.before_reading:
+                        owner.replies.popleft()
+                        self._drop()
+                        return
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 with owner._lock:
@@ -156,8 +164,14 @@ class OpenAIServer:
                     self._fail(Fail(500, "no scripted reply left", type="server_error"))
                 elif isinstance(reply, Fail):
                     self._fail(reply)
+                elif isinstance(reply, Drop):
+                    self._drop()
                 else:
                     self._stream(reply)
+
+            def _drop(self) -> None:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
 
             def _fail(self, fail: Fail) -> None:
                 body = json.dumps(
@@ -209,7 +223,7 @@ class OpenAIServer:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/v1"
 
-    def script(self, *replies: Stream | Fail) -> None:
+    def script(self, *replies: Stream | Fail | Drop) -> None:
         with self._lock:
             self.replies.extend(replies)
 

@@ -80,6 +80,7 @@ PINNED = {
     "pfar.errors.vault.VaultMissing": "vault_missing",
     "pfar.errors.vault.VaultUnwritable": "vault_unwritable",
     "pfar.errors.vault.VaultWentBack": "vault_went_back",
+    "pfar.llm.failover.ProvidersDown": "providers_down",
     "pfar.llm.proxy.NeedsCloudRouting": "needs_cloud_routing",
     "pfar.llm.retry.ProviderCallFailed": "provider_call_failed",
     "pfar.runners.workflow.trace.StepMismatch": "step_mismatch",

@@ -34,13 +34,60 @@ class LocalLLMConfig(Section):
     api_key_secret: str = ""  # local servers often need none
 
 
+class LLMTier(Section):
+    """One tier: its model (default: llm.model) and where its calls go while that model's
+    provider is down (`[llm.breaker]`), in order: "model" (another model of the same
+    provider) or "provider:model" (a provider of `[llm.providers]`, `local`, or
+    llm.provider itself; split at the first colon)."""
+
+    model: str = ""
+    fallback: list[str] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, data: object) -> object:
+        # the older form `worker = "model-name"`: the tier's model
+        return {"model": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _fallbacks_named(self) -> LLMTier:
+        for entry in self.fallback:
+            provider, colon, model = entry.partition(":")
+            if not entry.strip() or (colon and not (provider and model)):
+                raise ValueError(f'fallback {entry!r} is neither a model name nor "provider:model"')
+        return self
+
+
 class LLMTiers(Section):
     """Models by tier (default: llm.model). Extraction uses `cheap`, planning `worker`,
     synthesis `worker`; a plan still invalid after its correction escalates to `planner`."""
 
-    cheap: str = ""
-    worker: str = ""
-    planner: str = ""
+    cheap: LLMTier = LLMTier()
+    worker: LLMTier = LLMTier()
+    planner: LLMTier = LLMTier()
+
+    def models(self) -> dict[str, str]:
+        """The model named for each tier ("" when it is llm.model's)."""
+        return {tier: getattr(self, tier).model for tier in ("cheap", "worker", "planner")}
+
+
+class LLMBreaker(Section):
+    """The circuit breaker of each provider (llm/breaker.py): open after `failures`
+    calls in a row failed on the provider's side, a probe after `open_seconds`; a call
+    with nowhere to fail over waits up to `wait_seconds` for the provider to be back."""
+
+    failures: int = Field(5, ge=1, le=1000)
+    open_seconds: float = Field(30, gt=0, le=3600)
+    wait_seconds: float = Field(60, ge=0, le=3600)
+
+
+class LLMProvider(Section):
+    """Another provider the tiers' fallbacks can name ("NAME:model"), with its own key."""
+
+    type: Literal["anthropic", "openai"]
+    base_url: str = ""
+    # the secret in secrets.db holding its API key (default: <NAME>_api_key)
+    api_key_secret: str = ""
 
 
 class LLMConfig(Section):
@@ -65,11 +112,29 @@ class LLMConfig(Section):
     prices: dict[str, LLMPrice] = {}
     local: LocalLLMConfig | None = None
     tiers: LLMTiers = LLMTiers()
+    breaker: LLMBreaker = LLMBreaker()
+    providers: dict[str, LLMProvider] = {}
 
     @model_validator(mode="after")
     def _model_named(self) -> LLMConfig:
         if self.provider != "scripted" and not self.model:
             raise ValueError(f"provider {self.provider!r} needs llm.model (the model's name)")
+        for name in self.providers:
+            if name in (self.provider, "local", "scripted") or ":" in name or not name:
+                raise ValueError(
+                    f"llm.providers.{name}: the name is taken (llm.provider, local, scripted) "
+                    "or has a colon: choose another"
+                )
+        known = {self.provider, *self.providers, *(("local",) if self.local else ())}
+        for tier in ("cheap", "worker", "planner"):
+            for entry in getattr(self.tiers, tier).fallback:
+                provider, colon, _ = entry.partition(":")
+                if colon and provider not in known:
+                    raise ValueError(
+                        f"llm.tiers.{tier}.fallback {entry!r} names provider {provider!r}, "
+                        f"which is not configured: add [llm.providers.{provider}] "
+                        f"(known: {', '.join(sorted(known))})"
+                    )
         return self
 
     @property

@@ -229,6 +229,18 @@ class DiskLowKey(_Key):
         return f"disk-low:{self.boot_id}:{self.count}"
 
 
+@dataclass(frozen=True, slots=True)
+class ProviderHealthKey(_Key):
+    """A model provider went down or came back (the how-many-th such change this boot)."""
+
+    boot_id: str
+    count: int
+
+    @property
+    def text(self) -> str:
+        return f"provider-health:{self.boot_id}:{self.count}"
+
+
 # -- about one channel -----------------------------------------------------------------
 
 
@@ -303,6 +315,7 @@ KnownKey = (
     | FailStopKey
     | BackupFailedKey
     | DiskLowKey
+    | ProviderHealthKey
     | ChannelDegradedKey
     | InDoubtKey
     | ReplyKey

@@ -91,6 +91,21 @@ class LoopResult:
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ContextFit:
+    """How the conversation a model call was sent was fitted to the model's budget: its
+    size in tokens and how they were counted ("anthropic": the API's count; "tiktoken:
+    <encoding>"; "estimate": four characters a token), the budget, whether older tool
+    results were cut, and the summary in effect (the seq the turns before it stand for)."""
+
+    __pydantic_config__ = _STRICT
+    tokens: int
+    method: str
+    budget: int
+    cut: bool = False
+    summarized_upto: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class UserTurn:
     """A user message: the task's prompt, the owner's message, or pfar's own
     continuation after an answer was cut off at its token limit."""
@@ -119,6 +134,9 @@ class AssistantTurn:
     # the same, kept whole: sent back as calls, each answered by its error in the
     # next user message (the calls' own results never hold them)
     rejected: tuple[RejectedCall, ...] = ()
+    # how the request it answers was fitted to the budget (None: journaled before pfar
+    # kept it)
+    fit: ContextFit | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

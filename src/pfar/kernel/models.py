@@ -11,16 +11,19 @@ secret to fix and the command that fixes it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from ..config import Config
 from ..errors import ConfigError, ProviderError
+from ..llm.breaker import Health
 from ..llm.events import EventSink
+from ..llm.failover import Failover, Route, parse_fallback
 from ..llm.messages import ChatRequest, ChatResponse
 from ..llm.proxy import CallRecord, ChatModel, InferenceProxy, Price, RateLimiter
 from ..llm.retry import ErrorKind, ProviderCallFailed, RetryPolicy
 from ..llm.script_file import load_scripted_model
 from ..llm.sdk_providers import build_chat_provider
+from ..llm.tokens import CountsTokens, TokenCount
 from ..vault.home import Home
 
 
@@ -45,6 +48,11 @@ class _NamesItsKey:
                 "kernel uses it from the next call"
             ) from None
 
+    async def count_tokens(self, request: ChatRequest) -> TokenCount | None:
+        if not isinstance(self._inner, CountsTokens):
+            return None
+        return await self._inner.count_tokens(request)
+
 
 def build_model(
     config: Config,
@@ -52,6 +60,7 @@ def build_model(
     home: Home,
     secret: Callable[[str], str | None],
     on_call: Callable[[CallRecord], None],
+    on_health: Callable[[Health], Awaitable[None]] | None = None,
 ) -> InferenceProxy:
     llm = config.llm
     if llm.provider == "scripted":
@@ -108,6 +117,18 @@ def build_model(
             _NamesItsKey(local, llm.local.api_key_secret) if llm.local.api_key_secret else local
         )
         local_name = "local"
+    for name, other in llm.providers.items():  # the fallbacks' other providers
+        secret_name = other.api_key_secret or f"{name}_api_key"
+        providers[name] = _NamesItsKey(
+            build_chat_provider(
+                other.type,
+                api_key(secret_name, f"llm.providers.{name}.api_key_secret"),
+                base_url=other.base_url or None,
+                timeout=llm.timeout_seconds,
+                policy=policy,
+            ),
+            secret_name,
+        )
     return InferenceProxy(
         providers,
         default=llm.provider,
@@ -122,9 +143,40 @@ def build_model(
         on_call=on_call,
         models={"local": llm.local.model} if llm.local is not None else None,
         model=llm.model,
-        tiers=llm.tiers.model_dump(),
+        tiers=llm.tiers.models(),
         max_tokens=llm.max_tokens,
+        failover=Failover(
+            providers,
+            primary=llm.provider,
+            fallbacks=fallbacks(config, home),
+            failures=llm.breaker.failures,
+            open_seconds=llm.breaker.open_seconds,
+            wait_seconds=llm.breaker.wait_seconds,
+            on_health=on_health,
+        ),
     )
+
+
+def fallbacks(config: Config, home: Home) -> dict[str, tuple[Route, ...]]:
+    """Each tier's model and its fallbacks, in order; one model, one list."""
+    llm = config.llm
+    out: dict[str, tuple[Route, ...]] = {}
+    named: dict[str, str] = {}
+    for tier in ("cheap", "worker", "planner"):
+        settings = getattr(llm.tiers, tier)
+        if not settings.fallback:
+            continue
+        model = settings.model or llm.model
+        routes = tuple(parse_fallback(entry, llm.provider) for entry in settings.fallback)
+        if model in out and out[model] != routes:
+            raise ConfigError(
+                str(home.config),
+                f"llm.tiers.{tier}.fallback",
+                f"model {model!r} has other fallbacks in llm.tiers.{named[model]}: a model's "
+                "calls fail over one way, so give both tiers the same list",
+            )
+        out[model], named[model] = routes, tier
+    return out
 
 
 def scripted_proxy(
@@ -145,7 +197,7 @@ def scripted_proxy(
         prices={m: Price(p.input, p.output) for m, p in llm.prices.items()},  # as a provider's
         on_call=on_call,
         model=llm.model or "scripted",
-        tiers=llm.tiers.model_dump(),  # a script sees which tier asked (request.model)
+        tiers=llm.tiers.models(),  # a script sees which tier asked (request.model)
         max_tokens=llm.max_tokens,
         remote=False,
     )

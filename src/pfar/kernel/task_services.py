@@ -36,6 +36,7 @@ from .learning import Learner
 from .locks import LockManager, LockTable
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel
+from .provider_notices import ProviderNotices
 
 log = logging.getLogger("pfar.kernel")
 
@@ -46,6 +47,7 @@ class ServicesHost(Protocol):
     """What loading the services reads of the kernel (the owner's channel and the
     admission late: they are made after the services), and what it sets."""
 
+    boot_id: str
     home: Home
     journal: Store
     secrets: SecretStore
@@ -149,7 +151,11 @@ def _load_model(k: ServicesHost, config: Config, model: ChatModel | None) -> Inf
 
     if model is not None:  # it answers in-process
         return scripted_proxy(model, config, on_call=on_call)
-    return build_model(config, home=k.home, secret=k.secrets.get, on_call=on_call)
+    # late-bound: the owner's channel is made after the services
+    notices = ProviderNotices(k.boot_id, k.journal, lambda: k.owner.notify())  # noqa: PLW0108
+    return build_model(
+        config, home=k.home, secret=k.secrets.get, on_call=on_call, on_health=notices
+    )
 
 
 def sandboxer(home: Home, sandbox_home: str, config: Config) -> Sandboxer | None:

@@ -30,7 +30,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import ProviderError
+from . import tokens
+from .breaker import BreakerState
 from .events import ChatEvent, EventSink, Finished
+from .failover import Failover
 from .messages import ChatRequest, ChatResponse
 
 LABELS = ("public", "internal", "sensitive", "secret")
@@ -197,6 +200,7 @@ class InferenceProxy:
         tiers: dict[str, str] | None = None,
         max_tokens: int = 4096,
         remote: bool = True,
+        failover: Failover | None = None,
     ) -> None:
         if default not in providers:
             raise ProviderError(f"the default provider {default!r} is not configured")
@@ -218,6 +222,9 @@ class InferenceProxy:
         # the models answer from the far side: a runner journals each request before it
         # goes out (False for a scripted model, which answers in-process)
         self.remote = remote
+        # each provider's circuit breaker and the tiers' fallbacks (none: the breaker never
+        # opens, every call goes where it is routed)
+        self.failover = failover or Failover(providers, primary=default, failures=10**9)
 
     def headroom(self) -> str | None:
         """None when a new task may start; else why not (the rate limit is spent)."""
@@ -260,11 +267,8 @@ class InferenceProxy:
         queued = self._clock()
         granted_at = await self._limiter.acquire(estimate, priority)
         waited = self._clock() - queued
-        model = self._providers[name]
-        if on_event is None:
-            response = await model.chat(request)
-        else:
-            response = await model.chat(request, on_event=on_event)
+        # the provider that answered: a fallback's while the routed one is down
+        name, response = await self.failover.chat(name, request, on_event)
         self._limiter.record_usage(
             response.usage.input_tokens + response.usage.output_tokens - estimate
         )
@@ -288,6 +292,22 @@ class InferenceProxy:
                 )
             )
         return response
+
+    async def count_tokens(
+        self, request: ChatRequest, *, data_label: str = "internal"
+    ) -> tokens.TokenCount:
+        """The request's input tokens as the provider it would go to counts them; the
+        estimate when that provider cannot count, is down (its breaker is not closed), or
+        may not see the data (the count sends the conversation)."""
+        try:
+            name = self.route("", data_label)
+        except NeedsCloudRouting:
+            return tokens.estimate(request)
+        if name in self._models:
+            request = dataclasses.replace(request, model=self._models[name])
+        if self.failover.breakers[name].state is not BreakerState.closed:
+            return tokens.estimate(request)
+        return await tokens.count(self._providers[name], request)
 
     @contextlib.asynccontextmanager
     async def stream(

@@ -32,12 +32,17 @@ import anthropic
 from ..events import EventSink, Finished, ignore
 from ..keys import ApiKey, read_key
 from ..messages import ChatRequest, ChatResponse, StopReason, ToolSchema
-from ..retry import AttemptFailed, ErrorKind, RetryPolicy, call_with_retries
+from ..retry import AttemptFailed, ErrorKind, ProviderCallFailed, RetryPolicy, call_with_retries
+from ..tokens import TokenCount
 from .error_table import describe_connection, is_transport_error, status_failure
 from .request import build_params
 from .stream import Accumulator
 
 PROVIDER = "anthropic"
+
+# what a count takes of a request's arguments (not max_tokens, stream or temperature)
+_COUNTED = frozenset({"model", "messages", "system", "tools", "tool_choice", "thinking"})
+_COUNT_SECONDS = 10.0
 
 Sleep = Callable[[float], Awaitable[object]]
 
@@ -100,6 +105,27 @@ class AnthropicProvider:
         if on_event is not None:
             on_event(Finished(response))
         return response
+
+    async def count_tokens(self, request: ChatRequest) -> TokenCount:
+        """The request's input tokens as the API counts them (POST
+        /v1/messages/count_tokens): the same model, system, messages and tools the call
+        sends. One attempt: a count that fails is the caller's to replace (the estimate).
+
+        Raises:
+            ProviderError: the API did not answer, or refused.
+        """
+        params = {k: v for k, v in build_params(request).items() if k in _COUNTED}
+        client, key = self._client_for_call()
+        try:
+            counted = await client.messages.count_tokens(**params, timeout=_COUNT_SECONDS)
+        except anthropic.APIStatusError as exc:
+            failed = status_failure(exc)
+        except anthropic.APIConnectionError as exc:
+            failed = AttemptFailed(ErrorKind.timeout, describe_connection(exc))
+        else:
+            return TokenCount(counted.input_tokens, PROVIDER)
+        detail = failed.detail.replace(key, "[api key]") if key else failed.detail
+        raise ProviderCallFailed(PROVIDER, failed.kind, f"counting tokens: {detail}", 1)
 
     async def _attempt(
         self,

@@ -37,10 +37,12 @@ from typing import Any
 
 import openai
 
+from .. import tiktoken_count
 from ..events import EventSink, Finished, ignore
 from ..keys import ApiKey, read_key
 from ..messages import ChatRequest, ChatResponse, StopReason
 from ..retry import AttemptFailed, ErrorKind, RetryPolicy, call_with_retries
+from ..tokens import TokenCount
 from .error_table import classify
 from .request import build_params
 from .stream import Accumulator, stop_reason
@@ -74,6 +76,10 @@ class OpenAIProvider:
         self._timeout = timeout
         self._policy = policy
         self._sleep = sleep
+
+    async def count_tokens(self, request: ChatRequest) -> TokenCount | None:
+        """tiktoken's count for a model it knows (offline); None for any other."""
+        return await tiktoken_count.count(request)
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIProvider(base_url={self._base_url!r}, timeout={self._timeout!r})"

@@ -5,17 +5,21 @@ same measured for `/context` without changing anything."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 
 from ...config import LoopConfig
 from ...errors import PfarError
 from ...journal import TaskRecord
 from ...journal.store import Store
-from ...journal.turns import AssistantTurn, LoopSettings, StoredTurn, SummaryTurn
+from ...journal.turns import AssistantTurn, ContextFit, LoopSettings, StoredTurn, SummaryTurn
 from ...llm.messages import ChatRequest, Message, ToolSchema
+from ...llm.tokens import ESTIMATE, TokenCount
 from ...tools import ToolRegistry
 from ..services import Services
 from . import context, subtasks
+
+log = logging.getLogger("pfar.loop")
 
 
 def schemas(svc: Services, settings: LoopSettings) -> tuple[ToolSchema, ...]:
@@ -37,24 +41,54 @@ def offered_tools(
     return tuple(out)
 
 
+# Below this share of the budget by the estimate (four characters a token), a request
+# is not counted for real: a count of Anthropic's is an HTTP call, and the estimate is
+# far from the real count only for unusual text (code and other languages run about
+# three characters a token, so half the budget leaves room for them).
+NEAR = 0.5
+
+
 async def fit(
     task: TaskRecord,
     settings: LoopSettings,
     convo: list[StoredTurn],
     system: str,
     tools: Sequence[ToolSchema],
+    model: str,
     svc: Services,
-) -> tuple[Message, ...]:
-    """The conversation within the model's budget (Phase 2.5)."""
+) -> tuple[tuple[Message, ...], ContextFit]:
+    """The conversation within the model's budget (Phase 2.5), and how it was fitted
+    (journaled with the answer: `AssistantTurn.fit`)."""
     budget = svc.loop.context_tokens - svc.loop.reserve_tokens
     schema_chars = sum(len(json.dumps(t.input_schema)) + len(t.description) for t in tools)
+
+    async def measure(msgs: tuple[Message, ...]) -> TokenCount:
+        cheap = context.size(system, msgs, schema_chars)
+        if cheap < budget * NEAR:
+            return TokenCount(cheap, ESTIMATE)
+        request = ChatRequest(model=model, system=system, messages=msgs, tools=tuple(tools))
+        return await svc.model.count_tokens(request)
+
+    def fitted(
+        msgs: tuple[Message, ...], n: TokenCount, cut: bool
+    ) -> tuple[tuple[Message, ...], ContextFit]:
+        summaries = [t.turn.upto for t in shown if isinstance(t.turn, SummaryTurn)]
+        upto = summaries[-1] if summaries else None
+        decided = ContextFit(
+            tokens=n.tokens, method=n.method, budget=budget, cut=cut, summarized_upto=upto
+        )
+        log.debug("task %s: context %s", task.task_id, decided)
+        return msgs, decided
+
     shown = context.visible(convo)
     msgs = context.messages(shown)
-    if context.size(system, msgs, schema_chars) <= budget:
-        return msgs
+    n = await measure(msgs)
+    if n.tokens <= budget:
+        return fitted(msgs, n, cut=False)
     msgs = context.messages(shown, cut=context.KEEP_LINES)
-    if context.size(system, msgs, schema_chars) <= budget:
-        return msgs
+    n = await measure(msgs)
+    if n.tokens <= budget:
+        return fitted(msgs, n, cut=True)
     upto = context.summary_cut(shown, svc.loop.keep_recent_turns)
     if upto is not None:
         older = [t for t in shown if t.seq < upto]
@@ -68,15 +102,19 @@ async def fit(
         convo.extend(stored)
         shown = context.visible(convo)
         msgs = context.messages(shown, cut=context.KEEP_LINES)
-    need = context.size(system, msgs, schema_chars)
-    if need > budget:
+        n = await measure(msgs)
+    if n.tokens > budget:
         raise PfarError(
-            f"the conversation needs about {need:,} tokens, over the model's budget of "
-            f"{budget:,} ([loop] context_tokens {svc.loop.context_tokens:,} less "
+            f"the conversation needs {n.tokens:,} tokens ({_how(n)}), over the model's "
+            f"budget of {budget:,} ([loop] context_tokens {svc.loop.context_tokens:,} less "
             f"reserve_tokens {svc.loop.reserve_tokens:,}) even after cutting tool results "
             "and summarizing older turns"
         )
-    return msgs
+    return fitted(msgs, n, cut=True)
+
+
+def _how(n: TokenCount) -> str:
+    return "estimated" if n.method == ESTIMATE else f"counted by {n.method}"
 
 
 async def summarize(

@@ -14,6 +14,7 @@ from ...journal import TaskRecord, TaskState
 from ...journal.payloads import Executing
 from ...journal.turns import (
     AssistantTurn,
+    ContextFit,
     LoopCall,
     LoopSettings,
     RejectedCall,
@@ -55,7 +56,7 @@ async def model_phase(
     if pre.blocked:
         raise PfarError(f"stopped before its model call: {pre.blocked}")
     system = context.system_prompt(settings, task.task_id, env, model, added=pre.context)
-    msgs = await context_window.fit(task, settings, convo, system, tools, svc)
+    msgs, fitted = await context_window.fit(task, settings, convo, system, tools, model, svc)
     post = await hooking.decide(
         svc,
         task.task_id,
@@ -132,7 +133,7 @@ async def model_phase(
         )
         if "text" in after.changes:
             response = dataclasses.replace(response, text=after.changes["text"])
-    return await _answered(task, settings, convo, response, svc)
+    return await _answered(task, settings, convo, response, svc, fitted)
 
 
 def _turn_key(convo: Sequence[StoredTurn]) -> str:
@@ -150,6 +151,7 @@ async def _answered(
     convo: list[StoredTurn],
     response: ChatResponse,
     svc: Services,
+    fitted: ContextFit,
 ) -> bool:
     """Append the model's answer and its route, in one commit (response_received)."""
     first = task.current_step
@@ -171,6 +173,7 @@ async def _answered(
             for r in response.invalid_tool_calls
             if r.tool_call_id not in {c.id for c in response.rejected_calls}
         ),
+        fit=fitted,
     )
     added, to, messages = routing.route(task, settings, turn, convo[-1].seq + 1, first)
     # the model's turn is a boundary: a pause asked for while it answered stops the task
