@@ -14,6 +14,7 @@ from ...journal.store import Store
 from ...journal.turns import AssistantTurn, LoopSettings, StoredTurn, SummaryTurn
 from ...llm.messages import ChatRequest, Message, ToolSchema
 from ...tools import ToolRegistry
+from ...tools.skills import SKILL
 from ..services import Services
 from . import context, subtasks
 
@@ -31,6 +32,8 @@ def offered_tools(
         if name == subtasks.TASK:
             if settings.depth < loop.max_depth:
                 out.append(subtasks.SCHEMA)
+        elif name == SKILL and not settings.skills:
+            continue  # no skill to load: its schema would only take room
         elif name in tools:
             t = tools.get(name)
             out.append(ToolSchema(t.name, t.description, t.args_schema))
@@ -119,7 +122,13 @@ async def context_stats_of(
     convo = await journal.loops.turns(task_id)
     model = model_for(settings.tier)
     tools = schemas(settings)
-    system = context.system_prompt(settings, task_id, await context.environment(settings), model)
+    system = context.system_prompt(
+        settings,
+        task_id,
+        await context.environment(settings),
+        model,
+        skill_tool=SKILL in loop.tools,
+    )
     shown = context.visible(convo)
     schema_chars = sum(len(json.dumps(t.input_schema)) + len(t.description) for t in tools)
     msgs = context.messages(shown)
