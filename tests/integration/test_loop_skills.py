@@ -7,6 +7,7 @@ A folder that fails its checks is left out and the owner is told which and why."
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from pfar.journal import TaskState
@@ -15,7 +16,7 @@ from pfar.kernel import open_kernel
 from pfar.kernel.api import Operator
 from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, reply
 
-from ..support import make_home
+from ..support import make_home, pfar, said
 
 CONFIG = '[loop]\ntools = ["Read", "Bash", "Skill", "Task"]\nalways_allow = ["Read", "Skill"]\n'
 CHILD = "A subtask of"
@@ -154,3 +155,29 @@ def test_a_task_given_no_skill_is_offered_no_skill_tool(tmp_path: Path) -> None:
     asyncio.run(go())
     assert "Skills" not in seen[0].system
     assert [t.name for t in seen[0].tools] == ["Read", "Bash", "Task"]
+
+
+def test_pfar_skills_lists_what_a_task_in_a_directory_would_be_given(tmp_path: Path) -> None:
+    work, home_dir = _places(tmp_path)
+    home = make_home(home_dir)
+    write_skill(home.skills_dir, "count-lines", "The owner's own.", "Mine.\n", "true\n")
+    (home.skills_dir / "loose.md").write_text("a file beside the skills: not a skill")
+    (home.skills_dir / "open").mkdir(mode=0o777)
+    (home.skills_dir / "open").chmod(0o777)
+
+    listed = pfar(home, "skills", "--dir", str(work), "--json")
+    assert listed.returncode == 0, said(listed)
+    view = json.loads(listed.stdout)
+    assert [(s["name"], s["source"], s["description"]) for s in view["skills"]] == [
+        ("count-lines", "home", "The owner's own.")
+    ]
+    why = {Path(s["path"]).name: s["why"] for s in view["skipped"]}
+    assert why["open"] == "its folder is world-writable (mode 0777)"
+    assert "a skill named 'count-lines' is in" in why["count-lines"]
+    assert "the home's wins" in why["count-lines"]
+
+    shown = pfar(home, "skills", "--dir", str(work))
+    assert "count-lines" in shown.stdout and "skipped:" in shown.stdout
+    missing = pfar(home, "skills", "--dir", str(tmp_path / "nowhere"))
+    assert missing.returncode != 0
+    assert "nowhere is not a directory" in said(missing)

@@ -95,6 +95,7 @@ def test_on_a_name_in_both_places_the_homes_skill_wins(places: tuple[Path, Path]
         (lambda f: (f / "SKILL.md").write_bytes(b"x" * 200_000), "over 131,072"),
         (lambda f: (f / "SKILL.md").write_bytes(b"---\nname: one\n---\n"), "`description`"),
         (lambda f: (f / "SKILL.md").write_bytes(b"\xff\xfe"), "not UTF-8"),
+        (lambda f: os.link(f / "SKILL.md", f.parent / "copy.md"), "other names (hard links)"),
     ],
 )
 def test_a_folder_that_fails_a_check_is_skipped_and_named(

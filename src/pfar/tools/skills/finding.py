@@ -8,7 +8,8 @@ folder is skipped, and named with why, when:
 * it, its SKILL.md, or a folder above them is owned by another user or writable by
   group or others (vault/perms.py's rule);
 * it or its SKILL.md is a symlink (a skill is a folder of its own: a link could lead
-  into the vault, and is never followed), or SKILL.md is not a regular file;
+  into the vault, and is never followed), or SKILL.md is not a regular file or has
+  other names (a hard link);
 * SKILL.md is too big, not UTF-8, or its front matter does not follow the format.
 
 Every folder is opened relative to the one before it with O_NOFOLLOW, and the checks
@@ -183,6 +184,8 @@ def read_skill_md(folder: int) -> bytes | Unusable:
             return Unusable("SKILL.md is not a regular file")
         if problem := problem_of(st):
             return Unusable(f"SKILL.md {problem}")
+        if st.st_nlink > 1:  # the Skill tool serves no file with other names
+            return Unusable("SKILL.md has other names (hard links)")
         if st.st_size > MAX_SKILL_BYTES:
             return Unusable(f"SKILL.md is {st.st_size:,} bytes, over {MAX_SKILL_BYTES:,}")
         os.set_blocking(fd, True)
