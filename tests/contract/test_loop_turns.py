@@ -18,6 +18,7 @@ from pfar.journal.turns import (
     LoopResult,
     LoopSettings,
     ResultsTurn,
+    SkillSeen,
     StoredTurn,
     UserTurn,
 )
@@ -36,8 +37,21 @@ ANSWERED = ResultsTurn(results=(LoopResult(call_id="c1", step=0, content="a.txt 
 @covers("loops.create", "loops.settings", "loops.turns", "loops.turn_count")
 def test_a_loop_task_is_created_with_its_settings_and_its_prompt(store: Store) -> None:
     t = loop_task()
+    skill = SkillSeen(
+        name="pdf-tools",
+        description="Fill forms.",
+        source="home",
+        path="/h/skills/pdf-tools",
+        sha256="ab" * 32,
+    )
     settings = LoopSettings(
-        working_dir="/w", tier="big", once=True, learnings=("a", "b"), title="ünï", priority=3
+        working_dir="/w",
+        tier="big",
+        once=True,
+        learnings=("a", "b"),
+        title="ünï",
+        priority=3,
+        skills=(skill,),
     )
     got, made = run(store.loops.create(t, settings, "fix the bug"))
     assert made and got == t

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from pfar.config import LoopConfig
 from pfar.errors import ToolFailed
+from pfar.runners.loop.permissions import Policy
 from pfar.tools.base import ToolContext
 from pfar.tools.protected import Protection
 from pfar.tools.skills import Skill, find
@@ -222,3 +224,20 @@ def test_a_skill_changed_since_the_task_started_says_so_and_one_gone_is_an_error
     (beta / "SKILL.md").unlink()
     with pytest.raises(ToolFailed, match=f"SKILL.md is gone from {beta}"):
         _serve(ctx, name="beta")
+
+
+def test_a_task_directory_reached_through_a_symlink_has_its_skills(
+    places: tuple[Path, Path],
+) -> None:
+    home, task = places
+    _skill(task / ".pfar" / "skills", "beta")
+    (task.parent / "link").symlink_to(task)
+    found = find(home / "skills", task.parent / "link")
+    assert [s.name for s in found.skills] == ["beta"] and found.skipped == ()
+
+
+def test_a_standing_never_names_a_skill_though_skill_is_always_allowed() -> None:
+    policy = Policy.of(LoopConfig(deny=["Skill(release-notes)"]))
+    assert "Skill" in LoopConfig().always_allow
+    assert policy.standing([], "Skill", {"name": "release-notes"}) == "deny"
+    assert policy.standing([], "Skill", {"name": "other"}) is None

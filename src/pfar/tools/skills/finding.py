@@ -105,7 +105,9 @@ def _scan(source: Source, base: Path, parts: tuple[str, ...]) -> Iterator[SkillS
             yield Skipped(source, str(where), str(exc))
         return
     try:
-        fd = os.open(base, _DIR)
+        # the place itself is the owner's (the task's directory, the home): a symlink to
+        # it is followed, as check_private followed it; nothing below it is
+        fd = os.open(base, _DIR & ~os.O_NOFOLLOW)
     except OSError:
         return  # no such directory: nothing to find
     try:
