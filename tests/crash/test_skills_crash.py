@@ -6,6 +6,7 @@ changed, the removed one is an error naming it, and the new one is not given to 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import textwrap
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ..support import loop_turns, make_home, wait_for
+from ..support import loop_turns, make_home, owner_messages, task_states, wait_for
 from .test_regressions import kernel, wait_state
 
 pytestmark = pytest.mark.crash
@@ -47,6 +48,7 @@ def _prompts(log: Path) -> list[str]:
     return [json.loads(line)["system"] for line in log.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.both_backends
 def test_a_task_killed_mid_call_sees_the_skills_it_saw_after_the_restart(tmp_path: Path) -> None:
     tmp_path.chmod(0o700)
     work = tmp_path / "work"
@@ -95,3 +97,32 @@ def test_a_task_killed_mid_call_sees_the_skills_it_saw_after_the_restart(tmp_pat
     assert f"its SKILL.md is gone from {greeting} since this task started" in gone["content"]
     newer = _prompts(log)[-1]
     assert "- late: Came after the task." in newer and "greet" not in newer
+
+
+@pytest.mark.both_backends
+def test_the_owner_hears_of_skipped_skills_though_the_kernel_dies_at_the_tasks_creation(
+    tmp_path: Path,
+) -> None:
+    """The message naming a skill folder the task is not given commits with the task: a
+    kill right after that commit loses neither, and the message is sent once."""
+    tmp_path.chmod(0o700)
+    work = tmp_path / "work"
+    bad = work / ".pfar" / "skills" / "open"
+    bad.mkdir(parents=True)
+    (bad / "SKILL.md").write_text("---\nname: open\ndescription: Anyone may edit me.\n---\n")
+    (bad / "SKILL.md").chmod(0o666)
+    home = make_home(tmp_path / "home", script='[[turns]]\ntext = "ok"\n')
+    with kernel(home, fault="task_created") as k:
+        with contextlib.suppress(Exception):  # the kernel dies under the call
+            k.request("loop", prompt="go", directory=str(work), event_id="e-skills")
+        assert k.killed_by_fault(), k.output()
+    (tid,) = task_states(home)
+
+    def told() -> list[str]:
+        return [m["body"] for m in owner_messages(home) if "skill folder" in m["body"]]
+
+    with kernel(home):
+        wait_state(home, tid, "WaitingForUser")
+        wait_for(lambda: told() != [], what="the message about the skipped skill")
+    (body,) = told()
+    assert f"- {bad}: SKILL.md is world-writable (mode 0666)" in body

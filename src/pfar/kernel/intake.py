@@ -141,10 +141,12 @@ class Intake:
         # and so are its skills: their names, where they are and their SKILL.md's sha256
         found = await asyncio.to_thread(skills.find, k.home.skills_dir, Path(request.directory))
         settings = dataclasses.replace(settings, skills=found.skills)
+        # the skill folders it is not given are told in the commit that creates it
+        told = self._skills_skipped(task, found.skipped)
         stored, created = await self._create_entered(
             task,
             settings.priority,
-            lambda row: k.journal.loops.create(row, settings, prompt, event),
+            lambda row: k.journal.loops.create(row, settings, prompt, event, told),
         )
         if not created:
             self._same_event(stored, event)
@@ -152,8 +154,10 @@ class Intake:
         k.audit.log("task_created", task_id=stored.task_id, template_id="loop", adapter=adapter)
         if secrets := k.redactor.found(request.prompt):
             await self._tell_text_was_redacted(stored, secrets)
-        if found.skipped:
-            await self._tell_skills_skipped(stored, found.skipped)
+        if told:
+            for s in found.skipped:
+                log.warning("skill not given to task %s: %s", stored.task_id[:8], s.line())
+            k.owner.notify()
         k.advance(stored.task_id)
         return stored
 
@@ -215,25 +219,22 @@ class Intake:
         )
         self._k.owner.notify()
 
-    async def _tell_skills_skipped(self, task: TaskRecord, skipped: Sequence[Skipped]) -> None:
-        """Skill folders that failed their checks are left out of the task, and the owner
-        is told which and why (once per task: the message's key is the task's)."""
-        for s in skipped:
-            log.warning("skill not given to task %s: %s", task.task_id[:8], s.line())
+    def _skills_skipped(self, task: TaskRecord, skipped: Sequence[Skipped]) -> list[OwnerMessage]:
+        """The owner's message naming the skill folders a new task is not given, and why
+        (one per task: its key is the task's)."""
+        if not skipped:
+            return []
         lines = "\n".join(f"- {s.line()}" for s in skipped)
-        await self._k.journal.events.enqueue(
-            [
-                OwnerMessage(
-                    SkillsSkippedKey(task.task_id),
-                    MessageKind.notice,
-                    f"Task {self._k.title(task)} ({task.task_id[:8]}) was not given "
-                    f"{len(skipped)} skill folder{'s' if len(skipped) != 1 else ''}:\n"
-                    f"{lines}\n`pfar skills --dir DIR` shows what a task there is given.",
-                    task.task_id,
-                )
-            ]
-        )
-        self._k.owner.notify()
+        return [
+            OwnerMessage(
+                SkillsSkippedKey(task.task_id),
+                MessageKind.notice,
+                f"Task {self._k.title(task)} ({task.task_id[:8]}) was not given "
+                f"{len(skipped)} skill folder{'s' if len(skipped) != 1 else ''}:\n"
+                f"{lines}\n`pfar skills --dir DIR` shows what a task there is given.",
+                task.task_id,
+            )
+        ]
 
     def _same_event(self, stored: TaskRecord, event: InboundEvent) -> None:
         """A redelivered event is the same template and text; anything else reusing the id
