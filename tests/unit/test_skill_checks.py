@@ -6,6 +6,7 @@ a hard link, a file that changed or went since the task started."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import os
 from pathlib import Path
@@ -241,3 +242,18 @@ def test_a_standing_never_names_a_skill_though_skill_is_always_allowed() -> None
     assert "Skill" in LoopConfig().always_allow
     assert policy.standing([], "Skill", {"name": "release-notes"}) == "deny"
     assert policy.standing([], "Skill", {"name": "other"}) is None
+
+
+def test_a_task_directorys_skill_outside_the_working_directory_is_read_through_the_tool(
+    places: tuple[Path, Path],
+) -> None:
+    """A task in a worktree works elsewhere than where its skills were found: their
+    files are named inside the skill, and served by the tool."""
+    home, task = places
+    _skill(task / ".pfar" / "skills", "beta")
+    worktree = task.parent / "worktree"
+    worktree.mkdir()
+    ctx = dataclasses.replace(_ctx(home, task), workspace=worktree)
+    text = _serve(ctx, name="beta")
+    assert "outside the working directory" in text and "- scripts/go.sh" in text
+    assert _serve(ctx, name="beta", file="scripts/go.sh") == "echo go\n"
