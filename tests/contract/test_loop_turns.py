@@ -18,6 +18,7 @@ from pfar.journal.turns import (
     LoopResult,
     LoopSettings,
     ResultsTurn,
+    SkillSeen,
     StoredTurn,
     UserTurn,
 )
@@ -36,8 +37,21 @@ ANSWERED = ResultsTurn(results=(LoopResult(call_id="c1", step=0, content="a.txt 
 @covers("loops.create", "loops.settings", "loops.turns", "loops.turn_count")
 def test_a_loop_task_is_created_with_its_settings_and_its_prompt(store: Store) -> None:
     t = loop_task()
+    skill = SkillSeen(
+        name="pdf-tools",
+        description="Fill forms.",
+        source="home",
+        path="/h/skills/pdf-tools",
+        sha256="ab" * 32,
+    )
     settings = LoopSettings(
-        working_dir="/w", tier="big", once=True, learnings=("a", "b"), title="ünï", priority=3
+        working_dir="/w",
+        tier="big",
+        once=True,
+        learnings=("a", "b"),
+        title="ünï",
+        priority=3,
+        skills=(skill,),
     )
     got, made = run(store.loops.create(t, settings, "fix the bug"))
     assert made and got == t
@@ -52,6 +66,23 @@ def test_a_loop_task_is_created_with_its_settings_and_its_prompt(store: Store) -
         run(store.loops.settings("nope"))
     assert run(store.loops.turns("nope")) == []
     assert run(store.loops.turn_count("nope")) == 0
+
+
+@covers("loops.create", "events.for_task")
+def test_a_loop_task_is_created_in_one_commit_with_its_messages(store: Store) -> None:
+    """The owner's message about a new task (the skill folders it is not given) commits
+    with it; a redelivered event creates nothing and sends nothing again."""
+    first, again = loop_task(event_id="ev-told"), loop_task(event_id="ev-told")
+    settings = LoopSettings(working_dir="/w")
+    told = [b.message(f"skills-skipped:{first.task_id}", body="not given", task_id=first.task_id)]
+    assert run(store.loops.create(first, settings, "one", b.event("ev-told"), told))[1]
+    again_told = [b.message(f"skills-skipped:{again.task_id}", task_id=again.task_id)]
+    assert not run(store.loops.create(again, settings, "one", b.event("ev-told"), again_told))[1]
+    got = run(store.events.for_task(first.task_id))
+    assert [(m["message_key"], m["body"]) for m in got] == [
+        (f"skills-skipped:{first.task_id}", "not given")
+    ]
+    assert run(store.events.for_task(again.task_id)) == []
 
 
 @covers("loops.create")

@@ -34,6 +34,7 @@ from pfar.journal.message_keys import (
     ReplyKey,
     ReportKey,
     ResultKey,
+    SkillsSkippedKey,
     WorkflowNoticeKey,
     WorktreeEndKey,
     WorktreeKey,
@@ -55,6 +56,7 @@ PINNED: list[tuple[KnownKey, str]] = [
     (WorktreeKey(T), f"worktree:{T}"),
     (WorktreeEndKey(T), f"worktree-end:{T}"),
     (RedactedInputKey(T), f"redacted-input:{T}"),
+    (SkillsSkippedKey(T), f"skills-skipped:{T}"),
     (
         WorkflowNoticeKey("resume", T, "2025-01-02T03:04:05.678901Z"),
         f"workflow-resume:{T}:2025-01-02T03:04:05.678901Z",
@@ -126,6 +128,7 @@ known_keys: st.SearchStrategy[KnownKey] = st.one_of(
     st.builds(WorktreeKey, _any),
     st.builds(WorktreeEndKey, _any),
     st.builds(RedactedInputKey, _any),
+    st.builds(SkillsSkippedKey, _any),
     st.builds(WorkflowNoticeKey, _id, _id, _any),
     st.builds(ReportKey, _any),
     st.builds(FailStopKey, _any),

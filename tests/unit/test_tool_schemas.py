@@ -94,6 +94,12 @@ EXAMPLES: list[tuple[str, dict[str, Any], bool]] = [
     ("Grep", {"pattern": "x", "-A": -1}, False),
     ("WebFetch", {"url": "https://example.org", "prompt": "what is it?"}, True),
     ("WebFetch", {"url": "https://example.org", "method": "POST"}, False),
+    ("Skill", {"name": "pdf-tools"}, True),
+    ("Skill", {"name": "pdf-tools", "file": "scripts/fill.py"}, True),
+    ("Skill", {}, False),
+    ("Skill", {"name": ""}, False),
+    ("Skill", {"name": "pdf-tools", "file": ""}, False),
+    ("Skill", {"name": "pdf-tools", "run": "x"}, False),
 ]
 
 

@@ -27,6 +27,7 @@ from .recoveries_cmd import recoveries
 from .reload_cmd import reload
 from .run_cmd import run
 from .sessions_cmd import secret, session
+from .skills_cmd import skills
 from .tasks_cmd import submit, task, tasks
 from .vault_cmd import vault
 from .workflows_cmd import workflow
@@ -177,6 +178,7 @@ cli.add_command(learnings)
 cli.add_command(queue)
 cli.add_command(hooks)
 cli.add_command(locks)
+cli.add_command(skills)
 cli.add_command(attach)
 cli.add_command(send)
 cli.add_command(cancel)

@@ -82,9 +82,20 @@ class LoopConfig(Section):
     """The agentic loop (seed 001): its tools, permission prompts and drift limits."""
 
     # the tools a loop task offers its model
-    tools: list[str] = ["Read", "Write", "Edit", "Bash", "Glob", "Grep", "WebFetch", "Task"]
-    # layer 2: tools that never ask (reads inside the task's directory)
-    always_allow: list[str] = ["Read", "Glob", "Grep"]
+    tools: list[str] = [
+        "Read",
+        "Write",
+        "Edit",
+        "Bash",
+        "Glob",
+        "Grep",
+        "WebFetch",
+        "Task",
+        "Skill",
+    ]
+    # layer 2: tools that never ask (reads inside the task's directory, and Skill, which
+    # reads only the skills the task was given, confined to their folders)
+    always_allow: list[str] = ["Read", "Glob", "Grep", "Skill"]
     # standing answers the owner writes as patterns: `Tool` (every call), `Tool(what)`
     # (exactly this), `Bash(npm run test:*)` (one command starting with these words),
     # `Write(src/*)` (a glob over the path or host); `deny` wins over `allow`

@@ -61,9 +61,11 @@ class SQLiteLoopStore:
         settings: LoopSettings,
         prompt: str,
         event: InboundEvent | None = None,
+        messages: Sequence[OwnerMessage] = (),
     ) -> tuple[TaskRecord, bool]:
-        """A loop task, its settings and its first turn (the prompt), in one commit;
-        with an event, exactly once: a redelivered event returns its task."""
+        """A loop task, its settings and its first turn (the prompt), in one commit with
+        `messages` to the owner about it; with an event, exactly once: a redelivered
+        event returns its task (and sends no message)."""
 
         def op(conn: Tx) -> tuple[TaskRecord, bool]:
             if event is not None:
@@ -80,6 +82,8 @@ class SQLiteLoopStore:
             loops_sql.append_txn(
                 conn, task.task_id, [UserTurn(text=prompt, source="prompt")], task.created_at, -1
             )
+            for msg in messages:
+                events_sql.enqueue_message_txn(conn, msg, task.created_at)
             return task, True
 
         return await self._db.write(op, "task_created")

@@ -176,6 +176,17 @@ class RedactedInputKey(_Key):
 
 
 @dataclass(frozen=True, slots=True)
+class SkillsSkippedKey(_Key):
+    """The skill folders a new loop task was not given, and why (docs/skills.md)."""
+
+    task_id: str
+
+    @property
+    def text(self) -> str:
+        return f"skills-skipped:{self.task_id}"
+
+
+@dataclass(frozen=True, slots=True)
 class WorkflowNoticeKey(_Key):
     """A workflow's `event` ("resume") at `at` (an RFC 3339 time)."""
 
@@ -310,6 +321,7 @@ KnownKey = (
     | WorktreeKey
     | WorktreeEndKey
     | RedactedInputKey
+    | SkillsSkippedKey
     | WorkflowNoticeKey
     | ReportKey
     | FailStopKey

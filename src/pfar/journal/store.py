@@ -202,6 +202,7 @@ class LoopStore(Protocol):
         settings: LoopSettings,
         prompt: str,
         event: InboundEvent | None = None,
+        messages: Sequence[OwnerMessage] = (),
     ) -> tuple[TaskRecord, bool]: ...
     async def spawn(
         self,

@@ -21,6 +21,23 @@ _STRICT = ConfigDict(extra="forbid", strict=True)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SkillSeen:
+    """A skill a loop task was given (tools/skills): what its system prompt lists, and
+    where the Skill tool reads its body. Fixed at the task's creation, so a resumed task
+    sees the same skills, and is told when one changed on disk since."""
+
+    __pydantic_config__ = _STRICT
+    name: str
+    description: str
+    # "home": $PFAR_HOME/skills; "task": the task directory's .pfar/skills
+    source: Literal["home", "task"]
+    # the skill's folder, absolute, as it was found
+    path: str
+    # the sha256 of its SKILL.md as the task was given it
+    sha256: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class LoopSettings:
     """How a loop task runs, fixed when it is created."""
 
@@ -52,6 +69,9 @@ class LoopSettings:
     # learnings of earlier tasks relevant to its prompt (the knowledge store), fixed at
     # its creation so that a resumed task sees the same ones
     learnings: tuple[str, ...] = ()
+    # the skills it was given (names and descriptions in its system prompt), found when
+    # it was created (a subtask's are its parent's)
+    skills: tuple[SkillSeen, ...] = ()
     # when tasks wait for a slot ([scheduler] max_concurrent), higher goes first
     priority: int = 0
 
@@ -242,6 +262,7 @@ __all__ = [
     "LoopSettings",
     "PermissionRule",
     "ResultsTurn",
+    "SkillSeen",
     "StoredTurn",
     "SummaryTurn",
     "Turn",

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from ..config import Config
 
-# tools that only read inside the task's directory: always allowing them is the default
-_READS = frozenset({"Read", "Glob", "Grep", "file.read"})
+# tools that only read inside the task's directory (Skill: the skills the task was given,
+# confined to their folders): always allowing them is the default
+_READS = frozenset({"Read", "Glob", "Grep", "Skill", "file.read"})
 _COMMANDS = frozenset({"Bash", "shell.run"})
 
 

@@ -7,17 +7,19 @@ the id reused for anything else is refused, naming the task that has it.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import logging
 import os
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..answers import IN_PROCESS, Actor
 from ..errors import BadRequest, ConfigError, EventIdReused, PfarError, ShuttingDown
 from ..journal import InboundEvent, OwnerMessage, TaskKind, TaskRecord, TaskState
-from ..journal.message_keys import MessageKind, RedactedInputKey
+from ..journal.message_keys import MessageKind, RedactedInputKey, SkillsSkippedKey
 from ..journal.payloads import Extracting
 from ..journal.store import Store
 from ..policy.redact import Redactor
@@ -25,6 +27,8 @@ from ..runners import TemplateRegistry
 from ..runners.loop import tasks as loops
 from ..runners.loop.tasks import LoopRequest
 from ..runners.workflow.definition import load_definition
+from ..tools import skills
+from ..tools.skills import Skipped
 from ..vault.home import Home
 from .admission import Admission
 from .audit import AuditLog
@@ -32,6 +36,8 @@ from .holds import HoldResult
 from .learning import Learner
 from .owner import OwnerChannel
 from .workflows import workflow_task
+
+log = logging.getLogger("pfar.skills")
 
 # an event id is an adapter's message id: a uuid, a mail Message-ID; longer is not an id
 MAX_EVENT_ID = 256
@@ -132,17 +138,26 @@ class Intake:
         # the learnings it is given are fixed now, with the task: a resumed task sees
         # the same ones (seed 001, 2.3)
         settings = dataclasses.replace(settings, learnings=await k.learner.learnings_for(prompt))
+        # and so are its skills: their names, where they are and their SKILL.md's sha256
+        found = await asyncio.to_thread(skills.find, k.home.skills_dir, Path(request.directory))
+        settings = dataclasses.replace(settings, skills=found.skills)
+        # the skill folders it is not given are told in the commit that creates it
+        told = self._skills_skipped(task, found.skipped)
         stored, created = await self._create_entered(
             task,
             settings.priority,
-            lambda row: k.journal.loops.create(row, settings, prompt, event),
+            lambda row: k.journal.loops.create(row, settings, prompt, event, told),
         )
         if not created:
             self._same_event(stored, event)
             return stored
         k.audit.log("task_created", task_id=stored.task_id, template_id="loop", adapter=adapter)
-        if found := k.redactor.found(request.prompt):
-            await self._tell_text_was_redacted(stored, found)
+        if secrets := k.redactor.found(request.prompt):
+            await self._tell_text_was_redacted(stored, secrets)
+        if told:
+            for s in found.skipped:
+                log.warning("skill not given to task %s: %s", stored.task_id[:8], s.line())
+            k.owner.notify()
         k.advance(stored.task_id)
         return stored
 
@@ -203,6 +218,23 @@ class Intake:
             ]
         )
         self._k.owner.notify()
+
+    def _skills_skipped(self, task: TaskRecord, skipped: Sequence[Skipped]) -> list[OwnerMessage]:
+        """The owner's message naming the skill folders a new task is not given, and why
+        (one per task: its key is the task's)."""
+        if not skipped:
+            return []
+        lines = "\n".join(f"- {s.line()}" for s in skipped)
+        return [
+            OwnerMessage(
+                SkillsSkippedKey(task.task_id),
+                MessageKind.notice,
+                f"Task {self._k.title(task)} ({task.task_id[:8]}) was not given "
+                f"{len(skipped)} skill folder{'s' if len(skipped) != 1 else ''}:\n"
+                f"{lines}\n`pfar skills --dir DIR` shows what a task there is given.",
+                task.task_id,
+            )
+        ]
 
     def _same_event(self, stored: TaskRecord, event: InboundEvent) -> None:
         """A redelivered event is the same template and text; anything else reusing the id

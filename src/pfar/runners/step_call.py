@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..journal import Semantics, StepRecord, TaskRecord
+from ..journal.turns import SkillSeen
 from ..policy.approvals import ApprovalRule
 from ..tools.base import Credential, Resource
 from ..tools.hosts import HostPolicy
@@ -60,6 +61,8 @@ class StepRules:
     # word on a redirect to a new host: raises ToolFailed saying why it is not followed
     hosts: HostPolicy | None = None
     redirected: Callable[[str], Awaitable[None]] | None = None
+    # the skills the task was given (a loop task's settings), for the Skill tool
+    skills: tuple[SkillSeen, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

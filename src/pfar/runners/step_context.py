@@ -38,6 +38,7 @@ def tool_context(
         protection=rules.protection,
         hosts=rules.hosts,
         redirected=rules.redirected,
+        skills=rules.skills,
     )
 
 

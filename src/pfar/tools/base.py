@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ToolFailed
 from ..journal.records import Idempotency, Semantics
+from ..journal.turns import SkillSeen
 from ..json_schema import validate_schema
 from .hosts import HostPolicy
 from .sandbox import Sandbox
@@ -80,6 +81,8 @@ class ToolContext:
     # the runner's word on a redirect to a new host (its standing answers and unusual
     # hosts): raises ToolFailed saying why the redirect is not followed
     redirected: Callable[[str], Awaitable[None]] | None = None
+    # the skills the task was given (a loop task's settings): what the Skill tool serves
+    skills: tuple[SkillSeen, ...] = ()
 
     def expand(self, text: str) -> str:
         """`text` from a Credential with its `{{secret:NAME}}` references filled in, at

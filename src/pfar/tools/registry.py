@@ -11,6 +11,7 @@ from .coding import CODING_TOOLS
 from .files import FileRead, FileWrite
 from .http import HttpRequest
 from .shell import ShellRun
+from .skills import Skill
 
 
 class ToolRegistry:
@@ -29,6 +30,7 @@ class ToolRegistry:
                 ShellRun(),
                 PromptCredential(),
                 *(tool() for tool in CODING_TOOLS),
+                Skill(),
             ]
         )
 

@@ -53,6 +53,11 @@ class Home:
         return self.root / "hooks"
 
     @property
+    def skills_dir(self) -> Path:
+        """The owner's skills: `skills/<name>/SKILL.md` (docs/skills.md)."""
+        return self.root / "skills"
+
+    @property
     def scripts_dir(self) -> Path:
         """The scripted model's response files (`llm.script` is relative to the home)."""
         return self.root / "scripts"

@@ -53,7 +53,12 @@ def check_home(home: Home) -> None:
 
 
 def _problem(path: Path, *, is_leaf: bool) -> str | None:
-    st = path.stat()
+    return problem_of(path.stat(), is_leaf=is_leaf)
+
+
+def problem_of(st: os.stat_result, *, is_leaf: bool = True) -> str | None:
+    """Why a file or folder with this status is open to other users, or None (for
+    checks made on an open descriptor's fstat, where a path could be swapped)."""
     mode = stat.S_IMODE(st.st_mode)
     if st.st_uid not in (os.getuid(), 0):
         return f"is owned by another user (uid {st.st_uid})"

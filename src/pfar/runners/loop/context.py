@@ -97,7 +97,12 @@ def system_prompt(
     env: Environment,
     model: str,
     added: Sequence[str] = (),
+    *,
+    skill_tool: bool = False,
 ) -> str:
+    """The system prompt: the same from turn to turn for a task (its parts come from the
+    journal: its settings, and what a hook added to this turn). `skill_tool`: the Skill
+    tool is offered, so the task's skills are listed (names and descriptions only)."""
     lines = [
         "You are pfar's agent, working on your owner's task with the tools you are given.",
         "Work in small, checked steps: read before you change, run what you changed.",
@@ -121,6 +126,15 @@ def system_prompt(
     if settings.learnings:
         lines += ["", "Relevant learnings from previous tasks:"]
         lines += [f"- {learning}" for learning in settings.learnings]
+    if skill_tool and settings.skills:
+        lines += [
+            "",
+            "Skills (instructions for kinds of work, with their scripts and files): when "
+            "one's description fits what you are about to do, load it with the Skill tool "
+            "first and follow it. Its scripts run with Bash, under the same rules as any "
+            "command.",
+        ]
+        lines += [f"- {s.name}: {' '.join(s.description.split())}" for s in settings.skills]
     if added:  # PreContextAssembly hooks' context, kept with the turn
         lines += ["", "From the owner's hooks:"]
         lines += list(added)

@@ -16,6 +16,7 @@ from ...journal.turns import AssistantTurn, ContextFit, LoopSettings, StoredTurn
 from ...llm.messages import ChatRequest, Message, ToolSchema
 from ...llm.tokens import ESTIMATE, TokenCount
 from ...tools import ToolRegistry
+from ...tools.skills import SKILL
 from ..services import Services
 from . import context, subtasks
 
@@ -35,6 +36,8 @@ def offered_tools(
         if name == subtasks.TASK:
             if settings.depth < loop.max_depth:
                 out.append(subtasks.SCHEMA)
+        elif name == SKILL and not settings.skills:
+            continue  # no skill to load: its schema would only take room
         elif name in tools:
             t = tools.get(name)
             out.append(ToolSchema(t.name, t.description, t.args_schema))
@@ -157,7 +160,13 @@ async def context_stats_of(
     convo = await journal.loops.turns(task_id)
     model = model_for(settings.tier)
     tools = schemas(settings)
-    system = context.system_prompt(settings, task_id, await context.environment(settings), model)
+    system = context.system_prompt(
+        settings,
+        task_id,
+        await context.environment(settings),
+        model,
+        skill_tool=SKILL in loop.tools,
+    )
     shown = context.visible(convo)
     schema_chars = sum(len(json.dumps(t.input_schema)) + len(t.description) for t in tools)
     msgs = context.messages(shown)

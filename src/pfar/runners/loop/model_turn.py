@@ -23,6 +23,7 @@ from ...journal.turns import (
 )
 from ...llm.events import EventSink
 from ...llm.messages import ChatRequest, ChatResponse
+from ...tools.skills import SKILL
 from .. import hooking
 from ..services import Services
 from . import context, context_window, drift, endings, routing
@@ -55,7 +56,9 @@ async def model_phase(
     )
     if pre.blocked:
         raise PfarError(f"stopped before its model call: {pre.blocked}")
-    system = context.system_prompt(settings, task.task_id, env, model, added=pre.context)
+    system = context.system_prompt(
+        settings, task.task_id, env, model, added=pre.context, skill_tool=SKILL in svc.loop.tools
+    )
     msgs, fitted = await context_window.fit(task, settings, convo, system, tools, model, svc)
     post = await hooking.decide(
         svc,

@@ -46,6 +46,7 @@ _SUBJECT = {
     "Glob": "pattern",
     "Grep": "pattern",
     "Task": "description",
+    "Skill": "name",
     "file.read": "path",
     "file.write": "path",
     "http.request": "url",

@@ -96,6 +96,7 @@ async def spawn(task: TaskRecord, settings: LoopSettings, call: LoopCall, svc: S
         parent_task_id=task.task_id,
         parent_step=call.step,
         depth=settings.depth + 1,
+        skills=settings.skills,  # what its parent was given, as journaled
     )
     started = now_rfc3339()
     row = _row(task.task_id, call, StepStatus.started, started, None, None)

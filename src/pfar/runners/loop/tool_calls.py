@@ -146,6 +146,7 @@ async def _run_call(
         protection=protection,
         hosts=policy.hosts,
         redirected=redirects.judge(task, settings, call, policy, workdir, svc),
+        skills=settings.skills,
     )
     step = StepCall(call.step, call.name, call.input, title, where, call.step + 1, last=False)
     match await run_step(task, step, rules, svc, fresh=False):

@@ -1,0 +1,183 @@
+"""Skills in a real loop task, through a real kernel: the system prompt lists the
+skills' names and descriptions (not their bodies), the model loads one with the Skill
+tool, runs its script with Bash (which asks the owner, as any command does), reads a
+home skill's script through the Skill tool, and a subtask is given its parent's skills.
+A folder that fails its checks is left out and the owner is told which and why."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from pfar.journal import TaskState
+from pfar.journal.turns import ResultsTurn
+from pfar.kernel import open_kernel
+from pfar.kernel.api import Operator
+from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, reply
+
+from ..support import make_home, pfar, said
+
+CONFIG = '[loop]\ntools = ["Read", "Bash", "Skill", "Task"]\nalways_allow = ["Read", "Skill"]\n'
+CHILD = "A subtask of"
+
+
+def write_skill(parent: Path, name: str, description: str, body: str, script: str) -> Path:
+    folder = parent / name
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n{body}")
+    (folder / "scripts" / "run.sh").write_text(script)
+    return folder
+
+
+def _places(tmp_path: Path) -> tuple[Path, Path]:
+    tmp_path.chmod(0o700)
+    work = tmp_path / "work"
+    write_skill(
+        work / ".pfar" / "skills",
+        "count-lines",
+        "Count the lines of the files here. Use when asked how long the files are.",
+        "# Counting\n\nRun `sh .pfar/skills/count-lines/scripts/run.sh` and report its output.\n",
+        "printf 'lines: %s\\n' \"$(cat *.txt | wc -l)\"\n",
+    )
+    (work / "a.txt").write_text("one\ntwo\nthree\n")
+    return work, tmp_path / "home"
+
+
+def _turn(request: ChatRequest) -> int:
+    return sum(1 for m in request.messages if m.role == "assistant")
+
+
+def test_a_task_loads_a_skill_and_runs_its_script_through_bash(tmp_path: Path) -> None:
+    work, home_dir = _places(tmp_path)
+    home = make_home(home_dir, config=CONFIG)
+    write_skill(
+        home.skills_dir,
+        "greet",
+        "Greet someone warmly.",
+        "Say hello, then run scripts/run.sh.\n",
+        "echo hello from the home\n",
+    )
+    bad = home.skills_dir / "broken"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text("---\nname: broken\n---\nno description\n")
+    seen: list[ChatRequest] = []
+    script = [
+        [ToolCall("s1", "Skill", {"name": "count-lines"})],
+        [ToolCall("b1", "Bash", {"command": "sh .pfar/skills/count-lines/scripts/run.sh"})],
+        [ToolCall("s2", "Skill", {"name": "greet", "file": "scripts/run.sh"})],
+        [ToolCall("s3", "Skill", {"name": "greet", "file": "../../vault/secrets.db"})],
+        [ToolCall("t1", "Task", {"description": "greet", "prompt": "Greet the owner."})],
+    ]
+
+    def model(request: ChatRequest) -> ChatResponse:
+        seen.append(request)
+        if CHILD in request.system:
+            return reply(request, "hello")
+        turn = _turn(request)
+        if turn < len(script):
+            return reply(request, "", script[turn])
+        return reply(request, "There are 3 lines.")
+
+    async def go() -> None:
+        async with open_kernel(home, model=ScriptedChatModel(model)) as kernel:
+            op = Operator(kernel)
+            started = await op.start_loop("how long are the files?", str(work))
+            await op.wait_idle()
+            # Bash asks, as any command does: the skill's word changes nothing of that
+            assert (await op.task(started.task_id)).state is TaskState.AwaitingApproval
+            (question,) = (await op.questions()).approvals
+            assert question.description.startswith("Allow Bash: sh .pfar/skills/count-lines")
+            await op.answer(question.approval_id, "approve")
+            await op.wait_idle()
+            assert (await op.task(started.task_id)).state is TaskState.WaitingForUser
+
+            turns = [t.turn for t in await op.journal.loops.turns(started.task_id)]
+            told = {
+                r.call_id: (r.content, r.is_error)
+                for t in turns
+                if isinstance(t, ResultsTurn)
+                for r in t.results
+            }
+            body, error = told["s1"]
+            assert not error
+            assert body.startswith("Skill count-lines (from the task directory: ")
+            assert "Run `sh .pfar/skills/count-lines/scripts/run.sh`" in body
+            assert "- .pfar/skills/count-lines/scripts/run.sh" in body
+            assert told["b1"] == ("lines: 3\n", False)
+            assert told["s2"] == ("echo hello from the home\n", False)
+            assert told["s3"][1] and "leads out of the skill's folder" in told["s3"][0]
+            assert told["t1"] == ("hello", False)
+
+            settings = await op.journal.loops.settings(started.task_id)
+            assert [(s.name, s.source) for s in settings.skills] == [
+                ("count-lines", "task"),
+                ("greet", "home"),
+            ]
+            (child_id,) = await op.journal.loops.children(started.task_id)
+            assert (await op.journal.loops.settings(child_id)).skills == settings.skills
+
+            # the owner is told which folder was left out, and why
+            notes = [m["body"] for m in await op.journal.events.for_task(started.task_id)]
+            (note,) = [n for n in notes if "skill folder" in n]
+            assert f"{bad}: SKILL.md's front matter: `description` is missing" in note
+
+    asyncio.run(go())
+    first = seen[0]
+    assert (
+        "- count-lines: Count the lines of the files here. Use when asked how long the files "
+        "are." in first.system
+    )
+    assert "- greet: Greet someone warmly." in first.system
+    assert "broken" not in first.system
+    assert "Run `sh" not in first.system  # the bodies wait for the Skill tool
+    assert "Skill" in [t.name for t in first.tools]
+    child = next(r for r in seen if CHILD in r.system)
+    assert "- greet: Greet someone warmly." in child.system
+
+
+def test_a_task_given_no_skill_is_offered_no_skill_tool(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    home = make_home(tmp_path / "home", config=CONFIG)
+    seen: list[ChatRequest] = []
+
+    def model(request: ChatRequest) -> ChatResponse:
+        seen.append(request)
+        return reply(request, "nothing to do")
+
+    async def go() -> None:
+        async with open_kernel(home, model=ScriptedChatModel(model)) as kernel:
+            op = Operator(kernel)
+            await op.start_loop("hello", str(work))
+            await op.wait_idle()
+
+    asyncio.run(go())
+    assert "Skills" not in seen[0].system
+    assert [t.name for t in seen[0].tools] == ["Read", "Bash", "Task"]
+
+
+def test_pfar_skills_lists_what_a_task_in_a_directory_would_be_given(tmp_path: Path) -> None:
+    work, home_dir = _places(tmp_path)
+    home = make_home(home_dir)
+    write_skill(home.skills_dir, "count-lines", "The owner's own.", "Mine.\n", "true\n")
+    (home.skills_dir / "loose.md").write_text("a file beside the skills: not a skill")
+    (home.skills_dir / "open").mkdir(mode=0o777)
+    (home.skills_dir / "open").chmod(0o777)
+
+    listed = pfar(home, "skills", "--dir", str(work), "--json")
+    assert listed.returncode == 0, said(listed)
+    view = json.loads(listed.stdout)
+    assert [(s["name"], s["source"], s["description"]) for s in view["skills"]] == [
+        ("count-lines", "home", "The owner's own.")
+    ]
+    why = {Path(s["path"]).name: s["why"] for s in view["skipped"]}
+    assert why["open"] == "its folder is world-writable (mode 0777)"
+    assert "a skill named 'count-lines' is in" in why["count-lines"]
+    assert "the home's wins" in why["count-lines"]
+
+    shown = pfar(home, "skills", "--dir", str(work))
+    assert "count-lines" in shown.stdout and "skipped:" in shown.stdout
+    missing = pfar(home, "skills", "--dir", str(tmp_path / "nowhere"))
+    assert missing.returncode != 0
+    assert "nowhere is not a directory" in said(missing)
