@@ -112,14 +112,18 @@ class StepWrites:
         await self._db.write(op, "llm_request_sent")
 
     def record_llm_call(self, call: LlmCall) -> None:
-        """A model call's usage and cost; rides on the next commit (accounting, not state)."""
+        """A model call's usage and cost; rides on the next commit. The proxy hands it
+        over before the runner has the answer, so it is queued ahead of the write that
+        journals the answer and lands in that commit or an earlier one: an answer on
+        disk always has its call's usage there too (what the spend caps count)."""
         row = dict(call)
 
         def op(conn: Tx) -> None:
             conn.execute(
                 "INSERT INTO llm_calls(task_id, provider, model, input_tokens, output_tokens, "
-                "time_to_first_token, total_time, cost_usd, queued_seconds, granted_at, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "time_to_first_token, total_time, cost_usd, queued_seconds, granted_at, at, "
+                "priced) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     row["task_id"],
                     row["provider"],
@@ -132,6 +136,7 @@ class StepWrites:
                     row["queued_seconds"],
                     row.get("granted_at", 0.0),
                     row.get("at") or now_rfc3339(),
+                    1 if row.get("priced", True) else 0,
                 ),
             )
 

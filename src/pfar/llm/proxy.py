@@ -25,15 +25,27 @@ import heapq
 import itertools
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import ProviderError
 from .events import ChatEvent, EventSink, Finished
 from .messages import ChatRequest, ChatResponse
+from .price_table import Price, price_of
 
 LABELS = ("public", "internal", "sensitive", "secret")
+
+# Price is price_table's, named here too: where the proxy's callers have imported it
+__all__ = [
+    "LABELS",
+    "CallRecord",
+    "ChatModel",
+    "InferenceProxy",
+    "NeedsCloudRouting",
+    "Price",
+    "RateLimiter",
+]
 
 
 class ChatModel(Protocol):
@@ -43,14 +55,6 @@ class ChatModel(Protocol):
     async def chat(
         self, request: ChatRequest, *, on_event: EventSink | None = None
     ) -> ChatResponse: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Price:
-    """Dollars per million tokens."""
-
-    input: float = 0.0
-    output: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +71,7 @@ class CallRecord:
     cost_usd: float
     queued_seconds: float
     granted_at: float = 0.0  # wall clock (seconds since the epoch) when the limiter let it go
+    priced: bool = True  # False: no price for its model, so cost_usd is unknown, not 0
 
 
 class NeedsCloudRouting(ProviderError):
@@ -209,6 +214,9 @@ class InferenceProxy:
         self._limiter = limiter or RateLimiter(10**9, 10**12)
         self._prices = prices or {}
         self._on_call = on_call
+        # awaited before each call is let through (the spend caps): it raises to hold the
+        # call, given the task, the request and its estimated size in tokens
+        self.gate: Callable[[str, ChatRequest, int], Awaitable[None]] | None = None
         self._clock = clock
         # a provider that serves one model whatever the request names (a local server)
         self._models = models or {}
@@ -218,6 +226,10 @@ class InferenceProxy:
         # the models answer from the far side: a runner journals each request before it
         # goes out (False for a scripted model, which answers in-process)
         self.remote = remote
+
+    def price(self, model: str) -> Price | None:
+        """A model's price: `[llm.prices]`, else pfar's table (price_table.py); None: unknown."""
+        return price_of(model, self._prices)
 
     def headroom(self) -> str | None:
         """None when a new task may start; else why not (the rate limit is spent)."""
@@ -257,6 +269,8 @@ class InferenceProxy:
         if name in self._models:
             request = dataclasses.replace(request, model=self._models[name])
         estimate = _estimate_tokens(request)
+        if self.gate is not None:
+            await self.gate(task_id, request, estimate)
         queued = self._clock()
         granted_at = await self._limiter.acquire(estimate, priority)
         waited = self._clock() - queued
@@ -268,10 +282,9 @@ class InferenceProxy:
         self._limiter.record_usage(
             response.usage.input_tokens + response.usage.output_tokens - estimate
         )
-        price = self._prices.get(response.model) or self._prices.get(request.model) or Price()
-        cost = (
-            response.usage.input_tokens * price.input + response.usage.output_tokens * price.output
-        ) / 1_000_000
+        price = self.price(response.model) or self.price(request.model)
+        usage = response.usage
+        cost = price.cost(usage.input_tokens, usage.output_tokens) if price is not None else 0.0
         if self._on_call is not None:
             self._on_call(
                 CallRecord(
@@ -285,6 +298,7 @@ class InferenceProxy:
                     cost,
                     waited,
                     granted_at,
+                    priced=price is not None,
                 )
             )
         return response

@@ -34,6 +34,7 @@ from .activity import Activity, activity
 from .attach import Shown
 from .conversation import conversation
 from .conversation_records import Conversation
+from .costs import Costs, costs
 from .locks_view import LockView
 from .records import (
     BootRecovery,
@@ -208,6 +209,14 @@ class HomeReader:
         tasks created by kind, steps started, model calls with their tokens and cost by
         model and by template; every day present, zeros where nothing happened."""
         return await activity(self.journal, days)
+
+    async def costs(
+        self, by: str = "day", since: str | None = None, until: str | None = None
+    ) -> Costs:
+        """What model calls cost from `since` to `until` (UTC days as YYYY-MM-DD, both
+        included; None: unbounded), by day, model, template or task, with their total
+        and the models whose calls had no price."""
+        return await costs(self.journal, by, since, until)
 
     async def recoveries(self, limit: int = 20) -> list[BootRecovery]:
         """The newest `limit` starts, newest first, each with its recovery report: every

@@ -24,6 +24,8 @@ from ...llm.events import EventSink
 from ...llm.messages import ChatRequest, ChatResponse
 from .. import hooking
 from ..services import Services
+from ..spend_caps import SpendCapReached
+from ..spend_gate import ask_about_cap
 from . import context, context_window, drift, endings, routing
 from .tasks import TIERS
 
@@ -95,6 +97,9 @@ async def model_phase(
         await svc.journal.tasks.llm_request_sent(task.task_id, "loop")
     try:
         response = await svc.model.chat(request, task_id=task.task_id, on_event=_viewer(svc, task))
+    except SpendCapReached as exc:  # held before it went out: the owner decides
+        await ask_about_cap(task, svc, exc, title=title)
+        return False
     except ProviderError as exc:
         await endings.fail(
             task, settings, svc, f"the model call failed: {svc.redactor.text(str(exc))}"

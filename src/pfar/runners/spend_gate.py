@@ -1,0 +1,138 @@
+"""The spend caps at work: before each model call the gate counts what was spent (the
+journal's sums, so a restart never resets a count) and holds a call that would reach a
+cap; the runner then parks its task on a question to the owner, and the answer moves
+it on.
+
+A "continue" adds the configured cap once more, for the scope it was asked about: the
+task's own cap, or this task's share of the day's or the month's (the answer is kept
+with its question, in the journal, and summed from there at every call). A "fail"
+fails the task, saying which cap stopped it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import date, timedelta
+from typing import Literal
+
+from ..config.budget import BudgetConfig
+from ..journal import ApprovalRecord, TaskRecord
+from ..journal.question_kinds import QuestionKind
+from ..journal.store import Store
+from ..llm.messages import ChatRequest
+from ..llm.price_table import Price
+from .asking import ask_owner
+from .services import Services
+from .spend_caps import CapReached, NextCall, Raised, Scope, SpendCapReached, periods, reached
+
+
+class SpendGate:
+    """The proxy's gate (`InferenceProxy.gate`): raises SpendCapReached to hold a call."""
+
+    def __init__(
+        self,
+        journal: Store,
+        budget: Callable[[], BudgetConfig],
+        price: Callable[[str], Price | None],
+    ) -> None:
+        # the budget is read at each call: `pfar reload` changes the caps of the next one
+        self._journal, self._budget, self._price = journal, budget, price
+
+    async def __call__(self, task_id: str, request: ChatRequest, estimate: int) -> None:
+        budget = self._budget()
+        if not budget.any:  # no cap: no read before a call
+            return
+        price = self._price(request.model)
+        nxt = NextCall(
+            usd=price.cost(estimate, request.max_tokens) if price is not None else 0.0,
+            tokens=estimate + request.max_tokens,
+        )
+        raised = await raises(self._journal, task_id)
+        tasks = self._journal.tasks
+        if budget.per_task_usd is not None or budget.per_task_tokens is not None:
+            spent = await tasks.spent_by_task(task_id)
+            cap = reached(
+                "task",
+                task_id,
+                spent,
+                nxt,
+                budget.per_task_usd,
+                budget.per_task_tokens,
+                raised.get(("task", task_id), Raised()),
+            )
+            if cap is not None:
+                raise SpendCapReached(task_id, cap)
+        day, month = periods()
+        windows: tuple[tuple[Scope, str, str, float | None, int | None], ...] = (
+            ("day", day, _next_day(day), budget.per_day_usd, budget.per_day_tokens),
+            ("month", month, _next_month(month), budget.per_month_usd, budget.per_month_tokens),
+        )
+        for scope, period, until, usd, tokens in windows:
+            if usd is None and tokens is None:
+                continue
+            spent = await tasks.spent_between(period, until)
+            cap = reached(
+                scope, period, spent, nxt, usd, tokens, raised.get((scope, period), Raised())
+            )
+            if cap is not None:
+                raise SpendCapReached(task_id, cap)
+
+
+async def raises(journal: Store, task_id: str) -> dict[tuple[Scope, str], Raised]:
+    """What the owner added to each cap for this task: one cap's worth for each
+    "continue" to a spend cap question (its scope, period and amount kept with it)."""
+    found: dict[tuple[Scope, str], Raised] = {}
+    for a in await journal.questions.approvals_for_task(task_id):
+        if a.action_type is not QuestionKind.spend_cap or a.decision != "continue":
+            continue
+        asked = _asked(a)
+        if asked is not None:
+            key = (asked.scope, asked.period)
+            found[key] = found.get(key, Raised()).plus(asked.unit, asked.more)
+    return found
+
+
+async def ask_about_cap(
+    task: TaskRecord,
+    svc: Services,
+    exc: SpendCapReached,
+    *,
+    title: str,
+    resume_to: Literal["Extracting", "Planning", "Synthesizing"] | None = None,
+) -> None:
+    """Park the task on the cap's question; what "continue" adds is kept with it."""
+    cap = exc.cap
+    await ask_owner(
+        task,
+        svc,
+        action_type=QuestionKind.spend_cap,
+        step=task.current_step,
+        tool=None,
+        options=["continue", "fail"],
+        description=cap.question(title),
+        preview={"scope": cap.scope, "period": cap.period, "unit": cap.unit, "more": cap.more},
+        resume_to=resume_to,
+    )
+
+
+def _asked(a: ApprovalRecord) -> CapReached | None:
+    """The cap a question was about, from what it kept (None: a row no pfar wrote)."""
+    try:
+        kept = json.loads(a.data_preview or "")
+        scope, unit, more = kept["scope"], kept["unit"], float(kept["more"])
+        period = str(kept["period"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if scope not in ("task", "day", "month") or unit not in ("usd", "tokens") or more < 0:
+        return None
+    return CapReached(scope, period, unit, 0.0, 0.0, 0.0, more)
+
+
+def _next_day(day: str) -> str:
+    return (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+
+
+def _next_month(month: str) -> str:
+    year, mon = int(month[:4]), int(month[5:7])
+    return f"{year + mon // 12:04d}-{mon % 12 + 1:02d}"
