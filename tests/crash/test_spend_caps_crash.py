@@ -1,0 +1,141 @@
+"""Spend caps killed with SIGKILL: a count comes from the journal, so a kill never resets
+it; a call's usage is committed with its answer; a cap's question outlives a kill, and
+its answer raises the cap once: killed before the answer and right after it, the task
+goes on to the raised cap and asks a new question, never applying the old answer again;
+a day's cap holds the calls of a task started after a restart."""
+
+from __future__ import annotations
+
+import contextlib
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pfar.journal.costs_sql import Spent
+from pfar.journal.owner_records import ApprovalRecord
+from pfar.vault.home import Home
+
+from ..support import make_home, read_journal, task_approvals, task_states, wait_for
+from .test_regressions import kernel, wait_state
+
+pytestmark = pytest.mark.crash
+
+# each turn reads a file and reports 10 tokens in, 2 out: $2 at $1 a token out; the next
+# call may answer 1 token (max_tokens), so a $5 cap is reached after two calls ($4 + $1)
+SCRIPT = """
+[[turns]]
+text = "Reading."
+tool_calls = [{ name = "file.read", input = { path = "x" } }]
+input_tokens = 10
+output_tokens = 2
+"""
+CONFIG = """
+[llm]
+max_tokens = 1
+[llm.prices.scripted]
+input = 0
+output = 1000000
+[loop]
+tools = ["file.read"]
+always_allow = ["file.read"]
+[budget]
+"""
+
+
+def _home(tmp_path: Path, budget: str) -> tuple[Home, Path]:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    home = make_home(
+        tmp_path / "home", script=textwrap.dedent(SCRIPT), config=CONFIG.lstrip() + budget
+    )
+    return home, work
+
+
+def _start(k: Any, work: Path, prompt: str = "read x") -> str:
+    return str(k.request("loop", prompt=prompt, directory=str(work))["task_id"])
+
+
+def _spent(home: Home, task_id: str) -> Spent:
+    return read_journal(home, lambda s: s.tasks.spent_by_task(task_id))
+
+
+def _pending(home: Home, task_id: str) -> list[ApprovalRecord]:
+    return [q for q in task_approvals(home, task_id) if q.status == "pending"]
+
+
+def _asked(home: Home, task_id: str) -> ApprovalRecord:
+    wait_for(lambda: _pending(home, task_id), what="the spend cap's question")
+    (question,) = _pending(home, task_id)
+    assert question.action_type == "spend_cap"
+    return question
+
+
+@pytest.mark.both_backends
+def test_a_kill_after_an_answer_was_journaled_keeps_its_usage_in_the_count(
+    tmp_path: Path,
+) -> None:
+    home, work = _home(tmp_path, "per_task_usd = 5\n")
+    with kernel(home, fault="llm_response_received") as k:
+        with contextlib.suppress(Exception):  # the kernel may die under the request
+            _start(k, work)
+        assert k.killed_by_fault(), k.output()
+    (tid,) = task_states(home)
+    assert _spent(home, tid) == Spent(1, 10, 2, 2.0, 0)  # committed with its answer
+
+    with kernel(home):
+        question = _asked(home, tid)
+        # one call more after the restart: the cap counts the one made before the kill
+        assert "spent $4.00 of its cap of $5.00" in question.description
+        assert _spent(home, tid) == Spent(2, 20, 4, 4.0, 0)
+
+
+@pytest.mark.both_backends
+def test_a_continue_is_spent_once_killed_before_the_answer_and_right_after_it(
+    tmp_path: Path,
+) -> None:
+    home, work = _home(tmp_path, "per_task_usd = 5\n")
+    with kernel(home) as k:
+        tid = _start(k, work)
+        first = _asked(home, tid)
+        k.kill()  # before the answer
+
+    with kernel(home, fault="approval_decided") as k:
+        wait_state(home, tid, "AwaitingApproval")
+        assert [q.approval_id for q in _pending(home, tid)] == [first.approval_id]
+        assert _spent(home, tid).calls == 2  # nothing ran while it waited
+        with contextlib.suppress(Exception):
+            k.request("answer", approval_id=first.approval_id, decision="continue")
+        assert k.killed_by_fault(), k.output()
+    assert _spent(home, tid).calls == 2
+
+    with kernel(home) as k:
+        again = _asked(home, tid)
+        assert again.approval_id != first.approval_id
+        # raised once, by $5: three calls more, to $10, then a new question
+        assert "spent $10.00 of its cap of $10.00" in again.description
+        assert _spent(home, tid).calls == 5
+        k.request("answer", approval_id=again.approval_id, decision="fail")
+        wait_state(home, tid, "Failed")
+    assert _spent(home, tid).calls == 5
+    decided = {q.approval_id: q.decision for q in task_approvals(home, tid)}
+    assert decided == {first.approval_id: "continue", again.approval_id: "fail"}
+
+
+@pytest.mark.both_backends
+def test_a_day_cap_holds_the_calls_of_a_task_started_after_a_restart(tmp_path: Path) -> None:
+    home, work = _home(tmp_path, "per_day_usd = 5\n")
+    with kernel(home) as k:
+        first = _start(k, work, "one")
+        question = _asked(home, first)
+        assert "Today has spent $4.00 of the day's cap of $5.00" in question.description
+        k.kill()
+
+    with kernel(home) as k:
+        second = _start(k, work, "two")
+        held = _asked(home, second)
+        # no call went out for it: the day's $4 was counted from the journal
+        assert "Today has spent $4.00 of the day's cap of $5.00" in held.description
+        assert _spent(home, second).calls == 0
+        assert [q.approval_id for q in _pending(home, first)] == [question.approval_id]
