@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pfar.journal import TaskState
-from pfar.kernel import open_kernel
+from pfar.kernel import open_kernel, spend_holds
 from pfar.kernel.api import Operator
 from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, Usage, reply
 
@@ -173,3 +173,34 @@ def test_no_cap_no_question_and_calls_of_a_model_with_no_price_are_unknown_not_f
         assert by_model.unpriced_models == ("scripted",)
 
     asyncio.run(_kernel(tmp_path, _phases, "", body, priced=False))
+
+
+def test_a_day_cap_raised_by_a_reload_lets_the_held_task_go_answered_by_the_kernel(
+    tmp_path: Path,
+) -> None:
+    async def go() -> None:
+        work = tmp_path / "work"
+        work.mkdir()
+        home = make_home(
+            tmp_path / "home",
+            templates={"note": TEMPLATE},
+            config=f"{PRICED}\n{LOOP}\n[budget]\nper_day_usd = 3\n",
+        )
+        async with open_kernel(home, model=ScriptedChatModel(_phases)) as kernel:
+            op = Operator(kernel)
+            task_id = (await op.submit("note", "note this")).task_id
+            await op.wait_idle()
+            question = await _the_question(op, task_id)
+            assert question.options == ["continue", "retry", "fail"]
+            assert await spend_holds.lift(kernel) == []  # the cap still holds
+            text = home.config.read_text().replace("per_day_usd = 3", "per_day_usd = 50")
+            home.config.write_text(text)
+            assert "budget" in (await op.reload()).applied
+            assert await spend_holds.lift(kernel) == [task_id]
+            await op.wait_idle()
+            assert (await op.task(task_id)).state is TaskState.Completed
+            (answered,) = await op.journal.questions.approvals_for_task(task_id)
+            assert answered.decision == "retry"
+            assert answered.decided_by == "kernel (spend cap lifted)"
+
+    asyncio.run(go())

@@ -280,7 +280,7 @@ def _spend_cap(
     kept with its question, which the spend gate sums: runners/spend_gate.py), or
     Failed, saying which cap."""
     match answer:
-        case Continue() | Approve():
+        case Continue() | Approve() | Retry():  # retry: a day's or month's cap was raised
             if parked.resume_to is not None:
                 return Move(EMPTY[TaskState(parked.resume_to)])
             return Move(Executing(current_step=step, approved=kept_grant(parked, step)))

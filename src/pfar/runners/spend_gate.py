@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
 from ..config.budget import BudgetConfig
@@ -101,19 +101,59 @@ async def ask_about_cap(
     title: str,
     resume_to: Literal["Extracting", "Planning", "Synthesizing"] | None = None,
 ) -> None:
-    """Park the task on the cap's question; what "continue" adds is kept with it."""
+    """Park the task on the cap's question; what "continue" adds is kept with it. A
+    day's or a month's question also offers "retry" (the owner raised the cap in
+    config.toml: try the call again, adding nothing), which the kernel answers itself
+    once the hold lifts (`hold_lifted`), and it waits out its period before it expires."""
     cap = exc.cap
+    options, timeout = ["continue", "fail"], None
+    if cap.scope != "task":
+        options = ["continue", "retry", "fail"]
+        left = (_period_end(cap.scope, cap.period) - datetime.now(UTC)).total_seconds()
+        timeout = max(0.0, left) + svc.approval_timeout_seconds
     await ask_owner(
         task,
         svc,
         action_type=QuestionKind.spend_cap,
         step=task.current_step,
         tool=None,
-        options=["continue", "fail"],
+        options=options,
         description=cap.question(title),
-        preview={"scope": cap.scope, "period": cap.period, "unit": cap.unit, "more": cap.more},
+        preview={
+            "scope": cap.scope,
+            "period": cap.period,
+            "unit": cap.unit,
+            "more": cap.more,
+            "next": cap.next_call,
+        },
         resume_to=resume_to,
+        timeout=timeout,
     )
+
+
+async def hold_lifted(journal: Store, budget: BudgetConfig, question: ApprovalRecord) -> bool:
+    """A day's or a month's cap no longer holds the call its question is about: the
+    period is over, or the cap (raised or removed by a reload) now lets it go."""
+    asked = _asked(question)
+    if asked is None or asked.scope == "task":
+        return False
+    day, month = periods()
+    if asked.period != (day if asked.scope == "day" else month):
+        return True
+    usd, tokens = (
+        (budget.per_day_usd, budget.per_day_tokens)
+        if asked.scope == "day"
+        else (budget.per_month_usd, budget.per_month_tokens)
+    )
+    cap = usd if asked.unit == "usd" else tokens
+    if cap is None:
+        return True
+    until = _next_day(asked.period) if asked.scope == "day" else _next_month(asked.period)
+    spent = await journal.tasks.spent_between(asked.period, until)
+    raised = (await raises(journal, question.task_id)).get((asked.scope, asked.period), Raised())
+    nxt = NextCall(asked.next_call, int(asked.next_call))
+    usd, tokens = (cap, None) if asked.unit == "usd" else (None, int(cap))
+    return reached(asked.scope, asked.period, spent, nxt, usd, tokens, raised) is None
 
 
 def _asked(a: ApprovalRecord) -> CapReached | None:
@@ -121,16 +161,21 @@ def _asked(a: ApprovalRecord) -> CapReached | None:
     try:
         kept = json.loads(a.data_preview or "")
         scope, unit, more = kept["scope"], kept["unit"], float(kept["more"])
-        period = str(kept["period"])
+        period, nxt = str(kept["period"]), float(kept.get("next", 0.0))
     except (ValueError, KeyError, TypeError):
         return None
     if scope not in ("task", "day", "month") or unit not in ("usd", "tokens") or more < 0:
         return None
-    return CapReached(scope, period, unit, 0.0, 0.0, 0.0, more)
+    return CapReached(scope, period, unit, 0.0, 0.0, nxt, more)
 
 
 def _next_day(day: str) -> str:
     return (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+
+
+def _period_end(scope: Scope, period: str) -> datetime:
+    end = _next_day(period) if scope == "day" else _next_month(period) + "-01"
+    return datetime.fromisoformat(end).replace(tzinfo=UTC)
 
 
 def _next_month(month: str) -> str:
