@@ -102,3 +102,14 @@ def test_what_a_task_and_a_window_spent(store: Store) -> None:
     # a month, by its name: "2001-03" sorts before each of its days' stamps
     assert run(store.tasks.spent_between("2001-03", "2001-04")).calls == 5
     assert run(store.tasks.spent_between("2001-02", "2001-03")) == Spent()
+
+
+@covers("tasks.spent_by_tasks", "tasks.record_llm_call")
+def test_what_each_task_of_a_page_spent(store: Store) -> None:
+    note, mail = _calls(store)
+    found = run(store.tasks.spent_by_tasks([note, "no-such-task", mail]))
+    assert found == {note: Spent(2, 30, 6, 1.25, 0), mail: Spent(2, 105, 51, 0.125, 1)}
+    assert run(store.tasks.spent_by_tasks([])) == {}
+    # more ids than one read takes: read a few hundred at a time
+    many = [f"t{i}" for i in range(1200)] + [mail]
+    assert run(store.tasks.spent_by_tasks(many)) == {mail: Spent(2, 105, 51, 0.125, 1)}

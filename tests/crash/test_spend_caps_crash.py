@@ -17,7 +17,15 @@ from pfar.journal.costs_sql import Spent
 from pfar.journal.owner_records import ApprovalRecord
 from pfar.vault.home import Home
 
-from ..support import make_home, read_journal, task_approvals, task_states, wait_for
+from ..support import (
+    make_home,
+    owner_messages,
+    pfar,
+    read_journal,
+    task_approvals,
+    task_states,
+    wait_for,
+)
 from .test_regressions import kernel, wait_state
 
 pytestmark = pytest.mark.crash
@@ -89,6 +97,10 @@ def test_a_kill_after_an_answer_was_journaled_keeps_its_usage_in_the_count(
         # one call more after the restart: the cap counts the one made before the kill
         assert "spent $4.00 of its cap of $5.00" in question.description
         assert _spent(home, tid) == Spent(2, 20, 4, 4.0, 0)
+        # the report says what the task had spent when it was resumed
+        wait_for(lambda: "Recovery report" in home.owner_log.read_text(), what="the report")
+        (report,) = [m["body"] for m in owner_messages(home) if "Recovery report" in m["body"]]
+        assert "1 task resumed (read x" in report and "$2.00 spent (12 tokens)" in report
 
 
 @pytest.mark.both_backends
@@ -139,3 +151,12 @@ def test_a_day_cap_holds_the_calls_of_a_task_started_after_a_restart(tmp_path: P
         assert "Today has spent $4.00 of the day's cap of $5.00" in held.description
         assert _spent(home, second).calls == 0
         assert [q.approval_id for q in _pending(home, first)] == [question.approval_id]
+    # read without a kernel, as the owner reads them
+    listed = pfar(home, "tasks").stdout
+    assert "$4.00" in listed and "$0.00" in listed
+    by_task = pfar(home, "costs", "--by", "task").stdout.splitlines()
+    assert by_task[2].split() == [first[:8], "2", "20", "4", "$4.0000"]
+    assert by_task[-1].split() == ["total", "2", "20", "4", "$4.0000"]
+    shown = pfar(home, "task", "show", first).stdout
+    assert "spent: $4.00 on 2 model call(s), 24 tokens" in shown
+    assert "model call scripted/scripted: 10 tokens in, 2 out, $2.000000" in shown

@@ -44,7 +44,7 @@ def costs(ctx: click.Context, by: str, since: str | None, until: str | None, as_
 
 def lines(c: Costs) -> list[str]:
     """The table for people: one line a group, then the total."""
-    window = f"{c.since or 'the first call'} to {c.until or 'now'} (UTC)"
+    window = f"{c.since or 'the first call'} to {c.until or 'today'} (UTC)"
     if not c.lines:
         return [f"no model calls from {window}"]
     key = c.by
@@ -69,7 +69,10 @@ def _key(by: str, line: CostLine) -> str:
 
 
 def _row(key: str, ln: CostLine, width: int) -> str:
+    # "+?": some of its calls had no price; "unknown": none had one
     cost = f"${ln.cost_usd:,.4f}" + ("+?" if ln.unpriced_calls else "")
+    if ln.unpriced_calls == ln.calls:
+        cost = "unknown"
     return (
         f"{key:<{width}}  {ln.calls:>6,}  {ln.input_tokens:>11,}  "
         f"{ln.output_tokens:>11,}  {cost:>10}"

@@ -113,6 +113,25 @@ def spent_by_task(conn: Tx, task_id: str) -> Spent:
     return _spent(row.fetchone())
 
 
+def spent_by_tasks(conn: Tx, task_ids: Sequence[str]) -> dict[str, Spent]:
+    """Each task's calls, for a page of a listing (a task with none is absent); the ids
+    are read a few hundred at a time, within any backend's limit of parameters."""
+    found: dict[str, Spent] = {}
+    for at in range(0, len(task_ids), _IDS_A_READ):
+        ids = task_ids[at : at + _IDS_A_READ]
+        marks = ", ".join("?" * len(ids))
+        rows = conn.execute(
+            f"SELECT c.task_id, {_SUMS} FROM llm_calls c WHERE c.task_id IN ({marks}) "
+            "GROUP BY c.task_id",
+            tuple(ids),
+        ).fetchall()
+        found.update((r[0], _spent(r[1:])) for r in rows)
+    return found
+
+
+_IDS_A_READ = 500
+
+
 def _spent(row: Sequence[Any]) -> Spent:
     # int() and float(): PostgreSQL sums integers as numeric
     return Spent(int(row[0]), int(row[1]), int(row[2]), float(row[3]), int(row[4]))

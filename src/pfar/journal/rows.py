@@ -36,6 +36,7 @@ class LlmCallMade(TypedDict):
     input_tokens: int
     output_tokens: int
     cost_usd: float
+    priced: NotRequired[bool]  # False: its model had no price, its cost is unknown
 
 
 class LlmUsage(TypedDict):

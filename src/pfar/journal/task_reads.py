@@ -146,6 +146,9 @@ class TaskReads:
     async def spent_by_task(self, task_id: str) -> Spent:
         return await self._db.read(costs_sql.spent_by_task, task_id)
 
+    async def spent_by_tasks(self, task_ids: Sequence[str]) -> dict[str, Spent]:
+        return await self._db.scan(costs_sql.spent_by_tasks, list(task_ids))
+
     async def spent_between(self, since: str, until: str) -> Spent:
         return await self._db.scan(costs_sql.spent_between, since, until)
 

@@ -58,7 +58,9 @@ class CapReached:
     more: float
 
     def amount(self, value: float) -> str:
-        return f"${value:,.2f}" if self.unit == "usd" else f"{int(value):,} tokens"
+        if self.unit == "tokens":
+            return f"{int(value):,} tokens"
+        return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
 
     def question(self, title: str) -> str:
         """The owner's question: spent $X of $Y, continue with $Z more, or stop?"""

@@ -18,6 +18,7 @@ from ...config import Config
 from ...errors import BadRequest
 from ...journal import ApprovalStatus, CredentialStatus, TaskState
 from ...journal.bus_sql import BusEvent
+from ...journal.costs_sql import Spent
 from ...journal.open_store import backend_of, open_home_journal
 from ...journal.sessions import SessionStatus
 from ...journal.sqlite import open_readonly
@@ -158,6 +159,16 @@ class HomeReader:
         after = task_query.cursor(cursor)
         page = await self.journal.tasks.page(filter_, after, limit)
         listed = await self._with_waits([TaskSummary.of(t) for t in page.tasks])
+        spent = await self.journal.tasks.spent_by_tasks([t.task_id for t in listed])
+        nothing = Spent()
+        listed = [
+            dataclasses.replace(
+                t,
+                cost_usd=spent.get(t.task_id, nothing).cost_usd,
+                tokens=spent.get(t.task_id, nothing).tokens,
+            )
+            for t in listed
+        ]
         return TaskListing(tuple(listed), page.next_cursor)
 
     async def _with_waits(self, listed: list[TaskSummary]) -> list[TaskSummary]:
