@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pfar.journal import TaskState
+from pfar.journal.costs_sql import Spent
 from pfar.kernel import open_kernel, spend_holds
 from pfar.kernel.api import Operator
 from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, Usage, reply
@@ -151,6 +152,15 @@ def test_a_day_cap_holds_the_calls_of_every_task(tmp_path: Path) -> None:
         costs = await op.costs("task")
         assert [line.key for line in costs.lines] == [first, second]
         assert costs.total.cost_usd == 8.0 and costs.unpriced_models == ()
+        # a third task is held too, on its own question, and the owner is not told again
+        third = (await op.submit("note", "three")).task_id
+        await op.wait_idle()
+        held = await _the_question(op, third)
+        assert "Today has spent $8.00" in held.description
+        assert await op.journal.tasks.spent_by_task(third) == Spent()
+        told = [m["kind"] for m in await op.journal.events.for_task(second)]
+        assert told == ["approval"]
+        assert [m["kind"] for m in await op.journal.events.for_task(third)] == []
         # "continue" adds a day's cap for this task: it finishes ($12 spent today)
         await op.answer(question.approval_id, "continue")
         await op.wait_idle()

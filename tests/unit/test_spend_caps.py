@@ -76,7 +76,8 @@ def test_the_question_says_spent_of_cap_and_how_much_more() -> None:
     day = CapReached("day", "2030-01-02", "tokens", 9000, 10000, 1500, 10000)
     assert day.question("x") == (
         "Today has spent 9,000 tokens of the day's cap of 10,000 tokens (UTC 2030-01-02; "
-        "task x waits), and its next model call may cost up to 1,500 tokens: continue with "
+        "task x waits, and so will every task's next model call: `pfar approvals` lists "
+        "them), and its next model call may cost up to 1,500 tokens: continue with "
         "10,000 tokens more, or fail the task?"
     )
 

@@ -66,7 +66,12 @@ class CapReached:
         """The owner's question: spent $X of $Y, continue with $Z more, or stop?"""
         where = {"task": f"Task {title}", "day": "Today", "month": "This month"}[self.scope]
         whose = "its" if self.scope == "task" else f"the {self.scope}'s"
-        about = "" if self.scope == "task" else f" (UTC {self.period}; task {title} waits)"
+        about = (
+            ""
+            if self.scope == "task"
+            else f" (UTC {self.period}; task {title} waits, and so will every task's next "
+            "model call: `pfar approvals` lists them)"
+        )
         return (
             f"{where} has spent {self.amount(self.spent)} of {whose} cap of "
             f"{self.amount(self.cap)}{about}, and its next model call may cost up to "

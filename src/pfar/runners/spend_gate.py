@@ -18,11 +18,13 @@ from typing import Literal
 
 from ..config.budget import BudgetConfig
 from ..journal import ApprovalRecord, TaskRecord
+from ..journal.payloads import AwaitingApproval
 from ..journal.question_kinds import QuestionKind
+from ..journal.records import args_digest
 from ..journal.store import Store
 from ..llm.messages import ChatRequest
 from ..llm.price_table import Price
-from .asking import ask_owner
+from .asking import ask_owner, kept_grant, new_question
 from .services import Services
 from .spend_caps import CapReached, NextCall, Raised, Scope, SpendCapReached, periods, reached
 
@@ -111,6 +113,9 @@ async def ask_about_cap(
         options = ["continue", "retry", "fail"]
         left = (_period_end(cap.scope, cap.period) - datetime.now(UTC)).total_seconds()
         timeout = max(0.0, left) + svc.approval_timeout_seconds
+        if await _told_already(svc.journal, cap):
+            await _park_quietly(task, svc, cap, options, timeout, resume_to, title)
+            return
     await ask_owner(
         task,
         svc,
@@ -119,13 +124,7 @@ async def ask_about_cap(
         tool=None,
         options=options,
         description=cap.question(title),
-        preview={
-            "scope": cap.scope,
-            "period": cap.period,
-            "unit": cap.unit,
-            "more": cap.more,
-            "next": cap.next_call,
-        },
+        preview=_kept(cap),
         resume_to=resume_to,
         timeout=timeout,
     )
@@ -154,6 +153,58 @@ async def hold_lifted(journal: Store, budget: BudgetConfig, question: ApprovalRe
     nxt = NextCall(asked.next_call, int(asked.next_call))
     usd, tokens = (cap, None) if asked.unit == "usd" else (None, int(cap))
     return reached(asked.scope, asked.period, spent, nxt, usd, tokens, raised) is None
+
+
+def _kept(cap: CapReached) -> dict[str, object]:
+    """What a cap's question keeps of it: what a "continue" adds, and to which cap."""
+    return {
+        "scope": cap.scope,
+        "period": cap.period,
+        "unit": cap.unit,
+        "more": cap.more,
+        "next": cap.next_call,
+    }
+
+
+async def _told_already(journal: Store, cap: CapReached) -> bool:
+    """The owner was asked about this day's (or month's) cap for another task and has
+    not answered: that one message says it, and `pfar approvals` lists every task held."""
+    for a in await journal.questions.approvals():
+        asked = _asked(a) if a.action_type is QuestionKind.spend_cap else None
+        if asked is not None and (asked.scope, asked.period) == (cap.scope, cap.period):
+            return True
+    return False
+
+
+async def _park_quietly(
+    task: TaskRecord,
+    svc: Services,
+    cap: CapReached,
+    options: list[str],
+    timeout: float,
+    resume_to: Literal["Extracting", "Planning", "Synthesizing"] | None,
+    title: str,
+) -> None:
+    """The task's own question about a cap the owner was told of: parked, no message."""
+    preview = _kept(cap)
+    approval = new_question(
+        task.task_id,
+        action_type=QuestionKind.spend_cap,
+        step=task.current_step,
+        tool=None,
+        options=options,
+        description=cap.question(title),
+        timeout=timeout,
+        preview=json.dumps(preview, sort_keys=True),
+        args_sha256=args_digest(preview),
+    )
+    parked = AwaitingApproval(
+        approval_id=approval.approval_id,
+        step=task.current_step,
+        resume_to=resume_to,
+        approved=kept_grant(task.payload, task.current_step),
+    )
+    await svc.journal.questions.park_approval(approval, None, parked)
 
 
 def _asked(a: ApprovalRecord) -> CapReached | None:
