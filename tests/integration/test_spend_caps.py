@@ -185,7 +185,7 @@ def test_no_cap_no_question_and_calls_of_a_model_with_no_price_are_unknown_not_f
     asyncio.run(_kernel(tmp_path, _phases, "", body, priced=False))
 
 
-def test_a_day_cap_raised_by_a_reload_lets_the_held_task_go_answered_by_the_kernel(
+def test_a_day_cap_raised_by_a_reload_lets_the_held_tasks_go_answered_by_the_kernel(
     tmp_path: Path,
 ) -> None:
     async def go() -> None:
@@ -198,19 +198,34 @@ def test_a_day_cap_raised_by_a_reload_lets_the_held_task_go_answered_by_the_kern
         )
         async with open_kernel(home, model=ScriptedChatModel(_phases)) as kernel:
             op = Operator(kernel)
-            task_id = (await op.submit("note", "note this")).task_id
+            first = (await op.submit("note", "one")).task_id
             await op.wait_idle()
-            question = await _the_question(op, task_id)
+            question = await _the_question(op, first)
             assert question.options == ["continue", "retry", "fail"]
+            second = (await op.submit("note", "two")).task_id
+            await op.wait_idle()
+            quiet = await _the_question(op, second)  # held too, and no message of its own
+            assert await op.journal.events.for_task(second) == []
             assert await spend_holds.lift(kernel) == []  # the cap still holds
+            assert await op.journal.events.for_task(second) == []  # the owner was told
+            # the owner fails the first: the second's question is sent now, once
+            await op.answer(question.approval_id, "fail")
+            await op.wait_idle()
+            assert await spend_holds.lift(kernel) == []
+            assert await spend_holds.lift(kernel) == []
+            told = await op.journal.events.for_task(second)
+            assert [(m["kind"], m["message_key"]) for m in told] == [
+                ("approval", f"approval:{quiet.approval_id}:0")
+            ]
             text = home.config.read_text().replace("per_day_usd = 3", "per_day_usd = 50")
             home.config.write_text(text)
             assert "budget" in (await op.reload()).applied
-            assert await spend_holds.lift(kernel) == [task_id]
+            assert await spend_holds.lift(kernel) == [second]
             await op.wait_idle()
-            assert (await op.task(task_id)).state is TaskState.Completed
-            (answered,) = await op.journal.questions.approvals_for_task(task_id)
+            assert (await op.task(second)).state is TaskState.Completed
+            (answered,) = await op.journal.questions.approvals_for_task(second)
             assert answered.decision == "retry"
             assert answered.decided_by == "kernel (spend cap lifted)"
+            assert (await op.task(first)).state is TaskState.Failed
 
     asyncio.run(go())

@@ -88,7 +88,7 @@ async def raises(journal: Store, task_id: str) -> dict[tuple[Scope, str], Raised
     for a in await journal.questions.approvals_for_task(task_id):
         if a.action_type is not QuestionKind.spend_cap or a.decision != "continue":
             continue
-        asked = _asked(a)
+        asked = asked_cap(a)
         if asked is not None:
             key = (asked.scope, asked.period)
             found[key] = found.get(key, Raised()).plus(asked.unit, asked.more)
@@ -133,7 +133,7 @@ async def ask_about_cap(
 async def hold_lifted(journal: Store, budget: BudgetConfig, question: ApprovalRecord) -> bool:
     """A day's or a month's cap no longer holds the call its question is about: the
     period is over, or the cap (raised or removed by a reload) now lets it go."""
-    asked = _asked(question)
+    asked = asked_cap(question)
     if asked is None or asked.scope == "task":
         return False
     day, month = periods()
@@ -170,7 +170,7 @@ async def _told_already(journal: Store, cap: CapReached) -> bool:
     """The owner was asked about this day's (or month's) cap for another task and has
     not answered: that one message says it, and `pfar approvals` lists every task held."""
     for a in await journal.questions.approvals():
-        asked = _asked(a) if a.action_type is QuestionKind.spend_cap else None
+        asked = asked_cap(a) if a.action_type is QuestionKind.spend_cap else None
         if asked is not None and (asked.scope, asked.period) == (cap.scope, cap.period):
             return True
     return False
@@ -207,7 +207,7 @@ async def _park_quietly(
     await svc.journal.questions.park_approval(approval, None, parked)
 
 
-def _asked(a: ApprovalRecord) -> CapReached | None:
+def asked_cap(a: ApprovalRecord) -> CapReached | None:
     """The cap a question was about, from what it kept (None: a row no pfar wrote)."""
     try:
         kept = json.loads(a.data_preview or "")
