@@ -59,13 +59,14 @@ async def _kernel(
     body: Callable[[Operator, Path], Any],
     *,
     priced: bool = True,
+    extra: str = "",
 ) -> Any:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     home = make_home(
         tmp_path / "home",
         templates={"note": TEMPLATE},
-        config=f"{PRICED if priced else ''}\n{LOOP}\n[budget]\n{budget}\n",
+        config=f"{PRICED if priced else ''}\n{extra or LOOP}\n[budget]\n{budget}\n",
     )
     async with open_kernel(home, model=ScriptedChatModel(handler)) as kernel:
         return await body(Operator(kernel), work)
@@ -229,3 +230,33 @@ def test_a_day_cap_raised_by_a_reload_lets_the_held_tasks_go_answered_by_the_ker
             assert (await op.task(first)).state is TaskState.Failed
 
     asyncio.run(go())
+
+
+def test_a_summary_of_older_turns_that_would_pass_the_cap_asks_too(tmp_path: Path) -> None:
+    summaries: list[ChatRequest] = []
+
+    def model(request: ChatRequest) -> ChatResponse:
+        if request.context.get("phase") == "loop_summary":
+            summaries.append(request)
+            return reply(request, "Earlier: wrote big.txt.", usage=_usage())
+        n = sum(1 for m in request.messages if m.role == "assistant")
+        big = "\n".join(f"line {i} " + "x" * 60 for i in range(120))
+        call = ToolCall(f"w{n}", "file.write", {"path": "big.txt", "content": big})
+        return reply(request, "", [call], usage=_usage())
+
+    async def body(op: Operator, work: Path) -> None:
+        task_id = (await op.start_loop("write big.txt", str(work))).task_id
+        await op.wait_idle()
+        question = await _the_question(op, task_id)  # asked, not failed
+        assert summaries == []  # the summary's call was held before it went out
+        spent = await op.journal.tasks.spent_by_task(task_id)
+        assert spent.calls < 20  # far from $100 of the worker's calls: the summary's held
+        assert f"has spent ${spent.cost_usd:,.2f} of its cap of $100.00" in question.description
+
+    # the cheap tier (the summary's) costs $1 a token in: its call alone passes $100
+    extra = (
+        '[llm.tiers]\ncheap = "pricey"\n[llm.prices.pricey]\ninput = 1000000\noutput = 0\n'
+        "[loop]\ncontext_tokens = 9000\nreserve_tokens = 1000\nkeep_recent_turns = 2\n"
+        'tools = ["file.write"]\nalways_allow = ["file.write"]\n'
+    )
+    asyncio.run(_kernel(tmp_path, model, "per_task_usd = 100", body, extra=extra))

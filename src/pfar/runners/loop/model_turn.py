@@ -57,7 +57,11 @@ async def model_phase(
     if pre.blocked:
         raise PfarError(f"stopped before its model call: {pre.blocked}")
     system = context.system_prompt(settings, task.task_id, env, model, added=pre.context)
-    msgs = await context_window.fit(task, settings, convo, system, tools, svc)
+    try:  # a summary of older turns is a model call too (the cheap tier's)
+        msgs = await context_window.fit(task, settings, convo, system, tools, svc)
+    except SpendCapReached as exc:
+        await ask_about_cap(task, svc, exc, title=title)
+        return False
     post = await hooking.decide(
         svc,
         task.task_id,
