@@ -160,3 +160,57 @@ def test_a_day_cap_holds_the_calls_of_a_task_started_after_a_restart(tmp_path: P
     shown = pfar(home, "task", "show", first).stdout
     assert "spent: $4.00 on 2 model call(s), 24 tokens" in shown
     assert "model call scripted/scripted: 10 tokens in, 2 out, $2.000000" in shown
+
+
+NOTE = 'id = "note"\ndescription = "Note"\nallowed_tools = ["file.read"]\n'
+PHASES = """
+[[responses]]
+template = "note"
+phase = "extract"
+json = { summary = "a note" }
+input_tokens = 10
+output_tokens = 2
+
+[[responses]]
+template = "note"
+phase = "plan"
+json = { steps = [] }
+input_tokens = 10
+output_tokens = 2
+
+[[responses]]
+template = "note"
+phase = "synthesize"
+text = "noted"
+input_tokens = 10
+output_tokens = 2
+"""
+
+
+@pytest.mark.both_backends
+def test_a_pipeline_task_at_its_cap_resumes_its_phase_once_across_two_kills(
+    tmp_path: Path,
+) -> None:
+    home = make_home(
+        tmp_path / "home",
+        templates={"note": NOTE},
+        script=textwrap.dedent(PHASES),
+        config=CONFIG.lstrip() + "per_task_usd = 5\n",
+    )
+    with kernel(home) as k:
+        tid = str(k.request("submit", template="note", text="note this")["task_id"])
+        first = _asked(home, tid)  # extract and plan spent $4: synthesis would reach $5
+        assert "spent $4.00 of its cap of $5.00" in first.description
+        k.kill()
+
+    with kernel(home, fault="approval_decided") as k:
+        wait_state(home, tid, "AwaitingApproval")
+        with contextlib.suppress(Exception):
+            k.request("answer", approval_id=first.approval_id, decision="continue")
+        assert k.killed_by_fault(), k.output()
+    assert _spent(home, tid).calls == 2  # killed before the synthesis's call
+
+    with kernel(home):
+        wait_state(home, tid, "Completed")
+    assert _spent(home, tid) == Spent(3, 30, 6, 6.0, 0)  # one synthesis, after the answer
+    assert [q.decision for q in task_approvals(home, tid)] == ["continue"]
