@@ -157,6 +157,10 @@ def test_a_day_cap_holds_the_calls_of_a_task_started_after_a_restart(tmp_path: P
     by_task = pfar(home, "costs", "--by", "task").stdout.splitlines()
     assert by_task[2].split() == [first[:8], "2", "20", "4", "$4.0000"]
     assert by_task[-1].split() == ["total", "2", "20", "4", "$4.0000"]
+    bad = pfar(home, "costs", "--since", "2030-13-01")
+    assert bad.returncode == 2 and "--since: must be a day as YYYY-MM-DD" in bad.stderr
+    late = pfar(home, "costs", "--since", "2030-01-02", "--until", "2030-01-01")
+    assert late.returncode == 2 and "--until: 2030-01-01 is before since" in late.stderr
     shown = pfar(home, "task", "show", first).stdout
     assert "spent: $4.00 on 2 model call(s), 24 tokens" in shown
     assert "model call scripted/scripted: 10 tokens in, 2 out, $2.000000" in shown
