@@ -6,9 +6,11 @@ the spend caps read)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 from pfar.journal import payloads as p
 from pfar.journal.costs_sql import CostRow, Spent
+from pfar.journal.records import rfc3339
 from pfar.journal.store import Store
 
 from . import builders as b
@@ -113,3 +115,18 @@ def test_what_each_task_of_a_page_spent(store: Store) -> None:
     # more ids than one read takes: read a few hundred at a time
     many = [f"t{i}" for i in range(1200)] + [mail]
     assert run(store.tasks.spent_by_tasks(many)) == {mail: Spent(2, 105, 51, 0.125, 1)}
+
+
+@covers("tasks.spent_between", "tasks.cleanup", "tasks.fail", "tasks.record_llm_call")
+def test_a_days_spending_outlives_the_pruning_of_its_tasks(store: Store) -> None:
+    t = _task(store, "2001-03-01T08:00:00.000000Z", "note")
+    run(store.tasks.fail(t, "done with"))
+    store.tasks.record_llm_call(
+        llm_call(t, at="2001-03-01T08:00:01.000000Z", cost_usd=3.0)  # type: ignore[arg-type]
+    )
+    settle(store)
+    later = rfc3339(datetime.now(UTC) + timedelta(days=1))
+    while run(store.tasks.cleanup(later, later)) > 0:
+        pass
+    assert run(store.tasks.spent_by_task(t)) == Spent()  # its calls went with it
+    assert run(store.tasks.spent_between("2001-03-01", "2001-03-02")) == Spent(1, 1, 1, 3.0)

@@ -3,7 +3,8 @@ and the sums the spend caps read (one window's calls, however many tasks made th
 
 Timestamps are RFC 3339 text in UTC (timestamps.py), so a window `[since, until)` of
 days is the text range `since <= at < until` (activity_sql.py says why that is exact),
-read through `llm_calls(at)`; no bound is no limit on that side. A call whose model had
+read through `llm_calls(at)`; no bound is no limit on that side. The caps' day and
+month sums read `llm_spend_days` (schema 15), kept up with each call. A call whose model had
 no price (schema 15's `priced` = 0) counts its tokens and no dollars, and each sum says
 how many such calls it holds, so "unknown" never reads as "free".
 """
@@ -100,11 +101,32 @@ def costs(conn: Tx, by: CostsBy, since: str | None, until: str | None) -> Stored
 
 
 def spent_between(conn: Tx, since: str, until: str) -> Spent:
-    """Every call made in `[since, until)` (RFC 3339 stamps or days): a day's or a
-    month's spending, for its cap."""
-    where, args = _where(since, until)
-    row = conn.execute(f"SELECT {_SUMS} FROM llm_calls c{where}", args).fetchone()
+    """Every call made on the UTC days `[since, until)` (days, or months: "2026-12"
+    sorts before its first day): a day's or a month's spending, for its cap. Read from
+    the days' sums (`llm_spend_days`, a row a day), kept when calls are pruned."""
+    row = conn.execute(
+        "SELECT coalesce(sum(calls), 0), coalesce(sum(input_tokens), 0), "
+        "coalesce(sum(output_tokens), 0), coalesce(sum(cost_usd), 0), "
+        "coalesce(sum(unpriced), 0) FROM llm_spend_days WHERE day >= ? AND day < ?",
+        (since, until),
+    ).fetchone()
     return _spent(row)
+
+
+def add_to_day_txn(
+    conn: Tx, at: str, input_tokens: int, output_tokens: int, cost_usd: float, priced: bool
+) -> None:
+    """Count one call (made `at`, an RFC 3339 stamp) in its UTC day's sums."""
+    conn.execute(
+        "INSERT INTO llm_spend_days(day, calls, input_tokens, output_tokens, cost_usd, unpriced) "
+        "VALUES (?, 1, ?, ?, ?, ?) ON CONFLICT(day) DO UPDATE SET "
+        "calls = llm_spend_days.calls + 1, "
+        "input_tokens = llm_spend_days.input_tokens + excluded.input_tokens, "
+        "output_tokens = llm_spend_days.output_tokens + excluded.output_tokens, "
+        "cost_usd = llm_spend_days.cost_usd + excluded.cost_usd, "
+        "unpriced = llm_spend_days.unpriced + excluded.unpriced",
+        (at[:10], input_tokens, output_tokens, cost_usd, 0 if priced else 1),
+    )
 
 
 def spent_by_task(conn: Tx, task_id: str) -> Spent:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import IllegalTransition, UnknownTask
-from . import events_sql, payloads, steps_sql, tasks_sql
+from . import costs_sql, events_sql, payloads, steps_sql, tasks_sql
 from .backing import Backing
 from .moves import executing_txn, transition_txn
 from .payloads import Payload
@@ -117,6 +117,8 @@ class StepWrites:
         journals the answer and lands in that commit or an earlier one: an answer on
         disk always has its call's usage there too (what the spend caps count)."""
         row = dict(call)
+        at = call.get("at") or now_rfc3339()
+        priced = call.get("priced", True)
 
         def op(conn: Tx) -> None:
             conn.execute(
@@ -135,9 +137,12 @@ class StepWrites:
                     row["cost_usd"],
                     row["queued_seconds"],
                     row.get("granted_at", 0.0),
-                    row.get("at") or now_rfc3339(),
-                    1 if row.get("priced", True) else 0,
+                    at,
+                    1 if priced else 0,
                 ),
+            )
+            costs_sql.add_to_day_txn(
+                conn, at, call["input_tokens"], call["output_tokens"], call["cost_usd"], priced
             )
 
         self._db.writer.defer(op)

@@ -150,7 +150,8 @@ class TaskReads:
         return await self._db.scan(costs_sql.spent_by_tasks, list(task_ids))
 
     async def spent_between(self, since: str, until: str) -> Spent:
-        return await self._db.scan(costs_sql.spent_between, since, until)
+        # a row a day of the window (llm_spend_days): a read, not a scan
+        return await self._db.read(costs_sql.spent_between, since, until)
 
     async def hook_verdict(self, task_id: str, key: str) -> JsonObject | None:
         return await self._db.read(hooks_sql.get, task_id, key)

@@ -12,12 +12,13 @@ fails the task, saying which cap stopped it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
 from ..config.budget import BudgetConfig
 from ..journal import ApprovalRecord, TaskRecord
+from ..journal.costs_sql import Spent
 from ..journal.payloads import AwaitingApproval
 from ..journal.question_kinds import QuestionKind
 from ..journal.records import args_digest
@@ -50,33 +51,43 @@ class SpendGate:
             usd=price.cost(estimate, request.max_tokens) if price is not None else 0.0,
             tokens=estimate + request.max_tokens,
         )
-        raised = await raises(self._journal, task_id)
         tasks = self._journal.tasks
-        if budget.per_task_usd is not None or budget.per_task_tokens is not None:
-            spent = await tasks.spent_by_task(task_id)
-            cap = reached(
+        day, month = periods()
+        checks: list[tuple[Scope, str, Callable[[], Awaitable[Spent]], float | None, int | None]]
+        checks = [
+            (
                 "task",
                 task_id,
-                spent,
-                nxt,
+                lambda: tasks.spent_by_task(task_id),
                 budget.per_task_usd,
                 budget.per_task_tokens,
-                raised.get(("task", task_id), Raised()),
-            )
-            if cap is not None:
-                raise SpendCapReached(task_id, cap)
-        day, month = periods()
-        windows: tuple[tuple[Scope, str, str, float | None, int | None], ...] = (
-            ("day", day, _next_day(day), budget.per_day_usd, budget.per_day_tokens),
-            ("month", month, _next_month(month), budget.per_month_usd, budget.per_month_tokens),
-        )
-        for scope, period, until, usd, tokens in windows:
+            ),
+            (
+                "day",
+                day,
+                lambda: tasks.spent_between(day, _next_day(day)),
+                budget.per_day_usd,
+                budget.per_day_tokens,
+            ),
+            (
+                "month",
+                month,
+                lambda: tasks.spent_between(month, _next_month(month)),
+                budget.per_month_usd,
+                budget.per_month_tokens,
+            ),
+        ]
+        raised: dict[tuple[Scope, str], Raised] | None = None  # read only at a cap
+        for scope, period, spent_now, usd, tokens in checks:
             if usd is None and tokens is None:
                 continue
-            spent = await tasks.spent_between(period, until)
-            cap = reached(
-                scope, period, spent, nxt, usd, tokens, raised.get((scope, period), Raised())
-            )
+            spent = await spent_now()
+            if reached(scope, period, spent, nxt, usd, tokens, Raised()) is None:
+                continue  # under the cap as configured: the owner's additions change nothing
+            if raised is None:
+                raised = await raises(self._journal, task_id)
+            got = raised.get((scope, period), Raised())
+            cap = reached(scope, period, spent, nxt, usd, tokens, got)
             if cap is not None:
                 raise SpendCapReached(task_id, cap)
 
