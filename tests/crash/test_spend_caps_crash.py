@@ -218,3 +218,30 @@ def test_a_pipeline_task_at_its_cap_resumes_its_phase_once_across_two_kills(
         wait_state(home, tid, "Completed")
     assert _spent(home, tid) == Spent(3, 30, 6, 6.0, 0)  # one synthesis, after the answer
     assert [q.decision for q in task_approvals(home, tid)] == ["continue"]
+
+
+@pytest.mark.both_backends
+def test_a_continue_past_the_days_cap_is_spent_once_across_two_kills(tmp_path: Path) -> None:
+    home, work = _home(tmp_path, "per_day_usd = 5\n")
+    with kernel(home) as k:
+        tid = _start(k, work)
+        first = _asked(home, tid)
+        assert first.options == ["continue", "retry", "fail"]
+        assert "Today has spent $4.00 of the day's cap of $5.00" in first.description
+        k.kill()  # before the answer
+
+    with kernel(home, fault="approval_decided") as k:
+        wait_state(home, tid, "AwaitingApproval")
+        with contextlib.suppress(Exception):
+            k.request("answer", approval_id=first.approval_id, decision="continue")
+        assert k.killed_by_fault(), k.output()
+
+    with kernel(home) as k:
+        again = _asked(home, tid)
+        assert again.approval_id != first.approval_id
+        # this task may spend $5 more today, once: to $10, then a new question
+        assert "Today has spent $10.00 of the day's cap of $10.00" in again.description
+        assert _spent(home, tid).calls == 5
+        k.request("answer", approval_id=again.approval_id, decision="fail")
+        wait_state(home, tid, "Failed")
+    assert _spent(home, tid).calls == 5
