@@ -220,8 +220,7 @@ def test_a_day_cap_raised_by_a_reload_lets_the_held_tasks_go_answered_by_the_ker
             ]
             text = home.config.read_text().replace("per_day_usd = 3", "per_day_usd = 50")
             home.config.write_text(text)
-            assert "budget" in (await op.reload()).applied
-            assert await spend_holds.lift(kernel) == [second]
+            assert "budget" in (await op.reload()).applied  # it lets them go at once
             await op.wait_idle()
             assert (await op.task(second)).state is TaskState.Completed
             (answered,) = await op.journal.questions.approvals_for_task(second)

@@ -1,9 +1,10 @@
 """The day's and the month's spend caps lifted: a task held by one waits on its question
 (no coroutine); every `LOOK_SECONDS` the kernel looks at those questions and answers
 "retry" itself, as the kernel, for each whose hold has lifted (the period is over, or
-`pfar reload` raised or removed the cap). The answer is journaled like the owner's and
-moves the task in the same commit, so a kill at any point leaves the question pending
-(looked at again at the next start) or answered (the task resumes), never both.
+`pfar reload` raised or removed the cap: a reload that changes `[budget]` looks at
+once). The answer is journaled like the owner's and moves the task in the same
+commit, so a kill at any point leaves the question pending (looked at again at the
+next start) or answered (the task resumes), never both.
 
 The owner is told of a held period once: its first question's prompt. When that one
 was answered and tasks are still held, the oldest of their questions (parked without
