@@ -59,6 +59,20 @@ def test_park_approval_is_one_commit(store: Store) -> None:
     assert run(store.questions.next_deadline()) == a.expires_at
 
 
+@covers("questions.park_approval", "questions.approval")
+def test_a_question_parked_without_a_prompt_queues_none_and_counts_none(store: Store) -> None:
+    t = created(store, p.Executing(current_step=1))
+    a = b.approval(t.task_id)
+    run(
+        store.questions.park_approval(
+            a, None, p.AwaitingApproval(approval_id=a.approval_id, step=1)
+        )
+    )
+    assert run(store.tasks.get(t.task_id)).state.value == "AwaitingApproval"
+    assert run(store.questions.approval(a.approval_id)) == a  # prompts_sent stays 0
+    assert run(store.events.pending()) == []
+
+
 @covers("questions.park_approval")
 def test_park_approval_on_another_question_writes_nothing(store: Store) -> None:
     t = created(store, p.Executing(current_step=1))

@@ -232,6 +232,7 @@ def test_a_tasks_model_calls_are_read_in_the_order_made(store: Store) -> None:
         "input_tokens": 10,
         "output_tokens": 1,
         "cost_usd": 0.25,
+        "priced": True,
     }
     assert run(store.tasks.llm_calls("no-such-task")) == []
 

@@ -130,6 +130,7 @@ RUNNABLE = [doc for doc in DOCS if _blocks(doc)]
 # what a document's examples print when they did their work, beside exiting 0
 SHOWS = {
     "README.md": ["buy milk", "hello from a task", "Implemented", "TERMINATED"],
+    "docs/costs.md": ["claude-sonnet-4-5", "my-local-model"],
     "docs/hooks.md": ['"tool": "Bash"'],
     "docs/webhooks.md": ['"task_id"'],
 }

@@ -24,6 +24,7 @@ PINNED = {
     "pfar.adapters.channel.Undeliverable": "undeliverable",
     "pfar.cli.client.RemoteError": "remote",
     "pfar.errors.base.PfarError": "error",
+    "pfar.runners.spend_caps.SpendCapReached": "spend_cap_reached",
     "pfar.errors.config.ConfigError": "config",
     "pfar.errors.config.ConfigErrors": "config_errors",
     "pfar.errors.config.UnsafePermissions": "unsafe_permissions",

@@ -39,6 +39,7 @@ def test_the_kinds_are_the_stored_text() -> None:
         "template_changed",
         "permission",
         "drift",
+        "spend_cap",
         "in_flight_deaths",
         "workflow_not_started",
         "workflow_completed",

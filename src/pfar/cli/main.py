@@ -15,6 +15,7 @@ from .approvals_cmd import answer, approval, approvals, approve, credential, den
 from .audit_cmd import audit
 from .channels_cmd import channels
 from .console_cmd import console
+from .costs_cmd import costs
 from .events_cmd import events
 from .holds_cmd import cancel, pause, resume
 from .hooks_cmd import hooks
@@ -161,6 +162,7 @@ cli.add_command(run)
 cli.add_command(console)
 cli.add_command(submit)
 cli.add_command(recoveries)
+cli.add_command(costs)
 cli.add_command(tasks)
 cli.add_command(task)
 cli.add_command(approvals)

@@ -119,8 +119,10 @@ def tasks(
         flag = "--after" if exc.field == "cursor" else f"--{exc.field}"
         raise click.BadParameter(exc.problem, param_hint=flag) from None
     rows = wire_json(list(page.tasks))
-    cols = ["task_id", "template_id", "state", "phase", "current_step", "updated_at", "error"]
+    cols = ["task_id", "template_id", "state", "phase", "current_step", "cost", "updated_at"]
+    cols.append("error")
     for row in rows:
+        row["cost"] = _dollars(row["cost_usd"])
         if row["steps"] is not None:
             row["current_step"] = f"{row['current_step']}/{row['steps']}"
         if row["waiting_for"] and not as_json:  # blocked on another task's lock
@@ -160,8 +162,18 @@ def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
         out.print(f"input: {printable(timeline.input, indent='       ')}")
     if timeline.answer is not None:
         out.print(f"answer: {printable(timeline.answer, indent='        ')}")
+    if t.cost_usd is not None:
+        calls = sum(1 for e in timeline.entries if e.kind == "model_call")
+        out.print(f"spent: {_dollars(t.cost_usd)} on {calls} model call(s), {t.tokens:,} tokens")
     for entry in timeline.entries:
         out.print(f"  {entry.at}  {printable(entry.words, indent='    ')}")
+
+
+def _dollars(usd: float | None) -> str:
+    """A cost as a listing shows it: to the cent, or to a hundredth of one below $1."""
+    if usd is None:
+        return ""
+    return f"${usd:,.2f}" if usd >= 1 or usd == 0 else f"${usd:.4f}"
 
 
 @task.command("trace")

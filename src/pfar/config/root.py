@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..vault.perms import check_private
+from .budget import BudgetConfig
 from .channels import ChannelsConfig
 from .console import ConsoleConfig
 from .llm import LLMConfig
@@ -31,6 +32,7 @@ class Config(Section):
     scheduler: SchedulerConfig = SchedulerConfig()
     console: ConsoleConfig = ConsoleConfig()
     hooks: list[HookConfig] = []
+    budget: BudgetConfig = BudgetConfig()
 
     @classmethod
     def load(cls, path: Path) -> Config:

@@ -38,6 +38,8 @@ class QuestionKind(StrEnum):
     # the agentic loop's (runners/loop/): a call layer 2 asks about, or the task drifted
     permission = "permission"
     drift = "drift"
+    # a model call would reach a spend cap of [budget] (runners/spend_gate.py)
+    spend_cap = "spend_cap"
     # recovery's (recovery/in_flight.py): in flight during kernel death after death
     in_flight_deaths = "in_flight_deaths"
     # a traced workflow's, one per state of its trace (runners/workflow/answers.py)

@@ -84,16 +84,18 @@ class SQLiteQuestionStore:
     async def park_approval(
         self,
         approval: ApprovalRecord,
-        message: OwnerMessage,
+        message: OwnerMessage | None,
         parked: payloads.AwaitingApproval,
     ) -> None:
         """Insert the approval, park the task on it (`parked`, whose approval_id is the
-        approval's), and queue the prompt: one commit."""
+        approval's), and queue the prompt: one commit. No `message`: the question has no
+        prompt of its own (the owner was told of it by another: a day's spend cap)."""
 
         def op(conn: Tx) -> None:
             park_approval_txn(conn, approval, parked)
-            events_sql.enqueue_message_txn(conn, message, approval.created_at)
-            approvals_sql.count_prompt_txn(conn, approval.approval_id)
+            if message is not None:
+                events_sql.enqueue_message_txn(conn, message, approval.created_at)
+                approvals_sql.count_prompt_txn(conn, approval.approval_id)
 
         await self._db.write(op, "approval_parked")
 

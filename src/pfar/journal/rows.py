@@ -24,6 +24,7 @@ class LlmCall(TypedDict):
     queued_seconds: float
     granted_at: NotRequired[float]  # wall clock when the limiter let it go (0.0: not told)
     at: NotRequired[str]  # when it was made, RFC 3339 in UTC (now, when not told)
+    priced: NotRequired[bool]  # False: its model had no price, its cost is unknown (True)
 
 
 class LlmCallMade(TypedDict):
@@ -35,6 +36,7 @@ class LlmCallMade(TypedDict):
     input_tokens: int
     output_tokens: int
     cost_usd: float
+    priced: NotRequired[bool]  # False: its model had no price, its cost is unknown
 
 
 class LlmUsage(TypedDict):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import IllegalTransition, UnknownTask
-from . import events_sql, payloads, steps_sql, tasks_sql
+from . import costs_sql, events_sql, payloads, steps_sql, tasks_sql
 from .backing import Backing
 from .moves import executing_txn, transition_txn
 from .payloads import Payload
@@ -112,14 +112,20 @@ class StepWrites:
         await self._db.write(op, "llm_request_sent")
 
     def record_llm_call(self, call: LlmCall) -> None:
-        """A model call's usage and cost; rides on the next commit (accounting, not state)."""
+        """A model call's usage and cost; rides on the next commit. The proxy hands it
+        over before the runner has the answer, so it is queued ahead of the write that
+        journals the answer and lands in that commit or an earlier one: an answer on
+        disk always has its call's usage there too (what the spend caps count)."""
         row = dict(call)
+        at = call.get("at") or now_rfc3339()
+        priced = call.get("priced", True)
 
         def op(conn: Tx) -> None:
             conn.execute(
                 "INSERT INTO llm_calls(task_id, provider, model, input_tokens, output_tokens, "
-                "time_to_first_token, total_time, cost_usd, queued_seconds, granted_at, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "time_to_first_token, total_time, cost_usd, queued_seconds, granted_at, at, "
+                "priced) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     row["task_id"],
                     row["provider"],
@@ -131,8 +137,12 @@ class StepWrites:
                     row["cost_usd"],
                     row["queued_seconds"],
                     row.get("granted_at", 0.0),
-                    row.get("at") or now_rfc3339(),
+                    at,
+                    1 if priced else 0,
                 ),
+            )
+            costs_sql.add_to_day_txn(
+                conn, at, call["input_tokens"], call["output_tokens"], call["cost_usd"], priced
             )
 
         self._db.writer.defer(op)

@@ -74,8 +74,12 @@ class QuestionStore(Protocol):
     async def resolve_prompt_id(self, prefix: str) -> str: ...
     async def next_deadline(self) -> str | None: ...
 
+    # message None: no prompt of its own (one the owner was sent already covers it)
     async def park_approval(
-        self, approval: ApprovalRecord, message: OwnerMessage, parked: payloads.AwaitingApproval
+        self,
+        approval: ApprovalRecord,
+        message: OwnerMessage | None,
+        parked: payloads.AwaitingApproval,
     ) -> None: ...
     async def park_credential(
         self, prompt: CredentialPromptRecord, message: OwnerMessage

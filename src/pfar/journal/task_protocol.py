@@ -10,6 +10,7 @@ from typing import Protocol
 from . import holds, payloads
 from .activity_sql import StoredActivity
 from .boot_reports import StoredReport
+from .costs_sql import CostsBy, Spent, StoredCosts
 from .json_text import JsonObject, JsonValue
 from .payloads import Payload
 from .records import (
@@ -63,6 +64,12 @@ class TaskStore(Protocol):
     # per day over [since, until): tasks created, steps started, model calls (activity_sql.py)
     async def activity(self, since: date, until: date) -> StoredActivity: ...
     async def llm_calls(self, task_id: str) -> list[LlmCallMade]: ...  # in order made
+    # spending (costs_sql.py): calls summed by day, model, template or task over
+    # [since, until) (days; None: unbounded), and what a task or a window spent
+    async def costs(self, by: CostsBy, since: str | None, until: str | None) -> StoredCosts: ...
+    async def spent_by_task(self, task_id: str) -> Spent: ...
+    async def spent_by_tasks(self, task_ids: Sequence[str]) -> dict[str, Spent]: ...
+    async def spent_between(self, since: str, until: str) -> Spent: ...
     # hooks' verdicts kept with the task (hooks_sql.py): replayed, never asked again
     async def hook_verdict(self, task_id: str, key: str) -> JsonObject | None: ...
 

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from datetime import date
 
 from ..errors import UnknownTask
-from . import activity_sql, hooks_sql, steps_sql, task_pages, tasks_sql
+from . import activity_sql, costs_sql, hooks_sql, steps_sql, task_pages, tasks_sql
 from .activity_sql import StoredActivity
 from .backing import Backing
+from .costs_sql import CostsBy, Spent, StoredCosts
 from .ids import resolve_id
 from .json_text import JsonObject, JsonValue
 from .payloads import Payload
@@ -136,6 +137,21 @@ class TaskReads:
 
     async def llm_calls(self, task_id: str) -> list[LlmCallMade]:
         return await self._db.read(tasks_sql.llm_calls, task_id)
+
+    async def costs(self, by: CostsBy, since: str | None, until: str | None) -> StoredCosts:
+        """Model calls of the days `[since, until)` summed by `by` (a scan: it grows
+        with the window, or with history when a side is unbounded)."""
+        return await self._db.scan(costs_sql.costs, by, since, until)
+
+    async def spent_by_task(self, task_id: str) -> Spent:
+        return await self._db.read(costs_sql.spent_by_task, task_id)
+
+    async def spent_by_tasks(self, task_ids: Sequence[str]) -> dict[str, Spent]:
+        return await self._db.scan(costs_sql.spent_by_tasks, list(task_ids))
+
+    async def spent_between(self, since: str, until: str) -> Spent:
+        # a row a day of the window (llm_spend_days): a read, not a scan
+        return await self._db.read(costs_sql.spent_between, since, until)
 
     async def hook_verdict(self, task_id: str, key: str) -> JsonObject | None:
         return await self._db.read(hooks_sql.get, task_id, key)

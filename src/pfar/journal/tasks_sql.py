@@ -323,7 +323,8 @@ def llm_usage(conn: Tx, task_id: str) -> LlmUsage:
 def llm_calls(conn: Tx, task_id: str) -> list[LlmCallMade]:
     """A task's model calls in the order they were made (idx_llm_calls_task)."""
     rows = conn.execute(
-        "SELECT at, provider, model, input_tokens, output_tokens, cost_usd FROM llm_calls "
+        "SELECT at, provider, model, input_tokens, output_tokens, cost_usd, priced "
+        "FROM llm_calls "
         "WHERE task_id = ? ORDER BY at, call_id",
         (task_id,),
     ).fetchall()
@@ -335,6 +336,7 @@ def llm_calls(conn: Tx, task_id: str) -> list[LlmCallMade]:
             input_tokens=int(r[3]),
             output_tokens=int(r[4]),
             cost_usd=float(r[5]),
+            priced=bool(r[6]),
         )
         for r in rows
     ]

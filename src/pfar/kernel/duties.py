@@ -3,9 +3,9 @@
 The owner's outbox, the expiry of unanswered questions, the journal's cleanup, the
 reconciliation of sandboxes and left processes, the home's free space, the cron
 schedules, the lifecycle hooks' feed, the lock leases, learnings left undecided,
-and scheduled backups. Each runs as its own asyncio task; one that runs out of file
-descriptors waits and goes on, any other end of one stops the kernel (the kernel's
-`on_ended`).
+tasks held by a day's or month's spend cap, and scheduled backups. Each runs as its
+own asyncio task; one that runs out of file descriptors waits and goes on, any other
+end of one stops the kernel (the kernel's `on_ended`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from ..journal.store import Store
 from ..runners.schedules import Due
 from ..tools import sandbox
 from ..vault.home import Home
-from . import descriptors, disk, hook_feed, task_processes
+from . import descriptors, disk, hook_feed, spend_holds, task_processes
+from .answering import Answering
 from .audit import AuditLog
 from .backups import BackupSchedule, ScheduledBackups
 from .bus_bell import BusBell
@@ -56,6 +57,7 @@ class DutiesHost(Protocol):
     locks: LockManager
     learner: Learner
     scheduler: Scheduler
+    answering: Answering
 
     def advance(self, task_id: str, *, created: TaskRecord | None = None) -> None: ...
 
@@ -107,6 +109,8 @@ class Duties:
             "pfar-leases": lambda again: self._lease_loop(config),
             # learnings a dying kernel left undecided or unstored (kernel/learning.py)
             "pfar-learnings": lambda again: k.learner.run(),
+            # tasks a day's or month's spend cap held, let go when it lifts
+            "pfar-spend-holds": lambda again: spend_holds.run(k),
         }
         schedule = BackupSchedule.of(k.home, config.vault.backup)
         if schedule is not None:  # [vault.backup] (kernel/backups.py)

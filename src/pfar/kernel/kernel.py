@@ -50,7 +50,7 @@ from ..vault import keys, knowledge
 from ..vault.home import Home
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import holds, lifecycle, opening, recovering, task_processes, vault_start
+from . import holds, lifecycle, opening, recovering, spend_holds, task_processes, vault_start
 from .acknowledging import Acknowledging
 from .admission import Admission
 from .answering import Answering
@@ -308,6 +308,8 @@ class Kernel:
             raise ShuttingDown()
         done = await reload_kernel(self)
         self.audit.log("reloaded", **done.to_json())
+        if "budget" in done.applied:  # a raised day's or month's cap lets its tasks go now
+            await spend_holds.lift(self)
         return done
 
     def remove_secret(self, name: str) -> None:

@@ -26,7 +26,7 @@ from .scheduler import Scheduler
 from .sessions import SessionSupervisor
 
 # the [sections] a running kernel applies; every other one is read at its start
-LIVE = ("hooks", "sessions", "approvals")
+LIVE = ("hooks", "sessions", "approvals", "budget")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +131,8 @@ async def reload_kernel(kernel: ReloadHost) -> Reloaded:
                     config.approvals.credential_prompt_timeout_seconds
                 )
                 update["approvals"] = config.approvals
+            if "budget" in changed:  # the spend gate reads it at each model call
+                update["budget"] = config.budget
             applied = [name for name in changed if name in update]
             kernel.config = old.model_copy(update=update)
     return Reloaded(

@@ -23,6 +23,7 @@ from ..llm.proxy import CallRecord, ChatModel, InferenceProxy
 from ..policy.redact import Redactor
 from ..runners import Services, TemplateRegistry
 from ..runners.loop.permissions import Policy
+from ..runners.spend_gate import SpendGate
 from ..tools import sandbox, sandbox_mounts
 from ..tools.processes import start_time
 from ..tools.registry import ToolRegistry
@@ -56,6 +57,7 @@ class ServicesHost(Protocol):
     knowledge: knowledge.KnowledgeStore | None
     owner: OwnerChannel
     admission: Admission
+    config: Config  # as loaded, and as `pfar reload` leaves it
     # set here
     tools: ToolRegistry
     templates: TemplateRegistry
@@ -86,6 +88,8 @@ def load_services(
     k.templates = TemplateRegistry(k.home.templates_dir, [tool.name for tool in k.tools])
     k.template_errors = k.templates.load()
     k.model = _load_model(k, config, model)
+    # the caps of [budget] as they are at each call (a reload changes them)
+    k.model.gate = SpendGate(k.journal, lambda: k.config.budget, k.model.price)
     k.hooks = Hooks(load_handlers(config.hooks, k.home.config, k.home.hooks_dir, k.home.root))
     locking = (
         HookPoint.ResourceLockWait,
@@ -146,6 +150,7 @@ def _load_model(k: ServicesHost, config: Config, model: ChatModel | None) -> Inf
                 cost_usd=call.cost_usd,
                 queued_seconds=call.queued_seconds,
                 granted_at=call.granted_at,
+                priced=call.priced,
             )
         )
 

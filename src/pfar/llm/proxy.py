@@ -25,7 +25,7 @@ import heapq
 import itertools
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -35,8 +35,20 @@ from .breaker import BreakerState
 from .events import ChatEvent, EventSink, Finished
 from .failover import Failover
 from .messages import ChatRequest, ChatResponse
+from .price_table import Price, price_of
 
 LABELS = ("public", "internal", "sensitive", "secret")
+
+# Price is price_table's, named here too: where the proxy's callers have imported it
+__all__ = [
+    "LABELS",
+    "CallRecord",
+    "ChatModel",
+    "InferenceProxy",
+    "NeedsCloudRouting",
+    "Price",
+    "RateLimiter",
+]
 
 
 class ChatModel(Protocol):
@@ -46,14 +58,6 @@ class ChatModel(Protocol):
     async def chat(
         self, request: ChatRequest, *, on_event: EventSink | None = None
     ) -> ChatResponse: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Price:
-    """Dollars per million tokens."""
-
-    input: float = 0.0
-    output: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,7 @@ class CallRecord:
     cost_usd: float
     queued_seconds: float
     granted_at: float = 0.0  # wall clock (seconds since the epoch) when the limiter let it go
+    priced: bool = True  # False: no price for its model, so cost_usd is unknown, not 0
 
 
 class NeedsCloudRouting(ProviderError):
@@ -213,6 +218,9 @@ class InferenceProxy:
         self._limiter = limiter or RateLimiter(10**9, 10**12)
         self._prices = prices or {}
         self._on_call = on_call
+        # awaited before each call is let through (the spend caps): it raises to hold the
+        # call, given the task, the request and its estimated size in tokens
+        self.gate: Callable[[str, ChatRequest, int], Awaitable[None]] | None = None
         self._clock = clock
         # a provider that serves one model whatever the request names (a local server)
         self._models = models or {}
@@ -225,6 +233,10 @@ class InferenceProxy:
         # each provider's circuit breaker and the tiers' fallbacks (none: the breaker never
         # opens, every call goes where it is routed)
         self.failover = failover or Failover(providers, primary=default, failures=10**9)
+
+    def price(self, model: str) -> Price | None:
+        """A model's price: `[llm.prices]`, else pfar's table (price_table.py); None: unknown."""
+        return price_of(model, self._prices)
 
     def headroom(self) -> str | None:
         """None when a new task may start; else why not (the rate limit is spent)."""
@@ -264,6 +276,8 @@ class InferenceProxy:
         if name in self._models:
             request = dataclasses.replace(request, model=self._models[name])
         estimate = _estimate_tokens(request)
+        if self.gate is not None:
+            await self.gate(task_id, request, estimate)
         queued = self._clock()
         granted_at = await self._limiter.acquire(estimate, priority)
         waited = self._clock() - queued
@@ -272,10 +286,9 @@ class InferenceProxy:
         self._limiter.record_usage(
             response.usage.input_tokens + response.usage.output_tokens - estimate
         )
-        price = self._prices.get(response.model) or self._prices.get(request.model) or Price()
-        cost = (
-            response.usage.input_tokens * price.input + response.usage.output_tokens * price.output
-        ) / 1_000_000
+        price = self.price(response.model) or self.price(request.model)
+        usage = response.usage
+        cost = price.cost(usage.input_tokens, usage.output_tokens) if price is not None else 0.0
         if self._on_call is not None:
             self._on_call(
                 CallRecord(
@@ -289,6 +302,7 @@ class InferenceProxy:
                     cost,
                     waited,
                     granted_at,
+                    priced=price is not None,
                 )
             )
         return response

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from ..journal import ApprovalRecord, OwnerMessage, TaskKind, TaskRecord, UnreadableTask
+from ..journal.costs_sql import Spent
 from ..journal.message_key_parse import read_message_key
 from ..journal.message_keys import CredentialKey, MessageKey, MessageKind, ReportKey
 from ..journal.payloads import AwaitingApproval
@@ -106,6 +107,15 @@ def _cut_off(task: TaskRecord, cut: WriteInDoubt | WriteCutOff, turns: int) -> s
     return f"{where} was cut off by the crash: {then}"
 
 
+def _spent(s: Spent | None) -> str:
+    """What a task's model calls cost so far, as its line of the report says it."""
+    if s is None or not s.tokens:
+        return ""
+    usd = f"${s.cost_usd:,.2f}" if s.cost_usd >= 1 else f"${s.cost_usd:.4f}"
+    unknown = f", {s.unpriced} call(s) of unknown cost" if s.unpriced else ""
+    return f", {usd} spent ({s.tokens:,} tokens{unknown})"
+
+
 async def recover_tasks(
     journal: Store,
     plan: RecoveryPlan,
@@ -146,10 +156,14 @@ async def recover_tasks(
     park: list[tuple[ApprovalRecord, AwaitingApproval]] = []
     pause: list[str] = []
     cancel: list[str] = []
+    # what each task's model calls cost so far (one read for them all): said with it
+    spent = await journal.tasks.spent_by_tasks([d.task_id for d in plan.decisions])
     for d in plan.decisions:
         task = plan.tasks[d.task_id]
         turns = await journal.loops.turn_count(d.task_id) if task.kind is TaskKind.loop else 0
-        report.descriptions[d.task_id] = describe(task, title_of(task), d, turns)
+        report.descriptions[d.task_id] = describe(task, title_of(task), d, turns) + _spent(
+            spent.get(d.task_id)
+        )
         if d.action in (RecoveryAction.LeavePaused, RecoveryAction.Pause):
             if d.action is RecoveryAction.Pause:
                 pause.append(d.task_id)

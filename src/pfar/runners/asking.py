@@ -241,6 +241,8 @@ def answer_outcome(task: TaskRecord, approval: ApprovalRecord, answer: Answer) -
     step = approval.step if approval.step is not None else parked.step
     if approval.action_type is QuestionKind.cloud_routing:
         return _cloud_routing(parked, answer)
+    if approval.action_type is QuestionKind.spend_cap:
+        return _spend_cap(parked, approval, step, answer)
     match answer:
         case Deny() if parked.on_deny == "skip":
             return _skip(step)
@@ -269,6 +271,23 @@ def _skip(step: int) -> Move:
 def _fail(approval: ApprovalRecord, why: str | None) -> Move:
     why = why or "failed by the owner's decision"
     return Move(Failed(), TaskUpdate(error=f"{why}: {approval.description}"))
+
+
+def _spend_cap(
+    parked: AwaitingApproval, approval: ApprovalRecord, step: int, answer: Answer
+) -> Move:
+    """Back to the model call the cap held (what "continue" adds is the answer itself,
+    kept with its question, which the spend gate sums: runners/spend_gate.py), or
+    Failed, saying which cap."""
+    match answer:
+        case Continue() | Approve() | Retry():  # retry: a day's or month's cap was raised
+            if parked.resume_to is not None:
+                return Move(EMPTY[TaskState(parked.resume_to)])
+            return Move(Executing(current_step=step, approved=kept_grant(parked, step)))
+        case Deny() | Fail():
+            return _fail(approval, "stopped at a spend cap by the owner")
+        case _:
+            raise AnswerDoesNotFit(approval.approval_id, answer.kind, approval.options)
 
 
 def _cloud_routing(parked: AwaitingApproval, answer: Answer) -> Move:

@@ -35,6 +35,8 @@ from . import thinking
 from .asking import ask_owner
 from .plan import Plan
 from .services import Services
+from .spend_caps import SpendCapReached
+from .spend_gate import ask_about_cap
 from .steps import Done, Parked, StepCall, StepRules, ToolErrored, run_step
 from .templates import Template
 from .thinking import Phase, PhaseInput
@@ -92,6 +94,10 @@ async def advance(task_id: str, svc: Services) -> None:
                 ),
                 resume_to=_thinking(task.state),
             )
+            return
+        except SpendCapReached as exc:
+            title = f"{task.template_id} ({task.task_id[:8]})"
+            await ask_about_cap(task, svc, exc, title=title, resume_to=_thinking(task.state))
             return
         except PfarError as exc:
             await _fail(task, svc, svc.redactor.text(str(exc)))

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from ..llm.messages import ChatRequest, Message
 from .services import Services
+from .spend_caps import SpendCapReached
 
 SYSTEM = (
     "You read a document fetched for an agent and answer its question about it. Answer "
@@ -31,7 +32,14 @@ def summarizer(svc: Services, task_id: str, seconds: float) -> Callable[[str, st
             attempt_timeout=seconds,
             context={"phase": "tool_summary"},
         )
-        response = await svc.model.chat(request, task_id=task_id)
+        try:
+            response = await svc.model.chat(request, task_id=task_id)
+        except SpendCapReached as exc:  # the tool's caller is told, the task goes on
+            cap = exc.cap
+            return (
+                f"(not summarized: its model call would reach the {cap.scope}'s spend cap of "
+                f"{cap.amount(cap.cap)}; ask without a prompt to read the page's start)"
+            )
         return svc.redactor.text(response.text) or "(the summarizing model gave no answer)"
 
     return summarize

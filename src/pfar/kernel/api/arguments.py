@@ -181,5 +181,12 @@ class ActivityArgs:
 
 
 @dataclass(frozen=True, slots=True)
+class CostsArgs:
+    by: str = "day"  # day, model, template or task
+    since: str | None = None  # a UTC day, YYYY-MM-DD, included
+    until: str | None = None  # a UTC day, YYYY-MM-DD, included
+
+
+@dataclass(frozen=True, slots=True)
 class RecoveriesArgs:
     limit: int = 20

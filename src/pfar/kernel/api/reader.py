@@ -18,6 +18,7 @@ from ...config import Config
 from ...errors import BadRequest
 from ...journal import ApprovalStatus, CredentialStatus, TaskState
 from ...journal.bus_sql import BusEvent
+from ...journal.costs_sql import Spent
 from ...journal.open_store import backend_of, open_home_journal
 from ...journal.sessions import SessionStatus
 from ...journal.sqlite import open_readonly
@@ -34,6 +35,7 @@ from .activity import Activity, activity
 from .attach import Shown
 from .conversation import conversation
 from .conversation_records import Conversation
+from .costs import Costs, costs
 from .locks_view import LockView
 from .records import (
     BootRecovery,
@@ -157,6 +159,16 @@ class HomeReader:
         after = task_query.cursor(cursor)
         page = await self.journal.tasks.page(filter_, after, limit)
         listed = await self._with_waits([TaskSummary.of(t) for t in page.tasks])
+        spent = await self.journal.tasks.spent_by_tasks([t.task_id for t in listed])
+        nothing = Spent()
+        listed = [
+            dataclasses.replace(
+                t,
+                cost_usd=spent.get(t.task_id, nothing).cost_usd,
+                tokens=spent.get(t.task_id, nothing).tokens,
+            )
+            for t in listed
+        ]
         return TaskListing(tuple(listed), page.next_cursor)
 
     async def _with_waits(self, listed: list[TaskSummary]) -> list[TaskSummary]:
@@ -208,6 +220,14 @@ class HomeReader:
         tasks created by kind, steps started, model calls with their tokens and cost by
         model and by template; every day present, zeros where nothing happened."""
         return await activity(self.journal, days)
+
+    async def costs(
+        self, by: str = "day", since: str | None = None, until: str | None = None
+    ) -> Costs:
+        """What model calls cost from `since` to `until` (UTC days as YYYY-MM-DD, both
+        included; None: unbounded), by day, model, template or task, with their total
+        and the models whose calls had no price."""
+        return await costs(self.journal, by, since, until)
 
     async def recoveries(self, limit: int = 20) -> list[BootRecovery]:
         """The newest `limit` starts, newest first, each with its recovery report: every

@@ -45,6 +45,10 @@ class TaskSummary:
     error: str | None
     # what a working task's tool call waits for (a resource lock another task holds)
     waiting_for: str | None = None
+    # what its model calls cost in US dollars, and their tokens (None: not read for
+    # this view; a page of tasks and a timeline read them)
+    cost_usd: float | None = None
+    tokens: int | None = None
 
     @classmethod
     def of(cls, t: TaskRecord | UnreadableTask) -> TaskSummary:

@@ -28,6 +28,7 @@ from .arguments import (
     ApprovalArgs,
     ConsoleTokenArgs,
     ConversationArgs,
+    CostsArgs,
     CredentialArgs,
     DirectoryArgs,
     EventsArgs,
@@ -52,6 +53,7 @@ from .arguments import (
 from .command import Command
 from .console_token import ConsoleToken
 from .conversation_records import Conversation
+from .costs import Costs
 from .hooks_view import HookView
 from .locks_view import LockView
 from .records import (
@@ -215,6 +217,7 @@ ACTIVITY = Command(
     lambda o, a: o.activity(a.days),
     reply=Wire(Activity),
 )
+COSTS = Command("costs", CostsArgs, lambda o, a: o.costs(a.by, a.since, a.until), reply=Wire(Costs))
 # a page record of its own, not `tasks`'s list: what scripts and chat read of that stays
 TASK_PAGE = Command(
     "task_page",
@@ -367,6 +370,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         LEARNING_FORGET,
         TASKS,
         ACTIVITY,
+        COSTS,
         TASK_PAGE,
         TASK_SHOW,
         CONVERSATION,

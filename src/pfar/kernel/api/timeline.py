@@ -3,6 +3,8 @@ every surface shows this one."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...answers import Actor
 from ...journal import Semantics, TaskKind
 from ...journal.bus_sql import BusEventKind
@@ -92,6 +94,7 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
                 input_tokens=c["input_tokens"],
                 output_tokens=c["output_tokens"],
                 cost_usd=c["cost_usd"],
+                priced=c.get("priced", True),
             )
         )
     if t.kind is TaskKind.loop:
@@ -99,8 +102,9 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
             entries.append(e.LoopTurn(at=turn.at, turn=turn.turn.kind, text=said(turn.turn)))
     entries.append(e.Now(at=t.updated_at, state=t.state.value, error=t.error))
     entries.sort(key=lambda entry: entry.at)  # stable: a moment's entries keep their order
+    spent = await journal.tasks.spent_by_task(task_id)
     return TaskTimeline(
-        task=TaskSummary.of(t),
+        task=dataclasses.replace(TaskSummary.of(t), cost_usd=spent.cost_usd, tokens=spent.tokens),
         plan=t.plan,
         extracted_metadata=t.extracted_metadata,
         steps=tuple(StepView.of(s) for s in steps),

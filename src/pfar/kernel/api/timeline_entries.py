@@ -185,12 +185,14 @@ class ModelCall:
     input_tokens: int
     output_tokens: int
     cost_usd: float
+    priced: bool = True  # False: its model had no price, its cost is unknown
 
     @property
     def words(self) -> str:
+        cost = f"${self.cost_usd:.6f}" if self.priced else "cost unknown (its model has no price)"
         return (
             f"model call {self.provider}/{self.model}: {self.input_tokens} tokens in, "
-            f"{self.output_tokens} out, ${self.cost_usd:.6f}"
+            f"{self.output_tokens} out, {cost}"
         )
 
 

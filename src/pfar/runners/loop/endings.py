@@ -10,6 +10,7 @@ from ...journal.message_keys import FailedKey, MessageKind, ResultKey
 from ...journal.payloads import Completed
 from ...journal.turns import LoopSettings, StoredTurn
 from ..services import Services
+from ..spend_caps import SpendCapReached
 from . import context, context_window, worktrees
 
 
@@ -21,7 +22,10 @@ async def conclude(
     answers = context.answers(convo)
     summary = next((a.text for a in reversed(answers) if a.text.strip()), "")
     if not summary:
-        summary = await context_window.summarize(task, settings, convo, svc)
+        try:
+            summary = await context_window.summarize(task, settings, convo, svc)
+        except SpendCapReached:  # done, and the cheap tier's summary would pass the cap
+            summary = "(no summary: its model call would have passed the task's spend cap)"
     usage = await svc.journal.tasks.llm_usage(task.task_id)
     title = settings.title or task.task_id[:8]
     merge = ""

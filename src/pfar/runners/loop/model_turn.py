@@ -26,6 +26,8 @@ from ...llm.messages import ChatRequest, ChatResponse
 from ...tools.skills import SKILL
 from .. import hooking
 from ..services import Services
+from ..spend_caps import SpendCapReached
+from ..spend_gate import ask_about_cap
 from . import context, context_window, drift, endings, routing
 from .tasks import TIERS
 
@@ -59,7 +61,11 @@ async def model_phase(
     system = context.system_prompt(
         settings, task.task_id, env, model, added=pre.context, skill_tool=SKILL in svc.loop.tools
     )
-    msgs, fitted = await context_window.fit(task, settings, convo, system, tools, model, svc)
+    try:  # a summary of older turns is a model call too (the cheap tier's)
+        msgs, fitted = await context_window.fit(task, settings, convo, system, tools, model, svc)
+    except SpendCapReached as exc:
+        await ask_about_cap(task, svc, exc, title=title)
+        return False
     post = await hooking.decide(
         svc,
         task.task_id,
@@ -99,6 +105,9 @@ async def model_phase(
         await svc.journal.tasks.llm_request_sent(task.task_id, "loop")
     try:
         response = await svc.model.chat(request, task_id=task.task_id, on_event=_viewer(svc, task))
+    except SpendCapReached as exc:  # held before it went out: the owner decides
+        await ask_about_cap(task, svc, exc, title=title)
+        return False
     except ProviderError as exc:
         await endings.fail(
             task, settings, svc, f"the model call failed: {svc.redactor.text(str(exc))}"
