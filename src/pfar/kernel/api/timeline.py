@@ -18,6 +18,7 @@ _TOLD = frozenset(
         BusEventKind.TaskResumed,
         BusEventKind.TaskCancelled,
         BusEventKind.TaskRecovered,
+        BusEventKind.TaskRetried,
     }
 )
 
@@ -111,7 +112,7 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
 
 
 async def _told(journal: Store, task_id: str) -> list[e.Entry]:
-    """The owner's pauses, resumes and cancel, and each start's recovery of the task:
+    """The owner's pauses, resumes, retries and cancel, and each start's recovery of the task:
     the journal keeps them as the bus's events, each hold with who acted (`by`) since
     that was kept."""
     out: list[e.Entry] = []
@@ -124,6 +125,17 @@ async def _told(journal: Store, task_id: str) -> list[e.Entry]:
             out.append(e.Paused(at=ev.at, paused_from=str(ev.body.get("from", "?")), by=by))
         elif ev.kind is BusEventKind.TaskCancelled:
             out.append(e.Cancelled(at=ev.at, by=by))
+        elif ev.kind is BusEventKind.TaskRetried:
+            retry, error = ev.body.get("retry"), ev.body.get("error")
+            out.append(
+                e.Retried(
+                    at=ev.at,
+                    state=str(ev.body.get("state", "?")),
+                    retry=retry if isinstance(retry, int) else 0,
+                    error=error if isinstance(error, str) else "",
+                    by=by,
+                )
+            )
         elif ev.body.get("from") == "Paused":
             out.append(e.Resumed(at=ev.at, state=str(ev.body.get("state", "?")), by=by))
     return out

@@ -96,9 +96,8 @@ async def model_phase(
     try:
         response = await svc.model.chat(request, task_id=task.task_id, on_event=_viewer(svc, task))
     except ProviderError as exc:
-        await endings.fail(
-            task, settings, svc, f"the model call failed: {svc.redactor.text(str(exc))}"
-        )
+        error = f"the model call failed: {svc.redactor.text(str(exc))}"
+        await endings.fail(task, settings, svc, error, recoverable=True)
         return False
     if (
         response.usage.input_tokens + response.usage.output_tokens
