@@ -22,6 +22,7 @@ from ...journal import (
 from ...journal.boot_reports import Kept, KeptBoot
 from ...journal.bus_sql import BusEvent, BusEventKind
 from ...journal.json_text import JsonValue
+from ...journal.payloads import Failed
 from ...journal.records import UnreadableTask
 from ...runners.loop.context import ContextStats
 from ..holds import HoldResult
@@ -45,6 +46,8 @@ class TaskSummary:
     error: str | None
     # what a working task's tool call waits for (a resource lock another task holds)
     waiting_for: str | None = None
+    # a Failed task whose failure is recoverable: `retry` continues it
+    retryable: bool = False
 
     @classmethod
     def of(cls, t: TaskRecord | UnreadableTask) -> TaskSummary:
@@ -61,6 +64,7 @@ class TaskSummary:
             created_at=t.created_at,
             updated_at=t.updated_at,
             error=t.error,
+            retryable=isinstance(t.payload, Failed) and t.payload.recoverable,
         )
 
     @classmethod
