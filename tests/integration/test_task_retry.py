@@ -17,13 +17,14 @@ from pfar import Home, Operator, init_home, open_kernel
 from pfar.answers import Actor
 from pfar.errors import TaskStateRefused
 from pfar.journal import TaskState
-from pfar.journal.payloads import Failed
+from pfar.journal.payloads import Executing, Failed
 from pfar.kernel.api import timeline_entries as e
 from pfar.kernel.retrying import RetryOutcome, RetryResult
 from pfar.runners.loop.tasks import LoopRequest
 from pfar.vault import keys
 from pfar.vault.secrets import SecretStore
 
+from ..recording_server import RecordingServer
 from ..support import make_home
 from .llm_servers import (
     ScriptedLLMServer,
@@ -141,3 +142,64 @@ def test_a_task_that_did_not_fail_or_failed_by_the_owners_word_is_refused(
 
     asyncio.run(run())
     assert not effects.exists()
+
+
+PIPELINE = """
+    id = "twice"
+    description = "A write, then a read of another service"
+    allowed_tools = ["http.request"]
+    [timeouts]
+    step_seconds = 10
+"""
+
+
+def _plan(write_url: str, read_url: str) -> str:
+    return f"""
+[[responses]]
+template = "twice"
+phase = "plan"
+[responses.json]
+steps = [
+  {{ tool = "http.request", args = {{ method = "POST", url = "{write_url}/post", body = "p" }} }},
+  {{ tool = "http.request", args = {{ method = "GET", url = "{read_url}/check" }} }},
+]
+
+[[responses]]
+template = "twice"
+phase = "synthesize"
+text = "both done"
+"""
+
+
+def test_a_pipeline_retried_after_a_failed_read_runs_that_read_again_and_not_its_write(
+    tmp_path: Path,
+) -> None:
+    writes, reads = RecordingServer(), RecordingServer(fail_status=503)
+    try:
+        home = make_home(
+            tmp_path / "home",
+            templates={"twice": PIPELINE},
+            script=_plan(writes.url, reads.url),
+        )
+
+        async def run() -> tuple[Failed, TaskState]:
+            async with open_kernel(home) as kernel:
+                op = Operator(kernel, OWNER)
+                task = await op.submit("twice", "go")
+                await kernel.wait_idle()
+                failed = (await kernel.journal.tasks.get(task.task_id)).payload
+                assert isinstance(failed, Failed)
+                reads.fail_status = None  # the service is back
+                retried = await op.retry(task.task_id)
+                assert retried.state is TaskState.Executing
+                await kernel.wait_idle()
+                return failed, (await kernel.journal.tasks.get(task.task_id)).state
+
+        failed, state = asyncio.run(run())
+    finally:
+        writes.close()
+        reads.close()
+    assert failed.recoverable and failed.then == Executing(current_step=1)  # the read
+    assert state is TaskState.Completed
+    assert [r["path"] for r in writes.requests] == ["/post"]  # the write ran once
+    assert [r["path"] for r in reads.requests] == ["/check", "/check"]
