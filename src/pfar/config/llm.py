@@ -34,13 +34,45 @@ class LocalLLMConfig(Section):
     api_key_secret: str = ""  # local servers often need none
 
 
+class ThinkingConfig(Section):
+    """Extended thinking for a tier's calls (Anthropic's models): the model may think up
+    to `budget_tokens` before it answers, out of the call's max_tokens."""
+
+    # the API's own floor
+    budget_tokens: int = Field(ge=1024)
+
+
+class LLMTier(Section):
+    """One tier: its model (default: llm.model) and whether its calls think. The old
+    form, `worker = "model"`, is read as `{ model = "model" }`."""
+
+    model: str = ""
+    thinking: ThinkingConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_model_name(cls, data: object) -> object:
+        return {"model": data} if isinstance(data, str) else data
+
+
 class LLMTiers(Section):
     """Models by tier (default: llm.model). Extraction uses `cheap`, planning `worker`,
     synthesis `worker`; a plan still invalid after its correction escalates to `planner`."""
 
-    cheap: str = ""
-    worker: str = ""
-    planner: str = ""
+    cheap: LLMTier = LLMTier()
+    worker: LLMTier = LLMTier()
+    planner: LLMTier = LLMTier()
+
+    def models(self) -> dict[str, str]:
+        """Each tier's model ("" for the configured one)."""
+        return {name: tier.model for name, tier in self._tiers()}
+
+    def thinking(self) -> dict[str, int]:
+        """The thinking budget of each tier that thinks."""
+        return {name: t.thinking.budget_tokens for name, t in self._tiers() if t.thinking}
+
+    def _tiers(self) -> list[tuple[str, LLMTier]]:
+        return [("cheap", self.cheap), ("worker", self.worker), ("planner", self.planner)]
 
 
 class LLMConfig(Section):
@@ -70,6 +102,12 @@ class LLMConfig(Section):
     def _model_named(self) -> LLMConfig:
         if self.provider != "scripted" and not self.model:
             raise ValueError(f"provider {self.provider!r} needs llm.model (the model's name)")
+        for tier, budget in self.tiers.thinking().items():
+            if budget >= self.max_tokens:  # the API's rule: thinking is part of the answer
+                raise ValueError(
+                    f"llm.tiers.{tier}.thinking.budget_tokens ({budget}) must be less than "
+                    f"llm.max_tokens ({self.max_tokens})"
+                )
         return self
 
     @property

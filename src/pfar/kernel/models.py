@@ -122,7 +122,8 @@ def build_model(
         on_call=on_call,
         models={"local": llm.local.model} if llm.local is not None else None,
         model=llm.model,
-        tiers=llm.tiers.model_dump(),
+        tiers=llm.tiers.models(),
+        thinking=llm.tiers.thinking(),
         max_tokens=llm.max_tokens,
     )
 
@@ -145,7 +146,8 @@ def scripted_proxy(
         prices={m: Price(p.input, p.output) for m, p in llm.prices.items()},  # as a provider's
         on_call=on_call,
         model=llm.model or "scripted",
-        tiers=llm.tiers.model_dump(),  # a script sees which tier asked (request.model)
+        tiers=llm.tiers.models(),  # a script sees which tier asked (request.model)
+        thinking=llm.tiers.thinking(),
         max_tokens=llm.max_tokens,
         remote=False,
     )

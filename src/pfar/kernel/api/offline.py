@@ -81,7 +81,7 @@ async def context(journal: Store, task_id: str, config: Config) -> ContextStats:
     if task.kind is not TaskKind.loop:
         raise BadRequest("task", f"{task.task_id} is a {task.kind.value} task, not a loop")
     tools = ToolRegistry.builtin()
-    tiers = config.llm.tiers.model_dump()
+    tiers = config.llm.tiers.models()
 
     def model_for(tier: str) -> str:
         return str(tiers.get(tier) or config.llm.model or "")

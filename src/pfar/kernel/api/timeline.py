@@ -155,6 +155,7 @@ def said(turn: Turn, limit: int = 2000) -> str:
         case AssistantTurn(text=text, calls=calls, rejected=rejected):
             named = ", ".join(f"{c.name} #{c.step + 1}" for c in calls)
             said = f"model: {cut(text) or '(no text)'}" + (f" [calls: {named}]" if named else "")
+            said += thought(turn, limit)
             if rejected:  # calls that never ran: their errors are not in a results turn
                 said += " [could not be used: " + " | ".join(cut(r.error) for r in rejected) + "]"
             return said
@@ -168,3 +169,15 @@ def said(turn: Turn, limit: int = 2000) -> str:
         case DiscardTurn():
             return "you: /retry (the model's answer above is discarded; it is asked again)"
     raise TypeError(f"not a turn: {turn!r}")
+
+
+def thought(turn: AssistantTurn, limit: int = 2000) -> str:
+    """An answer's thinking, told as thinking beside the answer (never as it): the
+    text kept (redacted of secrets), or that the provider sent it encrypted."""
+    parts = [
+        t.thinking if t.kind == "thinking" else "(encrypted by the provider)" for t in turn.thinking
+    ]
+    text = " ".join(p for p in parts if p)
+    if not text:
+        return ""
+    return f" [thinking: {text if len(text) <= limit else text[:limit] + ' …'}]"
