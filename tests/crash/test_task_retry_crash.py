@@ -87,6 +87,7 @@ def test_a_retry_cut_off_by_a_crash_continues_once_from_where_the_task_failed(
         assert first.recoverable and first.retry_count == 0
         notice = [m for m in owner_messages(home) if m["key"] == f"failed:{tid}"]
         assert notice and f"pfar task retry {tid[:8]}" in notice[0]["body"]
+        assert f"its failure is recoverable: pfar task retry {tid[:8]}" in _timeline(home, tid)
         # the model still fails: the retry runs, and the task fails again, counted
         retried = pfar(home, "task", "retry", tid[:8])
         assert retried.returncode == 0, said(retried)
@@ -108,6 +109,7 @@ def test_a_retry_cut_off_by_a_crash_continues_once_from_where_the_task_failed(
         k.terminate()
     assert lines_of(log) == ["ran"]  # the command's one run, before the first failure
     story = _timeline(home, tid)
+    assert "its failure is recoverable" not in story
     assert story.count("retried (retry") == 2, story
     assert "retried (retry 2, Executing) by cli (uid" in story, story
     assert "after: the model call failed" in story, story

@@ -14,6 +14,7 @@ from typing import Any
 
 from pfar import Home, Operator, init_home, open_kernel
 from pfar.journal.turns import AssistantTurn
+from pfar.kernel.api.conversation_records import ModelSaid
 from pfar.runners.loop.tasks import LoopRequest
 from pfar.vault import keys
 from pfar.vault.secrets import SecretStore
@@ -89,6 +90,10 @@ def test_a_thinking_tier_sends_its_thinking_back_unchanged_and_never_to_the_owne
                     if isinstance(t.turn, AssistantTurn)
                 ]
                 shown = " ".join(e.words for e in (await op.timeline(task.task_id)).entries)
+                said = (await op.conversation(task.task_id)).turns
+                answers = [t for t in said if isinstance(t, ModelSaid)]
+                assert [a.thinking for a in answers] == ["".join(THOUGHT), ""]
+                assert answers[0].text == "Writing it."
                 return task.task_id, turns, shown
 
         task_id, turns, shown = asyncio.run(run())

@@ -17,7 +17,7 @@ from pfar import Home, Operator, init_home, open_kernel
 from pfar.answers import Actor
 from pfar.errors import TaskStateRefused
 from pfar.journal import TaskState
-from pfar.journal.payloads import Executing, Failed
+from pfar.journal.payloads import Executing, Failed, Synthesizing
 from pfar.kernel.api import timeline_entries as e
 from pfar.kernel.retrying import RetryOutcome, RetryResult
 from pfar.runners.loop.tasks import LoopRequest
@@ -203,3 +203,35 @@ def test_a_pipeline_retried_after_a_failed_read_runs_that_read_again_and_not_its
     assert state is TaskState.Completed
     assert [r["path"] for r in writes.requests] == ["/post"]  # the write ran once
     assert [r["path"] for r in reads.requests] == ["/check", "/check"]
+
+
+def test_a_pipeline_whose_synthesis_failed_is_retried_there_its_steps_not_run_again(
+    tmp_path: Path,
+) -> None:
+    server = RecordingServer()
+    try:
+        failing = _plan(server.url, server.url).replace(
+            'text = "both done"', 'error = "the provider is overloaded"'
+        )
+        home = make_home(tmp_path / "home", templates={"twice": PIPELINE}, script=failing)
+
+        async def run() -> tuple[Failed, TaskState, str | None]:
+            async with open_kernel(home) as kernel:
+                op = Operator(kernel, OWNER)
+                task = await op.submit("twice", "go")
+                await kernel.wait_idle()
+                failed = (await kernel.journal.tasks.get(task.task_id)).payload
+                assert isinstance(failed, Failed)
+                script = home.root / "scripts" / "default.toml"
+                script.write_text(_plan(server.url, server.url))
+                await op.retry(task.task_id)
+                await kernel.wait_idle()
+                done = await kernel.journal.tasks.get(task.task_id)
+                return failed, done.state, (done.execute_progress or {}).get("result")
+
+        failed, state, result = asyncio.run(run())
+    finally:
+        server.close()
+    assert failed.recoverable and failed.then == Synthesizing()
+    assert (state, result) == (TaskState.Completed, "both done")
+    assert [r["path"] for r in server.requests] == ["/post", "/check"]  # each step once

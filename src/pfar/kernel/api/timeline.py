@@ -10,6 +10,7 @@ from ...journal.store import Store
 from ...journal.turns import AssistantTurn, DiscardTurn, ResultsTurn, SummaryTurn, Turn, UserTurn
 from . import timeline_entries as e
 from .answer import task_answer, task_input
+from .conversation_records import thinking_of
 from .records import StepView, TaskSummary, TaskTimeline
 
 _TOLD = frozenset(
@@ -174,10 +175,7 @@ def said(turn: Turn, limit: int = 2000) -> str:
 def thought(turn: AssistantTurn, limit: int = 2000) -> str:
     """An answer's thinking, told as thinking beside the answer (never as it): the
     text kept (redacted of secrets), or that the provider sent it encrypted."""
-    parts = [
-        t.thinking if t.kind == "thinking" else "(encrypted by the provider)" for t in turn.thinking
-    ]
-    text = " ".join(p for p in parts if p)
+    text = thinking_of(turn)
     if not text:
         return ""
     return f" [thinking: {text if len(text) <= limit else text[:limit] + ' …'}]"
