@@ -149,3 +149,43 @@ def test_the_loopback_server_refuses_thinking_that_is_missing_or_changed() -> No
     changed = {**kept, "thinking": "another thought"}
     assert "Invalid `signature`" in str(anthropic_request_problem(body(changed, call)))
     assert "temperature" in str(anthropic_request_problem(body(kept, call, temperature=0.2)))
+
+
+def test_thinking_that_holds_a_secret_is_kept_redacted_and_not_sent_back(tmp_path: Path) -> None:
+    """The journal never holds a vault secret, thinking included: such a block is kept
+    redacted, without the signature it no longer matches, so it cannot go back; the
+    API then refuses the next request of the exchange and the task fails saying why."""
+    work = tmp_path / "work"
+    work.mkdir()
+    secret = "sk-ant-test-key-4321"  # the provider's own key, which the redactor knows
+    with ScriptedLLMServer() as server:
+        home = thinking_home(tmp_path, server)
+        server.script(
+            SSEReply(
+                anthropic_stream(
+                    anthropic_thinking_block(0, [f"the key is {secret}"]),
+                    anthropic_tool_use_block(1, "toolu_w", "Write", [json.dumps(WRITE)]),
+                    stop_reason="tool_use",
+                )
+            )
+        )
+
+        async def run() -> tuple[str, str | None, list[AssistantTurn]]:
+            async with open_kernel(home) as kernel:
+                task = await kernel.start_loop(LoopRequest("write a.txt", str(work), once=True))
+                await kernel.wait_idle()
+                done = await kernel.journal.tasks.get(task.task_id)
+                turns = [
+                    t.turn
+                    for t in await kernel.journal.loops.turns(task.task_id)
+                    if isinstance(t.turn, AssistantTurn)
+                ]
+                return done.state.value, done.error, turns
+
+        state, error, turns = asyncio.run(run())
+        bodies = [r.body for r in server.requests]
+    (kept,) = turns[0].thinking
+    assert secret not in kept.thinking and kept.signature == ""
+    assert carried_back(bodies[1]) == []  # not sent back: it no longer matches
+    assert state == "Failed"
+    assert error is not None and "Expected `thinking` or `redacted_thinking`" in error
