@@ -235,3 +235,46 @@ def test_a_pipeline_whose_synthesis_failed_is_retried_there_its_steps_not_run_ag
     assert failed.recoverable and failed.then == Synthesizing()
     assert (state, result) == (TaskState.Completed, "both done")
     assert [r["path"] for r in server.requests] == ["/post", "/check"]  # each step once
+
+
+DRIFTING = """
+    [[turns]]
+    turn = 1
+    text = "Writing."
+    tool_calls = [{ name = "Write", input = { file_path = "a.txt", content = "hi" } }]
+
+    [[turns]]
+    turn = 2
+    text = "Done."
+"""
+
+
+def test_a_task_failed_on_its_drift_question_is_retried_without_being_asked_again(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    config = '[loop]\ntools = ["Write"]\nalways_allow = ["Write"]\nmax_iterations = 1\n'
+    home = make_home(tmp_path / "home", script=DRIFTING, config=config)
+
+    async def run() -> tuple[Failed, TaskState, int]:
+        async with open_kernel(home) as kernel:
+            op = Operator(kernel, OWNER)
+            task = await kernel.start_loop(LoopRequest("write a.txt", str(work), once=True))
+            await kernel.wait_idle()
+            (question,) = (await op.questions()).approvals
+            assert question.action_type == "drift"
+            await op.answer(question.approval_id, "fail")
+            await kernel.wait_idle()
+            failed = (await kernel.journal.tasks.get(task.task_id)).payload
+            assert isinstance(failed, Failed)
+            await op.retry(task.task_id)
+            await kernel.wait_idle()
+            asked = len((await op.questions(answered=True)).approvals)
+            return failed, (await kernel.journal.tasks.get(task.task_id)).state, asked
+
+    failed, state, asked = asyncio.run(run())
+    assert failed.recoverable and failed.then == Executing(current_step=1)
+    assert state is TaskState.Completed
+    assert asked == 1  # the limits counted again from the retry: not asked a second time
+    assert (work / "a.txt").read_text() == "hi"
