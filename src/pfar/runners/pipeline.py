@@ -320,8 +320,8 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
             return done
         case Parked():
             return False
-        case ToolErrored(record=rec, error=error):
-            again = may_run_again(rec)
+        case ToolErrored(record=rec, error=error, ran=ran):
+            again = not ran or may_run_again(rec)  # a call that never ran repeats nothing
             message = _failure_message(task, svc, error, recoverable=again)
             await svc.journal.tasks.step_failed(rec, error, [message], recoverable=again)
             svc.notify_owner()
