@@ -186,6 +186,68 @@ def test_fail_ends_a_task_with_its_error(store: Store) -> None:
     assert [m.message_key.text for m in run(store.events.pending())] == ["f"]
 
 
+@covers("tasks.fail", "tasks.retry", "events.bus_for_task")
+def test_a_recoverable_failure_is_retried_once_back_where_it_failed(store: Store) -> None:
+    t = created(
+        store, p.Executing(current_step=3, llm_request=p.LlmRequest(phase="loop", sent_at="x"))
+    )
+    failed_key = b.key(f"failed:{t.task_id}")
+    run(
+        store.tasks.fail(
+            t.task_id, "model gone", [b.message("failed", task_id=t.task_id)], recoverable=True
+        )
+    )
+    failed = run(store.tasks.get(t.task_id))
+    assert failed.payload == p.Failed(recoverable=True, then=p.Executing(current_step=3))
+    # back exactly where it was, and nothing of that moment's own (the request sent)
+    assert run(store.tasks.retry(t.task_id, by="cli (uid 1)")) is S.Executing
+    again = run(store.tasks.get(t.task_id))
+    assert (again.payload, again.error) == (p.Executing(current_step=3), None)
+    (retried,) = run(store.events.bus_for_task(t.task_id, frozenset({BusEventKind.TaskRetried})))
+    assert retried.body == {
+        "state": "Executing",
+        "from": "Failed",
+        "by": "cli (uid 1)",
+        "error": "model gone",
+        "retry": 1,
+    }
+    # a second retry finds it working: refused, nothing changed
+    with pytest.raises(TaskStateRefused, match="Executing: it has not failed"):
+        run(store.tasks.retry(t.task_id))
+    assert run(store.tasks.get(t.task_id)) == again
+    # its next failure counts the retry, and is a message of its own
+    run(
+        store.tasks.fail(
+            t.task_id,
+            "gone again",
+            [b.message(failed_key.text, task_id=t.task_id)],
+            recoverable=True,
+        )
+    )
+    assert run(store.tasks.get(t.task_id)).payload == p.Failed(
+        recoverable=True, retry_count=1, then=p.Executing(current_step=3)
+    )
+    assert f"failed:{t.task_id}:1" in [m.message_key.text for m in run(store.events.pending())]
+
+
+@covers("tasks.fail", "tasks.retry")
+def test_an_unrecoverable_failure_or_a_task_that_did_not_fail_is_not_retried(
+    store: Store,
+) -> None:
+    t = created(store, p.Executing(current_step=1))
+    with pytest.raises(TaskStateRefused, match="it has not failed"):
+        run(store.tasks.retry(t.task_id))
+    run(store.tasks.fail(t.task_id, "denied by the owner"))
+    failed = run(store.tasks.get(t.task_id))
+    assert failed.payload == p.Failed()
+    with pytest.raises(TaskStateRefused, match="not recoverable: denied by the owner"):
+        run(store.tasks.retry(t.task_id))
+    assert run(store.tasks.get(t.task_id)) == failed
+    # a runner's move out of Failed is refused: only the owner's retry leaves it
+    with pytest.raises(IllegalTransition):
+        run(store.tasks.transition(t.task_id, p.Executing(current_step=1), point=None))
+
+
 # -- recovery ------------------------------------------------------------------------
 
 

@@ -190,6 +190,12 @@ def test_expire_due_fails_the_tasks_of_lapsed_questions_once(store: Store) -> No
     )
     assert run(store.tasks.get(late.task_id)).state is S.Failed
     assert run(store.tasks.get(t.task_id)).state is S.Failed
+    # a deadline that passed is recoverable: a retry goes back to the step that asked
+    lapsed = run(store.tasks.get(late.task_id)).payload
+    assert lapsed == p.Failed(recoverable=True, then=p.Executing(current_step=1))
+    assert run(store.tasks.get(t.task_id)).payload == p.Failed(
+        recoverable=True, then=p.Executing(current_step=2)
+    )
     assert run(store.questions.approval(a.approval_id)).status is ApprovalStatus.expired
     assert run(store.questions.credential_prompt(pr.prompt_id)).status is CredentialStatus.expired
     assert run(store.questions.approval(live.approval_id)).status is ApprovalStatus.pending

@@ -41,6 +41,7 @@ WRITES: dict[str, tuple[Write, type[Exception]]] = {
         UnknownTask,
     ),
     "tasks.unpause": (lambda s: s.tasks.unpause("nope"), UnknownTask),
+    "tasks.retry": (lambda s: s.tasks.retry("nope"), UnknownTask),
     "tasks.begin_cancel": (lambda s: s.tasks.begin_cancel("nope"), UnknownTask),
     "tasks.finish_cancel": (lambda s: s.tasks.finish_cancel("nope", MSG), UnknownTask),
     "tasks.apply_recovery": (

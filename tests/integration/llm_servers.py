@@ -14,6 +14,8 @@ bodies (`event: <type>` / `data: <json>` framing). An OpenAI-compatible set woul
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import queue
 import socket
@@ -306,6 +308,9 @@ def anthropic_request_problem(body: dict[str, Any]) -> str | None:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
+    problem = _thinking_problem(body, messages)
+    if problem is not None:
+        return problem
     if messages[0].get("role") != "user":
         return 'messages: first message must use the "user" role'
     open_calls: list[str] = []
@@ -351,6 +356,44 @@ def anthropic_request_problem(body: dict[str, Any]) -> str | None:
                 f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
                 f"immediately after: {', '.join(map(str, open_calls))}. Each `tool_use` block "
                 "must have a corresponding `tool_result` block in the next message."
+            )
+    return None
+
+
+def _thinking_problem(body: dict[str, Any], messages: list[dict[str, Any]]) -> str | None:
+    """Extended thinking's rules, as the API states them: a budget of at least 1024
+    tokens and less than max_tokens, no temperature but 1; a thinking block sent back
+    exactly as it was given (its signature checks its text); and, with thinking on, the
+    last assistant message, when it made tool calls, starts with its thinking."""
+    for i, msg in enumerate(messages):
+        content = msg.get("content")
+        for j, block in enumerate(content if isinstance(content, list) else []):
+            if block.get("type") != "thinking":
+                continue
+            if block.get("signature") != thinking_signature(str(block.get("thinking", ""))):
+                return f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+    thinking = body.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return None
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or budget < 1024:
+        return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+    if budget >= int(body.get("max_tokens", 0)):
+        return "`max_tokens` must be greater than `thinking.budget_tokens`"
+    if body.get("temperature", 1) != 1:
+        return "`temperature` may only be set to 1 when thinking is enabled"
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    if last is not None:
+        content = messages[last].get("content")
+        blocks = content if isinstance(content, list) else []
+        calls = any(b.get("type") == "tool_use" for b in blocks)
+        first = blocks[0].get("type") if blocks else "text"
+        if calls and first not in ("thinking", "redacted_thinking"):
+            return (
+                f"messages.{last}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                f"but found `{first}`. When `thinking` is enabled, a final `assistant` message "
+                "must start with a thinking block (preceeding the lastmost set of `tool_use` "
+                "and `tool_result` blocks)."
             )
     return None
 
@@ -432,7 +475,14 @@ def anthropic_tool_use_block(
     return events
 
 
-def anthropic_thinking_block(index: int, chunks: Iterable[str]) -> list[SSEEvent]:
+def thinking_signature(text: str) -> str:
+    """The signature this server gives a thinking block: bound to its text, as the real
+    API's is (it refuses a block whose text or signature was changed)."""
+    return base64.b64encode(hashlib.sha256(f"pfar-test:{text}".encode()).digest()).decode()
+
+
+def anthropic_thinking_block(index: int, chunks: Sequence[str]) -> list[SSEEvent]:
+    """A thinking block: its text as `thinking_delta` pieces, then its `signature_delta`."""
     events = [
         SSEEvent(
             "content_block_start",
@@ -460,7 +510,10 @@ def anthropic_thinking_block(index: int, chunks: Iterable[str]) -> list[SSEEvent
             {
                 "type": "content_block_delta",
                 "index": index,
-                "delta": {"type": "signature_delta", "signature": "c2lnbmF0dXJl"},
+                "delta": {
+                    "type": "signature_delta",
+                    "signature": thinking_signature("".join(chunks)),
+                },
             },
         )
     )

@@ -21,6 +21,7 @@ from pfar.llm.messages import (
     ChatResponse,
     Message,
     StopReason,
+    ThinkingBlock,
     ToolCall,
     ToolResult,
     ToolSchema,
@@ -29,7 +30,9 @@ from pfar.llm.retry import ErrorKind, ProviderCallFailed, RetryPolicy
 
 from .llm_servers import (
     ScriptedLLMServer,
+    SSEEvent,
     SSEReply,
+    anthropic_block_stop,
     anthropic_error_event,
     anthropic_error_reply,
     anthropic_message_start,
@@ -37,6 +40,7 @@ from .llm_servers import (
     anthropic_text_block,
     anthropic_thinking_block,
     anthropic_tool_use_block,
+    thinking_signature,
 )
 
 API_KEY = "sk-ant-test-0123456789-SECRET"
@@ -171,7 +175,74 @@ def test_thinking_is_kept_out_of_the_answer(server: ScriptedLLMServer) -> None:
     )
     response = call(server.url, ask("2+2?"))
     assert response.text == "The answer is 4."
-    assert "SECRET-PLAN" not in repr(response)
+    # kept apart, whole, with its signature: sent back as the API requires, never the text
+    (block,) = response.thinking
+    assert block.kind == "thinking" and block.thinking == "SECRET-PLAN: first think hard"
+    assert block.signature == thinking_signature("SECRET-PLAN: first think hard")
+
+
+def test_a_thinking_request_sends_its_budget_no_temperature_and_the_blocks_back_first(
+    server: ScriptedLLMServer,
+) -> None:
+    """What the API requires with extended thinking: the budget, no temperature, and the
+    earlier answer's thinking (and redacted thinking) unchanged before its text and call;
+    a redacted_thinking block streamed in is kept whole, apart from the text."""
+    sig = thinking_signature("plan")
+    kept = (
+        ThinkingBlock("thinking", thinking="plan", signature=sig),
+        ThinkingBlock("redacted_thinking", data="ENCRYPTED=="),
+    )
+    call_ = ToolCall("toolu_1", "lookup", {})
+    messages = (
+        Message("user", "look it up"),
+        Message("assistant", "Looking.", tool_calls=(call_,), thinking=kept),
+        Message("user", tool_results=(ToolResult("toolu_1", "found"),)),
+    )
+    redacted = [
+        SSEEvent(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "redacted_thinking", "data": "MORE=="},
+            },
+        ),
+        anthropic_block_stop(0),
+    ]
+    server.script(SSEReply(anthropic_stream(redacted, anthropic_text_block(1, ["Found."]))))
+    request = ChatRequest(
+        model="claude-test",
+        system="",
+        messages=messages,
+        tools=(ToolSchema("lookup", "look", {"type": "object"}),),
+        temperature=0.3,
+        thinking_budget=2048,
+    )
+    response = call(server.url, request)
+    body = server.requests[0].body
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert "temperature" not in body
+    assert body["messages"][1]["content"] == [
+        {"type": "thinking", "thinking": "plan", "signature": sig},
+        {"type": "redacted_thinking", "data": "ENCRYPTED=="},
+        {"type": "text", "text": "Looking."},
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}},
+    ]
+    assert response.text == "Found."
+    assert response.thinking == (ThinkingBlock("redacted_thinking", data="MORE=="),)
+
+
+def test_a_request_that_does_not_think_sends_no_thinking_back(server: ScriptedLLMServer) -> None:
+    kept = (ThinkingBlock("thinking", thinking="plan", signature=thinking_signature("plan")),)
+    messages = (Message("user", "hi"), Message("assistant", "Hello.", thinking=kept))
+    server.script(text_answer())
+    call(
+        server.url,
+        ChatRequest(model="claude-test", system="", messages=(*messages, Message("user", "again"))),
+    )
+    body = server.requests[0].body
+    assert "thinking" not in body
+    assert body["messages"][1]["content"] == [{"type": "text", "text": "Hello."}]
 
 
 # ---------------------------------------------------------------------- invalid tool calls

@@ -182,3 +182,30 @@ def test_a_console_port_already_taken_leaves_the_kernel_running_without_one(
             assert submitted.returncode == 0, submitted.stderr  # the kernel works on
             assert "cannot listen" in kernel.output()
         assert console_url(first)  # the first one's console is untouched
+
+
+def test_a_failed_task_that_may_be_retried_offers_retry_and_only_it_does(
+    tmp_path: Path,
+) -> None:
+    home = console_home(tmp_path / "home")
+    work = tmp_path / "work"
+    work.mkdir()
+    script = home.root / "scripts" / "default.toml"
+    script.write_text('[[turns]]\nerror = "the provider is overloaded"\n')
+    with serving(home):
+        client = logged_in(home)
+        started = pfar(home, "loop", "say hello", "--dir", str(work), "--once", "--wait")
+        assert started.returncode == 3, started.stdout + started.stderr  # it failed
+        task_id = started.stdout.split()[1]
+        page = client.get(f"/tasks/{task_id}").text
+        assert f'action="/tasks/{task_id}/retry"' in page
+        script.write_text('[[turns]]\ntext = "Hello."\n')
+        csrf = csrf_of(page[page.index(f'action="/tasks/{task_id}/retry"') :])
+        retried = client.post(f"/tasks/{task_id}/retry", data={"csrf": csrf})
+        assert retried.status_code == 303, retried.text
+        shown = client.get(retried.headers["location"]).text
+        assert "retried (retry 1)" in shown
+        wait_for(lambda: "Completed" in pfar(home, "task", "show", task_id).stdout)
+        page = client.get(f"/tasks/{task_id}").text
+        assert f'action="/tasks/{task_id}/retry"' not in page  # Completed: nothing to retry
+        assert "retried (retry 1, Executing)" in page and "by <strong>console</strong>" in page

@@ -324,7 +324,8 @@ def test_retry_discards_the_waiting_answer_and_asks_the_model_again(tmp_path: Pa
         assert row.execute_progress is not None
         assert row.execute_progress["result"] == "answer 2"
         assert row.execute_progress["iterations"] == 1  # the discarded answer is not counted
-        with pytest.raises(TaskStateRefused, match="only an answer that waits for you"):
+        # ended: nothing waits to be asked again, and it did not fail
+        with pytest.raises(TaskStateRefused, match="Completed: it has ended without failing"):
             await op.send(task_id, "/retry")
 
     asyncio.run(_run(tmp_path, model, body))

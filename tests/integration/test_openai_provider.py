@@ -18,6 +18,7 @@ from pfar.llm.messages import (
     ChatResponse,
     Message,
     StopReason,
+    ThinkingBlock,
     ToolCall,
     ToolResult,
     ToolSchema,
@@ -368,6 +369,28 @@ def test_request_shape(server: OpenAIServer) -> None:
         "content": "[tool call call_9] Error: unknown tool 'x'\n\nthanks",
     }
     assert len(msgs) == 8
+
+
+def test_thinking_is_never_sent_to_an_openai_compatible_server(server: OpenAIServer) -> None:
+    """Extended thinking is Anthropic's: its budget and an answer's thinking blocks are
+    not sent (the API would refuse them, and a reasoning model's effort is another knob)."""
+    server.script(Stream(text_stream("ok")))
+    kept = (ThinkingBlock("thinking", thinking="PRIVATE-PLAN", signature="c2ln"),)
+    request = ChatRequest(
+        model=MODEL,
+        system="",
+        messages=(
+            Message(role="user", text="hi"),
+            Message(role="assistant", text="Hello.", thinking=kept),
+            Message(role="user", text="again"),
+        ),
+        thinking_budget=2048,
+    )
+    Harness(server).chat(request)
+    (got,) = server.received
+    assert "PRIVATE-PLAN" not in json.dumps(got.body)
+    assert not {"thinking", "reasoning_effort"} & set(got.body)
+    assert got.body["messages"][1] == {"role": "assistant", "content": "Hello."}
 
 
 # ---------------------------------------------------------------- error table

@@ -48,6 +48,7 @@ PINNED: list[tuple[KnownKey, str]] = [
     (CredentialKey("p-1", 2), "credential:p-1:2"),
     (ResultKey(T), f"result:{T}"),
     (FailedKey(T), f"failed:{T}"),
+    (FailedKey(T, 2), f"failed:{T}:2"),  # the failure after its second retry
     (CancelledKey(T), f"cancelled:{T}"),
     (HookKey(T, "before_tool:3"), f"hook:{T}:before_tool:3"),
     (AnomalyKey(T, 4), f"anomaly:{T}:4"),

@@ -85,6 +85,12 @@ payloads = st.one_of(
     st.builds(p.Paused, then=_working),
     st.builds(p.Cancelling, cancelled_from=st.sampled_from(list(TaskState)), step=_steps),
     st.sampled_from([p.Completed(), p.Failed(), p.Abandoned(), p.Cancelled()]),
+    st.builds(
+        p.Failed,
+        recoverable=st.booleans(),
+        retry_count=st.integers(min_value=0, max_value=99),
+        then=st.none() | _working,
+    ),
 )
 
 
@@ -93,6 +99,31 @@ def test_every_payload_reads_back_as_written(payload: Payload) -> None:
     text = p.dumps(payload)
     assert json.loads(text)["kind"] == payload.kind
     assert p.loads("t-1", payload.kind, text) == payload
+
+
+def test_a_failure_kept_before_retries_existed_reads_as_not_recoverable() -> None:
+    old = p.loads("t-1", "Failed", '{"kind":"Failed"}')
+    assert old == p.Failed(recoverable=False, retry_count=0, then=None)
+    kept = p.Failed(recoverable=True, retry_count=2, then=p.Executing(current_step=3))
+    assert p.dumps(kept) == (
+        '{"kind":"Failed","recoverable":true,"retry_count":2,'
+        '"then":{"kind":"Executing","current_step":3}}'
+    )
+
+
+def test_a_retry_goes_back_to_the_work_a_failure_interrupted_and_nothing_of_its_moment() -> None:
+    sent = p.LlmRequest(phase="loop", sent_at="now")
+    spent = p.Grant(step=3)
+    at = p.Executing(current_step=3, retry_step=3, approved=spent, llm_request=sent)
+    assert p.resume_point(at) == p.Executing(current_step=3)
+    assert p.resume_point(p.Planning(pause_requested=True, llm_request=sent)) == p.Planning()
+    asked = p.AwaitingApproval(approval_id="a", step=5)
+    assert p.resume_point(asked) == p.Executing(current_step=5)
+    routed = p.AwaitingApproval(approval_id="a", resume_to="Synthesizing")
+    assert p.resume_point(routed) == p.Synthesizing()
+    assert p.resume_point(p.Paused(then=p.Executing(current_step=2))) == p.Executing(current_step=2)
+    assert p.resume_point(p.WaitingForUser(after=4, next_step=2)) is None
+    assert p.resume_point(p.Completed()) is None
 
 
 def test_only_what_differs_from_the_defaults_is_stored() -> None:

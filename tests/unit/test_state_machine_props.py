@@ -499,3 +499,14 @@ def test_holds_follow_the_model(shared_journal: Journal, ops: list[object]) -> N
             assert pause_requested(row.payload) == m.requested
 
     asyncio.run(go())
+
+
+@given(states, states)
+def test_the_owners_retry_is_the_only_way_out_of_failed_and_leads_only_back_to_work(
+    src: TaskState, dst: TaskState
+) -> None:
+    """`pfar task retry`: Failed -> a working state, and only with `retrying` (no runner's
+    move can make it); a retry moves no other state."""
+    assert is_legal(src, dst, retrying=True) == (src is S.Failed and dst.working)
+    if src is S.Failed:
+        assert not is_legal(src, dst)

@@ -30,6 +30,7 @@ def test_the_kinds_are_the_stored_names() -> None:
         "TaskCancelled",
         "TaskAbandoned",
         "TaskRecovered",
+        "TaskRetried",
         "LearningExtracted",
         "VaultLossAccepted",
     }

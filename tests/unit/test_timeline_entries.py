@@ -92,6 +92,10 @@ WORDS: list[tuple[e.Entry, str]] = [
     (e.Recovered(at=AT, action="ResumeExecution"), "recovered at a restart: ResumeExecution"),
     (e.Now(at=AT, state="Failed", error="no"), "now Failed: no"),
     (e.Now(at=AT, state="Completed"), "now Completed"),
+    (
+        e.Retried(at=AT, state="Executing", retry=2, error="the model call failed", by=CLI),
+        "retried (retry 2, Executing) by cli (uid 1000, pid 42) after: the model call failed",
+    ),
 ]
 
 
@@ -160,6 +164,7 @@ def test_the_console_escapes_what_entries_hold(pages: Environment) -> None:
             at=AT, provider=hostile, model=hostile, input_tokens=1, output_tokens=1, cost_usd=0.0
         ),
         e.Now(at=AT, state="Failed", error=hostile),
+        e.Retried(at=AT, state=hostile, retry=1, error=hostile, by=Actor(hostile, hostile)),
     ):
         shown = _shown(pages, entry)
         assert "<script>" not in shown, entry

@@ -36,7 +36,8 @@ def events(
     ctx: click.Context, after: int | None, subscriber: str | None, follow: bool, as_json: bool
 ) -> None:
     """Task events (TaskCreated, TaskStarted, UserInputNeeded, TaskBlocked, TaskPaused,
-    TaskResumed, TaskCompleted, TaskFailed, TaskCancelled, TaskAbandoned, TaskRecovered),
+    TaskResumed, TaskCompleted, TaskFailed, TaskCancelled, TaskAbandoned, TaskRecovered,
+    TaskRetried),
     numbered in the order their commits happened."""
     home = home_of(ctx)
     shown = 0

@@ -10,9 +10,9 @@ import click
 
 from ..errors import KernelNotReady, KernelNotRunning
 from ..kernel.api import HomeReader
-from ..kernel.api.arguments import LoopArgs, SendArgs
+from ..kernel.api.arguments import LoopArgs, SendArgs, TaskArgs
 from ..kernel.api.records import Sent, Submitted
-from ..kernel.api.requests import LOOP, SEND
+from ..kernel.api.requests import LOOP, SEND, TASK_RETRY
 from ..kernel.holds import describe
 from ..policy.printable import printable
 from ..runners.loop.tasks import TIERS
@@ -201,10 +201,16 @@ def context_cmd(ctx: click.Context, task_id: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def retry_cmd(ctx: click.Context, task_id: str, wait: bool, as_json: bool) -> None:
-    """Discard the answer a loop task waits on you with, and ask its model again
-    (`/retry`)."""
-    result = client.send(home_of(ctx), SEND, SendArgs(task_id, "/retry"))
-    _show(ctx, result, wait, as_json)
+    """Retry a task: a Failed one whose failure is recoverable goes on from the journal
+    where it failed (its completed steps are not run again); a loop task waiting for
+    you has its model's answer discarded and asked again (`/retry`)."""
+    result = client.send(home_of(ctx), TASK_RETRY, TaskArgs(task_id))
+    if wait:
+        wait_and_show(home_of(ctx), result.task_id, as_json)
+    elif as_json:
+        emit(result, True)
+    else:
+        out.print(result.text())
 
 
 def _print_context(result: Sent, as_json: bool) -> None:

@@ -158,6 +158,8 @@ def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
     # errors and events quote tools and servers: their lines after the first are indented
     if t.error:
         out.print(f"error: {printable(t.error, indent='       ')}")
+    if t.retryable:
+        out.print(f"its failure is recoverable: pfar task retry {t.task_id[:8]}")
     if timeline.input is not None:
         out.print(f"input: {printable(timeline.input, indent='       ')}")
     if timeline.answer is not None:

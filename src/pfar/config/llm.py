@@ -34,14 +34,23 @@ class LocalLLMConfig(Section):
     api_key_secret: str = ""  # local servers often need none
 
 
+class ThinkingConfig(Section):
+    """Extended thinking for a tier's calls (Anthropic's models): the model may think up
+    to `budget_tokens` before it answers, out of the call's max_tokens."""
+
+    # the API's own floor
+    budget_tokens: int = Field(ge=1024)
+
+
 class LLMTier(Section):
-    """One tier: its model (default: llm.model) and where its calls go while that model's
+    """One tier: its model (default: llm.model), where its calls go while that model's
     provider is down (`[llm.breaker]`), in order: "model" (another model of the same
     provider) or "provider:model" (a provider of `[llm.providers]`, `local`, or
-    llm.provider itself; split at the first colon)."""
+    llm.provider itself; split at the first colon), and whether its calls think."""
 
     model: str = ""
     fallback: list[str] = []
+    thinking: ThinkingConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -67,8 +76,15 @@ class LLMTiers(Section):
     planner: LLMTier = LLMTier()
 
     def models(self) -> dict[str, str]:
-        """The model named for each tier ("" when it is llm.model's)."""
-        return {tier: getattr(self, tier).model for tier in ("cheap", "worker", "planner")}
+        """Each tier's model ("" for the configured one)."""
+        return {name: tier.model for name, tier in self._tiers()}
+
+    def thinking(self) -> dict[str, int]:
+        """The thinking budget of each tier that thinks."""
+        return {name: t.thinking.budget_tokens for name, t in self._tiers() if t.thinking}
+
+    def _tiers(self) -> list[tuple[str, LLMTier]]:
+        return [("cheap", self.cheap), ("worker", self.worker), ("planner", self.planner)]
 
 
 class LLMBreaker(Section):
@@ -135,6 +151,12 @@ class LLMConfig(Section):
                         f"which is not configured: add [llm.providers.{provider}] "
                         f"(known: {', '.join(sorted(known))})"
                     )
+        for tier, budget in self.tiers.thinking().items():
+            if budget >= self.max_tokens:  # the API's rule: thinking is part of the answer
+                raise ValueError(
+                    f"llm.tiers.{tier}.thinking.budget_tokens ({budget}) must be less than "
+                    f"llm.max_tokens ({self.max_tokens})"
+                )
         return self
 
     @property

@@ -153,7 +153,7 @@ async def task(console: Console, request: Request) -> Response:
         raw=json.dumps(wire_json(timeline), indent=2, sort_keys=True),
         said=request.query_params.get("said"),
         conversation=conversation,
-        holds=_holds_of(timeline.task.state),
+        holds=_holds_of(timeline.task.state) + (("retry",) if timeline.task.retryable else ()),
         folded=folded,
         arguments=arguments_text,
     )
@@ -191,7 +191,7 @@ async def kernel(console: Console, request: Request) -> Response:
     )
 
 
-_HOLDS = {"cancel", "pause", "resume"}
+_HOLDS = {"cancel", "pause", "resume", "retry"}
 
 
 async def hold(console: Console, request: Request) -> Response:
@@ -199,6 +199,9 @@ async def hold(console: Console, request: Request) -> Response:
     if action not in _HOLDS:
         raise BadRequest("action", f"{action!r}: one of {', '.join(sorted(_HOLDS))}")
     operator = console.acting(request.scope["pfar.session"])
+    if action == "retry":  # a Failed task whose failure is recoverable (its page offers it)
+        retried = await operator.retry(request.path_params["task_id"])
+        return _back(f"/tasks/{retried.task_id}", said=retried.text())
     verb = {"cancel": operator.cancel, "pause": operator.pause, "resume": operator.resume}
     result = await verb[action](request.path_params["task_id"])
     back = _form(request).get("back", "")

@@ -32,6 +32,7 @@ class BusEventKind(StrEnum):
     TaskCancelled = "TaskCancelled"
     TaskAbandoned = "TaskAbandoned"
     TaskRecovered = "TaskRecovered"  # a start's recovery decided for the task (task_writes.py)
+    TaskRetried = "TaskRetried"  # the owner retried a Failed task (journal/holds.py)
     LearningExtracted = "LearningExtracted"  # a learning kept (task_writes.py)
     VaultLossAccepted = "VaultLossAccepted"  # `pfar vault accept-loss` (kernel/vault_start.py)
 
@@ -71,14 +72,24 @@ class BusEvent:
 
 
 def moved_txn(
-    conn: Tx, task_id: str, before: TaskState, after: TaskState, at: str, *, by: str | None = None
+    conn: Tx,
+    task_id: str,
+    before: TaskState,
+    after: TaskState,
+    at: str,
+    *,
+    by: str | None = None,
+    detail: JsonObject | None = None,
 ) -> None:
     """The event of a task's move from `before` to `after`, if the move is one; `by`
-    (who moved it: the owner's pause, resume or cancel) goes in its body."""
+    (who moved it: the owner's pause, resume, cancel or retry) and `detail` go in its
+    body."""
     if after is before:
         return
     kind = ARRIVAL.get(after)
-    if kind is None and after.working and before is TaskState.Queued:
+    if kind is None and after.working and before is TaskState.Failed:
+        kind = K.TaskRetried  # the owner's retry: the only move out of Failed
+    elif kind is None and after.working and before is TaskState.Queued:
         kind = K.TaskScheduled  # the scheduler let it start (seed 001, 1.2)
     elif kind is None and after.working and (before.parked or before.held):
         kind = K.TaskResumed
@@ -92,6 +103,7 @@ def moved_txn(
         }.get(after, "message")
     if by:
         body["by"] = by
+    body.update(detail or {})
     append_txn(conn, kind, task_id, body, at)
 
 

@@ -54,6 +54,7 @@ POINTS = (
     "session_terminated",
     "learnings_decided",
     "learnings_kept",
+    "task_retried",
 )
 
 

@@ -34,6 +34,7 @@ class TransitionTxn(Protocol):
         reset_attempts: bool,
         *,
         by: str | None = None,
+        retrying: bool = False,
     ) -> TaskState: ...
 
 
@@ -152,6 +153,27 @@ def unpause_txn(
         raise _ended(task_id, state, "resumed")
     why = "it is being cancelled" if state is TaskState.Cancelling else "it is not paused"
     raise TaskStateRefused(task_id, state.value, "resumed", why)
+
+
+def retry_txn(
+    conn: Tx, task_id: str, transition: TransitionTxn, by: str | None = None
+) -> TaskState:
+    """The owner's retry of a Failed task whose failure is recoverable: back to the
+    working state it failed in (its payload's `then`), by `by`, in one commit with its
+    TaskRetried event. Refused, naming the state and why, for any other task: a second
+    retry finds it working, not Failed."""
+    state, payload = _row(conn, task_id)
+    if not isinstance(payload, payloads.Failed):
+        why = "it has ended without failing" if state.terminal else "it has not failed"
+        only = "only a task that failed recoverably, or a loop's answer that waits for you, is"
+        raise TaskStateRefused(task_id, state.value, "retried", f"{why} ({only} retried)")
+    if not payload.recoverable or payload.then is None:
+        task = tasks_sql.get(conn, task_id)
+        error = task.error if task is not None and task.error else "no error was kept"
+        raise TaskStateRefused(
+            task_id, state.value, "retried", f"its failure is not recoverable: {error}"
+        )
+    return transition(conn, task_id, payload.then, _NOTHING, True, by=by, retrying=True)
 
 
 def begin_cancel_txn(

@@ -249,10 +249,11 @@ class SQLiteLoopStore:
 
         await self._db.write(op, "loop_anomaly")
 
-    async def retry(self, task_id: str) -> TaskState:
+    async def retry(self, task_id: str, *, by: str | None = None) -> TaskState:
         """The owner's `/retry`: the model's answer that waits for the owner is discarded
         (a turn saying so is appended) and the model is asked again. Refused, naming the
-        state, unless the task waits for the owner after its model's answer."""
+        state, unless the task waits for the owner after its model's answer. `by` (who)
+        is kept in the move's event."""
 
         def op(conn: Tx) -> TaskState:
             found = tasks_sql.get_state_payload(conn, task_id)
@@ -268,7 +269,7 @@ class SQLiteLoopStore:
                 )
             at = now_rfc3339()
             loops_sql.append_txn(conn, task_id, [DiscardTurn(of=payload.after)], at, payload.after)
-            return transition_txn(conn, task_id, Executing(current_step=payload.next_step))
+            return transition_txn(conn, task_id, Executing(current_step=payload.next_step), by=by)
 
         return await self._db.write(op, "user_input")
 

@@ -118,6 +118,12 @@ def _counted(make: Callable[[str, int], KnownKey]) -> Callable[[str], KnownKey]:
     return parse
 
 
+def _failed(rest: str) -> FailedKey:
+    """`failed:TASK` (the first failure), `failed:TASK:N` (the one after N retries)."""
+    task_id, colon, retry = rest.partition(":")
+    return FailedKey(task_id, _count(retry)) if colon else FailedKey(task_id)
+
+
 def _two(make: Callable[[str, str], KnownKey]) -> Callable[[str], KnownKey]:
     def parse(rest: str) -> KnownKey:
         return make(*_fields(rest, 2))
@@ -129,7 +135,7 @@ _PARSERS: Final[dict[str, Callable[[str], KnownKey]]] = {
     "approval": _counted(ApprovalKey),
     "credential": _counted(CredentialKey),
     "result": ResultKey,
-    "failed": FailedKey,
+    "failed": _failed,
     "cancelled": CancelledKey,
     "hook": _two(HookKey),
     "anomaly": _anomaly,

@@ -95,11 +95,15 @@ class ResultKey(_Key):
 
 @dataclass(frozen=True, slots=True)
 class FailedKey(_Key):
+    """A task's failure; `retry` (its retries before it) makes each failure after an
+    owner's retry a message of its own, while a failure written again is still one."""
+
     task_id: str
+    retry: int = 0
 
     @property
     def text(self) -> str:
-        return f"failed:{self.task_id}"
+        return f"failed:{self.task_id}" + (f":{self.retry}" if self.retry else "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,12 +7,15 @@ owner's pause request stands lands in Paused) lives here once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import IllegalTransition, MalformedTaskRow, UnknownTask
 from . import approvals_sql, bus_sql, payloads, tasks_sql
+from .json_text import JsonObject
+from .message_keys import FailedKey
 from .payloads import Payload, state_of
-from .records import ApprovalRecord, TaskUpdate, now_rfc3339
+from .records import ApprovalRecord, OwnerMessage, TaskUpdate, now_rfc3339
 from .states import TERMINAL, TaskState, check_transition
 from .tx import Tx
 
@@ -28,6 +31,7 @@ def transition_txn(
     *,
     boundary: bool = False,
     by: str | None = None,
+    retrying: bool = False,
 ) -> TaskState:
     """Move the task (checked against its row); return the state it is now in.
 
@@ -41,10 +45,22 @@ def transition_txn(
     `by` is who moved it, through which surface (the owner's hold: `str(Actor)`), kept
     in the move's bus event; a pause reached at a boundary is the requester's
     (`pause_by` of the request).
+
+    A move into Failed gets where the task was (`then`, when its failure is recoverable)
+    and how many times it was retried; `retrying` is the owner's retry, the only move
+    out of Failed (journal/holds.py).
     """
     dst = state_of(to)
     state, phase, current = _row_for_move(conn, task_id, dst)
-    check_transition(task_id, state, dst, payloads.paused_from(current) if current else None)
+    check_transition(
+        task_id,
+        state,
+        dst,
+        payloads.paused_from(current) if current else None,
+        retrying=retrying,
+    )
+    if isinstance(to, payloads.Failed):
+        to = _failed(conn, task_id, to, current)
     queued_then = current.then if isinstance(current, payloads.Queued) else None
     if (
         isinstance(to, payloads.Paused)
@@ -67,13 +83,55 @@ def transition_txn(
         # being queued is a boundary too: the owner's pause lands here
         to = payloads.Paused(then=replace(to.then, pause_requested=False, pause_by=None))
     at = now_rfc3339()
+    detail: JsonObject | None = None
+    if retrying:  # the failure retried, told with the retry (the row's error is cleared)
+        failed = tasks_sql.get(conn, task_id)
+        error = (failed.error if failed else None) or ""
+        detail = {"error": error, "retry": retries_txn(conn, task_id) + 1}
+        update = replace(update, error="")
     tasks_sql.transition_txn(conn, task_id, to, dst.phase or phase, update, at, reset_attempts)
     after = state_of(to)
     if after is TaskState.Paused and by is None:
         by = asked_by
     # the bus hears of it in this commit
-    bus_sql.moved_txn(conn, task_id, state, after, at, by=by)
+    bus_sql.moved_txn(conn, task_id, state, after, at, by=by, detail=detail)
     return after
+
+
+def _failed(
+    conn: Tx, task_id: str, to: payloads.Failed, current: Payload | None
+) -> payloads.Failed:
+    """The Failed payload as kept: a recoverable failure holds the working state a retry
+    goes back to (none to be had: it is not recoverable), and every failure the number
+    of retries before it (the task's TaskRetried events, each in its retry's commit)."""
+    then = to.then
+    if to.recoverable and then is None and current is not None:
+        then = payloads.resume_point(current)
+    return replace(
+        to,
+        recoverable=to.recoverable and then is not None,
+        then=then if to.recoverable else None,
+        retry_count=retries_txn(conn, task_id),
+    )
+
+
+def retries_txn(conn: Tx, task_id: str) -> int:
+    """How many times the owner retried the task."""
+    return len(bus_sql.for_task(conn, task_id, frozenset({bus_sql.BusEventKind.TaskRetried})))
+
+
+def failure_messages(
+    conn: Tx, task_id: str, messages: Sequence[OwnerMessage]
+) -> list[OwnerMessage]:
+    """The owner's messages of a failure, each failure after a retry its own: the key of
+    the task's failure notice is numbered by the retries before it."""
+    retries = retries_txn(conn, task_id)
+    return [
+        replace(m, message_key=FailedKey(task_id, retries))
+        if retries and m.message_key == FailedKey(task_id)
+        else m
+        for m in messages
+    ]
 
 
 def _row_for_move(conn: Tx, task_id: str, dst: TaskState) -> tuple[TaskState, str, Payload | None]:
@@ -122,5 +180,6 @@ def fail_parked_txn(conn: Tx, task_id: str, error: str) -> list[tuple[str, str |
     state = tasks_sql.get_state(conn, task_id)
     if state is None or state in TERMINAL:
         return []
-    transition_txn(conn, task_id, payloads.Failed(), TaskUpdate(error=error))
+    # a question's deadline passed: recoverable (a retry asks it again)
+    transition_txn(conn, task_id, payloads.Failed(recoverable=True), TaskUpdate(error=error))
     return [(task_id, error)]

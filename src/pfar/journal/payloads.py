@@ -227,8 +227,16 @@ class Completed:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Failed:
+    """Ended by a failure. `recoverable`: `pfar task retry` may continue it from the
+    journal, going back to exactly `then` (where it failed); `retry_count`: how many
+    times it was retried before this failure. A row written before these were kept
+    reads as not recoverable, never retried."""
+
     __pydantic_config__ = _STRICT
     kind: Literal["Failed"] = "Failed"
+    recoverable: bool = False
+    retry_count: int = 0
+    then: WorkingPayload | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -303,6 +311,26 @@ def pause_requested(payload: Payload) -> bool:
 def pause_by(payload: Payload | None) -> str | None:
     """Who asked for the pause that stands (None: no one, or not known)."""
     return payload.pause_by if isinstance(payload, Working) and payload.pause_requested else None
+
+
+def resume_point(payload: Payload) -> Working | None:
+    """Where a task that fails in `payload` goes back to when it is retried: the working
+    state it was in (or the one its question, pause or queue would have gone back to),
+    with nothing of that moment's own left on it (a pause request, a model call sent,
+    an answer that allowed one run). None: a state a retry cannot go back to."""
+    match payload:
+        case Executing(current_step=step):
+            return Executing(current_step=step)
+        case Extracting() | Planning() | Synthesizing():
+            return EMPTY[state_of(payload)]  # type: ignore[return-value]
+        case AwaitingApproval(resume_to=str(back)):
+            return EMPTY[TaskState(back)]  # type: ignore[return-value]
+        case AwaitingApproval(step=step) | AwaitingCredential(step=step):
+            return Executing(current_step=step)
+        case Paused(then=then) | Queued(then=then):
+            return resume_point(then)
+        case _:
+            return None
 
 
 def paused_from(payload: Payload) -> TaskState | None:

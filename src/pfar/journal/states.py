@@ -152,9 +152,21 @@ LEGAL: dict[TaskState, frozenset[TaskState]] = {
 }
 
 
-def is_legal(src: TaskState, dst: TaskState, paused_from: TaskState | None = None) -> bool:
+def is_legal(
+    src: TaskState,
+    dst: TaskState,
+    paused_from: TaskState | None = None,
+    *,
+    retrying: bool = False,
+) -> bool:
     """The table's answer; leaving Paused (or Queued) for a working state also needs
-    `paused_from` (the state the task was paused or queued in) to be that state."""
+    `paused_from` (the state the task was paused or queued in) to be that state.
+    `retrying`: the owner's retry of a Failed task, the only move it allows."""
+    if retrying:
+        # the one way out of an ended state: `pfar task retry` of a recoverable failure,
+        # back to the working state it failed in (the table holds no such move, so no
+        # runner's move can make it)
+        return src is TaskState.Failed and dst.working
     if dst not in LEGAL[src]:
         return False
     if src in (TaskState.Paused, TaskState.Queued) and dst.working:
@@ -163,8 +175,13 @@ def is_legal(src: TaskState, dst: TaskState, paused_from: TaskState | None = Non
 
 
 def check_transition(
-    task_id: str, src: TaskState, dst: TaskState, paused_from: TaskState | None = None
+    task_id: str,
+    src: TaskState,
+    dst: TaskState,
+    paused_from: TaskState | None = None,
+    *,
+    retrying: bool = False,
 ) -> None:
     """Raise IllegalTransition unless `src -> dst` is a legal move."""
-    if not is_legal(src, dst, paused_from):
+    if not is_legal(src, dst, paused_from, retrying=retrying):
         raise IllegalTransition(task_id, src.value, dst.value)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ..errors import IllegalTransition, UnknownTask
 from . import costs_sql, events_sql, payloads, steps_sql, tasks_sql
 from .backing import Backing
-from .moves import executing_txn, transition_txn
+from .moves import executing_txn, failure_messages, transition_txn
 from .payloads import Payload
 from .records import OwnerMessage, StepRecord, TaskUpdate, now_rfc3339
 from .rows import LlmCall, StepProcess
@@ -77,15 +77,22 @@ class StepWrites:
         )
 
     async def step_failed(
-        self, rec: StepRecord, error: str, messages: Sequence[OwnerMessage] = ()
+        self,
+        rec: StepRecord,
+        error: str,
+        messages: Sequence[OwnerMessage] = (),
+        *,
+        recoverable: bool = False,
     ) -> None:
-        """A step failed: its row, the task's failure and the owner's notice in one commit."""
+        """A step failed: its row, the task's failure and the owner's notice in one commit
+        (`recoverable`: a retry runs the step again)."""
 
         def op(conn: Tx) -> None:
             executing_txn(conn, rec.task_id)  # a step's row only while it executes
             steps_sql.finish_txn(conn, rec)
-            transition_txn(conn, rec.task_id, payloads.Failed(), TaskUpdate(error=error))
-            for msg in messages:
+            failed = payloads.Failed(recoverable=recoverable)
+            transition_txn(conn, rec.task_id, failed, TaskUpdate(error=error))
+            for msg in failure_messages(conn, rec.task_id, messages):
                 events_sql.enqueue_message_txn(conn, msg, rec.completed_at or now_rfc3339())
 
         await self._db.write(op, "failed")

@@ -12,7 +12,7 @@ from .bus_sql import BusEventKind
 from .hooks_sql import LEARNINGS_DECIDED, LEARNINGS_KEPT, decided_learnings
 from .json_text import JsonObject
 from .message_keys import ApprovalKey
-from .moves import NO_UPDATE, park_approval_txn, transition_txn
+from .moves import NO_UPDATE, failure_messages, park_approval_txn, transition_txn
 from .payloads import Payload
 from .records import ApprovalRecord, InboundEvent, OwnerMessage, TaskRecord, TaskUpdate, now_rfc3339
 from .rows import DecidedLearning
@@ -63,7 +63,10 @@ class TaskWrites:
         def op(conn: Tx) -> TaskState:
             now = transition_txn(conn, task_id, to, update, reset_attempts)
             at = now_rfc3339()
-            for msg in messages:
+            sent = (
+                failure_messages(conn, task_id, messages) if now is TaskState.Failed else messages
+            )
+            for msg in sent:
                 events_sql.enqueue_message_txn(conn, msg, at)
             return now
 
@@ -120,14 +123,33 @@ class TaskWrites:
 
         return await self._db.write(op, "learnings_kept")
 
-    async def fail(self, task_id: str, error: str, messages: Sequence[OwnerMessage] = ()) -> None:
+    async def fail(
+        self,
+        task_id: str,
+        error: str,
+        messages: Sequence[OwnerMessage] = (),
+        *,
+        recoverable: bool = False,
+    ) -> None:
+        """Failed, with the owner's messages; `recoverable`: `pfar task retry` may take it
+        back to where it failed (journal/moves.py keeps where that is)."""
         await self.transition(
             task_id,
-            payloads.Failed(),
+            payloads.Failed(recoverable=recoverable),
             point="failed",
             update=TaskUpdate(error=error),
             messages=messages,
         )
+
+    async def retry(self, task_id: str, *, by: str | None = None) -> TaskState:
+        """The owner's retry of a recoverable failure: the task is back in the working
+        state it failed in (checked in this commit: a retry running alongside is refused,
+        the task being Failed no more); the state it is in now."""
+
+        def op(conn: Tx) -> TaskState:
+            return holds.retry_txn(conn, task_id, transition_txn, by)
+
+        return await self._db.write(op, "task_retried")
 
     async def request_pause(
         self, task_id: str, *, running: Callable[[], bool], by: str | None = None

@@ -135,7 +135,8 @@ def transition_txn(
     for column, text in (("template_hash", update.template_hash), ("error", update.error)):
         if text is not None:
             sets.append(f"{column} = ?")
-            values.append(text)
+            # an empty error clears it (a retried task has none until it fails again)
+            values.append(text if text or column != "error" else None)
     if reset_attempts:
         sets.append("recovery_attempts = 0")
     values.append(task_id)

@@ -100,6 +100,21 @@ class RejectedCall:
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Thought:
+    """A block of the model's extended thinking, kept exactly as the API sent it, since
+    the API wants it back unchanged in the requests of the same tool-use exchange:
+    `thinking` (its text and `signature`) or `redacted_thinking` (its encrypted `data`).
+    A block whose text held a secret is kept redacted and without its signature (it
+    cannot be sent back). Shown as thinking, never as the answer."""
+
+    __pydantic_config__ = _STRICT
+    kind: Literal["thinking", "redacted_thinking"] = "thinking"
+    thinking: str = ""
+    signature: str = ""
+    data: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class LoopResult:
     """What a tool call came to, as the model is shown it."""
 
@@ -138,7 +153,8 @@ class UserTurn:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class AssistantTurn:
-    """The model's answer: its text and tool calls (thinking is never kept)."""
+    """The model's answer: its text and tool calls, and apart from them its thinking
+    (`thinking`: sent back to the provider as its API requires, never the answer)."""
 
     __pydantic_config__ = _STRICT
     kind: Literal["assistant"] = "assistant"
@@ -157,6 +173,7 @@ class AssistantTurn:
     # how the request it answers was fitted to the budget (None: journaled before pfar
     # kept it)
     fit: ContextFit | None = None
+    thinking: tuple[Thought, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,7 +1,8 @@
 """Answering: what the owner says to a task that waits on them. An answer to its
-question (an approval, a credential prompt), a message to a loop task waiting for
-one, or `/retry` of the model's answer it holds: each is journaled first, then the
-task is advanced from the journal. And `/context`: how full a loop task's context is.
+question (an approval, a credential prompt), or a message to a loop task waiting for
+one (`/retry` of the model's answer it holds: kernel/retrying.py): each is journaled
+first, then the task is advanced from the journal. And `/context`: how full a loop
+task's context is.
 """
 
 from __future__ import annotations
@@ -167,18 +168,6 @@ class Answering:
             text = str(said.changes.get("text", text))
         await k.journal.loops.send(task_id, k.redactor.text(text), done=done, event=event)
         k.audit.log("user_input", task_id=task_id, done=done)
-        k.advance(task_id)
-        return await k.journal.tasks.get(task_id)
-
-    async def retry_answer(self, task_id: str) -> TaskRecord:
-        """The owner's `/retry`: discard the model's answer that waits for the owner, and
-        ask the model again. Refused, naming the state, unless the task waits so."""
-        k = self._k
-        if not k.accepting:
-            raise ShuttingDown()
-        task_id = await k.journal.tasks.resolve_id(task_id)
-        await k.journal.loops.retry(task_id)
-        k.audit.log("user_input", task_id=task_id, retry=True)
         k.advance(task_id)
         return await k.journal.tasks.get(task_id)
 

@@ -50,7 +50,16 @@ from ..vault import keys, knowledge
 from ..vault.home import Home
 from ..vault.perms import check_home
 from ..vault.secrets import SecretStore, checked_secret
-from . import holds, lifecycle, opening, recovering, spend_holds, task_processes, vault_start
+from . import (
+    holds,
+    lifecycle,
+    opening,
+    recovering,
+    retrying,
+    spend_holds,
+    task_processes,
+    vault_start,
+)
 from .acknowledging import Acknowledging
 from .admission import Admission
 from .answering import Answering
@@ -151,7 +160,6 @@ class Kernel:
         self.answer = self.answering.answer
         self.provide_credential = self.answering.provide_credential
         self.send = self.answering.send
-        self.retry_answer = self.answering.retry_answer
         self.loop_context = self.answering.loop_context
         # what runs beside the tasks while the kernel does (kernel/duties.py)
         self.duties = Duties(
@@ -283,6 +291,10 @@ class Kernel:
     async def resume_task(self, task_id: str, by: Actor = IN_PROCESS) -> holds.HoldResult:
         """Continue a paused task from the journal (or withdraw a pause not yet reached)."""
         return await holds.resume(self, task_id, by)
+
+    async def retry_task(self, task_id: str, by: Actor = IN_PROCESS) -> retrying.RetryResult:
+        """Retry a Failed task whose failure is recoverable (or a loop's waiting answer)."""
+        return await retrying.retry(self, task_id, by)
 
     def _fail_stop(self, exc: BaseException) -> None:
         """A write to the vault failed (kernel/fail_stop.py): the kernel stops."""

@@ -144,6 +144,7 @@ def build_model(
         models={"local": llm.local.model} if llm.local is not None else None,
         model=llm.model,
         tiers=llm.tiers.models(),
+        thinking=llm.tiers.thinking(),
         max_tokens=llm.max_tokens,
         failover=Failover(
             providers,
@@ -198,6 +199,7 @@ def scripted_proxy(
         on_call=on_call,
         model=llm.model or "scripted",
         tiers=llm.tiers.models(),  # a script sees which tier asked (request.model)
+        thinking=llm.tiers.thinking(),
         max_tokens=llm.max_tokens,
         remote=False,
     )

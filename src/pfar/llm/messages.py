@@ -56,13 +56,28 @@ NO_TEXT = "(no text)"
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    """A block of a model's extended thinking, exactly as the API sent it: `thinking`
+    with its text and `signature`, or `redacted_thinking` with its encrypted `data`.
+    Sent back unchanged (the API checks the signature) in the requests that follow it
+    in a tool-use exchange; never part of the answer's text."""
+
+    kind: Literal["thinking", "redacted_thinking"]
+    thinking: str = ""
+    signature: str = ""
+    data: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
-    """One turn. `text`, plus tool calls (assistant) or tool results (user)."""
+    """One turn. `text`, plus tool calls (assistant) or tool results (user); an
+    assistant's `thinking` blocks go back only to a provider that takes them."""
 
     role: Role
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     tool_results: tuple[ToolResult, ...] = ()
+    thinking: tuple[ThinkingBlock, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +88,9 @@ class ChatRequest:
     tools: tuple[ToolSchema, ...] = ()
     max_tokens: int = 4096
     temperature: float | None = None
+    # extended thinking's budget (tokens, less than max_tokens) for a provider that has it
+    # (Anthropic's); None: no thinking. A request that thinks sets no temperature
+    thinking_budget: int | None = None
     # force a call of this tool (structured output for the extract and plan phases)
     tool_choice: str | None = None
     # seconds one attempt (the request and its whole answer) may take; the waits between
@@ -99,7 +117,9 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class ChatResponse:
-    """A whole answer. Thinking is never part of it: it stays out of the conversation."""
+    """A whole answer. Thinking is never part of its text: it comes as its own blocks
+    (`thinking`), kept only to be sent back as the API requires and to be shown as
+    thinking, never to the owner as the answer."""
 
     text: str
     tool_calls: tuple[ToolCall, ...]
@@ -114,3 +134,5 @@ class ChatResponse:
     # those calls as the model made them (its name; its input, or {} when that was no
     # JSON object), one per error above: kept in the conversation with their errors
     rejected_calls: tuple[ToolCall, ...] = field(default=())
+    # the answer's thinking blocks, in the order they came
+    thinking: tuple[ThinkingBlock, ...] = field(default=())

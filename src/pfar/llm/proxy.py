@@ -203,6 +203,7 @@ class InferenceProxy:
         models: dict[str, str] | None = None,
         model: str = "default",
         tiers: dict[str, str] | None = None,
+        thinking: dict[str, int] | None = None,
         max_tokens: int = 4096,
         remote: bool = True,
         failover: Failover | None = None,
@@ -226,6 +227,7 @@ class InferenceProxy:
         self._models = models or {}
         self._model = model
         self._tiers = {k: v for k, v in (tiers or {}).items() if v}
+        self._thinking = dict(thinking or {})
         self.max_tokens = max_tokens
         # the models answer from the far side: a runner journals each request before it
         # goes out (False for a scripted model, which answers in-process)
@@ -245,6 +247,11 @@ class InferenceProxy:
     def model_for(self, tier: str) -> str:
         """The model of a tier ("cheap", "worker", "planner"); the configured model when unset."""
         return self._tiers.get(tier, self._model)
+
+    def thinking_for(self, tier: str) -> int | None:
+        """The thinking budget of a tier's calls (`[llm.tiers.<tier>] thinking`); None:
+        its calls do not think."""
+        return self._thinking.get(tier)
 
     def routes_freely(self, data_label: str) -> bool:
         """Data with this label goes to the default provider without the owner's say."""

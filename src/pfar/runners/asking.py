@@ -270,7 +270,10 @@ def _skip(step: int) -> Move:
 
 def _fail(approval: ApprovalRecord, why: str | None) -> Move:
     why = why or "failed by the owner's decision"
-    return Move(Failed(), TaskUpdate(error=f"{why}: {approval.description}"))
+    # the drift question's "fail" stops a task that looked stuck: the owner may still
+    # retry it; any other "fail" or "deny" is the owner's answer to that very step
+    failed = Failed(recoverable=approval.action_type is QuestionKind.drift)
+    return Move(failed, TaskUpdate(error=f"{why}: {approval.description}"))
 
 
 def _spend_cap(

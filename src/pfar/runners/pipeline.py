@@ -37,6 +37,7 @@ from .plan import Plan
 from .services import Services
 from .spend_caps import SpendCapReached
 from .spend_gate import ask_about_cap
+from .step_rules import may_run_again, retry_hint
 from .steps import Done, Parked, StepCall, StepRules, ToolErrored, run_step
 from .templates import Template
 from .thinking import Phase, PhaseInput
@@ -100,11 +101,14 @@ async def advance(task_id: str, svc: Services) -> None:
             await ask_about_cap(task, svc, exc, title=title, resume_to=_thinking(task.state))
             return
         except PfarError as exc:
-            await _fail(task, svc, svc.redactor.text(str(exc)))
+            # a model call that failed after its retries may be retried by the owner; a
+            # template, plan or hook that refused the task would refuse it again
+            error = svc.redactor.text(str(exc))
+            await _fail(task, svc, error, recoverable=isinstance(exc, ProviderError))
             return
         except Exception as exc:  # a bug must fail the task, not the kernel
             log.exception("task %s: unexpected error", task_id)
-            await _fail(task, svc, svc.redactor.text(f"internal error: {exc!r}"))
+            await _fail(task, svc, svc.redactor.text(f"internal error: {exc!r}"), recoverable=False)
             return
 
 
@@ -322,8 +326,10 @@ async def _execute_step(task: TaskRecord, svc: Services, *, fresh: bool) -> bool
             return done
         case Parked():
             return False
-        case ToolErrored(record=rec, error=error):
-            await svc.journal.tasks.step_failed(rec, error, [_failure_message(task, svc, error)])
+        case ToolErrored(record=rec, error=error, ran=ran):
+            again = not ran or may_run_again(rec)  # a call that never ran repeats nothing
+            message = _failure_message(task, svc, error, recoverable=again)
+            await svc.journal.tasks.step_failed(rec, error, [message], recoverable=again)
             svc.notify_owner()
             return False
 
@@ -362,22 +368,26 @@ def _thinking(state: TaskState) -> Literal["Extracting", "Planning", "Synthesizi
     return "Synthesizing" if state is TaskState.Synthesizing else "Extracting"
 
 
-async def _fail(task: TaskRecord, svc: Services, error: str) -> None:
+async def _fail(task: TaskRecord, svc: Services, error: str, *, recoverable: bool) -> None:
     current = await svc.journal.tasks.get(task.task_id)
     # held: the owner paused or is cancelling it, and a late write of this runner was
     # refused; the task is the owner's now, not this runner's to fail
     if current.state.terminal or current.state.held:
         return
-    await svc.journal.tasks.fail(task.task_id, error, [_failure_message(task, svc, error)])
+    message = _failure_message(task, svc, error, recoverable=recoverable)
+    await svc.journal.tasks.fail(task.task_id, error, [message], recoverable=recoverable)
     svc.notify_owner()
 
 
-def _failure_message(task: TaskRecord, svc: Services, error: str) -> OwnerMessage:
+def _failure_message(
+    task: TaskRecord, svc: Services, error: str, *, recoverable: bool
+) -> OwnerMessage:
+    hint = f"\n{retry_hint(task.task_id)}" if recoverable else ""
     return OwnerMessage(
         message_key=FailedKey(task.task_id),
         kind=MessageKind.notice,
         task_id=task.task_id,
-        body=f"Task {_title(task, svc)} ({task.task_id[:8]}) failed: {error}",
+        body=f"Task {_title(task, svc)} ({task.task_id[:8]}) failed: {error}{hint}",
     )
 
 

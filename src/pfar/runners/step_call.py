@@ -88,6 +88,9 @@ class ToolErrored:
     record: StepRecord
     error: str
     kind: Literal["errored"] = "errored"
+    # False: the tool never ran (its locks were not to be had, a hook stopped it), so
+    # running it again repeats nothing
+    ran: bool = True
 
 
 StepOutcome = Done | Parked | ToolErrored

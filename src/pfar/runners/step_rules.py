@@ -41,6 +41,19 @@ def should_retry_step(
     return StepRecovery.RequireOwnerConfirmation
 
 
+def may_run_again(failed: StepRecord) -> bool:
+    """Whether a step that failed may run again when the owner retries its task: a read,
+    or a write whose far side recognises the same call again (its idempotency key). A
+    write of no key, or one only checked after the fact, may have had part of its
+    effect before it failed: its task's failure is not recoverable."""
+    return failed.semantics is Semantics.Read or failed.idempotency is Idempotency.key
+
+
+def retry_hint(task_id: str) -> str:
+    """What the owner is told of a failure they may retry."""
+    return f"It can be retried from where it failed: pfar task retry {task_id[:8]}"
+
+
 @dataclass(frozen=True, slots=True)
 class Ask:
     """A runner's own question before a call runs (the agentic loop's permission prompt):

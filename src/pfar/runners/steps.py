@@ -177,7 +177,7 @@ async def run_step(
             completed_at=now_rfc3339(),
             error=error,
         )
-        return ToolErrored(failed, error)
+        return ToolErrored(failed, error, ran=False)
 
 
 async def _run(
@@ -329,4 +329,4 @@ def _blocked(task: TaskRecord, call: StepCall, semantics: Semantics, why: str) -
         completed_at=at,
         error=error,
     )
-    return ToolErrored(failed, error)
+    return ToolErrored(failed, error, ran=False)

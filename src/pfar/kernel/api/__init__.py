@@ -2,12 +2,13 @@
 
 `HomeReader` reads a home (tasks, timelines, questions, sessions, workflows) with or
 without a running kernel; `Operator` is a running kernel's: those reads plus the verbs
-that act (submit, answer, cancel / pause / resume, secrets, sessions, workflows,
+that act (submit, answer, cancel / pause / resume / retry, secrets, sessions, workflows,
 status). Every verb returns a frozen record with `to_json`; `requests.COMMANDS` maps
 the control socket's ops onto the verbs.
 """
 
 from ..holds import HoldResult
+from ..retrying import RetryResult
 from .operator import Operator
 from .reader import MAX_LIMIT, HomeReader, PlannedRecovery, RecoveryPreview
 from .records import (
@@ -36,6 +37,7 @@ __all__ = [
     "Pong",
     "Questions",
     "RecoveryPreview",
+    "RetryResult",
     "SecretStored",
     "Submitted",
     "TaskListing",

@@ -20,7 +20,7 @@ from typing import Literal
 from ...journal.store import Store
 from ...journal.turns import AssistantTurn
 from ...llm.events import ChatEvent, Retrying, TextDelta
-from .timeline import said
+from .timeline import said, thought
 
 QUEUE = 1024  # streamed pieces a viewer may fall behind by before pieces are dropped
 POLL = 0.25  # seconds between looks at the journal while nothing streams
@@ -155,7 +155,7 @@ class _Seen:
             if self.streamed and isinstance(turn, AssistantTurn):
                 # its text was shown as it streamed: what is left is its calls
                 calls = ", ".join(f"{c.name} #{c.step + 1}" for c in turn.calls)
-                text = f"[calls: {calls}]" if calls else ""
+                text = ((f"[calls: {calls}]" if calls else "") + thought(turn)).strip()
                 self.streamed = False
             else:
                 text = said(turn)

@@ -84,6 +84,8 @@ class ModelSaid:
     input_tokens: int
     output_tokens: int
     kind: Literal["assistant"] = "assistant"
+    # its extended thinking, as text (redacted), shown as thinking: never the answer
+    thinking: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +183,7 @@ def turn_view(stored: StoredTurn) -> ConversationTurn:
                 turn.model,
                 turn.input_tokens,
                 turn.output_tokens,
+                thinking=thinking_of(turn),
             )
         case ResultsTurn():
             results = tuple(
@@ -191,3 +194,12 @@ def turn_view(stored: StoredTurn) -> ConversationTurn:
             return Summarized(seq, at, turn.text, turn.upto)
         case DiscardTurn():
             return Discarded(seq, at, turn.of)
+
+
+def thinking_of(turn: AssistantTurn) -> str:
+    """An answer's thinking as text to show (as kept: redacted of secrets), or that the
+    provider sent it encrypted; "" when it did not think."""
+    parts = [
+        t.thinking if t.kind == "thinking" else "(encrypted by the provider)" for t in turn.thinking
+    ]
+    return " ".join(p for p in parts if p)

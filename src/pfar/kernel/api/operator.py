@@ -28,6 +28,7 @@ from ...vault.knowledge import KnowledgeStore, Learning
 from ..admission import Waiting
 from ..holds import HoldResult
 from ..reload import Reloaded
+from ..retrying import RetryResult
 from .attach import Shown, stream
 from .attach_timeline import timeline_stream
 from .channel_host import ChannelHosting
@@ -125,6 +126,13 @@ class Operator(HomeReader):
         """Continue a paused task from the journal (or withdraw a pause not yet reached)."""
         return await self._kernel.resume_task(task_id, self.actor)
 
+    async def retry(self, task_id: str) -> RetryResult:
+        """Retry the task: a Failed task whose failure is recoverable continues from the
+        journal where it failed; a loop task waiting for you has its model's answer
+        discarded and asked again (`/retry`). Refused, naming the state and why, for any
+        other task (not failed; failed, but not recoverably: with what failed)."""
+        return await self._kernel.retry_task(task_id, self.actor)
+
     # -- the owner's answers -------------------------------------------------------
 
     async def answer(self, approval_id: str, answer: Answer | str) -> Answered:
@@ -217,16 +225,16 @@ class Operator(HomeReader):
     ) -> Sent:
         """The owner's message to a loop task. `/pause`, `/cancel` and `/resume` act on the
         task, `/done` ends it with its summary, `/retry` discards the model's last answer
-        and asks again, `/context` tells how full its context is; "//..." sends a
-        message that starts "/"."""
+        and asks again (or retries a task that failed recoverably: `retry`), `/context`
+        tells how full its context is; "//..." sends a message that starts "/"."""
         command = text.strip().lower()
         holds = {"/pause": self.pause, "/cancel": self.cancel, "/resume": self.resume}
         if command in holds:
             r = await holds[command](task_id)
             return Sent(r.task_id, r.state, command, r)
-        if command == "/retry":
-            task = await self._kernel.retry_answer(task_id)
-            return Sent(task.task_id, task.state, command)
+        if command == "/retry":  # the same verb as `pfar task retry`
+            retried = await self.retry(task_id)
+            return Sent(retried.task_id, retried.state, command)
         if command == "/context":
             stats = await self._kernel.loop_context(task_id)
             task = await self._kernel.journal.tasks.get(

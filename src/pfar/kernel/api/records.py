@@ -22,6 +22,7 @@ from ...journal import (
 from ...journal.boot_reports import Kept, KeptBoot
 from ...journal.bus_sql import BusEvent, BusEventKind
 from ...journal.json_text import JsonValue
+from ...journal.payloads import Failed
 from ...journal.records import UnreadableTask
 from ...runners.loop.context import ContextStats
 from ..holds import HoldResult
@@ -49,6 +50,8 @@ class TaskSummary:
     # this view; a page of tasks and a timeline read them)
     cost_usd: float | None = None
     tokens: int | None = None
+    # a Failed task whose failure is recoverable: `retry` continues it
+    retryable: bool = False
 
     @classmethod
     def of(cls, t: TaskRecord | UnreadableTask) -> TaskSummary:
@@ -65,6 +68,7 @@ class TaskSummary:
             created_at=t.created_at,
             updated_at=t.updated_at,
             error=t.error,
+            retryable=isinstance(t.payload, Failed) and t.payload.recoverable,
         )
 
     @classmethod

@@ -20,6 +20,7 @@ from ..admission import Waiting
 from ..holds import HoldResult
 from ..kernel import KernelStatistics
 from ..reload import Reloaded
+from ..retrying import RetryResult
 from .activity import Activity
 from .arguments import (
     AckArgs,
@@ -256,6 +257,12 @@ TASK_RESUME = Command(
     lambda o, a: o.resume(a.task_id),
     reply=Wire(HoldResult),
 )
+TASK_RETRY = Command(
+    "task_retry",
+    TaskArgs,
+    lambda o, a: o.retry(a.task_id),
+    reply=Wire(RetryResult),
+)
 APPROVALS = Command(
     "approvals",
     QuestionsArgs,
@@ -377,6 +384,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         TASK_CANCEL,
         TASK_PAUSE,
         TASK_RESUME,
+        TASK_RETRY,
         APPROVALS,
         APPROVAL_SHOW,
         ANSWER,

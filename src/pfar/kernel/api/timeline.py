@@ -12,6 +12,7 @@ from ...journal.store import Store
 from ...journal.turns import AssistantTurn, DiscardTurn, ResultsTurn, SummaryTurn, Turn, UserTurn
 from . import timeline_entries as e
 from .answer import task_answer, task_input
+from .conversation_records import thinking_of
 from .records import StepView, TaskSummary, TaskTimeline
 
 _TOLD = frozenset(
@@ -20,6 +21,7 @@ _TOLD = frozenset(
         BusEventKind.TaskResumed,
         BusEventKind.TaskCancelled,
         BusEventKind.TaskRecovered,
+        BusEventKind.TaskRetried,
     }
 )
 
@@ -115,7 +117,7 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
 
 
 async def _told(journal: Store, task_id: str) -> list[e.Entry]:
-    """The owner's pauses, resumes and cancel, and each start's recovery of the task:
+    """The owner's pauses, resumes, retries and cancel, and each start's recovery of the task:
     the journal keeps them as the bus's events, each hold with who acted (`by`) since
     that was kept."""
     out: list[e.Entry] = []
@@ -128,6 +130,17 @@ async def _told(journal: Store, task_id: str) -> list[e.Entry]:
             out.append(e.Paused(at=ev.at, paused_from=str(ev.body.get("from", "?")), by=by))
         elif ev.kind is BusEventKind.TaskCancelled:
             out.append(e.Cancelled(at=ev.at, by=by))
+        elif ev.kind is BusEventKind.TaskRetried:
+            retry, error = ev.body.get("retry"), ev.body.get("error")
+            out.append(
+                e.Retried(
+                    at=ev.at,
+                    state=str(ev.body.get("state", "?")),
+                    retry=retry if isinstance(retry, int) else 0,
+                    error=error if isinstance(error, str) else "",
+                    by=by,
+                )
+            )
         elif ev.body.get("from") == "Paused":
             out.append(e.Resumed(at=ev.at, state=str(ev.body.get("state", "?")), by=by))
     return out
@@ -147,6 +160,7 @@ def said(turn: Turn, limit: int = 2000) -> str:
         case AssistantTurn(text=text, calls=calls, rejected=rejected):
             named = ", ".join(f"{c.name} #{c.step + 1}" for c in calls)
             said = f"model: {cut(text) or '(no text)'}" + (f" [calls: {named}]" if named else "")
+            said += thought(turn, limit)
             if rejected:  # calls that never ran: their errors are not in a results turn
                 said += " [could not be used: " + " | ".join(cut(r.error) for r in rejected) + "]"
             return said
@@ -160,3 +174,12 @@ def said(turn: Turn, limit: int = 2000) -> str:
         case DiscardTurn():
             return "you: /retry (the model's answer above is discarded; it is asked again)"
     raise TypeError(f"not a turn: {turn!r}")
+
+
+def thought(turn: AssistantTurn, limit: int = 2000) -> str:
+    """An answer's thinking, told as thinking beside the answer (never as it): the
+    text kept (redacted of secrets), or that the provider sent it encrypted."""
+    text = thinking_of(turn)
+    if not text:
+        return ""
+    return f" [thinking: {text if len(text) <= limit else text[:limit] + ' …'}]"

@@ -154,6 +154,23 @@ class Resumed:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Retried:
+    """The owner retried the task after a recoverable failure (`error`, what failed)."""
+
+    kind: Literal["retried"] = "retried"
+    at: str
+    state: str  # the state it went back to
+    retry: int  # its how-many-th retry
+    error: str = ""
+    by: Actor | None = None
+
+    @property
+    def words(self) -> str:
+        failed = f" after: {self.error}" if self.error else ""
+        return f"retried (retry {self.retry}, {self.state})" + _by(self.by) + failed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Cancelled:
     kind: Literal["cancelled"] = "cancelled"
     at: str
@@ -250,6 +267,7 @@ Entry = (
     | CredentialReceived
     | Paused
     | Resumed
+    | Retried
     | Cancelled
     | MessageToOwner
     | ModelCall

@@ -1,6 +1,7 @@
 """The Messages API's raw stream events folded into a `ChatResponse`.
 
-* text blocks are joined into `text`; thinking blocks are read and dropped;
+* text blocks are joined into `text`; thinking blocks (their text and signature) and
+  redacted_thinking blocks are kept whole, apart, in `thinking`: never in the text;
 * tool_use blocks: the `input_json_delta` pieces are joined and parsed at
   content_block_stop, then checked: the tool must be one of the request's tools and its
   input must be a JSON object matching the tool's `input_schema` (a subset of JSON
@@ -30,11 +31,14 @@ from anthropic.types import (
     RawMessageDeltaEvent,
     RawMessageStartEvent,
     RawMessageStopEvent,
+    RedactedThinkingBlock,
+    SignatureDelta,
     TextBlock,
     TextDelta,
     ThinkingDelta,
     ToolUseBlock,
 )
+from anthropic.types import ThinkingBlock as ApiThinkingBlock
 
 from ...json_schema import validate_schema
 from .. import events
@@ -42,6 +46,7 @@ from ..events import EventSink, ToolCallDelta, ToolCallDone
 from ..messages import (
     ChatResponse,
     StopReason,
+    ThinkingBlock,
     ToolCall,
     ToolResult,
     ToolSchema,
@@ -69,6 +74,8 @@ class _Block:
     tool_name: str = ""
     parts: list[str] = field(default_factory=list)
     finished: bool = False
+    signature: str = ""  # a thinking block's
+    data: str = ""  # a redacted_thinking block's
 
 
 class Accumulator:
@@ -127,6 +134,11 @@ class Accumulator:
         self._order.append(event.index)
         if isinstance(content, TextBlock):
             self._text_piece(block, content.text)
+        elif isinstance(content, ApiThinkingBlock):
+            block.parts.append(content.thinking)
+            block.signature = content.signature
+        elif isinstance(content, RedactedThinkingBlock):
+            block.data = content.data
         elif isinstance(content, ToolUseBlock):
             block.tool_id, block.tool_name = content.id, content.name
             if content.input:  # an input given whole, not in deltas
@@ -155,7 +167,12 @@ class Accumulator:
             if block is not None and block.kind == "tool_use":
                 self._json_piece(event.index, block, delta.partial_json)
         elif isinstance(delta, ThinkingDelta):
-            self._chars += len(delta.thinking)  # counted as output, never kept
+            self._chars += len(delta.thinking)  # counted as output; kept apart from the text
+            if block is not None and block.kind == "thinking":
+                block.parts.append(delta.thinking)
+        elif isinstance(delta, SignatureDelta):
+            if block is not None and block.kind == "thinking":
+                block.signature += delta.signature
 
     def _finish_tool(self, block: _Block) -> None:
         raw = "".join(block.parts)
@@ -225,4 +242,17 @@ class Accumulator:
             total_time=finished - self._started,
             invalid_tool_calls=tuple(self._invalid),
             rejected_calls=tuple(self._rejected),
+            thinking=self._thinking(),
         )
+
+    def _thinking(self) -> tuple[ThinkingBlock, ...]:
+        """The answer's thinking blocks, whole, in their order."""
+        out = []
+        for i in self._order:
+            block = self._blocks[i]
+            if block.kind == "thinking":
+                text = "".join(block.parts)
+                out.append(ThinkingBlock("thinking", thinking=text, signature=block.signature))
+            elif block.kind == "redacted_thinking":
+                out.append(ThinkingBlock("redacted_thinking", data=block.data))
+        return tuple(out)

@@ -26,7 +26,7 @@ from ...journal.turns import (
     SummaryTurn,
     UserTurn,
 )
-from ...llm.messages import NO_TEXT, Message, ToolCall, ToolResult
+from ...llm.messages import NO_TEXT, Message, ThinkingBlock, ToolCall, ToolResult
 from ...tools import git_safe
 from . import worktrees
 
@@ -211,7 +211,11 @@ def messages(turns: Sequence[StoredTurn], *, cut: int | None = None) -> tuple[Me
         if isinstance(turn, AssistantTurn):
             calls = tuple(ToolCall(c.id, c.name, c.input) for c in turn.calls)
             calls += tuple(ToolCall(r.id, r.name, r.input) for r in turn.rejected)
-            out.append(Message("assistant", _said(turn), tool_calls=calls))
+            thinking = tuple(
+                ThinkingBlock(t.kind, thinking=t.thinking, signature=t.signature, data=t.data)
+                for t in turn.thinking
+            )
+            out.append(Message("assistant", _said(turn), tool_calls=calls, thinking=thinking))
             owed = tuple(ToolResult(r.id, r.error, is_error=True) for r in turn.rejected)
             continue
         if isinstance(turn, UserTurn):

@@ -10,11 +10,14 @@ from collections.abc import Sequence
 
 from ...hooks import HookPoint
 from ...journal import TaskRecord
+from ...journal.bus_sql import BusEventKind
 from ...journal.question_kinds import QuestionKind
 from ...journal.records import parse_rfc3339
 from ...journal.turns import AssistantTurn, LoopSettings, ResultsTurn, StoredTurn, UserTurn
 from ..asking import ask_owner
 from ..services import Services
+
+_RETRIED = frozenset({BusEventKind.TaskRetried})
 
 
 async def drifted(
@@ -23,6 +26,10 @@ async def drifted(
     """Seed 001's drift detector, from the journal: past a limit, the task stops on a
     question to the owner (continue, or fail), stating which limit and by how much."""
     since = _owner_spoke_at(convo)
+    # the owner's retry of a task that failed (its drift question answered "fail", say)
+    # counts as their word: the limits start again from it
+    for retried in await svc.journal.events.bus_for_task(task.task_id, _RETRIED):
+        since = max(since, retried.at)
     answered = since  # time waiting on the owner is no time without progress
     for a in await svc.journal.questions.approvals_for_task(task.task_id):
         decided = a.decided_at or ""

@@ -11,6 +11,7 @@ from ...journal.payloads import Completed
 from ...journal.turns import LoopSettings, StoredTurn
 from ..services import Services
 from ..spend_caps import SpendCapReached
+from ..step_rules import retry_hint
 from . import context, context_window, worktrees
 
 
@@ -59,7 +60,16 @@ async def conclude(
     svc.notify_owner()
 
 
-async def fail(task: TaskRecord, settings: LoopSettings, svc: Services, error: str) -> None:
+async def fail(
+    task: TaskRecord,
+    settings: LoopSettings,
+    svc: Services,
+    error: str,
+    *,
+    recoverable: bool = False,
+) -> None:
+    """Failed, with the owner told. `recoverable`: the owner may retry it (a subtask's
+    never is: its failure is already its parent's call result)."""
     current = await svc.journal.tasks.get(task.task_id)
     if current.state.terminal or current.state.held:
         return
@@ -68,6 +78,7 @@ async def fail(task: TaskRecord, settings: LoopSettings, svc: Services, error: s
     if not settings.parent_task_id:
         keep = svc.loop.keep_failed_worktrees
         kept = await worktrees.finish(task.task_id, settings, succeeded=False, keep=keep)
+    recoverable = recoverable and not settings.parent_task_id
     await svc.journal.tasks.fail(
         task.task_id,
         error,
@@ -77,8 +88,10 @@ async def fail(task: TaskRecord, settings: LoopSettings, svc: Services, error: s
                 kind=MessageKind.notice,
                 task_id=task.task_id,
                 body=f"Task {title} ({task.task_id[:8]}) failed: {error}"
-                + (f"\n{kept}" if kept else ""),
+                + (f"\n{kept}" if kept else "")
+                + (f"\n{retry_hint(task.task_id)}" if recoverable else ""),
             )
         ],
+        recoverable=recoverable,
     )
     svc.notify_owner()

@@ -20,6 +20,7 @@ from ...journal.turns import (
     RejectedCall,
     StoredTurn,
     SummaryTurn,
+    Thought,
 )
 from ...llm.events import EventSink
 from ...llm.messages import ChatRequest, ChatResponse
@@ -43,7 +44,8 @@ async def model_phase(
 ) -> bool:
     if await drift.drifted(task, settings, convo, svc):
         return False
-    model = svc.model.model_for(_tier(task, settings, convo, svc))
+    tier = _tier(task, settings, convo, svc)
+    model = svc.model.model_for(tier)
     tools = context_window.schemas(svc, settings)
     title = settings.title or task.task_id[:8]
     key = _turn_key(convo)
@@ -100,6 +102,7 @@ async def model_phase(
         tools=tools,
         max_tokens=call.changes.get("max_tokens", max_tokens),
         attempt_timeout=svc.loop.tool_seconds,
+        thinking_budget=_thinking(svc, tier, call.changes.get("max_tokens", max_tokens)),
     )
     if svc.model.remote:  # request_sent: a crash before the answer makes the call again
         await svc.journal.tasks.llm_request_sent(task.task_id, "loop")
@@ -109,9 +112,8 @@ async def model_phase(
         await ask_about_cap(task, svc, exc, title=title)
         return False
     except ProviderError as exc:
-        await endings.fail(
-            task, settings, svc, f"the model call failed: {svc.redactor.text(str(exc))}"
-        )
+        error = f"the model call failed: {svc.redactor.text(str(exc))}"
+        await endings.fail(task, settings, svc, error, recoverable=True)
         return False
     if (
         response.usage.input_tokens + response.usage.output_tokens
@@ -148,6 +150,31 @@ async def model_phase(
     return await _answered(task, settings, convo, response, svc, fitted)
 
 
+def _thinking(svc: Services, tier: str, max_tokens: int) -> int | None:
+    """The tier's thinking budget, which must leave the answer room (the API's rule)."""
+    budget = svc.model.thinking_for(tier)
+    if budget is not None and budget >= max_tokens:
+        raise PfarError(
+            f"llm.tiers.{tier}.thinking.budget_tokens ({budget}) must be less than the "
+            f"call's max_tokens ({max_tokens}: the least of llm.max_tokens and "
+            "loop.reserve_tokens)"
+        )
+    return budget
+
+
+def _thoughts(task: TaskRecord, response: ChatResponse, svc: Services) -> tuple[Thought, ...]:
+    """The answer's thinking as the journal keeps it: each block exactly as the API sent
+    it (it wants it back so), logged at debug through the redactor; a block whose text
+    held a secret is kept redacted, without its signature (it is not sent back)."""
+    kept = []
+    for block in response.thinking:
+        text = svc.redactor.text(block.thinking)
+        log.debug("task %s: the model thought: %s", task.task_id, text)
+        signature = block.signature if text == block.thinking else ""
+        kept.append(Thought(kind=block.kind, thinking=text, signature=signature, data=block.data))
+    return tuple(kept)
+
+
 def _turn_key(convo: Sequence[StoredTurn]) -> str:
     """The model's turn a hook decides about: the last turn that is no summary (a summary
     made for this same turn does not make it another)."""
@@ -179,6 +206,7 @@ async def _answered(
         input_tokens=response.usage.input_tokens,
         output_tokens=response.usage.output_tokens,
         rejected=_rejected(response, svc),
+        thinking=_thoughts(task, response, svc),
         # an error a provider gave without the call it is about can only be told in words
         unusable=tuple(
             f"{r.tool_call_id}: {svc.redactor.text(r.content)}"
