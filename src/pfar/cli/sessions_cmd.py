@@ -13,9 +13,8 @@ from ..errors import UnknownSecret
 from ..journal.sessions import SessionStatus
 from ..kernel.api.arguments import NewSessionArgs, SecretArgs, SecretNameArgs, SessionArgs
 from ..kernel.api.command import Command
-from ..kernel.api.requests import (
-    SECRET_RM,
-    SECRET_SET,
+from ..kernel.api.requests import SECRET_RM, SECRET_SET
+from ..kernel.api.session_requests import (
     SESSION_NEW,
     SESSION_PAUSE,
     SESSION_RESUME,

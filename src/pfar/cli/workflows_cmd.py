@@ -8,7 +8,7 @@ import click
 
 from ..errors import PfarError
 from ..kernel.api.arguments import DirectoryArgs, WorkflowArgs
-from ..kernel.api.requests import WORKFLOW_RESUME, WORKFLOW_START
+from ..kernel.api.session_requests import WORKFLOW_RESUME, WORKFLOW_START
 from . import client
 from .output import emit, home_of, out, read
 

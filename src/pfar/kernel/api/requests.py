@@ -31,25 +31,20 @@ from .arguments import (
     ConversationArgs,
     CostsArgs,
     CredentialArgs,
-    DirectoryArgs,
     EventsArgs,
     LearningArgs,
     LearningsArgs,
     LoopArgs,
-    NewSessionArgs,
     NoArgs,
     QuestionsArgs,
     RecoveriesArgs,
     SecretArgs,
     SecretNameArgs,
     SendArgs,
-    SessionArgs,
-    SessionsArgs,
     SubmitArgs,
     TaskArgs,
     TaskPageArgs,
     TasksArgs,
-    WorkflowArgs,
 )
 from .command import Command
 from .console_token import ConsoleToken
@@ -72,7 +67,17 @@ from .records import (
     TaskSummary,
     TaskTimeline,
 )
-from .views import ApprovalView, SessionView
+from .session_requests import (
+    SESSION_NEW,
+    SESSION_PAUSE,
+    SESSION_RESUME,
+    SESSION_SHOW,
+    SESSION_TERMINATE,
+    SESSIONS,
+    WORKFLOW_RESUME,
+    WORKFLOW_START,
+)
+from .views import ApprovalView
 from .wire import Wire
 
 # -- the table -------------------------------------------------------------------------
@@ -304,54 +309,6 @@ SECRET_RM = Command(
     SecretNameArgs,
     lambda o, a: o.remove_secret(a.name),
     reply=Wire(SecretStored),
-)
-WORKFLOW_START = Command(
-    "workflow_start",
-    WorkflowArgs,
-    lambda o, a: o.start_workflow(a.definition, a.directory),
-    reply=Wire(TaskRef),
-)
-WORKFLOW_RESUME = Command(
-    "workflow_resume",
-    DirectoryArgs,
-    lambda o, a: o.resume_workflow(a.directory),
-    reply=Wire(TaskRef),
-)
-SESSIONS = Command(
-    "sessions",
-    SessionsArgs,
-    lambda o, a: o.sessions(a.status),
-    reply=Wire(list[SessionView]),
-)
-SESSION_SHOW = Command(
-    "session_show",
-    SessionArgs,
-    lambda o, a: o.session(a.session_id),
-    reply=Wire(SessionView),
-)
-SESSION_NEW = Command(
-    "session_new",
-    NewSessionArgs,
-    lambda o, a: o.new_session(a.project_path, a.thread_id),
-    reply=Wire(SessionView),
-)
-SESSION_RESUME = Command(
-    "session_resume",
-    SessionArgs,
-    lambda o, a: o.resume_session(a.session_id),
-    reply=Wire(SessionView),
-)
-SESSION_PAUSE = Command(
-    "session_pause",
-    SessionArgs,
-    lambda o, a: o.pause_session(a.session_id),
-    reply=Wire(SessionView),
-)
-SESSION_TERMINATE = Command(
-    "session_terminate",
-    SessionArgs,
-    lambda o, a: o.terminate_session(a.session_id),
-    reply=Wire(SessionView),
 )
 
 COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
