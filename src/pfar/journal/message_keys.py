@@ -229,6 +229,19 @@ class DiskLowKey(_Key):
         return f"disk-low:{self.boot_id}:{self.count}"
 
 
+@dataclass(frozen=True, slots=True)
+class McpServerKey(_Key):
+    """The how-many-th notice of this boot about an MCP server (it failed, or listed
+    tools with bad schemas)."""
+
+    boot_id: str
+    count: int
+
+    @property
+    def text(self) -> str:
+        return f"mcp-server:{self.boot_id}:{self.count}"
+
+
 # -- about one channel -----------------------------------------------------------------
 
 
@@ -303,6 +316,7 @@ KnownKey = (
     | FailStopKey
     | BackupFailedKey
     | DiskLowKey
+    | McpServerKey
     | ChannelDegradedKey
     | InDoubtKey
     | ReplyKey

@@ -44,6 +44,7 @@ from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport
 from ..runners import Services, TemplateRegistry
 from ..tools import sandbox
+from ..tools.mcp import McpServers
 from ..tools.processes import start_time
 from ..tools.registry import ToolRegistry
 from ..vault import keys, knowledge
@@ -99,6 +100,7 @@ class Kernel:
     learner: Learner
     services: Services
     scheduler: Scheduler
+    mcp: McpServers | None = None  # set with the services (kernel/mcp_servers.py)
     admission: Admission
 
     def __init__(

@@ -15,6 +15,7 @@ from typing import Protocol
 from ..config import Config
 from ..errors import PfarError, VaultIOError
 from ..journal.store import Store
+from ..tools.mcp import McpServers
 from ..vault import knowledge
 from ..vault.home import Home, HomeLock
 from ..vault.secrets import SecretStore
@@ -100,6 +101,7 @@ class Stopping(Protocol):
     bus_bell: BusBell
     before_close: list[Callable[[], Awaitable[None]]]
     stop_now: asyncio.Event
+    mcp: McpServers | None
 
     @property
     def life(self) -> Life: ...
@@ -133,6 +135,8 @@ async def shutdown(k: Stopping, timeout: float | None) -> list[str]:
         except Exception:
             log.exception("a shutdown step failed; the journal is closed all the same")
     await k.sessions.close()
+    if k.mcp is not None:  # after the tasks: no call of theirs is in flight
+        await k.mcp.close()
     await k.duties.stop()
     await k.driver.processes_ended()
     # no kernel supervises what tasks' commands left running: the next start resumes
@@ -162,6 +166,8 @@ async def abort(k: Stopping) -> None:
     for t in coroutines:
         t.cancel()
     await asyncio.gather(*coroutines, return_exceptions=True)
+    if k.mcp is not None:
+        await k.mcp.close()
     k.bus_bell.close()
     await k.journal.aclose(checkpoint=False)
     if k.acknowledged is not None:

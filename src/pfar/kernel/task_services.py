@@ -24,6 +24,7 @@ from ..policy.redact import Redactor
 from ..runners import Services, TemplateRegistry
 from ..runners.loop.permissions import Policy
 from ..tools import sandbox, sandbox_mounts
+from ..tools.mcp import McpServers
 from ..tools.processes import start_time
 from ..tools.registry import ToolRegistry
 from ..vault import keys, knowledge
@@ -34,6 +35,7 @@ from .admission import Admission
 from .api.attach import Viewers
 from .learning import Learner
 from .locks import LockManager, LockTable
+from .mcp_servers import build as build_mcp
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel
 
@@ -63,6 +65,8 @@ class ServicesHost(Protocol):
     locks: LockManager
     learner: Learner
     services: Services
+    mcp: McpServers | None
+    boot_id: str
 
     @property
     def lock_owner(self) -> LockOwner: ...
@@ -77,6 +81,7 @@ def load_services(
     tools: ToolRegistry | None,
     model: ChatModel | None,
     sandboxer: Sandboxer | None,
+    sandbox_home: str = "",
 ) -> None:
     """Load the kernel's task services onto `k`. `tools` and `model` stand in for the
     built-in tools and [llm]'s model when given (tests, benchmarks)."""
@@ -103,6 +108,18 @@ def load_services(
         config.loop.learnings,
         config.loop.tool_seconds,
     )
+    k.mcp = build_mcp(
+        config,
+        k.tools,
+        root=k.home.root,
+        home_tag=sandbox_home,
+        boot_id=k.boot_id,
+        journal=k.journal,
+        notify=lambda: k.owner.notify(),  # noqa: PLW0108  (late-bound, as below)
+        secret=k.secrets.get,
+        redact=k.redactor.text,
+        sandboxer=sandboxer,
+    )
     k.services = Services(
         journal=k.journal,
         tools=k.tools,
@@ -126,6 +143,7 @@ def load_services(
         sandbox=sandboxer,
         hold=k.locks.hold,
         hooks=k.hooks,
+        mcp=k.mcp,
     )
 
 

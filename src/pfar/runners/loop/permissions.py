@@ -35,6 +35,8 @@ from ..step_rules import Ask
 from . import standing as standing_rules
 
 PERMISSION_OPTIONS = ("approve", "deny", "always", "never")
+# a tool asked about at every call (an MCP tool that may destroy data) has no "always"
+EVERY_CALL_OPTIONS = ("approve", "deny", "never")
 
 # the argument that says what a call touches, per tool (its "summary")
 _SUBJECT = {
@@ -188,14 +190,21 @@ class Policy:
         args: dict[str, Any],
         semantics: Semantics,
         tainted_by: str | None = None,
+        asks: bool | None = None,
     ) -> Ask | None:
         """Layer 2: the permission question this call needs, or None to let it run.
         `tainted_by` names the outside data read since the owner's last message: a write
-        after it is asked about whatever standing answer or always_allow covers it."""
+        after it is asked about whatever standing answer or always_allow covers it.
+        `asks` is the tool's own rule (an MCP tool's, tools/mcp/semantics.py): True asks
+        every call, whatever allows it, and offers no "always"; False lets it run as
+        always_allow would."""
         what = subject(tool, args)
         shown = what if len(what) <= 200 else what[:200] + "…"
         verb = "change" if semantics is Semantics.Write else "use"
-        allowed = tool in self.always_allow or self.standing(rules, tool, args) == "allow"
+        allowed = asks is False or (
+            asks is None
+            and (tool in self.always_allow or self.standing(rules, tool, args) == "allow")
+        )
         suspended = (
             allowed
             and self.tainted_writes
@@ -210,6 +219,16 @@ class Policy:
             if suspended
             else ""
         )
+        if asks:
+            return Ask(
+                QuestionKind.permission,
+                f"Allow {tool}: {shown}? (the task wants to {verb} this; the tool may "
+                'destroy data, so it is asked about at every call; "never" refuses it)'
+                f"{why}",
+                EVERY_CALL_OPTIONS,
+                on_deny="skip",
+                timeout=self.timeout,
+            )
         return Ask(
             QuestionKind.permission,
             f'Allow {tool}: {shown}? (the task wants to {verb} this; "always" allows '

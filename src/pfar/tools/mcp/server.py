@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -37,7 +37,9 @@ Streams = tuple[
     MemoryObjectSendStream[SessionMessage] | Any,
     Process | None,
 ]
-Opener = Callable[[], AbstractAsyncContextManager[Streams]]
+# opens a server's streams; calls its argument when the server is gone (stdio: its
+# stdout ended)
+Opener = Callable[[Callable[[], None]], AbstractAsyncContextManager[Streams]]
 
 _RETRIES = 5  # starts in a row that may fail after a death before the server is failed
 _MAX_DELAY = 60.0
@@ -61,8 +63,8 @@ class McpServer:
         config: McpServerConfig,
         opener: Opener,
         *,
-        on_listed: Callable[[McpServer], None],
-        on_failed: Callable[[McpServer], None],
+        on_listed: Callable[[McpServer], Awaitable[None]],
+        on_failed: Callable[[McpServer], Awaitable[None]],
     ) -> None:
         self.config = config
         self.name = config.name
@@ -78,6 +80,7 @@ class McpServer:
         self._session: ClientSession | None = None
         self._changed = asyncio.Event()
         self._closing = asyncio.Event()
+        self._gone = asyncio.Event()  # the running server's transport ended
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -140,7 +143,7 @@ class McpServer:
             if not ever_ran or failures >= _RETRIES:
                 self.why = why
                 self._set("failed")
-                self._on_failed(self)
+                await self._on_failed(self)
                 return
             if ran:
                 delay = 1.0
@@ -156,8 +159,20 @@ class McpServer:
         """Start the server, list its tools, serve until it dies or the kernel stops:
         (whether it came up, why it ended)."""
         ran = False
+        process: Process | None = None
+        self._gone = gone = asyncio.Event()
+
+        def lost() -> None:
+            gone.set()
+            if self.state == "running":  # no call is sent to it from now on
+                self._session = None
+                self._set("restarting")
+
         try:
-            async with self._open() as (read, write, process), self._session_of(read, write) as s:
+            async with (
+                self._open(lost) as (read, write, process),
+                self._session_of(read, write) as s,
+            ):
                 with anyio.fail_after(self.config.start_timeout_seconds):
                     await s.initialize()
                     listed = await _list(s)
@@ -165,10 +180,12 @@ class McpServer:
                 self.pid = process.pid if process is not None else None
                 self._session = s
                 ran = True
-                self._on_listed(self)
+                await self._on_listed(self)
                 self._set("running")
-                return True, await self._until_gone(process)
+                return True, await self._until_gone(process, gone)
         except Exception as exc:  # a server's failure, never the kernel's
+            if not ran and process is not None and process.returncode is not None:
+                return ran, f"its process exited with {process.returncode}"
             if any(isinstance(e, TimeoutError) for e in _leaves(exc)):
                 return ran, f"it did not start within {self.config.start_timeout_seconds:g} s"
             return ran, "; ".join(_said(e) for e in _leaves(exc))
@@ -181,10 +198,12 @@ class McpServer:
         async with ClientSession(read, write, client_info=_CLIENT) as session:
             yield session
 
-    async def _until_gone(self, process: Process | None) -> str:
+    async def _until_gone(self, process: Process | None, gone: asyncio.Event) -> str:
         while not self._closing.is_set():
             if process is not None and process.returncode is not None:
                 return f"its process exited with {process.returncode}"
+            if gone.is_set() and process is None:
+                return "its connection ended"
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), _POLL)
         return "the kernel stopped"

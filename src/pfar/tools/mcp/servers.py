@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +28,8 @@ from .server import McpServer, Opener, State, Streams
 from .tool import McpTool, make_tool
 
 log = logging.getLogger("pfar.mcp")
+
+_GONE = ("failed", "stopped")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +67,7 @@ class McpServers:
         secret: Callable[[str], str | None],
         redact: Callable[[str], str],
         sandboxer: launch.Sandboxer | None = None,
-        report: Callable[[str], None] = lambda text: None,
+        report: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self._config = config
         self._registry = tools
@@ -91,8 +93,9 @@ class McpServers:
             await asyncio.gather(*(s.ready() for s in self.servers.values()))
 
     def offered(self) -> list[str]:
-        """The pfar names of the tools of every server that runs now."""
-        return [n for n, t in self._offered.items() if t.server.state == "running"]
+        """The pfar names of the tools of every server that runs, or is being started
+        again (a call waits for it); not those of a failed one."""
+        return [n for n, t in self._offered.items() if t.server.state not in _GONE]
 
     def knows(self, name: str) -> bool:
         return name in self._offered
@@ -124,7 +127,7 @@ class McpServers:
             )
         return out
 
-    def _listed(self, server: McpServer) -> None:
+    async def _listed(self, server: McpServer) -> None:
         overrides = server.config.tools
         for listed in server.tools:
             name = tool_name(server.name, listed.name)
@@ -133,32 +136,36 @@ class McpServers:
             self._offered[name] = tool
             self._registry.register(tool)
         if server.dropped:
-            self._say(
+            await self._say(
                 f"MCP server {server.name}: tools left out for a bad schema: "
                 + "; ".join(server.dropped)
             )
 
-    def _failed(self, server: McpServer) -> None:
-        self._say(
+    async def _failed(self, server: McpServer) -> None:
+        await self._say(
             f"MCP server {server.name} failed: {server.why}. Its tools are not offered "
             "until the kernel starts again (fix it in config.toml [[mcp.servers]])."
         )
 
-    def _say(self, text: str) -> None:
+    async def _say(self, text: str) -> None:
+        """Once, to the log and the owner (a server's words pass the redactor)."""
         log.error("%s", self._redact(text))
-        self._report(self._redact(text))
+        if self._report is not None:
+            await self._report(self._redact(text))
 
     def _opener(self, cfg: McpServerConfig) -> Opener:
         if cfg.command is not None:
-            return lambda: self._stdio(cfg)
-        return lambda: self._http(cfg)
+            return lambda gone: self._stdio(cfg, gone)
+        return lambda gone: self._http(cfg)
 
     @asynccontextmanager
-    async def _stdio(self, cfg: McpServerConfig) -> AsyncIterator[Streams]:
+    async def _stdio(
+        self, cfg: McpServerConfig, gone: Callable[[], None]
+    ) -> AsyncIterator[Streams]:
         env = launch.environment(cfg, self._home_tag, self._secret)
         cwd = launch.workdir(cfg, self._dir)
         argv = launch.argv(cfg, cwd, self._sandboxer)
-        async with stdio.open_stdio(argv, env, cwd, cfg.name, self._redact) as pipes:
+        async with stdio.open_stdio(argv, env, cwd, cfg.name, self._redact, gone) as pipes:
             yield pipes.read, pipes.write, pipes.process
 
     @asynccontextmanager

@@ -49,8 +49,11 @@ async def open_stdio(
     cwd: Path,
     name: str,
     redact: Callable[[str], str],
+    gone: Callable[[], None],
 ) -> AsyncIterator[Pipes]:
-    """Start `argv` in a process group of its own; end the group on the way out."""
+    """Start `argv` in a process group of its own; end the group on the way out.
+    `gone` is called as its stdout ends (it died, or closed it): at once, so that no
+    call is sent to a server that is no longer there."""
     process = await anyio.open_process(
         argv, env=env, cwd=cwd, stdin=PIPE, stdout=PIPE, stderr=PIPE, start_new_session=True
     )
@@ -60,14 +63,17 @@ async def open_stdio(
     async def stdout() -> None:
         assert process.stdout is not None
         buffer = b""
-        async with to_session:
-            with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, OSError):
-                async for chunk in process.stdout:
-                    lines = (buffer + chunk).split(b"\n")
-                    buffer = lines.pop()
-                    for line in lines:
-                        if line.strip():
-                            await to_session.send(_parse(line))
+        try:
+            async with to_session:
+                with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, OSError):
+                    async for chunk in process.stdout:
+                        lines = (buffer + chunk).split(b"\n")
+                        buffer = lines.pop()
+                        for line in lines:
+                            if line.strip():
+                                await to_session.send(_parse(line))
+        finally:
+            gone()
 
     async def stderr() -> None:
         assert process.stderr is not None

@@ -1,0 +1,53 @@
+"""Helpers of the MCP tests: the test server's command and request log, and a config
+that runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SERVER = Path(__file__).with_name("mcp_test_server.py")
+
+
+def server_command(log: Path, hold: Path | None = None) -> list[str]:
+    return [sys.executable, str(SERVER), str(log), *([str(hold)] if hold else [])]
+
+
+def server_toml(name: str, command: list[str], extra: str = "") -> str:
+    return f"[[mcp.servers]]\nname = {json.dumps(name)}\ncommand = {json.dumps(command)}\n{extra}"
+
+
+def requests(log: Path) -> list[dict[str, Any]]:
+    """The test server's request log: what it was asked, from its own side."""
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def starts(log: Path, tool: str) -> list[dict[str, Any]]:
+    return [r for r in requests(log) if r["event"] == "start" and r["tool"] == tool]
+
+
+def need_module(module: str) -> None:
+    """Skip (fail under CI=true) when a server package of the test extra is missing."""
+    found = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], capture_output=True, check=False
+    )
+    if found.returncode != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{module} is not installed (the test extra installs it)")
+        pytest.skip(f"{module} is not installed: pip install -e '.[test]'")
+
+
+def need_npm() -> str:
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        pytest.skip("node and npm are not installed")
+    return npm
