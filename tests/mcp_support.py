@@ -51,3 +51,17 @@ def need_npm() -> str:
     if npm is None or shutil.which("node") is None:
         pytest.skip("node and npm are not installed")
     return npm
+
+
+def children(log: Path) -> list[int]:
+    """The helpers each start of the test server left running."""
+    return [int(r["args"]["child"]) for r in requests(log) if r["event"] == "child"]
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has ended: only its parent's wait is left)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"

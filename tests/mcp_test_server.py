@@ -8,7 +8,9 @@ side what ran, and how often.
 A call of tool T waits, after its "start" line, while HOLD_DIR/T exists: a test holds
 a call in flight to kill the kernel (or this server) under it. `probe` reports what
 the process sees (its environment, whether paths can be read or a socket reached),
-for the trust-boundary test.
+for the trust-boundary test. At its start it leaves a child running (`sleep`, logged as
+"child"), as a server that starts helpers would: one that outlives its server when
+a killed kernel leaves it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -92,4 +95,11 @@ def probe(paths: list[str], sockets: list[str]) -> str:
 
 
 if __name__ == "__main__":
+    helper = subprocess.Popen(
+        ["sleep", "300"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _log("child", "", {"child": helper.pid})
     server.run("stdio")
