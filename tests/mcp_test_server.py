@@ -90,8 +90,9 @@ def probe(paths: list[str], sockets: list[str]) -> str:
             reachable[s] = True
         except OSError:
             reachable[s] = False
-    seen = {"env": dict(os.environ), "readable": readable, "reachable": reachable}
-    return json.dumps(seen)
+    seen = {"env": dict(os.environ), "argv": sys.argv, "cwd": os.getcwd()}
+    _log("probe", "probe", {**seen, "readable": readable, "reachable": reachable})
+    return json.dumps({"readable": readable, "reachable": reachable})
 
 
 if __name__ == "__main__":
