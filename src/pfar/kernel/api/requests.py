@@ -54,6 +54,7 @@ from .console_token import ConsoleToken
 from .conversation_records import Conversation
 from .hooks_view import HookView
 from .locks_view import LockView
+from .mcp_view import MCP
 from .records import (
     Answered,
     BootRecovery,
@@ -363,6 +364,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         QUEUE,
         HOOKS,
         LOCKS,
+        MCP,
         LEARNINGS,
         LEARNING_FORGET,
         TASKS,
