@@ -131,6 +131,7 @@ RUNNABLE = [doc for doc in DOCS if _blocks(doc)]
 SHOWS = {
     "README.md": ["buy milk", "hello from a task", "Implemented", "TERMINATED"],
     "docs/hooks.md": ['"tool": "Bash"'],
+    "docs/mcp.md": ["time (stdio) not running", '"state": "not started"'],
     "docs/webhooks.md": ['"task_id"'],
 }
 

@@ -135,7 +135,7 @@ class McpServers:
             tool = make_tool(name, server, listed, rules)
             self._offered[name] = tool
             self._registry.register(tool)
-        if server.dropped:
+        if server.dropped and not server.restarts:  # said once, not at each restart
             await self._say(
                 f"MCP server {server.name}: tools left out for a bad schema: "
                 + "; ".join(server.dropped)
