@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +66,25 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rindex(")") + 2] != "Z"
+
+
+def server_everything() -> Path:
+    """`@modelcontextprotocol/server-everything` from npm, installed once into a cache
+    folder of the tests' own (its entry script); skipped when node, npm or the registry
+    is not there (Node is optional: CI does not fail for it)."""
+    npm = need_npm()
+    folder = Path(tempfile.gettempdir()) / "pfar-tests-npm" / "server-everything"
+    entry = folder / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+    if not entry.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "@modelcontextprotocol/server-everything"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if done.returncode != 0 or not entry.exists():
+            pytest.skip(f"npm install of server-everything failed: {done.stderr[-500:]}")
+    return entry

@@ -22,7 +22,7 @@ from pfar.kernel.api import Operator
 from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, reply
 
 from .. import hook_handlers
-from ..mcp_support import need_module, server_command, server_toml, starts
+from ..mcp_support import need_module, server_command, server_everything, server_toml, starts
 from ..support import make_home, wait_for
 
 Turns = list[list[ToolCall]]
@@ -219,5 +219,32 @@ def test_the_git_server_reads_a_repository(tmp_path: Path) -> None:
         assert {"mcp__git__git_log", "mcp__git__git_status", "mcp__git__git_commit"} <= offered
         content, is_error = (await _results(op, task_id))["l1"]
         assert not is_error and "first commit" in content, content
+
+    _run(tmp_path, config, script, body)
+
+
+def test_the_everything_server_from_npm_answers_text_numbers_and_an_image(
+    tmp_path: Path,
+) -> None:
+    entry = server_everything()
+    names = ["echo", "get-sum", "get-tiny-image"]
+    allowed = json.dumps([f"mcp__everything__{n}" for n in names])
+    config = f"always_allow = {allowed}\n" + server_toml(
+        "everything", ["node", str(entry), "stdio"]
+    )
+    script = [
+        [
+            ToolCall("e1", "mcp__everything__echo", {"message": "hello"}),
+            ToolCall("s1", "mcp__everything__get-sum", {"a": 2, "b": 3}),
+            ToolCall("i1", "mcp__everything__get-tiny-image", {}),
+        ]
+    ]
+
+    async def body(op: Operator, task_id: str, seen: list[ChatRequest]) -> None:
+        assert (await op.task(task_id)).state is TaskState.WaitingForUser
+        told = await _results(op, task_id)
+        assert told["e1"] == ("Echo: hello", False)
+        assert not told["s1"][1] and "5" in told["s1"][0]
+        assert not told["i1"][1] and "[image image/png" in told["i1"][0]
 
     _run(tmp_path, config, script, body)
