@@ -21,8 +21,10 @@ def server_command(log: Path, hold: Path | None = None) -> list[str]:
     return [sys.executable, str(SERVER), str(log), *([str(hold)] if hold else [])]
 
 
-def server_toml(name: str, command: list[str], extra: str = "") -> str:
-    return f"[[mcp.servers]]\nname = {json.dumps(name)}\ncommand = {json.dumps(command)}\n{extra}"
+def server_toml(name: str, command: list[str] | None, extra: str = "") -> str:
+    """A `[[mcp.servers]]` entry (no command: `extra` gives its url)."""
+    started = f"command = {json.dumps(command)}\n" if command is not None else ""
+    return f"[[mcp.servers]]\nname = {json.dumps(name)}\n{started}{extra}"
 
 
 def requests(log: Path) -> list[dict[str, Any]]:

@@ -5,6 +5,8 @@ side what ran, and how often.
 
     python mcp_test_server.py LOG_FILE [HOLD_DIR]
 
+(with MCP_TEST_HTTP_PORT set: over streamable HTTP on that loopback port, at /mcp)
+
 A call of tool T waits, after its "start" line, while HOLD_DIR/T exists: a test holds
 a call in flight to kill the kernel (or this server) under it. `probe` reports what
 the process sees (its environment, whether paths can be read or a socket reached),
@@ -24,6 +26,7 @@ import time
 from pathlib import Path
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 
 LOG = Path(sys.argv[1])
@@ -95,7 +98,19 @@ def probe(paths: list[str], sockets: list[str]) -> str:
     return json.dumps({"readable": readable, "reachable": reachable})
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def token(ctx: Context) -> str:
+    """The Authorization header this call came with (over HTTP), logged."""
+    said = (ctx.headers or {}).get("authorization", "")
+    _log("token", "token", {"authorization": said})
+    return "a token came" if said else "no token came"
+
+
 if __name__ == "__main__":
+    port = os.environ.get("MCP_TEST_HTTP_PORT")
+    if port:  # streamable HTTP on loopback, for a server pfar does not start
+        server.run("streamable-http", host="127.0.0.1", port=int(port))
+        sys.exit()
     helper = subprocess.Popen(
         ["sleep", "300"],
         stdin=subprocess.DEVNULL,

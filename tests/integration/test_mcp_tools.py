@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -20,9 +21,18 @@ from pfar.journal.turns import ResultsTurn
 from pfar.kernel import open_kernel
 from pfar.kernel.api import Operator
 from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, reply
+from pfar.vault import keys
+from pfar.vault.secrets import SecretStore
 
 from .. import hook_handlers
-from ..mcp_support import need_module, server_command, server_everything, server_toml, starts
+from ..mcp_support import (
+    need_module,
+    requests,
+    server_command,
+    server_everything,
+    server_toml,
+    starts,
+)
 from ..support import make_home, wait_for
 
 Turns = list[list[ToolCall]]
@@ -44,12 +54,17 @@ def _run(
     config: str,
     script: Turns,
     body: Callable[[Operator, str, list[ChatRequest]], Awaitable[None]],
+    secrets: dict[str, str] | None = None,
 ) -> None:
     import asyncio
 
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     home = make_home(tmp_path / "home", config='[loop]\ntools = ["Read"]\n' + config)
+    store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
+    for name, value in (secrets or {}).items():
+        store.set(name, value)
+    store.close()
     seen: list[ChatRequest] = []
 
     async def go() -> None:
@@ -248,3 +263,42 @@ def test_the_everything_server_from_npm_answers_text_numbers_and_an_image(
         assert not told["i1"][1] and "[image image/png" in told["i1"][0]
 
     _run(tmp_path, config, script, body)
+
+
+def test_a_server_over_streamable_http_gets_its_secret_header(tmp_path: Path) -> None:
+    log = tmp_path / "requests.jsonl"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        server_command(log),
+        env={**os.environ, "MCP_TEST_HTTP_PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # it and its helper, ended together below
+    )
+    try:
+        wait_for(lambda: _listening(port), what="the HTTP server to listen")
+        config = server_toml(
+            "far",
+            None,
+            f'url = "http://127.0.0.1:{port}/mcp"\n'
+            'headers = { Authorization = "Bearer {{secret:far_token}}" }\n'
+            "[mcp.servers.tools.token]\nask = false\n",
+        )
+        script = [[ToolCall("t1", "mcp__far__token", {})]]
+
+        async def body(op: Operator, task_id: str, seen: list[ChatRequest]) -> None:
+            assert (await _results(op, task_id))["t1"] == ("a token came", False)
+
+        _run(tmp_path, config, script, body, secrets={"far_token": "s3cr3t-far-token"})
+        (said,) = [r["args"]["authorization"] for r in requests(log) if r["event"] == "token"]
+        assert said == "Bearer s3cr3t-far-token"
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
