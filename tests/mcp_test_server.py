@@ -118,4 +118,6 @@ if __name__ == "__main__":
         stderr=subprocess.DEVNULL,
     )
     _log("child", "", {"child": helper.pid})
+    # a server's stderr reaches the kernel's log, through its redactor
+    print(f"starting with token {os.environ.get('API_TOKEN', '')}", file=sys.stderr, flush=True)
     server.run("stdio")

@@ -84,8 +84,8 @@ async def open_stdio(
                 buffer = lines.pop()
                 for line in lines:
                     text = line.decode(errors="replace").rstrip()[:_LINE]
-                    if text:
-                        log.info("mcp server %s: %s", name, redact(text))
+                    if text:  # what a server says there is mostly its trouble
+                        log.warning("MCP server %s said: %s", name, redact(text))
 
     async def stdin() -> None:
         assert process.stdin is not None
