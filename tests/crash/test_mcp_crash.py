@@ -8,6 +8,7 @@ is ended by the next start before any task resumes."""
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -115,3 +116,23 @@ def test_a_plain_write_cut_off_is_asked_about_and_the_model_told_the_truth(
         assert step_statuses(home, tid) == {0: "skipped"}
         assert result["is_error"] and "may or may not have had its effect" in result["content"]
         assert "may or may not have had its effect" in turns[3]["text"]
+
+
+def test_a_write_cut_off_whose_server_is_gone_after_the_restart_is_asked_about(
+    tmp_path: Path,
+) -> None:
+    home, tid, log, hold, _ = _killed_under_the_call(tmp_path, "append")
+    # the owner changed the server's command meanwhile, and it no longer starts
+    text = home.config.read_text()
+    home.config.write_text(text.replace(json.dumps(sys.executable), '"/nonexistent/python"', 1))
+    with kernel(home) as k:
+        wait_state(home, tid, "AwaitingApproval")
+        (question,) = [q for q in task_approvals(home, tid) if q.status == "pending"]
+        assert question.action_type == "tool_missing"
+        assert "mcp__t__append" in question.description
+        k.request("answer", approval_id=question.approval_id, decision="skip")
+        wait_state(home, tid, "WaitingForUser")
+        assert k.terminate() == 0
+    assert len(starts(log, "append")) == 1
+    assert step_statuses(home, tid) == {0: "skipped"}
+    (hold / "append").unlink()
