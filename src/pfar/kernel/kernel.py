@@ -29,7 +29,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..answers import IN_PROCESS, Actor
 from ..config import Config
@@ -44,7 +44,6 @@ from ..policy.redact import RedactingFilter, Redactor
 from ..recovery import RecoveryReport
 from ..runners import Services, TemplateRegistry
 from ..tools import sandbox
-from ..tools.mcp import McpServers
 from ..tools.processes import start_time
 from ..tools.registry import ToolRegistry
 from ..vault import keys, knowledge
@@ -69,6 +68,9 @@ from .owner import OwnerChannel, OwnerLogSink, Sink
 from .reload import Reloaded, reload_kernel
 from .scheduler import Scheduler
 from .sessions import SANDBOX_PREFIX, SessionSupervisor
+
+if TYPE_CHECKING:
+    from ..tools.mcp.servers import McpServers
 
 log = logging.getLogger("pfar.kernel")
 

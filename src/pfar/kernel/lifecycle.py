@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..config import Config
 from ..errors import PfarError, VaultIOError
 from ..journal.store import Store
-from ..tools.mcp import McpServers
 from ..vault import knowledge
 from ..vault.home import Home, HomeLock
 from ..vault.secrets import SecretStore
@@ -27,6 +26,9 @@ from .driver import TaskDriver
 from .duties import Duties
 from .owner import OwnerChannel
 from .sessions import SessionSupervisor
+
+if TYPE_CHECKING:
+    from ..tools.mcp.servers import McpServers
 
 log = logging.getLogger("pfar.kernel")
 

@@ -17,6 +17,7 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..errors import PfarError
@@ -24,9 +25,12 @@ from ..journal.message_keys import McpServerKey, MessageKind
 from ..journal.owner_records import OwnerMessage
 from ..journal.store import Store
 from ..tools import processes
-from ..tools.mcp import LABEL, McpServers
+from ..tools.mcp import LABEL
 from ..tools.registry import ToolRegistry
 from ..tools.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from ..tools.mcp.servers import McpServers
 
 log = logging.getLogger("pfar.kernel")
 
@@ -47,6 +51,8 @@ def build(
     """The configured servers, none started yet; None when there are none."""
     if not any(s.enabled for s in config.mcp.servers):
         return None
+    from ..tools.mcp.servers import McpServers  # the SDK, loaded only when it is used
+
     said = 0
 
     async def report(text: str) -> None:

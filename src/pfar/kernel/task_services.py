@@ -9,7 +9,7 @@ import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..config import Config
 from ..errors import ConfigError, PfarError
@@ -24,7 +24,6 @@ from ..policy.redact import Redactor
 from ..runners import Services, TemplateRegistry
 from ..runners.loop.permissions import Policy
 from ..tools import sandbox, sandbox_mounts
-from ..tools.mcp import McpServers
 from ..tools.processes import start_time
 from ..tools.registry import ToolRegistry
 from ..vault import keys, knowledge
@@ -38,6 +37,9 @@ from .locks import LockManager, LockTable
 from .mcp_servers import build as build_mcp
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel
+
+if TYPE_CHECKING:
+    from ..tools.mcp.servers import McpServers
 
 log = logging.getLogger("pfar.kernel")
 

@@ -20,7 +20,7 @@ from ..tools.sandbox import Sandbox
 from .templates import TemplateRegistry
 
 if TYPE_CHECKING:
-    from ..tools.mcp import McpServers
+    from ..tools.mcp.servers import McpServers
     from .loop.permissions import Policy
 
 

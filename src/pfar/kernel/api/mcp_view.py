@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...config.mcp import McpConfig
-from ...tools.mcp import McpServers
 from .arguments import NoArgs
 from .command import Command
 from .wire import Wire
+
+if TYPE_CHECKING:
+    from ...tools.mcp.servers import McpServers
 
 
 @dataclass(frozen=True, slots=True)
