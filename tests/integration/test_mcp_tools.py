@@ -155,6 +155,23 @@ def test_a_destructive_tool_asks_at_every_call_and_offers_no_always(tmp_path: Pa
     _run(tmp_path, config, script, body)
 
 
+def test_a_blocked_tool_is_refused_by_the_policy_and_never_reaches_its_server(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "requests.jsonl"
+    config = '[loop.policy]\nblocked_tools = ["mcp__t__append"]\n' + server_toml(
+        "t", server_command(log), "[mcp.servers.tools.append]\nask = false\n"
+    )
+    script = [[ToolCall("a1", "mcp__t__append", {"text": "one"})]]
+
+    async def body(op: Operator, task_id: str, seen: list[ChatRequest]) -> None:
+        content, is_error = (await _results(op, task_id))["a1"]
+        assert is_error and "the tool mcp__t__append is blocked" in content
+        assert starts(log, "append") == []
+
+    _run(tmp_path, config, script, body)
+
+
 def test_a_server_that_fails_is_named_to_the_owner_and_the_others_work(tmp_path: Path) -> None:
     log = tmp_path / "requests.jsonl"
     bad = [sys.executable, "-c", "import sys; sys.exit(3)"]

@@ -154,3 +154,17 @@ def test_a_listed_schema_a_model_cannot_be_given_is_named(
 ) -> None:
     found = schema_problem(schema)
     assert found == problem if problem is None else problem in (found or "")
+
+
+def test_an_mcp_tool_let_run_unasked_that_may_write_is_a_guard_off(tmp_path: Path) -> None:
+    from pfar.kernel.guards import guards_off
+
+    config = _config(
+        tmp_path,
+        '[[mcp.servers]]\nname = "t"\ncommand = ["x"]\n'
+        "[mcp.servers.tools.append]\nask = false\n"
+        '[mcp.servers.tools.peek]\nask = false\nsemantics = "read"\n',
+    )
+    (off,) = [g for g in guards_off(config) if g.guard.startswith("mcp.")]
+    assert off.guard == "mcp.servers.0.tools.append.ask"
+    assert "mcp__t__append runs without asking the owner" in off.detail
