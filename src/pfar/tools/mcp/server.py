@@ -95,6 +95,13 @@ class McpServer:
         while self.state in ("starting", "restarting"):
             await self._changed.wait()
 
+    async def started(self) -> None:
+        """Wait for its first start only: one being started again after a death is
+        waited for by the call that needs it, not by every task."""
+        self.start()
+        while self.state == "starting":
+            await self._changed.wait()
+
     async def call(self, tool: str, args: dict[str, Any]) -> types.CallToolResult:
         await self.ready()
         session = self._session

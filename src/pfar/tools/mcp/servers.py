@@ -88,9 +88,10 @@ class McpServers:
         return bool(self.servers)
 
     async def ready(self) -> None:
-        """Start every server not started yet and wait until each runs or failed."""
+        """Start every server not started yet and wait until each first start ended
+        (it runs, or failed)."""
         if self.servers:
-            await asyncio.gather(*(s.ready() for s in self.servers.values()))
+            await asyncio.gather(*(s.started() for s in self.servers.values()))
 
     def offered(self) -> list[str]:
         """The pfar names of the tools of every server that runs, or is being started
