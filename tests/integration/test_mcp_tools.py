@@ -7,6 +7,8 @@ server killed under a call gives the call an error, comes back, and serves the n
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -16,11 +18,17 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import pytest
+
+from pfar.config.mcp import McpConfig
+from pfar.errors import ToolFailed
 from pfar.journal import TaskState
 from pfar.journal.turns import ResultsTurn
 from pfar.kernel import open_kernel
 from pfar.kernel.api import Operator
 from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, reply
+from pfar.tools.mcp.servers import McpServers
+from pfar.tools.registry import ToolRegistry
 from pfar.vault import keys
 from pfar.vault.secrets import SecretStore
 
@@ -56,8 +64,6 @@ def _run(
     body: Callable[[Operator, str, list[ChatRequest]], Awaitable[None]],
     secrets: dict[str, str] | None = None,
 ) -> None:
-    import asyncio
-
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     home = make_home(tmp_path / "home", config='[loop]\ntools = ["Read"]\n' + config)
@@ -204,8 +210,6 @@ def test_a_server_killed_under_a_call_errs_that_call_and_serves_the_next(tmp_pat
         [ToolCall("a1", "mcp__t__append", {"text": "one"})],
         [ToolCall("p1", "mcp__t__peek", {"name": "after"})],
     ]
-    import asyncio
-
     work = tmp_path / "work"
     work.mkdir()
     home = make_home(tmp_path / "home", config='[loop]\ntools = ["Read"]\n' + config)
@@ -284,18 +288,9 @@ def test_the_everything_server_from_npm_answers_text_numbers_and_an_image(
 
 def test_a_server_over_streamable_http_gets_its_secret_header(tmp_path: Path) -> None:
     log = tmp_path / "requests.jsonl"
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen(
-        server_command(log),
-        env={**os.environ, "MCP_TEST_HTTP_PORT": str(port)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # it and its helper, ended together below
-    )
+    port = _free_port()
+    server = _http_server(log, port)
     try:
-        wait_for(lambda: _listening(port), what="the HTTP server to listen")
         config = server_toml(
             "far",
             None,
@@ -319,3 +314,61 @@ def test_a_server_over_streamable_http_gets_its_secret_header(tmp_path: Path) ->
 def _listening(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_an_http_server_that_stops_and_comes_back_is_connected_to_again(tmp_path: Path) -> None:
+    log = tmp_path / "requests.jsonl"
+    port = _free_port()
+    config = McpConfig.model_validate(
+        {"servers": [{"name": "far", "url": f"http://127.0.0.1:{port}/mcp"}]}
+    )
+
+    async def go() -> None:
+        server = await asyncio.to_thread(_http_server, log, port)
+        tools = ToolRegistry()
+        servers = McpServers(
+            config,
+            tools,
+            servers_dir=tmp_path / "mcp",
+            home_tag="test",
+            secret=lambda name: None,
+            redact=lambda text: text,
+        )
+        try:
+            await servers.ready()
+            peek = tools.get("mcp__far__peek")
+            assert await peek.run({"name": "a"}, None) == "peeked a"  # type: ignore[arg-type]
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+            with pytest.raises(ToolFailed, match="stopped during the call"):
+                await peek.run({"name": "b"}, None)  # type: ignore[arg-type]
+            server = await asyncio.to_thread(_http_server, log, port)
+            assert await peek.run({"name": "c"}, None) == "peeked c"  # type: ignore[arg-type]
+            (view,) = servers.views()
+            assert view.state == "running" and view.restarts >= 1
+        finally:
+            await servers.close()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+    asyncio.run(go())
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _http_server(log: Path, port: int) -> subprocess.Popen[bytes]:
+    """The test server over streamable HTTP on `port`, listening when returned."""
+    server = subprocess.Popen(
+        server_command(log),
+        env={**os.environ, "MCP_TEST_HTTP_PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # it and its helper, ended together
+    )
+    wait_for(lambda: _listening(port), what="the HTTP server to listen")
+    return server

@@ -31,6 +31,8 @@ def list_servers(ctx: click.Context, as_json: bool) -> None:
         return
     for s in found:
         why = f": {s.why}" if s.why else ""
+        if s.why and s.state == "running":
+            why = f" (it stopped before: {s.why})"
         restarts = f", restarted {s.restarts}x" if s.restarts else ""
         pid = f", pid {s.pid}" if s.pid else ""
         out.print(f"{s.name} ({s.transport}) {s.state}{why}{restarts}{pid}")

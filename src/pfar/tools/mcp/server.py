@@ -81,6 +81,7 @@ class McpServer:
         self._changed = asyncio.Event()
         self._closing = asyncio.Event()
         self._gone = asyncio.Event()  # the running server's transport ended
+        self._lost: Callable[[], None] = lambda: None  # says so (see _run_once)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -104,7 +105,7 @@ class McpServer:
 
     async def call(self, tool: str, args: dict[str, Any]) -> types.CallToolResult:
         await self.ready()
-        session = self._session
+        session, lost = self._session, self._lost  # this connection's, whatever comes next
         if self.state != "running" or session is None:
             why = f": {self.why}" if self.why else ""
             raise ToolFailed(f"MCP server {self.name!r} is {self.state}{why}; the tool did not run")
@@ -112,6 +113,9 @@ class McpServer:
             result = await session.call_tool(tool, args)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
+                # its connection is gone (a stdio server's stdout ended, an HTTP
+                # server stopped answering): the next call waits for a new one
+                lost()
                 raise ToolFailed(
                     f"MCP server {self.name!r} stopped during the call, which may or may not "
                     "have had its effect; it is being started again"
@@ -175,6 +179,7 @@ class McpServer:
                 self._session = None
                 self._set("restarting")
 
+        self._lost = lost
         try:
             async with (
                 self._open(lost) as (read, write, process),
