@@ -168,3 +168,25 @@ def test_an_mcp_tool_let_run_unasked_that_may_write_is_a_guard_off(tmp_path: Pat
     (off,) = [g for g in guards_off(config) if g.guard.startswith("mcp.")]
     assert off.guard == "mcp.servers.0.tools.append.ask"
     assert "mcp__t__append runs without asking the owner" in off.detail
+
+
+def test_a_results_blocks_become_text_for_the_model() -> None:
+    from mcp import types
+
+    from pfar.tools.mcp.tool import content_text
+
+    result = types.CallToolResult(
+        content=[
+            types.TextContent(text="first"),
+            types.ImageContent(data="aGVsbG8=", mime_type="image/png"),
+            types.EmbeddedResource(
+                resource=types.TextResourceContents(uri="file:///a.txt", text="inside")
+            ),
+            types.ResourceLink(name="b", uri="file:///b.txt"),
+        ]
+    )
+    assert content_text(result) == (
+        "first\n[image image/png, 8 base64 characters]\ninside\n[resource link file:///b.txt]"
+    )
+    structured = types.CallToolResult(content=[], structured_content={"n": 5})
+    assert content_text(structured) == '{"n": 5}'

@@ -80,7 +80,6 @@ class McpServer:
         self._session: ClientSession | None = None
         self._changed = asyncio.Event()
         self._closing = asyncio.Event()
-        self._gone = asyncio.Event()  # the running server's transport ended
         self._lost: Callable[[], None] = lambda: None  # says so (see _run_once)
         self._task: asyncio.Task[None] | None = None
 
@@ -171,7 +170,7 @@ class McpServer:
         (whether it came up, why it ended)."""
         ran = False
         process: Process | None = None
-        self._gone = gone = asyncio.Event()
+        gone = asyncio.Event()  # its transport ended
 
         def lost() -> None:
             gone.set()

@@ -12,6 +12,7 @@ from mcp import types
 from ...errors import ToolFailed
 from ...journal.records import Idempotency, Semantics
 from ..base import ToolContext, check_args
+from ..coding.text import cap_head_tail
 from .semantics import ToolRules
 from .server import Listed, McpServer
 
@@ -49,7 +50,8 @@ class McpTool:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         result = await self.server.call(self.listed.name, args)
-        text = content_text(result)
+        # capped as the coding tools' results are (seed 001: "Truncate if > 30k chars")
+        text, _ = cap_head_tail(content_text(result))
         if result.is_error:
             raise ToolFailed(f"{self.name}: {text or 'the tool reported an error'}")
         return text
