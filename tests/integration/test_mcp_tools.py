@@ -181,8 +181,10 @@ def test_a_blocked_tool_is_refused_by_the_policy_and_never_reaches_its_server(
 def test_a_server_that_fails_is_named_to_the_owner_and_the_others_work(tmp_path: Path) -> None:
     log = tmp_path / "requests.jsonl"
     bad = [sys.executable, "-c", "import sys; sys.exit(3)"]
-    config = server_toml("broken", bad) + server_toml(
-        "t", server_command(log), "[mcp.servers.tools.peek]\nask = false\n"
+    config = (
+        server_toml("broken", bad)
+        + server_toml("nokey", bad, 'env = { KEY = "{{secret:absent_key}}" }\n')
+        + server_toml("t", server_command(log), "[mcp.servers.tools.peek]\nask = false\n")
     )
     script = [[ToolCall("p1", "mcp__t__peek", {"name": "x"})]]
 
@@ -195,6 +197,8 @@ def test_a_server_that_fails_is_named_to_the_owner_and_the_others_work(tmp_path:
             if line.strip()
         ]
         assert any("MCP server broken failed: its process exited with 3" in b for b in said), said
+        missing = "MCP server nokey failed: mcp.servers 'nokey' env.KEY names secret 'absent_key'"
+        assert any(missing in b for b in said), said
 
     _run(tmp_path, config, script, body)
 
