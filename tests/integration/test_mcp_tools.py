@@ -151,7 +151,7 @@ def test_a_destructive_tool_asks_at_every_call_and_offers_no_always(tmp_path: Pa
         (question,) = (await op.questions()).approvals
         assert question.action_type == "permission"
         assert question.options == ["approve", "deny", "never"]
-        assert question.description.startswith("Allow mcp__t__append:")
+        assert question.description.startswith('Allow mcp__t__append: {"text": "one"}?')
         assert starts(log, "append") == []  # nothing ran before the owner's word
         await op.answer(question.approval_id, "approve")
         await op.wait_idle()

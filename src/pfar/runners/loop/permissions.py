@@ -13,6 +13,7 @@ tool), a write is asked about even where a standing answer would let it run.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -30,6 +31,7 @@ from ...journal.question_kinds import QuestionKind
 from ...journal.turns import PermissionRule
 from ...policy import commands
 from ...tools.hosts import HostPolicy, HostRefused
+from ...tools.mcp import is_mcp
 from ...tools.protected import NONE, Protection
 from ..step_rules import Ask
 from . import standing as standing_rules
@@ -199,7 +201,7 @@ class Policy:
         every call, whatever allows it, and offers no "always"; False lets it run as
         always_allow would."""
         what = subject(tool, args)
-        shown = what if len(what) <= 200 else what[:200] + "…"
+        shown = _shown(tool, what, args)
         verb = "change" if semantics is Semantics.Write else "use"
         allowed = asks is False or (
             asks is None
@@ -242,7 +244,7 @@ class Policy:
     def ask_unusual(self, tool: str, args: dict[str, Any], why: Sequence[str]) -> Ask:
         """The question for a call layer 3 found unusual (`[loop.anomaly] action = "ask"`)."""
         what = subject(tool, args)
-        shown = what if len(what) <= 200 else what[:200] + "…"
+        shown = _shown(tool, what, args)
         return Ask(
             QuestionKind.permission,
             f'Allow {tool}: {shown}? It is unusual: {"; ".join(why)}. ("always" allows '
@@ -251,6 +253,14 @@ class Policy:
             on_deny="skip",
             timeout=self.timeout,
         )
+
+
+def _shown(tool: str, what: str, args: dict[str, Any]) -> str:
+    """What a prompt shows of a call: its subject, or an MCP tool's arguments (it has
+    no argument pfar knows as its subject), within 200 characters."""
+    if what == "*" and is_mcp(tool):
+        what = json.dumps(args, ensure_ascii=False)
+    return what if len(what) <= 200 else what[:200] + "…"
 
 
 def _real(path: Path) -> str:
