@@ -83,10 +83,11 @@ def load_services(
     tools: ToolRegistry | None,
     model: ChatModel | None,
     sandboxer: Sandboxer | None,
-    sandbox_home: str = "",
+    sandbox_home: str,
 ) -> None:
     """Load the kernel's task services onto `k`. `tools` and `model` stand in for the
-    built-in tools and [llm]'s model when given (tests, benchmarks)."""
+    built-in tools and [llm]'s model when given (tests, benchmarks); `sandbox_home`
+    labels the home's MCP servers, as its sandboxes (kernel/mcp_servers.py)."""
     k.tools = tools or ToolRegistry.builtin()
     k.templates = TemplateRegistry(k.home.templates_dir, [tool.name for tool in k.tools])
     k.template_errors = k.templates.load()
