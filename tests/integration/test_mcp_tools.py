@@ -376,3 +376,27 @@ def _http_server(log: Path, port: int) -> subprocess.Popen[bytes]:
     )
     wait_for(lambda: _listening(port), what="the HTTP server to listen")
     return server
+
+
+def test_a_server_that_lists_a_bad_schema_is_named_and_the_others_work(tmp_path: Path) -> None:
+    log = tmp_path / "requests.jsonl"
+    raw = [sys.executable, str(Path(__file__).parents[1] / "mcp_raw_server.py")]
+    config = server_toml("raw", raw) + server_toml(
+        "t", server_command(log), "[mcp.servers.tools.peek]\nask = false\n"
+    )
+    script = [[ToolCall("p1", "mcp__t__peek", {"name": "x"})]]
+
+    async def body(op: Operator, task_id: str, seen: list[ChatRequest]) -> None:
+        assert (await _results(op, task_id))["p1"] == ("peeked x", False)
+        assert not any(t.name.startswith("mcp__raw__") for t in seen[0].tools)
+        said = [m.body for m in await op.journal.events.pending()] + [
+            json.loads(line)["body"]
+            for line in (tmp_path / "home" / "owner.log").read_text().splitlines()
+            if line.strip()
+        ]
+        # the SDK refuses a listing with a schema that is not an object's: the server
+        # fails, named once, on one line
+        (raw_failed,) = [b for b in said if b.startswith("MCP server raw failed")]
+        assert "tools.1.inputSchema.type" in raw_failed and "\n" not in raw_failed
+
+    _run(tmp_path, config, script, body)

@@ -45,6 +45,7 @@ _RETRIES = 5  # starts in a row that may fail after a death before the server is
 _MAX_DELAY = 60.0
 _POLL = 0.2  # how often a running server's process is looked at
 _CLIENT = types.Implementation(name="pfar", version="1")
+_CLOSED = types.CONNECTION_CLOSED
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +196,11 @@ class McpServer:
                 self._set("running")
                 return True, await self._until_gone(process, gone)
         except Exception as exc:  # a server's failure, never the kernel's
-            if not ran and process is not None and process.returncode is not None:
+            leaves = _leaves(exc)
+            closed = all(
+                isinstance(e, MCPError) and e.code == types.CONNECTION_CLOSED for e in leaves
+            )
+            if closed and not ran and process is not None and process.returncode is not None:
                 return ran, f"its process exited with {process.returncode}"
             if any(isinstance(e, TimeoutError) for e in _leaves(exc)):
                 return ran, f"it did not start within {self.config.start_timeout_seconds:g} s"
@@ -270,8 +275,13 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 
 def _said(exc: BaseException) -> str:
+    """An error on one line of at most 500 characters (a validation error's lines and
+    its pointers to the docs run long)."""
     if isinstance(exc, OSError | ToolFailed):
-        return str(exc)
-    if isinstance(exc, MCPError):
-        return exc.error.message
-    return f"{type(exc).__name__}: {exc}"
+        text = str(exc)
+    elif isinstance(exc, MCPError):
+        text = exc.error.message
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    text = " ".join(text.split())
+    return text if len(text) <= 500 else text[:500] + "…"
