@@ -132,6 +132,7 @@ SHOWS = {
     "README.md": ["buy milk", "hello from a task", "Implemented", "TERMINATED"],
     "docs/costs.md": ["claude-sonnet-4-5", "my-local-model"],
     "docs/hooks.md": ['"tool": "Bash"'],
+    "docs/mcp.md": ["time (stdio) not running", '"state": "not started"'],
     "docs/webhooks.md": ['"task_id"'],
 }
 

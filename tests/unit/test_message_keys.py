@@ -26,6 +26,7 @@ from pfar.journal.message_keys import (
     InDoubtKey,
     KnownKey,
     LoopReplyKey,
+    McpServerKey,
     MessageKey,
     MessageKind,
     OtherKey,
@@ -67,6 +68,7 @@ PINNED: list[tuple[KnownKey, str]] = [
     (BackupFailedKey("boot-1", 3), "backup-failed:boot-1:3"),
     (DiskLowKey("boot-1", 1), "disk-low:boot-1:1"),
     (ProviderHealthKey("boot-1", 2), "provider-health:boot-1:2"),
+    (McpServerKey("boot-1", 2), "mcp-server:boot-1:2"),
     (
         ChannelDegradedKey("telegram", "2025-01-02T03:04"),
         "channel-degraded:telegram:2025-01-02T03:04",
@@ -136,6 +138,7 @@ known_keys: st.SearchStrategy[KnownKey] = st.one_of(
     st.builds(BackupFailedKey, _id, _n),
     st.builds(DiskLowKey, _id, _n),
     st.builds(ProviderHealthKey, _id, _n),
+    st.builds(McpServerKey, _id, _n),
     st.builds(ChannelDegradedKey, _id, _any),
     st.builds(ReplyKey, _id, st.text(st.characters(blacklist_categories=("Cs",))), st.none() | _id),
 )

@@ -22,6 +22,7 @@ from .hooks_cmd import hooks
 from .learnings_cmd import learnings
 from .locks_cmd import locks
 from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
+from .mcp_cmd import mcp
 from .output import emit, err, home_of, out, read, table
 from .queue_cmd import queue
 from .recoveries_cmd import recoveries
@@ -192,6 +193,7 @@ cli.add_command(session)
 cli.add_command(secret)
 cli.add_command(reload)
 cli.add_command(audit)
+cli.add_command(mcp)
 
 
 def main() -> None:

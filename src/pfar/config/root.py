@@ -12,6 +12,7 @@ from .channels import ChannelsConfig
 from .console import ConsoleConfig
 from .llm import LLMConfig
 from .loop import LoopConfig
+from .mcp import McpConfig
 from .processes import HookConfig, SandboxConfig, SessionsConfig
 from .section import Section
 from .tasks import ApprovalsConfig, JournalConfig, RecoveryConfig, SchedulerConfig
@@ -27,6 +28,7 @@ class Config(Section):
     llm: LLMConfig = LLMConfig()
     sessions: SessionsConfig = SessionsConfig()
     loop: LoopConfig = LoopConfig()
+    mcp: McpConfig = McpConfig()
     channels: ChannelsConfig = ChannelsConfig()
     sandbox: SandboxConfig = SandboxConfig()
     scheduler: SchedulerConfig = SchedulerConfig()

@@ -256,6 +256,19 @@ class ProviderHealthKey(_Key):
         return f"provider-health:{self.boot_id}:{self.count}"
 
 
+@dataclass(frozen=True, slots=True)
+class McpServerKey(_Key):
+    """The how-many-th notice of this boot about an MCP server (it failed, or listed
+    tools with bad schemas)."""
+
+    boot_id: str
+    count: int
+
+    @property
+    def text(self) -> str:
+        return f"mcp-server:{self.boot_id}:{self.count}"
+
+
 # -- about one channel -----------------------------------------------------------------
 
 
@@ -332,6 +345,7 @@ KnownKey = (
     | BackupFailedKey
     | DiskLowKey
     | ProviderHealthKey
+    | McpServerKey
     | ChannelDegradedKey
     | InDoubtKey
     | ReplyKey

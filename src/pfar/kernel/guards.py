@@ -79,6 +79,23 @@ def guards_off(config: Config) -> list[GuardOff]:
                 "a command can read and write whatever the kernel's user can",
             )
         )
+    found += _mcp_unasked(config)
+    return found
+
+
+def _mcp_unasked(config: Config) -> list[GuardOff]:
+    """An MCP tool the owner let run without a question (`ask = false`) that may write."""
+    found = []
+    for i, server in enumerate(config.mcp.servers):
+        for name, tool in server.tools.items():
+            if server.enabled and tool.ask is False and tool.semantics != "read":
+                found.append(
+                    GuardOff(
+                        f"mcp.servers.{i}.tools.{name}.ask",
+                        f"mcp__{server.name}__{name} runs without asking the owner, and it "
+                        'may write (its semantics is not "read")',
+                    )
+                )
     return found
 
 

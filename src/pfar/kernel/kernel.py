@@ -29,7 +29,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..answers import IN_PROCESS, Actor
 from ..config import Config
@@ -78,6 +78,9 @@ from .reload import Reloaded, reload_kernel
 from .scheduler import Scheduler
 from .sessions import SANDBOX_PREFIX, SessionSupervisor
 
+if TYPE_CHECKING:
+    from ..tools.mcp.servers import McpServers
+
 log = logging.getLogger("pfar.kernel")
 
 
@@ -108,6 +111,7 @@ class Kernel:
     learner: Learner
     services: Services
     scheduler: Scheduler
+    mcp: McpServers | None = None  # set with the services (kernel/mcp_servers.py)
     admission: Admission
 
     def __init__(

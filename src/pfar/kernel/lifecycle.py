@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..config import Config
 from ..errors import PfarError, VaultIOError
@@ -26,6 +26,9 @@ from .driver import TaskDriver
 from .duties import Duties
 from .owner import OwnerChannel
 from .sessions import SessionSupervisor
+
+if TYPE_CHECKING:
+    from ..tools.mcp.servers import McpServers
 
 log = logging.getLogger("pfar.kernel")
 
@@ -100,6 +103,7 @@ class Stopping(Protocol):
     bus_bell: BusBell
     before_close: list[Callable[[], Awaitable[None]]]
     stop_now: asyncio.Event
+    mcp: McpServers | None
 
     @property
     def life(self) -> Life: ...
@@ -133,6 +137,8 @@ async def shutdown(k: Stopping, timeout: float | None) -> list[str]:
         except Exception:
             log.exception("a shutdown step failed; the journal is closed all the same")
     await k.sessions.close()
+    if k.mcp is not None:  # after the tasks: no call of theirs is in flight
+        await k.mcp.close()
     await k.duties.stop()
     await k.driver.processes_ended()
     # no kernel supervises what tasks' commands left running: the next start resumes
@@ -162,6 +168,8 @@ async def abort(k: Stopping) -> None:
     for t in coroutines:
         t.cancel()
     await asyncio.gather(*coroutines, return_exceptions=True)
+    if k.mcp is not None:
+        await k.mcp.close()
     k.bus_bell.close()
     await k.journal.aclose(checkpoint=False)
     if k.acknowledged is not None:

@@ -101,6 +101,7 @@ async def open_stores(
         tools=tools,
         model=model,
         sandboxer=task_services.sandboxer(k.home, sandbox_home, config),
+        sandbox_home=sandbox_home,
     )
     k.audit = AuditLog(k.home.audit_log, k.redactor)
 

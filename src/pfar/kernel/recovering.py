@@ -27,7 +27,7 @@ from ..tools import sandbox
 from ..vault import restored
 from ..vault.backup import pfar_version
 from ..vault.home import Home
-from . import task_processes, vault_start
+from . import mcp_servers, task_processes, vault_start
 from .acknowledging import Acknowledging
 from .admission import Admission
 from .api.records import ChannelState
@@ -127,6 +127,10 @@ async def recover(
     orphans = await k.end_processes(None, "orphan_process_ended")
     # R7: sandboxes of an earlier boot (no task runs yet): killed before any resumes
     orphan_sandboxes = sandbox.reconcile(sandbox_home, sandbox_running)
+    # and MCP servers an earlier kernel left (kernel/mcp_servers.py)
+    mcp_orphans = await mcp_servers.end_orphans(sandbox_home)
+    if mcp_orphans:
+        k.audit.log("mcp_servers_ended", count=mcp_orphans, at="start")
     # and what tasks' commands left running outside a sandbox (nohup, setsid …)
     left = await task_processes.end_processes(k.journal, task_processes.any_state)
     if left:

@@ -9,7 +9,7 @@ import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..config import Config
 from ..errors import ConfigError, PfarError
@@ -35,9 +35,13 @@ from .admission import Admission
 from .api.attach import Viewers
 from .learning import Learner
 from .locks import LockManager, LockTable
+from .mcp_servers import build as build_mcp
 from .models import build_model, scripted_proxy
 from .owner import OwnerChannel
 from .provider_notices import ProviderNotices
+
+if TYPE_CHECKING:
+    from ..tools.mcp.servers import McpServers
 
 log = logging.getLogger("pfar.kernel")
 
@@ -67,6 +71,7 @@ class ServicesHost(Protocol):
     locks: LockManager
     learner: Learner
     services: Services
+    mcp: McpServers | None
 
     @property
     def lock_owner(self) -> LockOwner: ...
@@ -81,9 +86,11 @@ def load_services(
     tools: ToolRegistry | None,
     model: ChatModel | None,
     sandboxer: Sandboxer | None,
+    sandbox_home: str,
 ) -> None:
     """Load the kernel's task services onto `k`. `tools` and `model` stand in for the
-    built-in tools and [llm]'s model when given (tests, benchmarks)."""
+    built-in tools and [llm]'s model when given (tests, benchmarks); `sandbox_home`
+    labels the home's MCP servers, as its sandboxes (kernel/mcp_servers.py)."""
     k.tools = tools or ToolRegistry.builtin()
     k.templates = TemplateRegistry(k.home.templates_dir, [tool.name for tool in k.tools])
     k.template_errors = k.templates.load()
@@ -109,6 +116,18 @@ def load_services(
         config.loop.learnings,
         config.loop.tool_seconds,
     )
+    k.mcp = build_mcp(
+        config,
+        k.tools,
+        root=k.home.root,
+        home_tag=sandbox_home,
+        boot_id=k.boot_id,
+        journal=k.journal,
+        notify=lambda: k.owner.notify(),  # noqa: PLW0108  (late-bound, as below)
+        secret=k.secrets.get,
+        redact=k.redactor.text,
+        sandboxer=sandboxer,
+    )
     k.services = Services(
         journal=k.journal,
         tools=k.tools,
@@ -132,6 +151,7 @@ def load_services(
         sandbox=sandboxer,
         hold=k.locks.hold,
         hooks=k.hooks,
+        mcp=k.mcp,
     )
 
 

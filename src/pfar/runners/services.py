@@ -20,6 +20,7 @@ from ..tools.sandbox import Sandbox
 from .templates import TemplateRegistry
 
 if TYPE_CHECKING:
+    from ..tools.mcp.servers import McpServers
     from .loop.permissions import Policy
 
 
@@ -52,3 +53,5 @@ class Services:
     hooks: Hooks = NO_HOOKS
     # the sandbox a task's commands run in ([sandbox] enabled), by task and directory
     sandbox: Callable[[str, Path], Sandbox] | None = None
+    # the MCP servers whose tools loop tasks are offered (tools/mcp/); None: none configured
+    mcp: McpServers | None = None

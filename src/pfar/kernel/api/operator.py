@@ -35,6 +35,7 @@ from .channel_host import ChannelHosting
 from .console_token import TOKEN_SECRET, ConsoleToken, owner_token
 from .conversation import Followed, follow
 from .hooks_view import HookView, hook_views
+from .mcp_view import McpServerView, live
 from .offline import check_subscriber
 from .reader import HomeReader
 from .records import (
@@ -166,6 +167,10 @@ class Operator(HomeReader):
         """Drop secret `name` from the vault (UnknownSecret when there is none)."""
         self._kernel.remove_secret(name)
         return SecretStored(name)
+
+    async def mcp_servers(self) -> list[McpServerView]:
+        """The MCP servers: each one's state and its tools (docs/mcp.md)."""
+        return live(self._kernel.mcp, self._kernel.config.mcp, self._kernel.redactor.text)
 
     def hooks(self) -> list[HookView]:
         """The hook handlers listening now (after the last `pfar reload`), in firing order."""

@@ -37,6 +37,7 @@ from .conversation import conversation
 from .conversation_records import Conversation
 from .costs import Costs, costs
 from .locks_view import LockView
+from .mcp_view import McpServerView, configured
 from .records import (
     BootRecovery,
     ChannelView,
@@ -288,6 +289,10 @@ class HomeReader:
         if not 1 <= limit <= 1000:
             raise BadRequest("limit", "must be between 1 and 1000")
         return offline.learnings(self.home, search, limit)
+
+    async def mcp_servers(self) -> list[McpServerView]:
+        """With no kernel running: the servers config.toml names, none running."""
+        return configured(Config.load(self.home.config).mcp, "not running")
 
     async def locks(self) -> list[LockView]:
         """The resource locks tool calls hold now, on every kernel sharing the journal."""

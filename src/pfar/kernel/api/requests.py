@@ -52,6 +52,7 @@ from .conversation_records import Conversation
 from .costs import Costs
 from .hooks_view import HookView
 from .locks_view import LockView
+from .mcp_view import MCP
 from .records import (
     Answered,
     BootRecovery,
@@ -330,6 +331,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         QUEUE,
         HOOKS,
         LOCKS,
+        MCP,
         LEARNINGS,
         LEARNING_FORGET,
         TASKS,

@@ -24,13 +24,15 @@ log = logging.getLogger("pfar.loop")
 
 
 def schemas(svc: Services, settings: LoopSettings) -> tuple[ToolSchema, ...]:
-    return offered_tools(svc.tools, svc.loop, settings)
+    mcp = svc.mcp.offered() if svc.mcp is not None else ()
+    return offered_tools(svc.tools, svc.loop, settings, mcp)
 
 
 def offered_tools(
-    tools: ToolRegistry, loop: LoopConfig, settings: LoopSettings
+    tools: ToolRegistry, loop: LoopConfig, settings: LoopSettings, mcp: Sequence[str] = ()
 ) -> tuple[ToolSchema, ...]:
-    """The tools offered, in `[loop] tools` order; Task only above the depth limit."""
+    """The tools offered, in `[loop] tools` order; Task only above the depth limit; then
+    the tools of the MCP servers that run (`mcp`: their pfar names, docs/mcp.md)."""
     out = []
     for name in loop.tools:
         if name == subtasks.TASK:
@@ -39,6 +41,10 @@ def offered_tools(
         elif name == SKILL and not settings.skills:
             continue  # no skill to load: its schema would only take room
         elif name in tools:
+            t = tools.get(name)
+            out.append(ToolSchema(t.name, t.description, t.args_schema))
+    for name in mcp:
+        if name in tools and name not in loop.tools:
             t = tools.get(name)
             out.append(ToolSchema(t.name, t.description, t.args_schema))
     return tuple(out)

@@ -13,6 +13,7 @@ tool), a write is asked about even where a standing answer would let it run.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -30,11 +31,14 @@ from ...journal.question_kinds import QuestionKind
 from ...journal.turns import PermissionRule
 from ...policy import commands
 from ...tools.hosts import HostPolicy, HostRefused
+from ...tools.mcp import is_mcp
 from ...tools.protected import NONE, Protection
 from ..step_rules import Ask
 from . import standing as standing_rules
 
 PERMISSION_OPTIONS = ("approve", "deny", "always", "never")
+# a tool asked about at every call (an MCP tool that may destroy data) has no "always"
+EVERY_CALL_OPTIONS = ("approve", "deny", "never")
 
 # the argument that says what a call touches, per tool (its "summary")
 _SUBJECT = {
@@ -189,14 +193,21 @@ class Policy:
         args: dict[str, Any],
         semantics: Semantics,
         tainted_by: str | None = None,
+        asks: bool | None = None,
     ) -> Ask | None:
         """Layer 2: the permission question this call needs, or None to let it run.
         `tainted_by` names the outside data read since the owner's last message: a write
-        after it is asked about whatever standing answer or always_allow covers it."""
+        after it is asked about whatever standing answer or always_allow covers it.
+        `asks` is the tool's own rule (an MCP tool's, tools/mcp/semantics.py): True asks
+        every call, whatever allows it, and offers no "always"; False lets it run as
+        always_allow would."""
         what = subject(tool, args)
-        shown = what if len(what) <= 200 else what[:200] + "…"
+        shown = _shown(tool, what, args)
         verb = "change" if semantics is Semantics.Write else "use"
-        allowed = tool in self.always_allow or self.standing(rules, tool, args) == "allow"
+        allowed = asks is False or (
+            asks is None
+            and (tool in self.always_allow or self.standing(rules, tool, args) == "allow")
+        )
         suspended = (
             allowed
             and self.tainted_writes
@@ -211,6 +222,16 @@ class Policy:
             if suspended
             else ""
         )
+        if asks:
+            return Ask(
+                QuestionKind.permission,
+                f"Allow {tool}: {shown}? (the task wants to {verb} this; the tool may "
+                'destroy data, so it is asked about at every call; "never" refuses it)'
+                f"{why}",
+                EVERY_CALL_OPTIONS,
+                on_deny="skip",
+                timeout=self.timeout,
+            )
         return Ask(
             QuestionKind.permission,
             f'Allow {tool}: {shown}? (the task wants to {verb} this; "always" allows '
@@ -224,7 +245,7 @@ class Policy:
     def ask_unusual(self, tool: str, args: dict[str, Any], why: Sequence[str]) -> Ask:
         """The question for a call layer 3 found unusual (`[loop.anomaly] action = "ask"`)."""
         what = subject(tool, args)
-        shown = what if len(what) <= 200 else what[:200] + "…"
+        shown = _shown(tool, what, args)
         return Ask(
             QuestionKind.permission,
             f'Allow {tool}: {shown}? It is unusual: {"; ".join(why)}. ("always" allows '
@@ -233,6 +254,14 @@ class Policy:
             on_deny="skip",
             timeout=self.timeout,
         )
+
+
+def _shown(tool: str, what: str, args: dict[str, Any]) -> str:
+    """What a prompt shows of a call: its subject, or an MCP tool's arguments (it has
+    no argument pfar knows as its subject), within 200 characters."""
+    if what == "*" and is_mcp(tool):
+        what = json.dumps(args, ensure_ascii=False)
+    return what if len(what) <= 200 else what[:200] + "…"
 
 
 def _real(path: Path) -> str:

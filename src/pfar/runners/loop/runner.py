@@ -55,6 +55,8 @@ async def advance(task_id: str, svc: Services) -> None:
     if settings.git_dir is None:  # before any tool of the task runs: what pfar's git uses
         settings = await worktrees.pin(settings)
         await svc.journal.loops.update_settings(task_id, settings)
+    if svc.mcp is not None:  # started at their first use: their tools are offered, and
+        await svc.mcp.ready()  # a call of one resumed after a crash finds it
     env: context.Environment | None = None  # looked at once, when the model is first asked
     while True:
         task = await svc.journal.tasks.get(task_id)

@@ -27,6 +27,7 @@ from ...journal.turns import (
 )
 from ...llm.messages import StopReason
 from ...policy.approvals import ApprovalRule
+from ...tools.mcp import is_mcp
 from .. import hooking
 from ..services import Services
 from ..step_rules import Ask
@@ -105,7 +106,13 @@ async def _run_call(
             return await _record_refusal(task, call, refusal, svc)
         await subtasks.spawn(task, settings, call, svc)
         return None  # blocked on its subtask: woken when that ends
-    refusal = _unusable(call, svc) or await _policy(task, title, call, policy, workdir, svc)
+    unusable = _unusable(call, svc)
+    if unusable is not None and await _cut_off_mcp(task, call, svc):
+        # an MCP tool's write cut off by a crash, its server not running now: the step
+        # executor asks the owner (the tool is missing, or its write is in doubt)
+        rules = StepRules(_NO_APPROVALS, svc.loop.tool_seconds, workspace=workdir)
+        return await _step(task, call, rules, title, where, svc)
+    refusal = unusable or await _policy(task, title, call, policy, workdir, svc)
     if refusal is None and await _never(call, policy, svc):
         refusal = (
             f'The owner never allows {call.name} on this (a standing "never allow" '
@@ -140,7 +147,13 @@ async def _run_call(
     rules = StepRules(
         _NO_APPROVALS,
         svc.loop.tool_seconds,
-        ask=_asker(policy, await svc.journal.loops.rules(), ask_anyway, tainted),
+        ask=_asker(
+            policy,
+            await svc.journal.loops.rules(),
+            ask_anyway,
+            tainted,
+            getattr(svc.tools.get(call.name), "asks", None),
+        ),
         workspace=workdir,
         hold=svc.hold,
         protection=protection,
@@ -148,6 +161,12 @@ async def _run_call(
         redirected=redirects.judge(task, settings, call, policy, workdir, svc),
         skills=settings.skills,
     )
+    return await _step(task, call, rules, title, where, svc)
+
+
+async def _step(
+    task: TaskRecord, call: LoopCall, rules: StepRules, title: str, where: str, svc: Services
+) -> TaskRecord | None:
     step = StepCall(call.step, call.name, call.input, title, where, call.step + 1, last=False)
     match await run_step(task, step, rules, svc, fresh=False):
         case Done(task=done):
@@ -169,15 +188,17 @@ def _asker(
     rules: Sequence[PermissionRule],
     unusual: Sequence[anomalies.Anomaly] = (),
     tainted: str | None = None,
+    asks: bool | None = None,
 ) -> Callable[[str, dict[str, Any], Semantics], Ask | None]:
     """Layer 2's question for a call; an unusual call (layer 3, `action = "ask"`) is
     asked about even when a tool or a standing answer would let it run, and so is a
-    write after outside data (`tainted`: taint.py)."""
+    write after outside data (`tainted`: taint.py). `asks`: the tool's own rule (an MCP
+    tool's: permissions.Policy.ask)."""
 
     def ask(tool: str, args: dict[str, Any], semantics: Semantics) -> Ask | None:
         if unusual:
             return policy.ask_unusual(tool, args, [a.detail for a in unusual])
-        return policy.ask(rules, tool, args, semantics, tainted)
+        return policy.ask(rules, tool, args, semantics, tainted, asks)
 
     return ask
 
@@ -185,14 +206,25 @@ def _asker(
 def _unusable(call: LoopCall, svc: Services) -> str | None:
     """Why a call cannot run at all: an unknown tool, or arguments its schema refuses.
     Each is the call's result; the model may try again."""
-    if call.name not in svc.loop.tools or call.name not in svc.tools:
-        offered = ", ".join(n for n in svc.loop.tools if n in svc.tools or n == subtasks.TASK)
+    mcp = svc.mcp.offered() if svc.mcp is not None else []
+    if (call.name not in svc.loop.tools and call.name not in mcp) or call.name not in svc.tools:
+        offered = ", ".join(
+            [n for n in svc.loop.tools if n in svc.tools or n == subtasks.TASK] + mcp
+        )
         return f"Unknown tool: {call.name} (the tools are: {offered})"
     try:
         svc.tools.get(call.name).validate(call.input)
     except ToolFailed as exc:
         return f"Invalid parameters: {exc}"
     return None
+
+
+async def _cut_off_mcp(task: TaskRecord, call: LoopCall, svc: Services) -> bool:
+    """A call of an MCP tool whose write the journal has as started, not finished."""
+    if svc.mcp is None or not is_mcp(call.name):
+        return False
+    known = await svc.journal.tasks.step(task.task_id, call.step)
+    return known is not None and known.status is StepStatus.started
 
 
 async def _policy(
