@@ -51,8 +51,8 @@ from .records import (
     TaskRef,
     TaskSummary,
 )
+from .session_verbs import SessionVerbs
 from .subscribe import live_events
-from .views import SessionView
 
 # the messages `send` acts on instead of sending ("//text" sends "/text")
 SLASH = ("/pause", "/cancel", "/resume", "/done", "/retry", "/context")
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from ..kernel import Kernel, KernelStatistics
 
 
-class Operator(HomeReader):
+class Operator(HomeReader, SessionVerbs):
     """The verbs an owner (or a surface acting for one) uses on a started kernel; its
     reads (`tasks`, `timeline`, `questions`, ...) are `HomeReader`'s, over the kernel's
     own journal."""
@@ -375,31 +375,3 @@ class Operator(HomeReader):
         verbs: each channel's outbox, position and state, and the kernel's hooks for
         them (api/channel_host.py)."""
         return ChannelHosting(self._kernel)
-
-    # -- traced workflows ------------------------------------------------------------
-
-    async def start_workflow(self, definition: str, directory: str) -> TaskRef:
-        """Run the workflow `definition` (a file) in `directory`."""
-        return TaskRef.of(await self._kernel.start_workflow(definition, directory))
-
-    async def resume_workflow(self, directory: str) -> TaskRef:
-        """Go on with the workflow in `directory` (its trace is checked first)."""
-        return TaskRef.of(await self._kernel.resume_workflow(directory, self.actor))
-
-    # -- sessions ----------------------------------------------------------------------
-
-    async def new_session(self, project_path: str, thread_id: str) -> SessionView:
-        """A CREATED session bound to a project directory (an absolute path) and a thread."""
-        return SessionView.of(await self._kernel.sessions.create(project_path, thread_id))
-
-    async def resume_session(self, session_id: str) -> SessionView:
-        """Start the session's agent (CREATED or PAUSED -> ACTIVE)."""
-        return SessionView.of(await self._kernel.sessions.resume(session_id))
-
-    async def pause_session(self, session_id: str) -> SessionView:
-        """Stop the agent, keep the session (ACTIVE -> PAUSED)."""
-        return SessionView.of(await self._kernel.sessions.pause(session_id))
-
-    async def terminate_session(self, session_id: str) -> SessionView:
-        """End the session for good."""
-        return SessionView.of(await self._kernel.sessions.terminate(session_id))
