@@ -157,7 +157,12 @@ def _load_model(k: ServicesHost, config: Config, model: ChatModel | None) -> Inf
     if model is not None:  # it answers in-process
         return scripted_proxy(model, config, on_call=on_call)
     # late-bound: the owner's channel is made after the services
-    notices = ProviderNotices(k.boot_id, k.journal, lambda: k.owner.notify())  # noqa: PLW0108
+    notices = ProviderNotices(
+        k.boot_id,
+        k.journal,
+        lambda: k.owner.notify(),  # noqa: PLW0108
+        k.redactor.text,
+    )
     return build_model(
         config, home=k.home, secret=k.secrets.get, on_call=on_call, on_health=notices
     )
