@@ -9,8 +9,10 @@ import time
 
 import pytest
 
+from pfar.llm.failover import Failover, ProvidersDown, Route
 from pfar.llm.messages import ChatRequest, ChatResponse, Message, StopReason, Usage
 from pfar.llm.proxy import CallRecord, InferenceProxy, NeedsCloudRouting, Price, RateLimiter
+from pfar.llm.retry import ErrorKind, ProviderCallFailed
 
 
 class FarModel:
@@ -143,3 +145,62 @@ def test_bad_proxy_configuration_is_named() -> None:
         InferenceProxy({"cloud": FarModel("c")}, default="x")
     with pytest.raises(ProviderError, match="local provider 'ollama'"):
         InferenceProxy({"cloud": FarModel("c")}, default="cloud", local="ollama")
+
+
+class DownModel(FarModel):
+    """A provider whose calls fail on its side (overloaded) while `down` is set."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.down = False
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        if self.down:
+            self.calls.append(request)
+            raise ProviderCallFailed(self.name, ErrorKind.overloaded, "HTTP 529", 1)
+        return await super().chat(request)
+
+
+def test_data_above_the_cloud_ceiling_never_fails_over_to_another_provider() -> None:
+    # the owner approved sending it to the default provider, not to any fallback's
+    cloud, other = DownModel("cloud"), FarModel("other")
+    failover = Failover(
+        {"cloud": cloud, "other": other},
+        primary="cloud",
+        fallbacks={"m1": (Route("other", "m2"),)},
+        failures=1,
+        wait_seconds=0,
+    )
+    proxy = InferenceProxy(
+        {"cloud": cloud, "other": other},
+        default="cloud",
+        cloud_ceiling="internal",
+        failover=failover,
+    )
+    cloud.down = True
+    with pytest.raises(ProviderCallFailed):
+        asyncio.run(proxy.chat(_request(), task_id="t1", data_label="secret", cloud_approved=True))
+    with pytest.raises(ProvidersDown, match="no fallback"):  # it waits for cloud, alone
+        asyncio.run(proxy.chat(_request(), task_id="t1", data_label="secret", cloud_approved=True))
+    assert other.calls == []
+    # data the ceiling lets go fails over as configured
+    r = asyncio.run(proxy.chat(_request(), task_id="t2", data_label="internal"))
+    assert r.text == "other says hi" and len(other.calls) == 1
+
+
+def test_a_local_default_provider_keeps_data_above_the_ceiling_to_itself() -> None:
+    local, cloud = DownModel("local"), FarModel("cloud")
+    failover = Failover(
+        {"local": local, "cloud": cloud},
+        primary="local",
+        fallbacks={"m1": (Route("cloud", "m2"),)},
+        failures=1,
+        wait_seconds=0,
+    )
+    proxy = InferenceProxy(
+        {"local": local, "cloud": cloud}, default="local", local="local", failover=failover
+    )
+    local.down = True
+    with pytest.raises(ProviderCallFailed):
+        asyncio.run(proxy.chat(_request(), task_id="t1", data_label="secret"))
+    assert cloud.calls == []

@@ -253,11 +253,13 @@ class InferenceProxy:
         its calls do not think."""
         return self._thinking.get(tier)
 
+    def below_ceiling(self, data_label: str) -> bool:
+        """Data with this label may go to any cloud provider (a fallback's too)."""
+        return LABELS.index(data_label) <= LABELS.index(self._ceiling)
+
     def routes_freely(self, data_label: str) -> bool:
         """Data with this label goes to the default provider without the owner's say."""
-        return (
-            LABELS.index(data_label) <= LABELS.index(self._ceiling) or self._default == self._local
-        )
+        return self.below_ceiling(data_label) or self._default == self._local
 
     def route(self, task_id: str, data_label: str) -> str:
         """The provider a task's data may go to."""
@@ -288,8 +290,11 @@ class InferenceProxy:
         queued = self._clock()
         granted_at = await self._limiter.acquire(estimate, priority)
         waited = self._clock() - queued
-        # the provider that answered: a fallback's while the routed one is down
-        name, response = await self.failover.chat(name, request, on_event)
+        # the provider that answered: a fallback's while the routed one is down, unless
+        # the data is above the cloud ceiling: it goes where it was routed (or approved)
+        # and nowhere else, so it waits for that provider
+        alone = not self.below_ceiling(data_label)
+        name, response = await self.failover.chat(name, request, on_event, alone=alone)
         self._limiter.record_usage(
             response.usage.input_tokens + response.usage.output_tokens - estimate
         )
