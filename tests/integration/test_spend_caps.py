@@ -259,3 +259,28 @@ def test_a_summary_of_older_turns_that_would_pass_the_cap_asks_too(tmp_path: Pat
         'tools = ["file.write"]\nalways_allow = ["file.write"]\n'
     )
     asyncio.run(_kernel(tmp_path, model, "per_task_usd = 100", body, extra=extra))
+
+
+def test_a_call_whose_tool_results_would_pass_the_cap_asks_before_it_goes(
+    tmp_path: Path,
+) -> None:
+    # the file read is most of the next call's input: 100,000 tokens at $10 a million,
+    # $1.00 against a cap of $0.50, though the conversation's own text is short
+    def model(request: ChatRequest) -> ChatResponse:
+        if not any(m.tool_results for m in request.messages):
+            return reply(request, "", [ToolCall("r", "file.read", {"path": "big.txt"})])
+        return reply(request, "read it")
+
+    async def body(op: Operator, work: Path) -> None:
+        (work / "big.txt").write_text("x" * 399_999 + "\n")
+        task_id = (await op.start_loop("read big.txt", str(work))).task_id
+        await op.wait_idle()
+        question = await _the_question(op, task_id)
+        assert "of its cap of $0.50" in question.description
+        assert (await op.journal.tasks.spent_by_task(task_id)).calls == 1
+
+    extra = (
+        "[llm]\nmax_tokens = 1\n[llm.prices.scripted]\ninput = 10\noutput = 0\n"
+        "[loop]\ncontext_tokens = 1000000\n" + LOOP.removeprefix("[loop]\n")
+    )
+    asyncio.run(_kernel(tmp_path, model, "per_task_usd = 0.5", body, priced=False, extra=extra))

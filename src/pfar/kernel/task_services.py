@@ -89,7 +89,7 @@ def load_services(
     k.template_errors = k.templates.load()
     k.model = _load_model(k, config, model)
     # the caps of [budget] as they are at each call (a reload changes them)
-    k.model.gate = SpendGate(k.journal, lambda: k.config.budget, k.model.price)
+    k.model.gate = SpendGate(k.journal, lambda: k.config.budget)
     k.hooks = Hooks(load_handlers(config.hooks, k.home.config, k.home.hooks_dir, k.home.root))
     locking = (
         HookPoint.ResourceLockWait,

@@ -23,8 +23,6 @@ from ..journal.payloads import AwaitingApproval
 from ..journal.question_kinds import QuestionKind
 from ..journal.records import args_digest
 from ..journal.store import Store
-from ..llm.messages import ChatRequest
-from ..llm.price_table import Price
 from .asking import ask_owner, kept_grant, new_question
 from .services import Services
 from .spend_caps import CapReached, NextCall, Raised, Scope, SpendCapReached, periods, reached
@@ -33,24 +31,17 @@ from .spend_caps import CapReached, NextCall, Raised, Scope, SpendCapReached, pe
 class SpendGate:
     """The proxy's gate (`InferenceProxy.gate`): raises SpendCapReached to hold a call."""
 
-    def __init__(
-        self,
-        journal: Store,
-        budget: Callable[[], BudgetConfig],
-        price: Callable[[str], Price | None],
-    ) -> None:
+    def __init__(self, journal: Store, budget: Callable[[], BudgetConfig]) -> None:
         # the budget is read at each call: `pfar reload` changes the caps of the next one
-        self._journal, self._budget, self._price = journal, budget, price
+        self._journal, self._budget = journal, budget
 
-    async def __call__(self, task_id: str, request: ChatRequest, estimate: int) -> None:
+    async def __call__(self, task_id: str, most_tokens: int, most_usd: float) -> None:
+        """Hold a call that may cost `most_tokens` and `most_usd` at most (the proxy's
+        estimate)."""
         budget = self._budget()
         if not budget.any:  # no cap: no read before a call
             return
-        price = self._price(request.model)
-        nxt = NextCall(
-            usd=price.cost(estimate, request.max_tokens) if price is not None else 0.0,
-            tokens=estimate + request.max_tokens,
-        )
+        nxt = NextCall(usd=most_usd, tokens=most_tokens)
         tasks = self._journal.tasks
         day, month = periods()
         checks: list[tuple[Scope, str, Callable[[], Awaitable[Spent]], float | None, int | None]]
