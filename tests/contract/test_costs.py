@@ -8,10 +8,14 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
+from pfar.errors import BadRequest
 from pfar.journal import payloads as p
 from pfar.journal.costs_sql import CostRow, Spent
 from pfar.journal.records import rfc3339
 from pfar.journal.store import Store
+from pfar.kernel.api.costs import costs as api_costs
 
 from . import builders as b
 from .helpers import llm_call, run, settle
@@ -130,3 +134,21 @@ def test_a_days_spending_outlives_the_pruning_of_its_tasks(store: Store) -> None
         pass
     assert run(store.tasks.spent_by_task(t)) == Spent()  # its calls went with it
     assert run(store.tasks.spent_between("2001-03-01", "2001-03-02")) == Spent(1, 1, 1, 3.0)
+
+
+def test_the_operators_window_takes_the_first_and_last_days_there_are(store: Store) -> None:
+    # the operator API's reading of --since and --until: the last day (9999-12-31) has no
+    # next day to end the window at, and is read as "up to the end", not an overflow
+    _calls(store)
+    every = run(api_costs(store, "day", "0001-01-01", "9999-12-31"))
+    assert [line.key for line in every.lines] == ["2001-03-01", "2001-03-02", "2001-03-03"]
+    assert every.until == "9999-12-31"
+    assert run(api_costs(store, "day", "9999-12-31", "9999-12-31")).lines == ()
+    for since, until, field in (
+        ("2001-13-01", None, "since"),
+        (None, "tomorrow", "until"),
+        ("2001-03-02", "2001-03-01", "until"),
+    ):
+        with pytest.raises(BadRequest) as err:
+            run(api_costs(store, "day", since, until))
+        assert err.value.field == field

@@ -259,3 +259,69 @@ def test_a_summary_of_older_turns_that_would_pass_the_cap_asks_too(tmp_path: Pat
         'tools = ["file.write"]\nalways_allow = ["file.write"]\n'
     )
     asyncio.run(_kernel(tmp_path, model, "per_task_usd = 100", body, extra=extra))
+
+
+def test_a_call_whose_tool_results_would_pass_the_cap_asks_before_it_goes(
+    tmp_path: Path,
+) -> None:
+    # the file read is most of the next call's input: 100,000 tokens at $10 a million,
+    # $1.00 against a cap of $0.50, though the conversation's own text is short
+    def model(request: ChatRequest) -> ChatResponse:
+        if not any(m.tool_results for m in request.messages):
+            return reply(request, "", [ToolCall("r", "file.read", {"path": "big.txt"})])
+        return reply(request, "read it")
+
+    async def body(op: Operator, work: Path) -> None:
+        (work / "big.txt").write_text("x" * 399_999 + "\n")
+        task_id = (await op.start_loop("read big.txt", str(work))).task_id
+        await op.wait_idle()
+        question = await _the_question(op, task_id)
+        assert "of its cap of $0.50" in question.description
+        assert (await op.journal.tasks.spent_by_task(task_id)).calls == 1
+
+    extra = (
+        "[llm]\nmax_tokens = 1\n[llm.prices.scripted]\ninput = 10\noutput = 0\n"
+        "[loop]\ncontext_tokens = 1000000\n" + LOOP.removeprefix("[loop]\n")
+    )
+    asyncio.run(_kernel(tmp_path, model, "per_task_usd = 0.5", body, priced=False, extra=extra))
+
+
+def test_a_subtasks_calls_spend_from_its_root_tasks_cap(tmp_path: Path) -> None:
+    # the parent delegates forever; each subtask reads once and answers: without a
+    # shared cap each Task call would get a fresh $5
+    def model(request: ChatRequest) -> ChatResponse:
+        n = sum(1 for m in request.messages if m.role == "assistant")
+        if "A subtask of" in request.system:
+            if n == 0:
+                return reply(
+                    request, "", [ToolCall("r", "file.read", {"path": "x"})], usage=_usage()
+                )
+            return reply(request, "read it", usage=_usage())
+        task = ToolCall(f"t{n}", "Task", {"description": f"read {n}", "prompt": "Read x."})
+        return reply(request, "", [task], usage=_usage())
+
+    async def body(op: Operator, work: Path) -> None:
+        (work / "x").write_text("x\n")
+        root = (await op.start_loop("delegate", str(work))).task_id
+        await op.wait_idle()
+
+        async def tree_calls() -> int:
+            ids = [root, *await op.journal.loops.children(root)]
+            return sum(s.calls for s in (await op.journal.tasks.spent_by_tasks(ids)).values())
+
+        # the parent's call ($2) and the child's first ($4): the child's second is held
+        (child,) = await op.journal.loops.children(root)
+        first = await _the_question(op, child)
+        assert "spent $4.00 of its cap of $5.00" in first.description
+        assert await tree_calls() == 2
+        await op.answer(first.approval_id, "continue")  # the root's cap is $10 now
+        await op.wait_idle()
+        # the child's second ($6), the parent's next ($8), a new child's first ($10)
+        assert (await op.task(child)).state is TaskState.Completed
+        (second_child,) = [c for c in await op.journal.loops.children(root) if c != child]
+        second = await _the_question(op, second_child)
+        assert "spent $10.00 of its cap of $10.00" in second.description
+        assert await tree_calls() == 5
+
+    extra = '[loop]\ntools = ["file.read", "Task"]\nalways_allow = ["file.read"]\n'
+    asyncio.run(_kernel(tmp_path, model, "per_task_usd = 5", body, extra=extra))

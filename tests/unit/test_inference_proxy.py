@@ -9,8 +9,25 @@ import time
 
 import pytest
 
-from pfar.llm.messages import ChatRequest, ChatResponse, Message, StopReason, Usage
-from pfar.llm.proxy import CallRecord, InferenceProxy, NeedsCloudRouting, Price, RateLimiter
+from pfar.llm.failover import Failover, ProvidersDown, Route
+from pfar.llm.messages import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    StopReason,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+from pfar.llm.proxy import (
+    CallRecord,
+    ChatModel,
+    InferenceProxy,
+    NeedsCloudRouting,
+    Price,
+    RateLimiter,
+)
+from pfar.llm.retry import ErrorKind, ProviderCallFailed
 
 
 class FarModel:
@@ -143,3 +160,101 @@ def test_bad_proxy_configuration_is_named() -> None:
         InferenceProxy({"cloud": FarModel("c")}, default="x")
     with pytest.raises(ProviderError, match="local provider 'ollama'"):
         InferenceProxy({"cloud": FarModel("c")}, default="cloud", local="ollama")
+
+
+class DownModel(FarModel):
+    """A provider whose calls fail on its side (overloaded) while `down` is set."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.down = False
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        if self.down:
+            self.calls.append(request)
+            raise ProviderCallFailed(self.name, ErrorKind.overloaded, "HTTP 529", 1)
+        return await super().chat(request)
+
+
+def test_data_above_the_cloud_ceiling_never_fails_over_to_another_provider() -> None:
+    # the owner approved sending it to the default provider, not to any fallback's
+    cloud, other = DownModel("cloud"), FarModel("other")
+    failover = Failover(
+        {"cloud": cloud, "other": other},
+        primary="cloud",
+        fallbacks={"m1": (Route("other", "m2"),)},
+        failures=1,
+        wait_seconds=0,
+    )
+    proxy = InferenceProxy(
+        {"cloud": cloud, "other": other},
+        default="cloud",
+        cloud_ceiling="internal",
+        failover=failover,
+    )
+    cloud.down = True
+    with pytest.raises(ProviderCallFailed):
+        asyncio.run(proxy.chat(_request(), task_id="t1", data_label="secret", cloud_approved=True))
+    with pytest.raises(ProvidersDown, match="no fallback"):  # it waits for cloud, alone
+        asyncio.run(proxy.chat(_request(), task_id="t1", data_label="secret", cloud_approved=True))
+    assert other.calls == []
+    # data the ceiling lets go fails over as configured
+    r = asyncio.run(proxy.chat(_request(), task_id="t2", data_label="internal"))
+    assert r.text == "other says hi" and len(other.calls) == 1
+
+
+def test_a_local_default_provider_keeps_data_above_the_ceiling_to_itself() -> None:
+    local, cloud = DownModel("local"), FarModel("cloud")
+    failover = Failover(
+        {"local": local, "cloud": cloud},
+        primary="local",
+        fallbacks={"m1": (Route("cloud", "m2"),)},
+        failures=1,
+        wait_seconds=0,
+    )
+    proxy = InferenceProxy(
+        {"local": local, "cloud": cloud}, default="local", local="local", failover=failover
+    )
+    local.down = True
+    with pytest.raises(ProviderCallFailed):
+        asyncio.run(proxy.chat(_request(), task_id="t1", data_label="secret"))
+    assert cloud.calls == []
+
+
+def test_the_gate_is_told_the_most_a_call_may_cost_on_any_route_it_may_take() -> None:
+    # the request's tool results count, and a fallback dearer than the primary prices it
+    # (failover comes after the gate)
+    told: list[tuple[str, int, float]] = []
+
+    async def gate(task_id: str, most_tokens: int, most_usd: float) -> None:
+        told.append((task_id, most_tokens, most_usd))
+
+    cloud, other = FarModel("cloud"), FarModel("other")
+    providers: dict[str, ChatModel] = {"cloud": cloud, "other": other}
+    proxy = InferenceProxy(
+        providers,
+        default="cloud",
+        prices={"m1": Price(input=1.0, output=1.0), "m2": Price(input=10.0, output=20.0)},
+        failover=Failover(providers, primary="cloud", fallbacks={"m1": (Route("other", "m2"),)}),
+    )
+    proxy.gate = gate
+    result = ToolResult("c1", "x" * 40_000)
+    request = ChatRequest(
+        model="m1",
+        system="",
+        messages=(
+            Message("user", "read it"),
+            Message("assistant", "", tool_calls=(ToolCall("c1", "file.read", {"path": "a"}),)),
+            Message("user", "", tool_results=(result,)),
+        ),
+        max_tokens=100,
+    )
+    asyncio.run(proxy.chat(request, task_id="t1"))
+    ((task_id, most_tokens, most_usd),) = told
+    assert task_id == "t1"
+    assert 10_000 < most_tokens - 100 < 10_100  # the tool result's 40,000 characters
+    assert most_usd == pytest.approx(((most_tokens - 100) * 10.0 + 100 * 20.0) / 1_000_000)
+    # data above the ceiling goes nowhere else: its own route's price
+    told.clear()
+    asyncio.run(proxy.chat(request, task_id="t1", data_label="secret", cloud_approved=True))
+    assert told[0][2] == pytest.approx(((most_tokens - 100) * 1.0 + 100 * 1.0) / 1_000_000)

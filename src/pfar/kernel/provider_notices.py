@@ -33,14 +33,20 @@ class ProviderNotices:
     """The breakers' `on_health`: each change becomes one message in the outbox, committed
     before the model call that saw the change goes on (a change is rare: one commit)."""
 
-    def __init__(self, boot_id: str, journal: Store, notify: Callable[[], None]) -> None:
+    def __init__(
+        self, boot_id: str, journal: Store, notify: Callable[[], None], redact: Callable[[str], str]
+    ) -> None:
         self._boot_id, self._journal, self._notify = boot_id, journal, notify
+        # a provider's error text may echo what it was sent, a secret among it
+        self._redact = redact
         self._count = 0
 
     async def __call__(self, health: Health) -> None:
         self._count += 1
         message = OwnerMessage(
-            ProviderHealthKey(self._boot_id, self._count), MessageKind.notice, text(health)
+            ProviderHealthKey(self._boot_id, self._count),
+            MessageKind.notice,
+            self._redact(text(health)),
         )
         await self._journal.events.enqueue([message])
         self._notify()

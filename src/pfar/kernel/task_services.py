@@ -96,7 +96,7 @@ def load_services(
     k.template_errors = k.templates.load()
     k.model = _load_model(k, config, model)
     # the caps of [budget] as they are at each call (a reload changes them)
-    k.model.gate = SpendGate(k.journal, lambda: k.config.budget, k.model.price)
+    k.model.gate = SpendGate(k.journal, lambda: k.config.budget)
     k.hooks = Hooks(load_handlers(config.hooks, k.home.config, k.home.hooks_dir, k.home.root))
     locking = (
         HookPoint.ResourceLockWait,
@@ -177,7 +177,12 @@ def _load_model(k: ServicesHost, config: Config, model: ChatModel | None) -> Inf
     if model is not None:  # it answers in-process
         return scripted_proxy(model, config, on_call=on_call)
     # late-bound: the owner's channel is made after the services
-    notices = ProviderNotices(k.boot_id, k.journal, lambda: k.owner.notify())  # noqa: PLW0108
+    notices = ProviderNotices(
+        k.boot_id,
+        k.journal,
+        lambda: k.owner.notify(),  # noqa: PLW0108
+        k.redactor.text,
+    )
     return build_model(
         config, home=k.home, secret=k.secrets.get, on_call=on_call, on_health=notices
     )

@@ -18,9 +18,10 @@ the first of them to admit one (its half-open probe, or the probe's success), at
 providers are down. When every route was tried in this call and failed, it fails at
 once with the last one's error: each had its retries.
 
-Only calls that go to the default provider fail over. A call routed to the local
-provider (its data is above the cloud ceiling) never goes to another provider: it
-waits for the local one.
+Only calls that go to the default provider fail over, and only with data the cloud
+ceiling lets go anywhere. A call whose data is above the ceiling (routed to the local
+provider, or to the default one with the owner's approval of that one) never goes to
+another provider: it waits for its own.
 
 Fallbacks are keyed by the model the call asks for (the tier's model), so a runner
 asks for a tier's model as it always did and needs to know nothing of this.
@@ -98,17 +99,26 @@ class Failover:
         }
         self._wait, self._on_health, self._clock = wait_seconds, on_health, clock
 
-    def routes(self, provider: str, request: ChatRequest) -> tuple[Route, ...]:
+    def routes(
+        self, provider: str, request: ChatRequest, *, alone: bool = False
+    ) -> tuple[Route, ...]:
+        """Where the call may go, in order; `alone`: to `provider` only (its data may go
+        nowhere else)."""
         first = Route(provider, request.model)
-        if provider != self._primary:
+        if alone or provider != self._primary:
             return (first,)
         return (first, *(r for r in self._fallbacks.get(request.model, ()) if r != first))
 
     async def chat(
-        self, provider: str, request: ChatRequest, on_event: EventSink | None = None
+        self,
+        provider: str,
+        request: ChatRequest,
+        on_event: EventSink | None = None,
+        *,
+        alone: bool = False,
     ) -> tuple[str, ChatResponse]:
         """The answer of the first route that gives one, and the provider it came from."""
-        routes = self.routes(provider, request)
+        routes = self.routes(provider, request, alone=alone)
         failed: set[Route] = set()
         last: ProviderError | None = None
         waited_since: float | None = None

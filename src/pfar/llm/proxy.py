@@ -220,8 +220,8 @@ class InferenceProxy:
         self._prices = prices or {}
         self._on_call = on_call
         # awaited before each call is let through (the spend caps): it raises to hold the
-        # call, given the task, the request and its estimated size in tokens
-        self.gate: Callable[[str, ChatRequest, int], Awaitable[None]] | None = None
+        # call, given the task and what the call may cost at most, in tokens and dollars
+        self.gate: Callable[[str, int, float], Awaitable[None]] | None = None
         self._clock = clock
         # a provider that serves one model whatever the request names (a local server)
         self._models = models or {}
@@ -253,11 +253,13 @@ class InferenceProxy:
         its calls do not think."""
         return self._thinking.get(tier)
 
+    def below_ceiling(self, data_label: str) -> bool:
+        """Data with this label may go to any cloud provider (a fallback's too)."""
+        return LABELS.index(data_label) <= LABELS.index(self._ceiling)
+
     def routes_freely(self, data_label: str) -> bool:
         """Data with this label goes to the default provider without the owner's say."""
-        return (
-            LABELS.index(data_label) <= LABELS.index(self._ceiling) or self._default == self._local
-        )
+        return self.below_ceiling(data_label) or self._default == self._local
 
     def route(self, task_id: str, data_label: str) -> str:
         """The provider a task's data may go to."""
@@ -282,14 +284,19 @@ class InferenceProxy:
         name = self._default if cloud_approved else self.route(task_id, data_label)
         if name in self._models:
             request = dataclasses.replace(request, model=self._models[name])
-        estimate = _estimate_tokens(request)
+        # everything the request sends: its tool results are most of a loop's context
+        estimate = tokens.estimate(request).tokens
+        alone = not self.below_ceiling(data_label)
         if self.gate is not None:
-            await self.gate(task_id, request, estimate)
+            usd = self._most(name, request, estimate, alone)
+            await self.gate(task_id, estimate + request.max_tokens, usd)
         queued = self._clock()
         granted_at = await self._limiter.acquire(estimate, priority)
         waited = self._clock() - queued
-        # the provider that answered: a fallback's while the routed one is down
-        name, response = await self.failover.chat(name, request, on_event)
+        # the provider that answered: a fallback's while the routed one is down, unless
+        # the data is above the cloud ceiling: it goes where it was routed (or approved)
+        # and nowhere else, so it waits for that provider
+        name, response = await self.failover.chat(name, request, on_event, alone=alone)
         self._limiter.record_usage(
             response.usage.input_tokens + response.usage.output_tokens - estimate
         )
@@ -313,6 +320,15 @@ class InferenceProxy:
                 )
             )
         return response
+
+    def _most(self, provider: str, request: ChatRequest, estimate: int, alone: bool) -> float:
+        """What the call may cost at most: its input and its whole `max_tokens` out, at
+        the price of the dearest route it may take (failover comes after the gate). A
+        model with no price adds nothing (its cost is unknown, as its calls' are)."""
+        routes = self.failover.routes(provider, request, alone=alone)
+        prices = (self.price(r.model) for r in routes)
+        costs = [p.cost(estimate, request.max_tokens) for p in prices if p is not None]
+        return max(costs, default=0.0)
 
     async def count_tokens(
         self, request: ChatRequest, *, data_label: str = "internal"
@@ -377,9 +393,3 @@ class InferenceProxy:
         finally:
             caller.cancel()
             await asyncio.wait([caller])
-
-
-def _estimate_tokens(request: ChatRequest) -> int:
-    """A cheap upper-ish estimate before the call (4 characters a token)."""
-    chars = len(request.system) + sum(len(m.text) for m in request.messages)
-    return chars // 4 + 1

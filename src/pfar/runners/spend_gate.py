@@ -17,14 +17,14 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
 from ..config.budget import BudgetConfig
+from ..errors import UnknownTask
 from ..journal import ApprovalRecord, TaskRecord
 from ..journal.costs_sql import Spent
 from ..journal.payloads import AwaitingApproval
 from ..journal.question_kinds import QuestionKind
 from ..journal.records import args_digest
 from ..journal.store import Store
-from ..llm.messages import ChatRequest
-from ..llm.price_table import Price
+from ..journal.task_protocol import TaskStore
 from .asking import ask_owner, kept_grant, new_question
 from .services import Services
 from .spend_caps import CapReached, NextCall, Raised, Scope, SpendCapReached, periods, reached
@@ -33,32 +33,28 @@ from .spend_caps import CapReached, NextCall, Raised, Scope, SpendCapReached, pe
 class SpendGate:
     """The proxy's gate (`InferenceProxy.gate`): raises SpendCapReached to hold a call."""
 
-    def __init__(
-        self,
-        journal: Store,
-        budget: Callable[[], BudgetConfig],
-        price: Callable[[str], Price | None],
-    ) -> None:
+    def __init__(self, journal: Store, budget: Callable[[], BudgetConfig]) -> None:
         # the budget is read at each call: `pfar reload` changes the caps of the next one
-        self._journal, self._budget, self._price = journal, budget, price
+        self._journal, self._budget = journal, budget
 
-    async def __call__(self, task_id: str, request: ChatRequest, estimate: int) -> None:
+    async def __call__(self, task_id: str, most_tokens: int, most_usd: float) -> None:
+        """Hold a call that may cost `most_tokens` and `most_usd` at most (the proxy's
+        estimate)."""
         budget = self._budget()
         if not budget.any:  # no cap: no read before a call
             return
-        price = self._price(request.model)
-        nxt = NextCall(
-            usd=price.cost(estimate, request.max_tokens) if price is not None else 0.0,
-            tokens=estimate + request.max_tokens,
-        )
+        nxt = NextCall(usd=most_usd, tokens=most_tokens)
         tasks = self._journal.tasks
         day, month = periods()
+        root, tree = task_id, [task_id]
+        if budget.per_task_usd is not None or budget.per_task_tokens is not None:
+            root, tree = await task_tree(self._journal, task_id)
         checks: list[tuple[Scope, str, Callable[[], Awaitable[Spent]], float | None, int | None]]
         checks = [
             (
                 "task",
-                task_id,
-                lambda: tasks.spent_by_task(task_id),
+                root,  # a subtask spends from its root task's cap
+                lambda: _spent_by(tasks, tree),
                 budget.per_task_usd,
                 budget.per_task_tokens,
             ),
@@ -85,18 +81,59 @@ class SpendGate:
             if reached(scope, period, spent, nxt, usd, tokens, Raised()) is None:
                 continue  # under the cap as configured: the owner's additions change nothing
             if raised is None:
-                raised = await raises(self._journal, task_id)
+                raised = await raises(self._journal, task_id, tree)
             got = raised.get((scope, period), Raised())
             cap = reached(scope, period, spent, nxt, usd, tokens, got)
             if cap is not None:
                 raise SpendCapReached(task_id, cap)
 
 
-async def raises(journal: Store, task_id: str) -> dict[tuple[Scope, str], Raised]:
+async def task_tree(journal: Store, task_id: str) -> tuple[str, list[str]]:
+    """The root of a task's tree of subtasks (Task calls) and every task in it, the root
+    first. A few reads: the tree of a live task is its own work, not the journal's."""
+    root, seen = task_id, {task_id}
+    while True:
+        try:
+            parent = (await journal.loops.settings(root)).parent_task_id
+        except UnknownTask:  # not a loop task: no parent, no subtasks
+            break
+        if not parent or parent in seen:
+            break
+        root = parent
+        seen.add(root)
+    tree, todo = [root], [root]
+    while todo:
+        found = [c for c in await journal.loops.children(todo.pop()) if c not in tree]
+        tree += found
+        todo += found
+    return root, tree
+
+
+async def _spent_by(tasks: TaskStore, tree: list[str]) -> Spent:
+    each = (await tasks.spent_by_tasks(tree)).values()
+    return Spent(
+        sum(s.calls for s in each),
+        sum(s.input_tokens for s in each),
+        sum(s.output_tokens for s in each),
+        sum(s.cost_usd for s in each),
+        sum(s.unpriced for s in each),
+    )
+
+
+async def raises(
+    journal: Store, task_id: str, tree: list[str] | None = None
+) -> dict[tuple[Scope, str], Raised]:
     """What the owner added to each cap for this task: one cap's worth for each
-    "continue" to a spend cap question (its scope, period and amount kept with it)."""
+    "continue" to a spend cap question (its scope, period and amount kept with it).
+    The tree's other tasks add to the task cap they share (their root's), not to this
+    task's share of a day's or a month's."""
     found: dict[tuple[Scope, str], Raised] = {}
-    for a in await journal.questions.approvals_for_task(task_id):
+    questions = list(await journal.questions.approvals_for_task(task_id))
+    for other in tree or ():
+        if other != task_id:
+            theirs = await journal.questions.approvals_for_task(other)
+            questions += [a for a in theirs if (c := asked_cap(a)) and c.scope == "task"]
+    for a in questions:
         if a.action_type is not QuestionKind.spend_cap or a.decision != "continue":
             continue
         asked = asked_cap(a)

@@ -66,11 +66,9 @@ async def costs(
     first, last = _day(since, "since"), _day(until, "until")
     if first is not None and last is not None and last < first:
         raise BadRequest("until", f"{until} is before since ({since})")
-    stored = await journal.tasks.costs(
-        by,
-        first.isoformat() if first is not None else None,
-        (last + timedelta(days=1)).isoformat() if last is not None else None,
-    )
+    # the last day there is (9999-12-31) has no next day: up to it is up to the end
+    end = None if last is None or last == date.max else (last + timedelta(days=1)).isoformat()
+    stored = await journal.tasks.costs(by, first.isoformat() if first is not None else None, end)
     total = Spent()
     for row in stored.rows:
         s = row.spent
