@@ -2,8 +2,8 @@
 wants it, against the Anthropic loopback server (which signs each thinking block for
 its text and the model that wrote it, and refuses, as the real API does, thinking on
 when the exchange's last answer does not start with a block the model asked can take):
-a tier escalated mid-exchange is asked without thinking and without another model's
-blocks, and the task goes on instead of failing on a 400."""
+a tier escalated mid-exchange and a fallback provider are asked without thinking and
+without another model's blocks, and the task goes on instead of failing on a 400."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from .llm_servers import (
     anthropic_text_block,
     anthropic_thinking_block,
     anthropic_tool_use_block,
+    failing,
 )
 
 THINKS = "thinking = { budget_tokens = 2048 }\n"
@@ -36,6 +37,7 @@ def _home(tmp_path: Path, config: str, loop: str = "") -> Home:
     home.config.write_text(config + f'[loop]\ntools = ["Read"]\nalways_allow = ["Read"]\n{loop}')
     store = SecretStore.open(home.secrets_db, key=keys.unlock(home))
     store.set("anthropic_api_key", "sk-ant-test-key-4321")
+    store.set("claude_key", "sk-ant-fallback-5678")
     store.close()
     return home
 
@@ -98,4 +100,32 @@ def test_a_tier_escalated_mid_exchange_is_asked_without_thinking(tmp_path: Path)
     assert [anthropic_request_problem(b) for b in bodies] == [None, None]
     assert bodies[0]["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert "thinking" not in bodies[1] and _blocks(bodies[1]) == []
+    assert state == "Completed", error
+
+
+def test_a_fallback_provider_is_asked_without_the_primarys_thinking(tmp_path: Path) -> None:
+    """Mid-exchange the primary goes down; the fallback (another Anthropic provider, whose
+    model cannot take the primary's blocks) gets the call without thinking and without
+    the blocks, and answers; the task finishes instead of failing on its 400."""
+    work = tmp_path / "work"
+    work.mkdir()
+    with ScriptedLLMServer() as primary, ScriptedLLMServer() as fallback:
+        primary.script(_thinks_and_reads("claude-test"), *failing(2, 500, "internal error"))
+        fallback.script(_done("claude-other"))
+        home = _home(
+            tmp_path,
+            f'[llm]\nprovider = "anthropic"\nmodel = "claude-test"\nbase_url = "{primary.url}"\n'
+            "[llm.retry]\nbackoff_seconds = [0]\nmax_retries = 1\noverloaded_wait_seconds = 0\n"
+            "[llm.breaker]\nfailures = 1\nopen_seconds = 30\nwait_seconds = 5\n"
+            f'[llm.tiers.worker]\nfallback = ["claude:claude-other"]\n{THINKS}'
+            f'[llm.providers.claude]\ntype = "anthropic"\nbase_url = "{fallback.url}"\n'
+            'api_key_secret = "claude_key"\n',
+        )
+        state, error = _run(home, work)
+        sent = [r.body for r in primary.requests]
+        asked = [r.body for r in fallback.requests]
+    assert sent[0]["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert len(asked) == 1 and asked[0]["model"] == "claude-other"
+    assert anthropic_request_problem(asked[0]) is None
+    assert "thinking" not in asked[0] and _blocks(asked[0]) == []
     assert state == "Completed", error
