@@ -363,14 +363,16 @@ def anthropic_request_problem(body: dict[str, Any]) -> str | None:
 def _thinking_problem(body: dict[str, Any], messages: list[dict[str, Any]]) -> str | None:
     """Extended thinking's rules, as the API states them: a budget of at least 1024
     tokens and less than max_tokens, no temperature but 1; a thinking block sent back
-    exactly as it was given (its signature checks its text); and, with thinking on, the
-    last assistant message, when it made tool calls, starts with its thinking."""
+    exactly as it was given (its signature checks its text and the model asked); and,
+    with thinking on, the last assistant message, when it made tool calls, starts with
+    its thinking."""
     for i, msg in enumerate(messages):
         content = msg.get("content")
         for j, block in enumerate(content if isinstance(content, list) else []):
             if block.get("type") != "thinking":
                 continue
-            if block.get("signature") != thinking_signature(str(block.get("thinking", ""))):
+            text, model = str(block.get("thinking", "")), str(body.get("model", ""))
+            if block.get("signature") != thinking_signature(text, model):
                 return f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
     thinking = body.get("thinking")
     if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
@@ -475,13 +477,17 @@ def anthropic_tool_use_block(
     return events
 
 
-def thinking_signature(text: str) -> str:
-    """The signature this server gives a thinking block: bound to its text, as the real
-    API's is (it refuses a block whose text or signature was changed)."""
-    return base64.b64encode(hashlib.sha256(f"pfar-test:{text}".encode()).digest()).decode()
+def thinking_signature(text: str, model: str = "claude-test") -> str:
+    """The signature this server gives a thinking block: bound to its text and to the
+    model that wrote it, as the real API's is (it refuses a block whose text or
+    signature was changed, and another model cannot take it)."""
+    digest = hashlib.sha256(f"pfar-test:{model}:{text}".encode()).digest()
+    return base64.b64encode(digest).decode()
 
 
-def anthropic_thinking_block(index: int, chunks: Sequence[str]) -> list[SSEEvent]:
+def anthropic_thinking_block(
+    index: int, chunks: Sequence[str], *, model: str = "claude-test"
+) -> list[SSEEvent]:
     """A thinking block: its text as `thinking_delta` pieces, then its `signature_delta`."""
     events = [
         SSEEvent(
@@ -512,7 +518,7 @@ def anthropic_thinking_block(index: int, chunks: Sequence[str]) -> list[SSEEvent
                 "index": index,
                 "delta": {
                     "type": "signature_delta",
-                    "signature": thinking_signature("".join(chunks)),
+                    "signature": thinking_signature("".join(chunks), model),
                 },
             },
         )

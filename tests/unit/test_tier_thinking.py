@@ -52,3 +52,21 @@ def test_a_tier_is_a_table_or_the_old_model_name() -> None:
 def test_a_thinking_budget_the_api_would_refuse_is_refused_by_name(text: str, names: str) -> None:
     with pytest.raises(ConfigError, match=names):
         _config(text)
+
+
+def test_a_thinking_budget_a_loop_call_could_not_take_is_refused_naming_both_keys() -> None:
+    """A loop call asks for the least of llm.max_tokens and loop.reserve_tokens: a budget
+    under the first but not under the second would fail every loop call, so it is
+    refused when the config is read."""
+    text = (
+        "[llm]\nmax_tokens = 32000\n[llm.tiers.worker]\nthinking = { budget_tokens = 20000 }\n"
+        "[loop]\nreserve_tokens = 16000\n"
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"llm\.tiers\.worker\.thinking\.budget_tokens \(20000\).*llm\.max_tokens "
+        r"\(32000\).*loop\.reserve_tokens \(16000\)",
+    ):
+        _config(text)
+    fits = _config(text.replace("reserve_tokens = 16000", "reserve_tokens = 24000"))
+    assert fits.llm.tiers.thinking() == {"worker": 20000}

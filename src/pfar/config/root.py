@@ -5,6 +5,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from pydantic import model_validator
+
 from ..errors import ConfigError
 from ..vault.perms import check_private
 from .budget import BudgetConfig
@@ -35,6 +37,21 @@ class Config(Section):
     console: ConsoleConfig = ConsoleConfig()
     hooks: list[HookConfig] = []
     budget: BudgetConfig = BudgetConfig()
+
+    @model_validator(mode="after")
+    def _thinking_fits_a_loop_call(self) -> Config:
+        # a loop call's max_tokens is the least of the two keys: a budget at or above it
+        # would pass [llm]'s own check and then fail every model call of every loop task
+        limit = min(self.llm.max_tokens, self.loop.reserve_tokens)
+        for tier, budget in self.llm.tiers.thinking().items():
+            if budget >= limit:
+                raise ValueError(
+                    f"llm.tiers.{tier}.thinking.budget_tokens ({budget}) must be less than "
+                    f"both llm.max_tokens ({self.llm.max_tokens}) and loop.reserve_tokens "
+                    f"({self.loop.reserve_tokens}): a loop call's answer gets the lesser "
+                    "of the two, and the thinking is part of it"
+                )
+        return self
 
     @classmethod
     def load(cls, path: Path) -> Config:

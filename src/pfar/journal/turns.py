@@ -174,6 +174,10 @@ class AssistantTurn:
     # kept it)
     fit: ContextFit | None = None
     thinking: tuple[Thought, ...] = ()
+    # the model the request named (`model` is the one the API says answered, which can
+    # be another name for it): its thinking goes back only to requests that name it
+    # ("": journaled before pfar kept it, when `model` stands for it)
+    asked: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,6 +18,12 @@ the first of them to admit one (its half-open probe, or the probe's success), at
 providers are down. When every route was tried in this call and failed, it fails at
 once with the last one's error: each had its retries.
 
+A fallback gets the call without extended thinking and without the thinking blocks of
+earlier answers: each block is signed by the model that wrote it, and another model (or
+an OpenAI-compatible provider) refuses a request with them, a refusal of the request
+that would not count against the breaker and so would fail the call instead of failing
+it over.
+
 Only calls that go to the default provider fail over, and only with data the cloud
 ceiling lets go anywhere. A call whose data is above the ceiling (routed to the local
 provider, or to the default one with the owner's approval of that one) never goes to
@@ -127,7 +133,9 @@ class Failover:
                 if route in failed or not self.breakers[route.provider].admit():
                     continue
                 try:
-                    response = await self._call(route, request, on_event)
+                    response = await self._call(
+                        route, request, on_event, fallback=route != routes[0]
+                    )
                 except ProviderError as exc:
                     if not counts(exc):
                         raise
@@ -159,11 +167,11 @@ class Failover:
             await self._first_change(waiting, left)
 
     async def _call(
-        self, route: Route, request: ChatRequest, on_event: EventSink | None
+        self, route: Route, request: ChatRequest, on_event: EventSink | None, *, fallback: bool
     ) -> ChatResponse:
         breaker = self.breakers[route.provider]
-        if route.model != request.model:
-            request = dataclasses.replace(request, model=route.model)
+        if fallback:
+            request = _without_thinking(dataclasses.replace(request, model=route.model))
             log.info("model call failed over to %s", route)
         try:
             if on_event is None:
@@ -210,3 +218,19 @@ class Failover:
         finally:
             for w in waits:
                 w.cancel()
+
+
+def _without_thinking(request: ChatRequest) -> ChatRequest:
+    """The request as a fallback gets it: without thinking and without the answers'
+    thinking blocks. Each block is signed by the model that wrote it, which the fallback
+    is not; and with thinking on, the API wants the exchange's last answer to start with
+    a block the model asked can take. Asked without thinking, a fallback answers mid-way
+    through a tool-use exchange as the API allows; the loop then asks without thinking
+    until that exchange ends (its next answers carry no block of the model it asks)."""
+    if request.thinking_budget is None and not any(m.thinking for m in request.messages):
+        return request
+    return dataclasses.replace(
+        request,
+        thinking_budget=None,
+        messages=tuple(dataclasses.replace(m, thinking=()) for m in request.messages),
+    )

@@ -23,7 +23,7 @@ from ...journal.turns import (
     Thought,
 )
 from ...llm.events import EventSink
-from ...llm.messages import ChatRequest, ChatResponse
+from ...llm.messages import ChatRequest, ChatResponse, Message
 from ...tools.skills import SKILL
 from .. import hooking
 from ..services import Services
@@ -95,14 +95,17 @@ async def model_phase(
     )
     if call.blocked:
         raise PfarError(f"stopped before its model call: {call.blocked}")
+    asked = call.changes.get("model", model)
+    budget = _thinking(svc, tier, call.changes.get("max_tokens", max_tokens))
+    msgs, budget = _thinking_allowed(task, convo, msgs, asked, budget)
     request = ChatRequest(
-        model=call.changes.get("model", model),
+        model=asked,
         system=system,
         messages=msgs,
         tools=tools,
         max_tokens=call.changes.get("max_tokens", max_tokens),
         attempt_timeout=svc.loop.tool_seconds,
-        thinking_budget=_thinking(svc, tier, call.changes.get("max_tokens", max_tokens)),
+        thinking_budget=budget,
     )
     if svc.model.remote:  # request_sent: a crash before the answer makes the call again
         await svc.journal.tasks.llm_request_sent(task.task_id, "loop")
@@ -147,7 +150,7 @@ async def model_phase(
         )
         if "text" in after.changes:
             response = dataclasses.replace(response, text=after.changes["text"])
-    return await _answered(task, settings, convo, response, svc, fitted)
+    return await _answered(task, settings, convo, response, svc, fitted, request.model)
 
 
 def _thinking(svc: Services, tier: str, max_tokens: int) -> int | None:
@@ -160,6 +163,56 @@ def _thinking(svc: Services, tier: str, max_tokens: int) -> int | None:
             "loop.reserve_tokens)"
         )
     return budget
+
+
+def _thinking_allowed(
+    task: TaskRecord,
+    convo: Sequence[StoredTurn],
+    msgs: tuple[Message, ...],
+    model: str,
+    budget: int | None,
+) -> tuple[tuple[Message, ...], int | None]:
+    """The messages and the thinking budget this request may go with. The API takes one
+    thinking setting per tool-use exchange: with thinking on, the exchange's last
+    assistant message must start with its own thinking, signed by the model asked now;
+    it accepts thinking off mid-exchange. So a request whose last answer made calls
+    without such thinking (a block kept redacted for a secret, an answer of another
+    tier's or a fallback's model) goes without thinking, and no block goes back to a
+    model other than the one that wrote it."""
+    if budget is None:  # the provider sends no block to a request that does not think
+        return msgs, None
+    answers = [t.turn for t in context.visible(convo) if isinstance(t.turn, AssistantTurn)]
+    said = [i for i, m in enumerate(msgs) if m.role == "assistant"]
+    # the assistant messages are the last answers shown, in order
+    mine = {
+        i: _signed_for(turn, model)
+        for i, turn in zip(reversed(said), reversed(answers), strict=False)
+    }
+    if said and msgs[said[-1]].tool_calls and not mine.get(said[-1], False):
+        log.info(
+            "task %s: the exchange's last answer has no thinking %s can take; asking "
+            "without thinking until the exchange ends",
+            task.task_id,
+            model,
+        )
+        return msgs, None
+    kept = tuple(
+        dataclasses.replace(m, thinking=())
+        if m.role == "assistant" and m.thinking and not mine.get(i, False)
+        else m
+        for i, m in enumerate(msgs)
+    )
+    return kept, budget
+
+
+def _signed_for(turn: AssistantTurn, model: str) -> bool:
+    """The answer's thinking can go back whole to `model`: it has some, each block keeps
+    its signature (or its encrypted data), and `model` wrote it."""
+    return (
+        bool(turn.thinking)
+        and all(t.signature or t.data for t in turn.thinking)
+        and (turn.asked or turn.model) == model
+    )
 
 
 def _thoughts(task: TaskRecord, response: ChatResponse, svc: Services) -> tuple[Thought, ...]:
@@ -191,6 +244,7 @@ async def _answered(
     response: ChatResponse,
     svc: Services,
     fitted: ContextFit,
+    asked: str,
 ) -> bool:
     """Append the model's answer and its route, in one commit (response_received)."""
     first = task.current_step
@@ -214,6 +268,7 @@ async def _answered(
             if r.tool_call_id not in {c.id for c in response.rejected_calls}
         ),
         fit=fitted,
+        asked=asked,
     )
     added, to, messages = routing.route(task, settings, turn, convo[-1].seq + 1, first)
     # the model's turn is a boundary: a pause asked for while it answered stops the task
