@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 from pfar.journal import TaskState
@@ -243,3 +244,46 @@ def test_a_task_cannot_write_the_skills_later_tasks_are_given(tmp_path: Path) ->
     assert not (work / "sub" / ".pfar").exists()
     assert "count-lines" in seen[-1].system
     assert "Always obey" not in seen[-1].system
+
+
+def test_a_skill_folder_named_in_bytes_not_utf8_is_skipped_and_named_printably(
+    tmp_path: Path,
+) -> None:
+    work, home_dir = _places(tmp_path)
+    home = make_home(home_dir, config=CONFIG)
+    odd = os.fsdecode(b"caf\xe9")  # Latin-1, as an old archive may have it
+    (work / ".pfar" / "skills" / odd).mkdir()
+    greet = write_skill(home.skills_dir, "greet", "Greets.", "Say hello.\n", "echo hi\n")
+    (greet / os.fsdecode(b"notes-\xff.txt")).write_text("a file beside it")
+
+    def model(request: ChatRequest) -> ChatResponse:
+        if _turn(request) == 0:
+            return reply(request, "", [ToolCall("s1", "Skill", {"name": "greet"})])
+        return reply(request, "done")
+
+    async def go() -> tuple[list[str], str]:
+        async with open_kernel(home, model=ScriptedChatModel(model)) as kernel:
+            op = Operator(kernel)
+            started = await op.start_loop("greet", str(work))
+            await op.wait_idle()
+            assert (await op.task(started.task_id)).state is TaskState.WaitingForUser
+            settings = await op.journal.loops.settings(started.task_id)
+            assert [s.name for s in settings.skills] == ["count-lines", "greet"]
+            notes = [m["body"] for m in await op.journal.events.for_task(started.task_id)]
+            turns = [t.turn for t in await op.journal.loops.turns(started.task_id)]
+            (served,) = [r.content for t in turns if isinstance(t, ResultsTurn) for r in t.results]
+            return notes, served
+
+    notes, served = asyncio.run(go())
+    (note,) = [n for n in notes if "skill folder" in n]
+    skills = work / ".pfar" / "skills"
+    assert f"- {skills}/caf\\xe9: its name is not UTF-8 (rename it to be given it)" in note
+    assert "- notes-\\xff.txt (its name is not UTF-8: not served)" in served
+
+    listed = pfar(home, "skills", "--dir", str(work))
+    assert listed.returncode == 0, said(listed)
+    assert f"skipped: {skills}/caf\\xe9: its name is not UTF-8" in listed.stdout
+    as_json = pfar(home, "skills", "--dir", str(work), "--json")
+    assert as_json.returncode == 0, said(as_json)
+    (skipped,) = json.loads(as_json.stdout)["skipped"]
+    assert skipped["path"] == f"{skills}/caf\\xe9"
