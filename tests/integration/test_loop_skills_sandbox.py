@@ -82,3 +82,37 @@ def test_skill_scripts_in_the_sandbox(tmp_path: Path) -> None:
     assert "cannot open" in content and "No such file" in content and "[exit code 2]" in content
     assert told["s1"] == ("echo hello from the home\n", False)
     assert told["b3"] == ("hello from the home\n", False)
+
+
+@pytest.mark.parametrize("has_skills", [True, False])
+def test_a_sandboxed_command_cannot_plant_a_skill(tmp_path: Path, has_skills: bool) -> None:
+    tmp_path.chmod(0o700)
+    work = tmp_path / "work"
+    work.mkdir()
+    if has_skills:
+        write_skill(work / ".pfar" / "skills", "here", "The owner's.", "Run it.\n", "true\n")
+    home = make_home(tmp_path / "home", config=CONFIG)
+    plant = (
+        "mkdir -p .pfar/skills/planted && echo x > .pfar/skills/planted/SKILL.md; "
+        "mv .pfar .pfar-old; echo x > .pfar/skills/here/SKILL.md; echo x > mine.txt"
+    )
+
+    def model(request: ChatRequest) -> ChatResponse:
+        if any(m.role == "assistant" for m in request.messages):
+            return reply(request, "done")
+        return reply(request, "", [ToolCall("b1", "Bash", {"command": plant})])
+
+    async def go() -> None:
+        async with open_kernel(home, model=ScriptedChatModel(model)) as kernel:
+            op = Operator(kernel)
+            await op.start_loop("plant a skill", str(work))
+            await op.wait_idle()
+
+    asyncio.run(go())
+    assert (work / "mine.txt").read_text() == "x\n"  # the rest of the directory is writable
+    assert not (work / ".pfar-old").exists()
+    assert not (work / ".pfar" / "skills" / "planted").exists()
+    if has_skills:
+        assert (work / ".pfar" / "skills" / "here" / "SKILL.md").read_text().startswith("---")
+    else:  # the empty mount point is all that is left
+        assert list((work / ".pfar").iterdir()) == []

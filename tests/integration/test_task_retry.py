@@ -17,9 +17,10 @@ from pfar import Home, Operator, init_home, open_kernel
 from pfar.answers import Actor
 from pfar.errors import TaskStateRefused
 from pfar.journal import TaskState
-from pfar.journal.payloads import Executing, Failed, Synthesizing
+from pfar.journal.payloads import Blocked, Executing, Failed, Synthesizing
 from pfar.kernel.api import timeline_entries as e
 from pfar.kernel.retrying import RetryOutcome, RetryResult
+from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, reply
 from pfar.runners.loop.tasks import LoopRequest
 from pfar.vault import keys
 from pfar.vault.secrets import SecretStore
@@ -278,3 +279,47 @@ def test_a_task_failed_on_its_drift_question_is_retried_without_being_asked_agai
     assert state is TaskState.Completed
     assert asked == 1  # the limits counted again from the retry: not asked a second time
     assert (work / "a.txt").read_text() == "hi"
+
+
+def test_a_subtasks_failure_is_never_recoverable_and_its_retry_names_the_parent(
+    tmp_path: Path,
+) -> None:
+    """The owner fails a subtask on its drift question (a "fail" that is recoverable for
+    a task of its own): the parent is given the failure and goes on, so the subtask is
+    Failed for good, and a retry of it is refused, naming the parent."""
+    work = tmp_path / "work"
+    work.mkdir()
+    config = '[loop]\ntools = ["Write", "Task"]\nalways_allow = ["Write"]\nmax_iterations = 2\n'
+    home = make_home(tmp_path / "home", config=config)
+
+    def model(request: ChatRequest) -> ChatResponse:
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        if "A subtask of" in request.system:  # writes on and on, until it is stopped
+            write = {"file_path": "b.txt", "content": f"draft {turn}"}
+            return reply(request, "", [ToolCall(f"w{turn}", "Write", write)])
+        if turn == 0:
+            task = {"description": "write b", "prompt": "Write b.txt."}
+            return reply(request, "", [ToolCall("t1", "Task", task)])
+        return reply(request, "The subtask said: " + request.messages[-1].tool_results[0].content)
+
+    async def run() -> None:
+        async with open_kernel(home, model=ScriptedChatModel(model)) as kernel:
+            op = Operator(kernel, OWNER)
+            parent = await op.start_loop("delegate b.txt", str(work))
+            await kernel.wait_idle()
+            blocked = (await kernel.journal.tasks.get(parent.task_id)).payload
+            assert isinstance(blocked, Blocked)
+            child_id = blocked.child_task_id
+            (question,) = (await op.questions()).approvals
+            assert question.task_id == child_id and question.action_type == "drift"
+            await op.answer(question.approval_id, "fail")
+            await kernel.wait_idle()
+            failed = (await kernel.journal.tasks.get(child_id)).payload
+            assert isinstance(failed, Failed)
+            assert not failed.recoverable and failed.then is None
+            assert (await op.task(parent.task_id)).state is TaskState.WaitingForUser
+            with pytest.raises(TaskStateRefused, match=f"it is a subtask of task {parent.task_id}"):
+                await op.retry(child_id)
+            assert (await op.task(child_id)).state is TaskState.Failed
+
+    asyncio.run(run())

@@ -64,3 +64,17 @@ def test_the_walk_skips_protected_files_and_stops_at_its_cap(tmp_path: Path) -> 
         assert capped.stopped and "stopped after 2" in " ".join(capped.notes())
     finally:
         os.close(fd)
+
+
+def test_a_task_directorys_skills_are_protected_from_writes_only(tmp_path: Path) -> None:
+    from pfar.tools.skills.finding import TASK_SKILLS
+
+    guard = Protection.of([], home=tmp_path / "home", user_home=tmp_path / "u")
+    for rel in (".pfar/skills", ".pfar/skills/x/SKILL.md", "sub/.pfar/skills/y/run.sh"):
+        parts = tuple(rel.split("/"))
+        where = str(tmp_path / "w" / rel)
+        assert "a task directory's skills" in (guard.rule(parts, where, writing=True) or "")
+        assert guard.rule(parts, where) is None  # reading them is fine
+    for rel in (".pfar/notes.md", "skills/x", ".pfar-skills/x"):
+        assert guard.rule(tuple(rel.split("/")), str(tmp_path / rel), writing=True) is None
+    assert "/".join(TASK_SKILLS) == ".pfar/skills"  # the place the finder looks in

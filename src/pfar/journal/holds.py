@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from ..errors import IllegalTransition, MalformedTaskRow, TaskStateRefused, UnknownTask
-from . import approvals_sql, payloads, steps_sql, tasks_sql
+from . import approvals_sql, loops_sql, payloads, steps_sql, tasks_sql
 from .payloads import Payload
 from .records import TaskUpdate, now_rfc3339
 from .states import TaskState
@@ -167,6 +167,16 @@ def retry_txn(
         why = "it has ended without failing" if state.terminal else "it has not failed"
         only = "only a task that failed recoverably, or a loop's answer that waits for you, is"
         raise TaskStateRefused(task_id, state.value, "retried", f"{why} ({only} retried)")
+    if (parent := loops_sql.parent(conn, task_id)) is not None:
+        # a failure kept as recoverable before subtasks' failures were made final, too
+        raise TaskStateRefused(
+            task_id,
+            state.value,
+            "retried",
+            f"it is a subtask of task {parent}, which was given its failure and went on "
+            "without it: a subtask is not run again on its own (retry or message the "
+            "parent task instead)",
+        )
     if not payload.recoverable or payload.then is None:
         task = tasks_sql.get(conn, task_id)
         error = task.error if task is not None and task.error else "no error was kept"

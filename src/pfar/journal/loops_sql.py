@@ -29,6 +29,15 @@ def settings(conn: Tx, task_id: str) -> LoopSettings | None:
     return None if row is None else load_settings(task_id, row[0])
 
 
+def parent(conn: Tx, task_id: str) -> str | None:
+    """The task that started this one as its subtask, or None (not a subtask, or not a
+    loop task)."""
+    row = conn.execute(
+        "SELECT parent_task_id FROM loop_tasks WHERE task_id = ?", (task_id,)
+    ).fetchone()
+    return None if row is None else row[0]
+
+
 def children(conn: Tx, task_id: str) -> list[str]:
     rows = conn.execute(
         "SELECT task_id FROM loop_tasks WHERE parent_task_id = ? ORDER BY task_id", (task_id,)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import IllegalTransition, MalformedTaskRow, UnknownTask
-from . import approvals_sql, bus_sql, payloads, tasks_sql
+from . import approvals_sql, bus_sql, loops_sql, payloads, tasks_sql
 from .json_text import JsonObject
 from .message_keys import FailedKey
 from .payloads import Payload, state_of
@@ -103,7 +103,13 @@ def _failed(
 ) -> payloads.Failed:
     """The Failed payload as kept: a recoverable failure holds the working state a retry
     goes back to (none to be had: it is not recoverable), and every failure the number
-    of retries before it (the task's TaskRetried events, each in its retry's commit)."""
+    of retries before it (the task's TaskRetried events, each in its retry's commit).
+
+    A subtask's failure is never recoverable, whatever failed: its parent is given the
+    failure as the Task tool's result and goes on without it, so running the subtask
+    again would do work the parent no longer waits for."""
+    if to.recoverable and loops_sql.parent(conn, task_id) is not None:
+        to = replace(to, recoverable=False, then=None)
     then = to.then
     if to.recoverable and then is None and current is not None:
         then = payloads.resume_point(current)

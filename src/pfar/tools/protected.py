@@ -13,6 +13,11 @@ by the loop's policy before a call is asked about:
   The home and the key cannot be released; a credential path can,
   by naming it in `[loop.policy] unprotect` (for a task that must use it).
 
+And one for writes only (Write, Edit): a `.pfar/skills` folder at any depth, and what
+is in it. A task started in a directory is given the skills of its `.pfar/skills`
+beside the owner's, so a skill one task wrote there would be standing instructions to
+every later task; a task reads them (the Skill tool serves them) but never writes them.
+
 A tool matches the path it actually opens (symlinks resolved), never only the text
 the model wrote.
 """
@@ -29,6 +34,9 @@ from typing import Final
 from ..vault.key_paths import key_places
 from .coding.patterns import compile_glob
 from .credential_paths import CREDENTIAL_PATHS
+
+# skills/finding.py's TASK_SKILLS (not imported: the skills package imports this module)
+_TASK_SKILLS: Final = (".pfar", "skills")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +93,15 @@ class Protection:
                 roots.append(_Root(real, f"~/{name}, a credential path"))
         return cls(tuple(relative), tuple(absolute), tuple(roots))
 
-    def rule(self, parts: Sequence[str] | None, absolute: str) -> str | None:
+    def rule(
+        self, parts: Sequence[str] | None, absolute: str, *, writing: bool = False
+    ) -> str | None:
         """Why the path is protected (the pattern or built-in path that covers it), or
         None. `parts`: its names below the working directory (None when it is not
-        below it); `absolute`: its real absolute path."""
+        below it); `absolute`: its real absolute path; `writing`: the call would change
+        it (a task directory's skills are protected from that only)."""
+        if writing and (why := skills_rule(absolute)):
+            return why
         if parts:
             rel = "/".join(parts)
             for raw, regex in self.relative:
@@ -115,6 +128,19 @@ class Protection:
             pattern = raw.strip().rstrip("/").removeprefix("./")
             out += [f"!**/{pattern}", f"!**/{pattern}/**"]
         return out
+
+
+def skills_rule(absolute: str) -> str | None:
+    """Why a write to `absolute` (a real path) is refused when it is, or is in, a
+    `.pfar/skills` folder; None otherwise."""
+    names = absolute.split("/")
+    width = len(_TASK_SKILLS)
+    if any(tuple(names[i : i + width]) == _TASK_SKILLS for i in range(len(names))):
+        return (
+            "a task directory's skills, which later tasks started there are given: "
+            "no task writes them, only their owner"
+        )
+    return None
 
 
 def _anywhere_below(pattern: str, *, anchored: bool) -> re.Pattern[str]:

@@ -99,6 +99,7 @@ class Sandbox:
         if root is not None and root != work:  # git looks for `.git` above the task's folder
             wrapped += ["--ro-bind", str(root), str(root)]
         wrapped += ["--bind", str(work), str(work)]
+        wrapped += mounts.skills_binds(work)  # before what is hidden in it, which covers it
         for path in hidden:
             if path.is_relative_to(work):
                 wrapped += mounts.hide(path)

@@ -8,7 +8,9 @@ Three kinds of place can carry a task's command out of its sandbox:
   a unix socket's `connect()` is stopped only by the path not being there);
 - a file the owner's own programs run later: a repository's `.git/` (hooks, config
   programs), shell start-up files, git's and systemd's user config (read-only, where
-  they lie inside the task's directory: elsewhere the whole system is read-only).
+  they lie inside the task's directory: elsewhere the whole system is read-only);
+- what later tasks read as the owner's words: the task directory's `.pfar/`, where its
+  skills are (read-only).
 """
 
 from __future__ import annotations
@@ -72,6 +74,23 @@ def read_only_inside(work: Path, owner: Path | None = None) -> list[Path]:
         if os.path.lexists(path) and _inside(path, work):
             found.append(path)
     return found
+
+
+def skills_binds(work: Path) -> list[str]:
+    """Mount arguments that keep the task directory's `.pfar/` (its skills: later tasks
+    started there are given them) read-only. The whole folder, not only `skills/` in
+    it: a command could rename a folder that holds a mount, never the mount itself.
+    Missing, it is an empty read-only tmpfs (its mount point, an empty `.pfar/`, stays
+    behind); a symlink is left as it is (the skills finder never follows one, and
+    docs/skills.md says a command can replace it)."""
+    place = work / ".pfar"
+    if not os.path.lexists(place):
+        if not os.access(work, os.W_OK):
+            return []  # no command makes it either; nor could bubblewrap its mount point
+        return ["--tmpfs", str(place), "--remount-ro", str(place)]
+    if place.is_symlink():
+        return []
+    return ["--ro-bind", str(place), str(place)]
 
 
 def resolved(path: Path) -> Path | None:

@@ -56,6 +56,8 @@ _SUBJECT = {
     "http.request": "url",
 }
 _PATH_ARGS = ("file_path", "path")
+# the file tools that change the path they name (protected.py's writes-only paths)
+_WRITERS = frozenset({"Write", "Edit"})
 
 
 def subject(tool: str, args: dict[str, Any]) -> str:
@@ -116,7 +118,7 @@ class Policy:
                 f"Blocked by security policy: the tool {tool} is blocked "
                 "([loop.policy] blocked_tools)"
             )
-        if (protected := self.path_refusal(args, workdir)) is not None:
+        if (protected := self.path_refusal(args, workdir, tool)) is not None:
             return protected
         command = subject(tool, args) if tool in standing_rules.COMMANDS else None
         if command is not None and command != "*":
@@ -137,11 +139,12 @@ class Policy:
             return self.hosts.name_refusal(url)  # the addresses: `url_refusal`
         return None
 
-    def path_refusal(self, args: dict[str, Any], workdir: Path) -> str | None:
-        """Why a path the call names is protected, or None."""
+    def path_refusal(self, args: dict[str, Any], workdir: Path, tool: str = "") -> str | None:
+        """Why a path the call (of `tool`) names is protected, or None."""
+        writing = tool in _WRITERS
         for key in _PATH_ARGS:
             value = args.get(key)
-            if isinstance(value, str) and (rule := self._protected(value, workdir)):
+            if isinstance(value, str) and (rule := self._protected(value, workdir, writing)):
                 return f"Blocked by security policy: {value} is a protected path ({rule})"
         return None
 
@@ -160,7 +163,7 @@ class Policy:
             return None
         return None
 
-    def _protected(self, value: str, workdir: Path) -> str | None:
+    def _protected(self, value: str, workdir: Path, writing: bool) -> str | None:
         """The rule protecting the path a call names, by its text and by where its
         symlinks lead now (the file tools check again on what they open)."""
         target = value if os.path.isabs(value) else os.path.join(workdir, value)
@@ -176,7 +179,7 @@ class Policy:
             else:
                 relative = ""
             parts = tuple(p for p in relative.split("/") if p not in ("", "."))
-            if why := self.protection.rule(parts, where):
+            if why := self.protection.rule(parts, where, writing=writing):
                 return why
         return None
 

@@ -72,11 +72,13 @@ def locate(
     protection: Protection = NONE,
     *,
     make_parents: bool = False,
+    writing: bool = False,
 ) -> Located:
     """`value` (relative, or absolute inside the working directory) beneath
     `workspace`, its folders opened one by one (created with `make_parents`). The last
     name is resolved when it is a symlink, and need not exist. Refuses a path outside
-    the working directory or a protected one, naming it."""
+    the working directory or a protected one, naming it (`writing`: with the paths
+    protected from writes only, protected.py)."""
     root = os.path.realpath(workspace)
     try:
         root_fd = os.open(root, _DIR_FLAGS)
@@ -106,7 +108,7 @@ def locate(
                     names.append(name)
                     break
             else:
-                _guard(protection, value, (*names, name), root)  # before a folder is made
+                _guard(protection, value, (*names, name), root, writing)  # before a folder is made
                 try:
                     fd = _open_dir(stack[-1], name, make_parents)
                 except OSError as exc:
@@ -138,7 +140,7 @@ def locate(
             else:
                 todo.extendleft(reversed(_parts(target)))
         parts = tuple(names)
-        _guard(protection, value, parts, root)
+        _guard(protection, value, parts, root, writing)
         if parts:
             return Located(root, stack[-1], parts[-1], parts, stack)
         return Located(root, root_fd, "", (), stack)
@@ -192,9 +194,11 @@ def open_file(place: Located, tool: str, shown: str) -> int:
     raise ToolFailed(f"{tool}: {shown} is not a regular file")
 
 
-def _guard(protection: Protection, value: str, parts: tuple[str, ...], root: str) -> None:
+def _guard(
+    protection: Protection, value: str, parts: tuple[str, ...], root: str, writing: bool
+) -> None:
     absolute = os.path.join(root, *parts) if parts else root
-    if why := protection.rule(parts, absolute):
+    if why := protection.rule(parts, absolute, writing=writing):
         raise ToolFailed(f"Blocked by security policy: {value} is a protected path ({why})")
 
 

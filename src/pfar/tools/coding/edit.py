@@ -87,7 +87,7 @@ class Edit:
         return await asyncio.to_thread(self._edit, args, ctx)
 
     def _edit(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        with place(ctx, str(args["file_path"]), self.name) as at:
+        with place(ctx, str(args["file_path"]), self.name, writing=True) as at:
             return self._edit_at(at, args, ctx)
 
     def _edit_at(self, at: Located, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:

@@ -11,7 +11,22 @@ def protection(ctx: ToolContext) -> Protection:
     return ctx.protection or NONE
 
 
-def place(ctx: ToolContext, value: str, tool: str, *, make_parents: bool = False) -> Located:
+def place(
+    ctx: ToolContext,
+    value: str,
+    tool: str,
+    *,
+    make_parents: bool = False,
+    writing: bool = False,
+) -> Located:
     """`value` beneath the task's working directory, opened folder by folder (see
-    beneath.py): one leading out of it, or a protected one, is refused by name."""
-    return locate(ctx.workspace, value, tool, protection(ctx), make_parents=make_parents)
+    beneath.py): one leading out of it, or a protected one, is refused by name.
+    `writing`: the tool changes it (a task directory's skills are refused then)."""
+    return locate(
+        ctx.workspace,
+        value,
+        tool,
+        protection(ctx),
+        make_parents=make_parents,
+        writing=writing,
+    )

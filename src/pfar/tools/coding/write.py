@@ -62,7 +62,7 @@ class Write:
     def _write(self, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         value = str(args["file_path"])
         data = str(args["content"]).encode("utf-8")
-        with place(ctx, value, self.name, make_parents=True) as at:
+        with place(ctx, value, self.name, make_parents=True, writing=True) as at:
             if not at.name or _is_dir(at):
                 raise ToolFailed(f"{self.name}: {value} is a directory")
             try:

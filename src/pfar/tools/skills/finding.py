@@ -10,7 +10,9 @@ folder is skipped, and named with why, when:
 * it or its SKILL.md is a symlink (a skill is a folder of its own: a link could lead
   into the vault, and is never followed), or SKILL.md is not a regular file or has
   other names (a hard link);
-* SKILL.md is too big, not UTF-8, or its front matter does not follow the format.
+* SKILL.md is too big, not UTF-8, or its front matter does not follow the format;
+* its name (or the path to it) is not UTF-8: a skill's path goes into the journal, the
+  owner's messages and the prompt, and is shown there with its bytes escaped.
 
 Every folder is opened relative to the one before it with O_NOFOLLOW, and the checks
 are made on the open descriptors, so a folder swapped for a symlink while it is read
@@ -45,6 +47,7 @@ MAX_SKILLS: Final = 100
 _DIR: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _LINK: Final = "is a symbolic link (a skill's folder is never followed)"
+_NOT_UTF8: Final = "its name is not UTF-8 (rename it to be given it)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +101,12 @@ def find(home_skills: Path, directory: Path) -> Found:
 
 def _scan(source: Source, base: Path, parts: tuple[str, ...]) -> Iterator[SkillSeen | Skipped]:
     where = base.joinpath(*parts)
+    shown = printable(str(where))
     try:
         check_private(base)  # the folders above: another user must not swap them
     except UnsafePermissions as exc:
         if where.exists():
-            yield Skipped(source, str(where), str(exc))
+            yield Skipped(source, shown, printable(str(exc)))
         return
     try:
         # the place itself is the owner's (the task's directory, the home): a symlink to
@@ -117,15 +121,22 @@ def _scan(source: Source, base: Path, parts: tuple[str, ...]) -> Iterator[SkillS
             except FileNotFoundError:
                 return
             except OSError as exc:
-                yield Skipped(source, str(where), _not_a_folder(exc, fd, name))
+                yield Skipped(source, shown, _not_a_folder(exc, fd, name))
                 return
             os.close(fd)
             fd = inner
             if problem := problem_of(os.fstat(fd)):
-                yield Skipped(source, str(where), f"the folder {name} {problem}")
+                yield Skipped(source, shown, f"the folder {name} {problem}")
                 return
+        if not is_utf8(str(where)):
+            yield Skipped(source, shown, "its path is not UTF-8 (no skill in it is given)")
+            return
         for name in sorted(os.listdir(fd)):
-            if not name.startswith("."):
+            if name.startswith("."):
+                continue
+            if not is_utf8(name):
+                yield Skipped(source, printable(str(where / name)), _NOT_UTF8)
+            else:
                 yield from _one(source, fd, name, where / name)
     finally:
         os.close(fd)
@@ -158,6 +169,21 @@ def _one(source: Source, parent: int, name: str, path: Path) -> Iterator[SkillSe
         yield seen(source, path, parsed, data)
     finally:
         os.close(fd)
+
+
+def is_utf8(name: str) -> bool:
+    """Whether a name from the file system is text (os.listdir hands back the bytes of
+    one that is not as lone surrogates, which no UTF-8 store or terminal takes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(name: str) -> str:
+    """`name` with the bytes that are not UTF-8 shown as `\\xff` escapes."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def seen(source: Source, path: Path, parsed: SkillFile, data: bytes) -> SkillSeen:

@@ -21,7 +21,7 @@ from ...errors import ToolFailed
 from ...journal.turns import SkillSeen
 from ...vault.perms import problem_of
 from ..protected import NONE, Protection
-from .finding import TASK_SKILLS, is_link
+from .finding import TASK_SKILLS, is_link, is_utf8, printable
 
 # a file of a skill served whole, at most (its text goes into the model's context)
 MAX_FILE_BYTES: Final = 256 * 1024
@@ -153,6 +153,9 @@ def _walk(fd: int, prefix: str, depth: int) -> Iterator[str]:
     for name in sorted(os.listdir(fd)):
         rel = f"{prefix}{name}"
         if rel == "SKILL.md":
+            continue
+        if not is_utf8(rel):  # a tool result is stored as UTF-8
+            yield f"{printable(rel)} (its name is not UTF-8: not served)"
             continue
         try:
             mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
