@@ -241,6 +241,56 @@ def test_a_server_killed_under_a_call_errs_that_call_and_serves_the_next(tmp_pat
     asyncio.run(go())
 
 
+def test_a_write_holds_its_server_alone_and_a_read_of_another_task_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    """Locks apply to MCP tools as to the file tools: a server is what its tools touch,
+    so a write of one task holds it alone while it runs, and another task's read of the
+    same server waits (shown as waiting, in the journal's locks) until the write is done."""
+    log = tmp_path / "requests.jsonl"
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    (hold / "append").touch()
+    tools = "[mcp.servers.tools.append]\nask = false\n[mcp.servers.tools.peek]\nask = false\n"
+    config = server_toml("t", server_command(log, hold), tools)
+    work = tmp_path / "work"
+    work.mkdir()
+    home = make_home(tmp_path / "home", config='[loop]\ntools = ["Read"]\n' + config)
+
+    def model(request: ChatRequest) -> ChatResponse:
+        asked = request.messages[0].text
+        if any(m.role == "assistant" for m in request.messages):
+            return reply(request, "Done.")
+        if "write" in asked:
+            return reply(request, "", [ToolCall("a1", "mcp__t__append", {"text": "one"})])
+        return reply(request, "", [ToolCall("p1", "mcp__t__peek", {"name": "it"})])
+
+    async def go() -> None:
+        async with open_kernel(home, model=ScriptedChatModel(model)) as kernel:
+            op = Operator(kernel)
+            writer = await op.start_loop("write to the server", str(work))
+            await asyncio.to_thread(
+                wait_for, lambda: starts(log, "append"), what="the write to start"
+            )
+            (held,) = [lk for lk in await op.locks() if lk.kind == "mcp"]
+            assert (held.name, held.mode, held.task_id) == ("t", "exclusive", writer.task_id)
+            reader = await op.start_loop("read from the server", str(work))
+            await asyncio.to_thread(
+                wait_for,
+                lambda: any(w.task_id == reader.task_id for w in kernel.locks.waiting()),
+                what="the read to wait for the server",
+            )
+            assert starts(log, "peek") == []  # it did not reach the server meanwhile
+            (hold / "append").unlink()
+            await op.wait_idle()
+            told = await _results(op, reader.task_id)
+            assert told["p1"] == ("peeked it", False)
+            ends = [(r["event"], r["tool"]) for r in requests(log)]
+            assert ends.index(("end", "append")) < ends.index(("start", "peek"))
+
+    asyncio.run(go())
+
+
 def test_the_git_server_reads_a_repository(tmp_path: Path) -> None:
     need_module("mcp_server_git")
     repo = tmp_path / "repo"

@@ -104,10 +104,11 @@ class ToolContext:
 class Resource:
     """What a call touches that another task's call may touch too (seed 001, 4.3): a file
     (shared for reads, exclusive for writes), a git repository (exclusive), a host (a
-    rate slot). Locks on them are taken in sorted order, so none deadlocks."""
+    rate slot), an MCP server (shared for its reads, exclusive for its other tools).
+    Locks on them are taken in sorted order, so none deadlocks."""
 
-    kind: Literal["file", "repo", "host"]
-    name: str  # an absolute path, or a host name
+    kind: Literal["file", "repo", "host", "mcp"]
+    name: str  # an absolute path, a host name, or an MCP server's name
     mode: Literal["shared", "exclusive"] = "shared"
 
 

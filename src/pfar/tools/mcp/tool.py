@@ -5,13 +5,14 @@ and what it is after a crash comes from its annotations (semantics.py)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, ClassVar
 
 from mcp import types
 
 from ...errors import ToolFailed
 from ...journal.records import Idempotency, Semantics
-from ..base import ToolContext, check_args
+from ..base import Resource, ToolContext, check_args
 from ..coding.text import cap_head_tail
 from .semantics import ToolRules
 from .server import Listed, McpServer
@@ -47,6 +48,14 @@ class McpTool:
 
     def validate(self, args: dict[str, Any]) -> None:
         check_args(self.name, self.args_schema, args)
+
+    def resources(self, args: dict[str, Any], workspace: Path) -> tuple[Resource, ...]:
+        """Its server, as a file is to the file tools: what a call touches there is the
+        server's own (a repository, a ticket), so a read shares it and any other call
+        holds it alone, across every task the kernel runs."""
+        if self.rules.semantics is Semantics.Read:
+            return (Resource("mcp", self.server.name, "shared"),)
+        return (Resource("mcp", self.server.name, "exclusive"),)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         result = await self.server.call(self.listed.name, args)
