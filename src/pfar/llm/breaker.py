@@ -119,8 +119,10 @@ class CircuitBreaker:
         """The provider answered; a Health when that brought it back."""
         was_open = self._opened_at is not None
         self._failures, self._opened_at, self._probing = 0, None, False
+        if not was_open:
+            return None  # closed it was and stays: no one waits on a change
         self._wake()
-        return Health(self.provider, Change.up, 0) if was_open else None
+        return Health(self.provider, Change.up, 0)
 
     def failed(self, detail: str) -> Health | None:
         """A counted failure; a Health when it opened the breaker (not when a probe

@@ -218,6 +218,7 @@ class InferenceProxy:
         self._ceiling = cloud_ceiling
         self._limiter = limiter or RateLimiter(10**9, 10**12)
         self._prices = prices or {}
+        self._priced: dict[str, Price | None] = {}
         self._on_call = on_call
         # awaited before each call is let through (the spend caps): it raises to hold the
         # call, given the task and what the call may cost at most, in tokens and dollars
@@ -237,8 +238,11 @@ class InferenceProxy:
         self.failover = failover or Failover(providers, primary=default, failures=10**9)
 
     def price(self, model: str) -> Price | None:
-        """A model's price: `[llm.prices]`, else pfar's table (price_table.py); None: unknown."""
-        return price_of(model, self._prices)
+        """A model's price: `[llm.prices]`, else pfar's table (price_table.py); None: unknown
+        (kept per model: a call looks up two or three)."""
+        if model not in self._priced:
+            self._priced[model] = price_of(model, self._prices)
+        return self._priced[model]
 
     def headroom(self) -> str | None:
         """None when a new task may start; else why not (the rate limit is spent)."""
