@@ -208,23 +208,38 @@ def read_skill_md(folder: int) -> bytes | Unusable:
         return Unusable(f"SKILL.md cannot be opened: {exc.strerror}")
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return Unusable("SKILL.md is not a regular file")
-        if problem := problem_of(st):
-            return Unusable(f"SKILL.md {problem}")
-        if st.st_nlink > 1:  # the Skill tool serves no file with other names
-            return Unusable("SKILL.md has other names (hard links)")
-        if st.st_size > MAX_SKILL_BYTES:
-            return Unusable(f"SKILL.md is {st.st_size:,} bytes, over {MAX_SKILL_BYTES:,}")
-        os.set_blocking(fd, True)
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_SKILL_BYTES and (chunk := os.read(fd, 1 << 16)):
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)  # parse() refuses one that grew past the limit
+        if why := unreadable(st, MAX_SKILL_BYTES):
+            return Unusable(f"SKILL.md {why}")
+        return read_upto(fd, MAX_SKILL_BYTES)  # parse() refuses one that grew past it
     finally:
         os.close(fd)
+
+
+def unreadable(st: os.stat_result, limit: int) -> str | None:
+    """Why an open file of a skill is not read, or None: not a regular file, open to
+    others, with other names (hard links: the Skill tool serves no file with other
+    names), or over `limit` bytes."""
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if problem := problem_of(st):
+        return problem
+    if st.st_nlink > 1:
+        return "has other names (hard links)"
+    if st.st_size > limit:
+        return f"is {st.st_size:,} bytes, over {limit:,}"
+    return None
+
+
+def read_upto(fd: int, limit: int) -> bytes:
+    """An open file's bytes, at most `limit` and one more (a file that grew past the
+    limit while it was read shows it)."""
+    os.set_blocking(fd, True)
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit and (chunk := os.read(fd, 1 << 16)):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)[: limit + 1]
 
 
 def _not_a_folder(exc: OSError, parent: int, name: str) -> str:

@@ -19,9 +19,8 @@ from typing import Final
 
 from ...errors import ToolFailed
 from ...journal.turns import SkillSeen
-from ...vault.perms import problem_of
 from ..protected import NONE, Protection
-from .finding import TASK_SKILLS, is_link, is_utf8, printable
+from .finding import TASK_SKILLS, is_link, is_utf8, printable, read_upto, unreadable
 
 # a file of a skill served whole, at most (its text goes into the model's context)
 MAX_FILE_BYTES: Final = 256 * 1024
@@ -88,21 +87,9 @@ def read(
         st = os.fstat(file)
         if stat.S_ISDIR(st.st_mode):
             raise ToolFailed(f"Skill: {shown} is a folder (the files are listed with the skill)")
-        if not stat.S_ISREG(st.st_mode):
-            raise ToolFailed(f"Skill: {shown} is not a regular file")
-        if problem := problem_of(st):
-            raise ToolFailed(f"Skill: {shown} {problem}, so it is not served")
-        if st.st_nlink > 1:
-            raise ToolFailed(f"Skill: {shown} has other names (hard links), so it is not served")
-        if st.st_size > limit:
-            raise ToolFailed(f"Skill: {shown} is {st.st_size:,} bytes, over {limit:,}")
-        os.set_blocking(file, True)
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit and (chunk := os.read(file, 1 << 16)):
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)[: limit + 1]
+        if why := unreadable(st, limit):
+            raise ToolFailed(f"Skill: {shown} {why}, so it is not served")
+        return read_upto(file, limit)
     finally:
         os.close(file)
 
