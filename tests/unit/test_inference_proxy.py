@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -226,8 +227,8 @@ def test_the_gate_is_told_the_most_a_call_may_cost_on_any_route_it_may_take() ->
     # (failover comes after the gate)
     told: list[tuple[str, int, float]] = []
 
-    async def gate(task_id: str, most_tokens: int, most_usd: float) -> None:
-        told.append((task_id, most_tokens, most_usd))
+    async def gate(task_id: str, most_tokens: int, most_usd: Callable[[], float]) -> None:
+        told.append((task_id, most_tokens, most_usd()))
 
     cloud, other = FarModel("cloud"), FarModel("other")
     providers: dict[str, ChatModel] = {"cloud": cloud, "other": other}

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import heapq
 import itertools
 import time
@@ -222,7 +223,7 @@ class InferenceProxy:
         self._on_call = on_call
         # awaited before each call is let through (the spend caps): it raises to hold the
         # call, given the task and what the call may cost at most, in tokens and dollars
-        self.gate: Callable[[str, int, float], Awaitable[None]] | None = None
+        self.gate: Callable[[str, int, Callable[[], float]], Awaitable[None]] | None = None
         self._clock = clock
         # a provider that serves one model whatever the request names (a local server)
         self._models = models or {}
@@ -292,8 +293,8 @@ class InferenceProxy:
         estimate = tokens.estimate(request).tokens
         alone = not self.below_ceiling(data_label)
         if self.gate is not None:
-            usd = self._most(name, request, estimate, alone)
-            await self.gate(task_id, estimate + request.max_tokens, usd)
+            most = functools.partial(self._most, name, request, estimate, alone)
+            await self.gate(task_id, estimate + request.max_tokens, most)
         queued = self._clock()
         granted_at = await self._limiter.acquire(estimate, priority)
         waited = self._clock() - queued

@@ -37,13 +37,13 @@ class SpendGate:
         # the budget is read at each call: `pfar reload` changes the caps of the next one
         self._journal, self._budget = journal, budget
 
-    async def __call__(self, task_id: str, most_tokens: int, most_usd: float) -> None:
-        """Hold a call that may cost `most_tokens` and `most_usd` at most (the proxy's
-        estimate)."""
+    async def __call__(self, task_id: str, most_tokens: int, most_usd: Callable[[], float]) -> None:
+        """Hold a call that may cost `most_tokens` and `most_usd()` at most (the proxy's
+        estimate, priced only when a cap is set)."""
         budget = self._budget()
         if not budget.any:  # no cap: no read before a call
             return
-        nxt = NextCall(usd=most_usd, tokens=most_tokens)
+        nxt = NextCall(usd=most_usd(), tokens=most_tokens)
         tasks = self._journal.tasks
         day, month = periods()
         root, tree = task_id, [task_id]
