@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from bench.common import Result, fresh_dir, scalar
+    from bench.common import Result, fresh_dir
     from bench.floor import sqlite_floor
-    from bench.pfar_bench import NoopRead
+    from bench.pfar_bench import NoopRead, journal_scalar
 except ModuleNotFoundError:  # run as a script: python bench/loop_bench.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from bench.common import Result, fresh_dir, scalar
+    from bench.common import Result, fresh_dir
     from bench.floor import sqlite_floor
-    from bench.pfar_bench import NoopRead
+    from bench.pfar_bench import NoopRead, journal_scalar
 
 from pfar.config import Config
 from pfar.journal import InboundEvent, Journal, TaskKind, TaskRecord
@@ -92,10 +92,11 @@ async def _turns(tasks: int, concurrency: int, base: str | None) -> Result:
             seconds = time.perf_counter() - t0
         finally:
             await kernel.shutdown()
-        db = kernel.home.sessions_db
-        done = scalar(db, "SELECT count(*) FROM task_journal WHERE state = 'Completed'")
-        answers = scalar(
-            db, "SELECT count(*) FROM loop_turns WHERE body_json LIKE '%\"assistant\"%'"
+        # the vault is encrypted, as `pfar init` makes it: read with its key
+        home = kernel.home
+        done = journal_scalar(home, "SELECT count(*) FROM task_journal WHERE state = 'Completed'")
+        answers = journal_scalar(
+            home, "SELECT count(*) FROM loop_turns WHERE body_json LIKE '%\"assistant\"%'"
         )
         if done != tasks or answers != tasks * (TURNS + 1):
             raise RuntimeError(f"{done} of {tasks} loop tasks completed, {answers} answers")
