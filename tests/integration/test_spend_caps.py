@@ -8,6 +8,7 @@ Crash tests are in tests/crash/test_spend_caps_crash.py."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,9 @@ from pfar.journal.costs_sql import Spent
 from pfar.kernel import open_kernel, spend_holds
 from pfar.kernel.api import Operator
 from pfar.llm import ChatRequest, ChatResponse, ScriptedChatModel, ToolCall, Usage, reply
+from pfar.vault.home import Home
 
-from ..support import make_home
+from ..support import make_home, pfar
 
 # $1 a token out, nothing in; each call answers 2 tokens ($2) and may answer 1 (max_tokens):
 # with a cap of $5 the third call would reach it (4 spent + 1 it may cost)
@@ -182,8 +184,19 @@ def test_no_cap_no_question_and_calls_of_a_model_with_no_price_are_unknown_not_f
         (line,) = by_model.lines
         assert (line.key, line.calls, line.unpriced_calls, line.cost_usd) == ("scripted", 3, 3, 0)
         assert by_model.unpriced_models == ("scripted",)
+        (listed,) = (await op.task_page()).tasks
+        assert (listed.cost_usd, listed.unpriced_calls) == (0, 3)
 
     asyncio.run(_kernel(tmp_path, _phases, "", body, priced=False))
+    # as the owner reads them, with no kernel: never "$0.00" for calls of unknown cost
+    home = Home(tmp_path / "home")
+    (row,) = json.loads(pfar(home, "tasks", "--json").stdout)
+    assert row["unpriced_calls"] == 3
+    listed = pfar(home, "tasks").stdout
+    assert "unknown" in listed and "$0.00" not in listed
+    shown = pfar(home, "task", "show", row["task_id"]).stdout
+    assert "spent: unknown on 3 model call(s)" in shown
+    assert "3 of them had no price: their cost is unknown" in shown
 
 
 def test_a_day_cap_raised_by_a_reload_lets_the_held_tasks_go_answered_by_the_kernel(

@@ -122,7 +122,7 @@ def tasks(
     cols = ["task_id", "template_id", "state", "phase", "current_step", "cost", "updated_at"]
     cols.append("error")
     for row in rows:
-        row["cost"] = _dollars(row["cost_usd"])
+        row["cost"] = _cost(row["cost_usd"], row["unpriced_calls"])
         if row["steps"] is not None:
             row["current_step"] = f"{row['current_step']}/{row['steps']}"
         if row["waiting_for"] and not as_json:  # blocked on another task's lock
@@ -166,9 +166,25 @@ def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
         out.print(f"answer: {printable(timeline.answer, indent='        ')}")
     if t.cost_usd is not None:
         calls = sum(1 for e in timeline.entries if e.kind == "model_call")
-        out.print(f"spent: {_dollars(t.cost_usd)} on {calls} model call(s), {t.tokens:,} tokens")
+        spent = _cost(t.cost_usd, t.unpriced_calls)
+        out.print(f"spent: {spent} on {calls} model call(s), {t.tokens:,} tokens")
+        if t.unpriced_calls:
+            out.print(
+                f"  {t.unpriced_calls} of them had no price: their cost is unknown "
+                "(price their model with [llm.prices.MODEL]; pfar costs --by model names it)"
+            )
     for entry in timeline.entries:
         out.print(f"  {entry.at}  {printable(entry.words, indent='    ')}")
+
+
+def _cost(usd: float | None, unpriced: int | None) -> str:
+    """What a task's calls cost: unknown when none had a price, the priced ones' sum
+    and "+ unknown" when some had none (never $0.00 for calls of unknown cost)."""
+    if usd is None:
+        return ""
+    if unpriced and usd == 0:
+        return "unknown"
+    return _dollars(usd) + (" + unknown" if unpriced else "")
 
 
 def _dollars(usd: float | None) -> str:

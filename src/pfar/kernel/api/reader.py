@@ -167,6 +167,7 @@ class HomeReader:
                 t,
                 cost_usd=spent.get(t.task_id, nothing).cost_usd,
                 tokens=spent.get(t.task_id, nothing).tokens,
+                unpriced_calls=spent.get(t.task_id, nothing).unpriced,
             )
             for t in listed
         ]

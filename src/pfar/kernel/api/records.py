@@ -50,6 +50,8 @@ class TaskSummary:
     # this view; a page of tasks and a timeline read them)
     cost_usd: float | None = None
     tokens: int | None = None
+    # how many of those calls had no price: their cost is unknown, not in `cost_usd`
+    unpriced_calls: int | None = None
     # a Failed task whose failure is recoverable: `retry` continues it
     retryable: bool = False
 

@@ -106,7 +106,12 @@ async def task_timeline(journal: Store, task_id: str) -> TaskTimeline:
     entries.sort(key=lambda entry: entry.at)  # stable: a moment's entries keep their order
     spent = await journal.tasks.spent_by_task(task_id)
     return TaskTimeline(
-        task=dataclasses.replace(TaskSummary.of(t), cost_usd=spent.cost_usd, tokens=spent.tokens),
+        task=dataclasses.replace(
+            TaskSummary.of(t),
+            cost_usd=spent.cost_usd,
+            tokens=spent.tokens,
+            unpriced_calls=spent.unpriced,
+        ),
         plan=t.plan,
         extracted_metadata=t.extracted_metadata,
         steps=tuple(StepView.of(s) for s in steps),
