@@ -13,6 +13,7 @@ from ..kernel.api import MAX_LIMIT
 from ..kernel.api.arguments import SubmitArgs
 from ..kernel.api.requests import SUBMIT
 from ..kernel.api.wire import wire_json
+from ..money import dollars
 from ..policy.printable import printable
 from . import client
 from .input_text import FILE_HELP, text_from
@@ -188,10 +189,7 @@ def _cost(usd: float | None, unpriced: int | None) -> str:
 
 
 def _dollars(usd: float | None) -> str:
-    """A cost as a listing shows it: to the cent, or to a hundredth of one below $1."""
-    if usd is None:
-        return ""
-    return f"${usd:,.2f}" if usd >= 1 or usd == 0 else f"${usd:.4f}"
+    return "" if usd is None else dollars(usd)
 
 
 @task.command("trace")

@@ -17,6 +17,7 @@ from typing import Literal
 
 from ..errors import PfarError
 from ..journal.costs_sql import Spent
+from ..money import dollars
 
 Scope = Literal["task", "day", "month"]
 Unit = Literal["usd", "tokens"]
@@ -60,7 +61,7 @@ class CapReached:
     def amount(self, value: float) -> str:
         if self.unit == "tokens":
             return f"{int(value):,} tokens"
-        return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
+        return dollars(value)
 
     def question(self, title: str) -> str:
         """The owner's question: spent $X of $Y, continue with $Z more, or stop?"""
