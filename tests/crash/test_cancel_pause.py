@@ -356,13 +356,18 @@ def test_cancelling_a_workflow_parked_on_a_question_withdraws_it(tmp_path: Path)
 def test_a_paused_workflow_survives_a_kill_and_resume_goes_on_from_its_trace(
     tmp_path: Path,
 ) -> None:
-    home, definition, work = _workflow(tmp_path, "sleep 1.5; echo Compiled")
+    # compile waits for the test's word, so the pause always comes while it runs
+    # (a fixed sleep lost that race on a loaded machine: the task had Completed)
+    home, definition, work = _workflow(
+        tmp_path, "until [ -f go ]; do sleep 0.05; done; echo Compiled"
+    )
     k = boot(home)
     try:
         tid = _workflow_task(home, definition, work)
         wait_for(lambda: "compile" in (work / "ran.log").read_text(), what="compile to start")
         r = pfar(home, "pause", tid)
         assert r.returncode == 0, said(r)
+        (work / "go").touch()
         wait_state(home, tid, "Paused")
         assert step_statuses(home, tid) == {0: "completed", 1: "completed"}
     finally:
