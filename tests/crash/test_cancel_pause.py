@@ -185,6 +185,7 @@ def test_a_paused_task_stays_paused_across_a_kill_and_resumes_where_it_was(
     tmp_path: Path,
 ) -> None:
     log = tmp_path / "ran.log"
+    gate = tmp_path / "go"  # step 1 runs until the pause is in, however busy the machine
     home = make_home(
         tmp_path / "home",
         templates={"three": template("three", "Three steps", ["shell.run"])},
@@ -192,8 +193,16 @@ def test_a_paused_task_stays_paused_across_a_kill_and_resumes_where_it_was(
             plan(
                 "three",
                 [
-                    # long enough for `pfar pause` to start and answer on a busy machine
-                    ("shell.run", {"argv": ["sh", "-c", f"echo one >> {log}; sleep 5"]}),
+                    (
+                        "shell.run",
+                        {
+                            "argv": [
+                                "sh",
+                                "-c",
+                                f"echo one >> {log}; until [ -f {gate} ]; do sleep 0.05; done",
+                            ]
+                        },
+                    ),
                     ("shell.run", {"argv": ["sh", "-c", f"echo two >> {log}"]}),
                     ("shell.run", {"argv": ["sh", "-c", f"echo three >> {log}"]}),
                 ],
@@ -210,6 +219,7 @@ def test_a_paused_task_stays_paused_across_a_kill_and_resumes_where_it_was(
             f"task {tid} (Executing) will pause when its current step ends; "
             "`pfar tasks --state Paused` lists it then"
         )
+        gate.touch()
         # the running step is not cut: it finishes, and the task stops before the next
         wait_state(home, tid, "Paused")
         assert step_statuses(home, tid) == {0: "completed"}

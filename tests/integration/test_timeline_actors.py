@@ -67,7 +67,10 @@ def test_who_paused_and_resumed_and_what_each_model_call_cost_are_in_the_timelin
     home = make_home(tmp_path / "home", templates={"cmd": TEMPLATE}, script=SCRIPT, config=CONFIG)
     with serving(home):
         client = logged_in(home)
-        submitted = pfar(home, "submit", "cmd", "sleep 2; echo slept", "--json")
+        # the command waits for the test's word, so the pause always lands while it runs
+        gate = tmp_path / "go"
+        command = f"until [ -f {gate} ]; do sleep 0.05; done; echo slept"
+        submitted = pfar(home, "submit", "cmd", command, "--json")
         assert submitted.returncode == 0, submitted.stderr
         task_id = json.loads(submitted.stdout)["task_id"]
         page = client.get(f"/tasks/{task_id}")
@@ -76,6 +79,7 @@ def test_who_paused_and_resumed_and_what_each_model_call_cost_are_in_the_timelin
             assert f'action="/tasks/{task_id}/{action}"' in page.text, action
         paused = client.post(f"/tasks/{task_id}/pause", data={"csrf": csrf_of(page.text)})
         assert paused.status_code in (200, 303), paused.text
+        gate.touch()
         wait_for(lambda: _state(home, task_id) == "Paused", what="the pause")
         resumed = pfar(home, "resume", task_id[:8])
         assert resumed.returncode == 0, resumed.stderr
