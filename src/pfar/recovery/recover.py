@@ -17,6 +17,7 @@ from ..journal.message_key_parse import read_message_key
 from ..journal.message_keys import CredentialKey, MessageKey, MessageKind, ReportKey
 from ..journal.payloads import AwaitingApproval
 from ..journal.store import Store
+from ..money import dollars
 from ..runners.asking import approval_message, credential_message
 from .actions import (
     Decision,
@@ -111,9 +112,10 @@ def _spent(s: Spent | None) -> str:
     """What a task's model calls cost so far, as its line of the report says it."""
     if s is None or not s.tokens:
         return ""
-    usd = f"${s.cost_usd:,.2f}" if s.cost_usd >= 1 else f"${s.cost_usd:.4f}"
+    if s.unpriced >= s.calls:  # no call had a price: say so, never "$0.00 spent"
+        return f", cost unknown ({s.tokens:,} tokens; its model has no price)"
     unknown = f", {s.unpriced} call(s) of unknown cost" if s.unpriced else ""
-    return f", {usd} spent ({s.tokens:,} tokens{unknown})"
+    return f", {dollars(s.cost_usd)} spent ({s.tokens:,} tokens{unknown})"
 
 
 async def recover_tasks(
