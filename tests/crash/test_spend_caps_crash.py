@@ -103,6 +103,26 @@ def test_a_kill_after_an_answer_was_journaled_keeps_its_usage_in_the_count(
         assert "1 task resumed (read x" in report and "$2.00 spent (12 tokens)" in report
 
 
+def test_the_report_says_a_cost_is_unknown_when_no_call_had_a_price(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    unpriced = CONFIG.replace("[llm.prices.scripted]\ninput = 0\noutput = 1000000\n", "")
+    home = make_home(tmp_path / "home", script=textwrap.dedent(SCRIPT), config=unpriced)
+    with kernel(home, fault="llm_response_received") as k:
+        with contextlib.suppress(Exception):  # the kernel may die under the request
+            _start(k, work)
+        assert k.killed_by_fault(), k.output()
+    (tid,) = task_states(home)
+    assert _spent(home, tid) == Spent(1, 10, 2, 0.0, 1)
+
+    with kernel(home):
+        wait_for(lambda: "Recovery report" in home.owner_log.read_text(), what="the report")
+        (report,) = [m["body"] for m in owner_messages(home) if "Recovery report" in m["body"]]
+        assert "1 task resumed (read x" in report, report
+        assert "cost unknown (12 tokens; its model has no price)" in report, report
+        assert "$0" not in report, report
+
+
 @pytest.mark.both_backends
 def test_a_continue_is_spent_once_killed_before_the_answer_and_right_after_it(
     tmp_path: Path,
@@ -151,6 +171,10 @@ def test_a_day_cap_holds_the_calls_of_a_task_started_after_a_restart(tmp_path: P
         assert "Today has spent $4.00 of the day's cap of $5.00" in held.description
         assert _spent(home, second).calls == 0
         assert [q.approval_id for q in _pending(home, first)] == [question.approval_id]
+        # refused by the running kernel as by the vault below: the option named, exit 2
+        bad = pfar(home, "costs", "--since", "x")
+        assert bad.returncode == 2, bad.stderr
+        assert "Invalid value for --since: must be a day as YYYY-MM-DD, not 'x'" in bad.stderr
     # read without a kernel, as the owner reads them
     listed = pfar(home, "tasks").stdout
     assert "$4.00" in listed and "$0.00" in listed

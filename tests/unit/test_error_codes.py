@@ -22,6 +22,7 @@ PINNED = {
     "pfar.adapters.channel.InDoubt": "delivery_in_doubt",
     "pfar.adapters.channel.RateLimited": "rate_limited",
     "pfar.adapters.channel.Undeliverable": "undeliverable",
+    "pfar.cli.client.RemoteBadRequest": "bad_request",
     "pfar.cli.client.RemoteError": "remote",
     "pfar.errors.base.PfarError": "error",
     "pfar.runners.spend_caps.SpendCapReached": "spend_cap_reached",

@@ -11,7 +11,7 @@ import time
 from collections.abc import Generator
 from typing import Any, TypeVar
 
-from ..errors import KernelNotReady, KernelNotRunning, PfarError
+from ..errors import BadRequest, KernelNotReady, KernelNotRunning, PfarError
 from ..kernel.api.arguments import NoArgs
 from ..kernel.api.command import Command
 from ..kernel.api.requests import PING
@@ -31,6 +31,28 @@ class RemoteError(PfarError):
     def __init__(self, remote_code: str, message: str) -> None:
         super().__init__(message)
         self.remote_code = remote_code
+
+
+class RemoteBadRequest(RemoteError, BadRequest):
+    """The kernel refused a request's field: a BadRequest here too, naming the same
+    field, so a command refuses it alike whether a kernel answered or its vault did."""
+
+    code = BadRequest.code
+
+    def __init__(self, remote_code: str, message: str, field: str, problem: str) -> None:
+        PfarError.__init__(self, message)  # the kernel's words, whatever its refusal's kind
+        self.remote_code, self.field, self.problem = remote_code, field, problem
+
+
+def _refusal(err: Any) -> RemoteError:
+    """The kernel's `{"code", "message"}` (and, for a bad field, its name and problem)."""
+    if not isinstance(err, dict):
+        return RemoteError("error", "unknown error")
+    code, message = str(err.get("code", "error")), str(err.get("message", "unknown error"))
+    field, problem = err.get("field"), err.get("problem")
+    if isinstance(field, str) and isinstance(problem, str):
+        return RemoteBadRequest(code, message, field, problem)
+    return RemoteError(code, message)
 
 
 def kernel_running(home: Home) -> bool:
@@ -75,8 +97,7 @@ def call(home: Home, request: dict[str, Any], timeout: float | None = 60.0) -> A
         sock.close()
     response = json.loads(buf)
     if not response.get("ok"):
-        err = response.get("error", {})
-        raise RemoteError(err.get("code", "error"), err.get("message", "unknown error"))
+        raise _refusal(response.get("error"))
     return response.get("result")
 
 
@@ -102,8 +123,7 @@ def stream(home: Home, request: dict[str, Any]) -> Generator[dict[str, Any], Non
                     yield message["shown"]
                     continue
                 if not message.get("ok"):
-                    err = message.get("error", {})
-                    raise RemoteError(err.get("code", "error"), err.get("message", "unknown"))
+                    raise _refusal(message.get("error"))
                 return
         raise PfarError("the kernel closed the connection (it is shutting down)")
     finally:

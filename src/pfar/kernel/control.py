@@ -57,7 +57,10 @@ def _error(code: str, message: str) -> dict[str, Any]:
 
 
 def _refused(exc: PfarError) -> dict[str, Any]:
-    return _error(exc.code, str(exc))
+    refusal = _error(exc.code, str(exc))
+    if isinstance(exc, BadRequest):  # the field travels, so a client refuses as this did
+        refusal["error"] |= {"field": exc.field, "problem": exc.problem}
+    return refusal
 
 
 _TOO_LONG = _error(BadRequest.code, f"request over {MAX_LINE_TEXT}; nothing was done")
