@@ -5,6 +5,7 @@ The providers here stand in for remote models (the far side), not for pfar code.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -259,3 +260,20 @@ def test_the_gate_is_told_the_most_a_call_may_cost_on_any_route_it_may_take() ->
     told.clear()
     asyncio.run(proxy.chat(request, task_id="t1", data_label="secret", cloud_approved=True))
     assert told[0][2] == pytest.approx(((most_tokens - 100) * 1.0 + 100 * 1.0) / 1_000_000)
+
+
+def test_a_request_measured_by_its_caller_is_not_sized_again() -> None:
+    # a loop turn's fit counted it (for real, near the budget): the gate and the limit
+    # take that count, not the proxy's estimate of the same request
+    told: list[int] = []
+
+    async def gate(task_id: str, most_tokens: int, most_usd: Callable[[], float]) -> None:
+        told.append(most_tokens)
+
+    far = FarModel("cloud")
+    proxy = InferenceProxy({"cloud": far}, default="cloud")
+    proxy.gate = gate
+    counted = dataclasses.replace(_request("x" * 4_000), max_tokens=100, input_tokens=1_234)
+    asyncio.run(proxy.chat(counted, task_id="t1"))
+    asyncio.run(proxy.chat(dataclasses.replace(counted, input_tokens=None), task_id="t1"))
+    assert told == [1_234 + 100, 1_000 + 3 + 100]  # (4,000 + 8 characters) / 4, + 1

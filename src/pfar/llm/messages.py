@@ -99,6 +99,10 @@ class ChatRequest:
     # what the pipeline asked for (phase, template, input, step results): providers that
     # answer from a script rather than a model read it; real ones ignore it
     context: dict[str, Any] = field(default_factory=dict)
+    # its input in tokens as the caller measured it (a loop turn's fit, which a real count
+    # may have made), so the shared limit and the spend gate need not size it again;
+    # None: they estimate it (llm/tokens.py)
+    input_tokens: int | None = None
 
 
 class StopReason(StrEnum):

@@ -290,7 +290,7 @@ class InferenceProxy:
         if name in self._models:
             request = dataclasses.replace(request, model=self._models[name])
         # everything the request sends: its tool results are most of a loop's context
-        estimate = tokens.estimate(request).tokens
+        estimate = tokens.input_tokens(request)
         alone = not self.below_ceiling(data_label)
         if self.gate is not None:
             most = functools.partial(self._most, name, request, estimate, alone)

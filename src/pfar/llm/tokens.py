@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ..errors import ProviderError
-from .messages import ChatRequest
+from .messages import ChatRequest, Message, ToolSchema
 
 log = logging.getLogger("pfar.llm")
 
@@ -39,17 +40,35 @@ class CountsTokens(Protocol):
     async def count_tokens(self, request: ChatRequest) -> TokenCount | None: ...
 
 
-def estimate(request: ChatRequest) -> TokenCount:
-    """Four characters a token over everything the request sends."""
-    chars = len(request.system)
-    chars += sum(
-        len(t.name) + len(t.description) + len(json.dumps(t.input_schema)) for t in request.tools
-    )
-    for m in request.messages:
+def tool_chars(tools: Sequence[ToolSchema]) -> int:
+    """What the offered tools take of a request: names, descriptions and schemas (one
+    sum for a loop turn, however often its conversation is measured)."""
+    return sum(len(t.name) + len(t.description) + len(json.dumps(t.input_schema)) for t in tools)
+
+
+def estimated(system: str, messages: Sequence[Message], tools_chars: int = 0) -> int:
+    """Four characters a token over everything a request sends: the one estimate, for
+    the loop's context budget, `/context`, the shared limit and the spend gate alike."""
+    chars = len(system) + tools_chars
+    for m in messages:
         chars += len(m.text)
         chars += sum(len(c.name) + len(str(c.input)) for c in m.tool_calls)
         chars += sum(len(r.content) for r in m.tool_results)
-    return TokenCount(chars // 4 + 1, ESTIMATE)
+    return chars // 4 + 1
+
+
+def estimate(request: ChatRequest) -> TokenCount:
+    return TokenCount(
+        estimated(request.system, request.messages, tool_chars(request.tools)), ESTIMATE
+    )
+
+
+def input_tokens(request: ChatRequest) -> int:
+    """The request's input as its caller measured it (a loop turn's fit, a real count
+    where it made one), else estimated here."""
+    if request.input_tokens is not None:
+        return request.input_tokens
+    return estimate(request).tokens
 
 
 async def count(provider: object, request: ChatRequest) -> TokenCount:

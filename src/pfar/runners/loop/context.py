@@ -262,15 +262,6 @@ def truncate(text: str, keep: int | None) -> str:
     return "\n".join([*lines[:keep], f"[truncated, {omitted} lines omitted]", *lines[-keep:]])
 
 
-def size(system: str, msgs: Sequence[Message], schemas_chars: int) -> int:
-    chars = len(system) + schemas_chars
-    for m in msgs:
-        chars += len(m.text)
-        chars += sum(len(c.name) + len(str(c.input)) for c in m.tool_calls)
-        chars += sum(len(r.content) for r in m.tool_results)
-    return chars // 4 + 1
-
-
 def summary_cut(turns: Sequence[StoredTurn], keep: int) -> int | None:
     """Where a summary may end: the seq of an assistant turn at least `keep` turns from
     the end, so that what is kept starts with the model's turn and no tool result is

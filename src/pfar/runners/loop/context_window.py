@@ -4,7 +4,6 @@ same measured for `/context` without changing anything."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 
@@ -13,6 +12,7 @@ from ...errors import PfarError
 from ...journal import TaskRecord
 from ...journal.store import Store
 from ...journal.turns import AssistantTurn, ContextFit, LoopSettings, StoredTurn, SummaryTurn
+from ...llm import tokens
 from ...llm.messages import ChatRequest, Message, ToolSchema
 from ...llm.tokens import ESTIMATE, TokenCount
 from ...tools import ToolRegistry
@@ -69,10 +69,10 @@ async def fit(
     """The conversation within the model's budget (Phase 2.5), and how it was fitted
     (journaled with the answer: `AssistantTurn.fit`)."""
     budget = svc.loop.context_tokens - svc.loop.reserve_tokens
-    schema_chars = sum(len(json.dumps(t.input_schema)) + len(t.description) for t in tools)
+    schema_chars = tokens.tool_chars(tools)
 
     async def measure(msgs: tuple[Message, ...]) -> TokenCount:
-        cheap = context.size(system, msgs, schema_chars)
+        cheap = tokens.estimated(system, msgs, schema_chars)
         if cheap < budget * NEAR:
             return TokenCount(cheap, ESTIMATE)
         request = ChatRequest(model=model, system=system, messages=msgs, tools=tuple(tools))
@@ -174,7 +174,6 @@ async def context_stats_of(
         skill_tool=SKILL in loop.tools,
     )
     shown = context.visible(convo)
-    schema_chars = sum(len(json.dumps(t.input_schema)) + len(t.description) for t in tools)
     msgs = context.messages(shown)
     summaries = [t.turn for t in shown if isinstance(t.turn, SummaryTurn)]
     answers = [t.turn for t in shown if isinstance(t.turn, AssistantTurn)]
@@ -183,7 +182,7 @@ async def context_stats_of(
         turns=len(convo),
         shown=len(shown),
         summarized_upto=summaries[-1].upto if summaries else None,
-        estimated_tokens=context.size(system, msgs, schema_chars),
+        estimated_tokens=tokens.estimated(system, msgs, tokens.tool_chars(tools)),
         budget=loop.context_tokens - loop.reserve_tokens,
         context_tokens=loop.context_tokens,
         reserve_tokens=loop.reserve_tokens,

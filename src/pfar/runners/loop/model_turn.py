@@ -78,11 +78,12 @@ async def model_phase(
             **about,
             "system": system,
             "messages": len(msgs),
-            "estimated_tokens": context.size(system, msgs, 0),
+            "estimated_tokens": fitted.tokens,
         },
     )
     if post.blocked:
         raise PfarError(f"stopped before its model call: {post.blocked}")
+    fitted_system = system
     system = post.changes.get("system", system)
     max_tokens = min(svc.model.max_tokens, svc.loop.reserve_tokens)
     call = await hooking.decide(
@@ -106,6 +107,8 @@ async def model_phase(
         max_tokens=call.changes.get("max_tokens", max_tokens),
         attempt_timeout=svc.loop.tool_seconds,
         thinking_budget=budget,
+        # the fit's measure travels with the request, unless a hook changed what it measured
+        input_tokens=fitted.tokens if system == fitted_system else None,
     )
     if svc.model.remote:  # request_sent: a crash before the answer makes the call again
         await svc.journal.tasks.llm_request_sent(task.task_id, "loop")
