@@ -3,6 +3,8 @@ each one commit that a refusal leaves untouched."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from pfar.answers import Approve
@@ -19,6 +21,7 @@ from pfar.journal import (
 from pfar.journal import payloads as p
 from pfar.journal.bus_sql import BusEventKind
 from pfar.journal.holds import CANCELLED_ERROR, PauseOutcome, ResumeOutcome
+from pfar.journal.records import rfc3339
 from pfar.journal.store import Store
 
 from . import builders as b
@@ -226,6 +229,33 @@ def test_a_recoverable_failure_is_retried_once_back_where_it_failed(store: Store
     )
     assert run(store.tasks.get(t.task_id)).payload == p.Failed(
         recoverable=True, retry_count=1, then=p.Executing(current_step=3)
+    )
+    assert f"failed:{t.task_id}:1" in [m.message_key.text for m in run(store.events.pending())]
+
+
+@covers("tasks.fail", "tasks.retry", "tasks.cleanup", "events.bus_for_task")
+def test_a_kept_tasks_retries_outlive_the_event_retention(store: Store) -> None:
+    # the retry count, and the key of each failure's notice, are read from the task's
+    # TaskRetried events: pruning them would count again from 0 and reuse a sent key
+    t = created(store, p.Executing(current_step=2))
+    run(store.tasks.fail(t.task_id, "model gone", recoverable=True))
+    run(store.tasks.retry(t.task_id, by="cli (uid 1)"))
+    later = rfc3339(datetime.now(UTC) + timedelta(days=1))
+    while run(store.tasks.cleanup(later, later)) > 0:
+        pass
+    kept = run(store.events.bus_for_task(t.task_id, frozenset(BusEventKind)))
+    assert [e.kind for e in kept] == [BusEventKind.TaskRetried]  # the rest went
+    failed_key = b.key(f"failed:{t.task_id}")
+    run(
+        store.tasks.fail(
+            t.task_id,
+            "gone again",
+            [b.message(failed_key.text, task_id=t.task_id)],
+            recoverable=True,
+        )
+    )
+    assert run(store.tasks.get(t.task_id)).payload == p.Failed(
+        recoverable=True, retry_count=1, then=p.Executing(current_step=2)
     )
     assert f"failed:{t.task_id}:1" in [m.message_key.text for m in run(store.events.pending())]
 

@@ -185,4 +185,10 @@ def ack_txn(conn: Tx, subscriber: str, seq: int, at: str) -> None:
 
 
 def prune_before_txn(conn: Tx, cutoff: str) -> None:
-    conn.execute("DELETE FROM bus_events WHERE at < ?", (cutoff,))
+    """Events older than `cutoff`, but a kept task's retries: its retry count (and the
+    key of each failure's notice) is read from them (journal/moves.py)."""
+    conn.execute(
+        "DELETE FROM bus_events WHERE at < ? AND NOT (kind = ? AND task_id IN "
+        "(SELECT task_id FROM task_journal))",
+        (cutoff, BusEventKind.TaskRetried.value),
+    )
