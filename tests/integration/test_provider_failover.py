@@ -12,12 +12,13 @@ from pathlib import Path
 
 from pfar import Home, init_home
 from pfar.journal import TaskState
+from pfar.kernel.api.operator import Operator
 from pfar.kernel.kernel import Kernel
 from pfar.runners.loop.tasks import LoopRequest
 from pfar.vault import keys
 from pfar.vault.secrets import SecretStore
 
-from ..support import vault_db
+from ..support import make_home, pfar, running_kernel, vault_db
 from .llm_servers import (
     Drop,
     ScriptedLLMServer,
@@ -135,12 +136,24 @@ def test_the_primary_goes_down_calls_fail_over_and_it_comes_back(tmp_path: Path)
                     await kernel.wait_idle()
                     record = await kernel.journal.tasks.get(task.task_id)
                     assert record.state is TaskState.WaitingForUser, record.error
+                    # `pfar providers`: the primary is down, with its last error
+                    shown = {p.name: p for p in await Operator(kernel).providers()}
+                    assert (shown["anthropic"].role, shown["backup"].role) == (
+                        "default",
+                        "fallback",
+                    )
+                    down = shown["anthropic"]
+                    assert down.state in ("open", "half_open") and down.failures == 2
+                    assert down.last_error and "sk-ant-primary-1" not in down.last_error
+                    assert shown["backup"].state == "closed"
                     await kernel.send(task.task_id, "thanks")
                     await kernel.wait_idle()
                     assert len(primary.requests) == 3  # the open breaker kept call 3 away
                     await asyncio.sleep(OPEN_SECONDS)  # the breaker goes half-open
                     await kernel.send(task.task_id, "once more")
                     await kernel.wait_idle()
+                    (up,) = [p for p in await Operator(kernel).providers() if p.role == "default"]
+                    assert (up.state, up.failures, up.last_error) == ("closed", 0, None)
                     return task.task_id
                 finally:
                     await kernel.shutdown()
@@ -226,3 +239,33 @@ def test_an_openai_primary_that_drops_its_connections_fails_over_to_anthropic(
     (down,) = owner_notices(home)
     assert "'openai' is down: 2 calls in a row" in down
     assert "dt-0123456789abcdef" not in down  # the provider's error text is redacted
+
+
+def test_pfar_providers_lists_them_with_a_kernel_and_without(tmp_path: Path) -> None:
+    home = failover_home(tmp_path, "http://127.0.0.1:9", "http://127.0.0.1:9", failures=2)
+    # no kernel: the providers config.toml names; a breaker lives in a kernel's memory
+    offline = pfar(home, "providers", "--json")
+    assert offline.returncode == 0, offline.stderr
+    assert [(p["name"], p["role"], p["state"]) for p in json.loads(offline.stdout)] == [
+        ("anthropic", "default", "not running"),
+        ("backup", "fallback", "not running"),
+    ]
+    words = pfar(home, "providers")
+    assert "anthropic" in words.stdout and "not running" in words.stdout, words.stdout
+
+    scripted = make_home(tmp_path / "scripted", script="")
+    with running_kernel(scripted):
+        live = pfar(scripted, "providers", "--json")
+        assert live.returncode == 0, live.stderr
+        assert json.loads(live.stdout) == [
+            {
+                "name": "scripted",
+                "role": "default",
+                "state": "closed",
+                "failures": 0,
+                "retry_in_seconds": 0.0,
+                "last_error": None,
+            }
+        ]
+        shown = pfar(scripted, "providers")
+        assert "scripted" in shown.stdout and " up " in shown.stdout, shown.stdout

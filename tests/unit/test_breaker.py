@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from pfar.errors import ProviderError
-from pfar.llm.breaker import BreakerState, Change, CircuitBreaker, Health, counts
+from pfar.llm.breaker import BreakerState, BreakerView, Change, CircuitBreaker, Health, counts
 from pfar.llm.events import ChatEvent, EventSink, Retrying
 from pfar.llm.failover import Failover, ProvidersDown, Route, parse_fallback
 from pfar.llm.messages import ChatRequest, ChatResponse, Message, StopReason, Usage
@@ -25,6 +25,22 @@ class Clock:
 
 def _down(kind: ErrorKind = ErrorKind.server) -> ProviderCallFailed:
     return ProviderCallFailed("p", kind, "HTTP 500 api_error: boom", 4)
+
+
+def test_its_view_says_what_the_owner_is_shown_at_each_state() -> None:
+    clock = Clock()
+    b = CircuitBreaker("p", failures=2, open_seconds=10, clock=clock)
+    assert b.view() == BreakerView(BreakerState.closed, 0, 0.0, "")
+    b.failed("HTTP 500: boom")
+    assert b.view() == BreakerView(BreakerState.closed, 1, 0.0, "HTTP 500: boom")
+    b.failed("HTTP 529: overloaded")
+    clock.now += 4
+    assert b.view() == BreakerView(BreakerState.open, 2, 6.0, "HTTP 529: overloaded")
+    clock.now += 6
+    assert b.admit()  # the probe is out: the next call waits for its word
+    assert b.view() == BreakerView(BreakerState.half_open, 2, None, "HTTP 529: overloaded")
+    b.succeeded()
+    assert b.view() == BreakerView(BreakerState.closed, 0, 0.0, "")
 
 
 def test_opens_after_n_failures_in_a_row_and_probes_after_open_seconds() -> None:

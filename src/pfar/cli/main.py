@@ -24,6 +24,7 @@ from .locks_cmd import locks
 from .loops_cmd import attach, context_cmd, loop, retry_cmd, send
 from .mcp_cmd import mcp
 from .output import emit, err, home_of, out, read, table
+from .providers_cmd import providers
 from .queue_cmd import queue
 from .recoveries_cmd import recoveries
 from .reload_cmd import reload
@@ -194,6 +195,7 @@ cli.add_command(secret)
 cli.add_command(reload)
 cli.add_command(audit)
 cli.add_command(mcp)
+cli.add_command(providers)
 
 
 def main() -> None:

@@ -68,6 +68,16 @@ class Health:
     detail: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class BreakerView:
+    """A breaker as the owner is shown it (`pfar providers`)."""
+
+    state: BreakerState
+    failures: int  # counted failures in a row
+    retry_in: float | None  # seconds until a call may go (0: now; None: a probe is out)
+    last_error: str  # the last counted failure's words ("" once it answered)
+
+
 class CircuitBreaker:
     """One provider's breaker. `admit()` before a call (False: do not call it now),
     then exactly one of `succeeded()`, `failed()` or `abandoned()`."""
@@ -83,6 +93,7 @@ class CircuitBreaker:
         self.provider = provider
         self._threshold, self._open_seconds, self._clock = failures, open_seconds, clock
         self._failures = 0
+        self._last_error = ""
         self._opened_at: float | None = None
         self._probing = False
         self._changed = asyncio.Event()
@@ -119,6 +130,7 @@ class CircuitBreaker:
         """The provider answered; a Health when that brought it back."""
         was_open = self._opened_at is not None
         self._failures, self._opened_at, self._probing = 0, None, False
+        self._last_error = ""
         if not was_open:
             return None  # closed it was and stays: no one waits on a change
         self._wake()
@@ -128,6 +140,7 @@ class CircuitBreaker:
         """A counted failure; a Health when it opened the breaker (not when a probe
         failed: the provider was down already)."""
         self._failures += 1
+        self._last_error = detail
         if self._opened_at is not None:  # the probe failed (or a call let in before)
             self._opened_at, self._probing = self._clock(), False
             self._wake()
@@ -137,6 +150,9 @@ class CircuitBreaker:
         self._opened_at = self._clock()
         self._wake()
         return Health(self.provider, Change.down, self._failures, detail)
+
+    def view(self) -> BreakerView:
+        return BreakerView(self.state, self._failures, self.retry_in(), self._last_error)
 
     def abandoned(self) -> None:
         """The call ended with no word on the provider (cancelled, or an error of ours):

@@ -37,6 +37,8 @@ from .conversation import Followed, follow
 from .hooks_view import HookView, hook_views
 from .mcp_view import McpServerView, live
 from .offline import check_subscriber
+from .providers_view import ProviderView
+from .providers_view import live as providers_live
 from .reader import HomeReader
 from .records import (
     Answered,
@@ -171,6 +173,10 @@ class Operator(HomeReader, SessionVerbs):
     async def mcp_servers(self) -> list[McpServerView]:
         """The MCP servers: each one's state and its tools (docs/mcp.md)."""
         return live(self._kernel.mcp, self._kernel.config.mcp, self._kernel.redactor.text)
+
+    async def providers(self) -> list[ProviderView]:
+        """The model providers: each one's role and its circuit breaker now."""
+        return providers_live(self._kernel.model, self._kernel.redactor.text)
 
     def hooks(self) -> list[HookView]:
         """The hook handlers listening now (after the last `pfar reload`), in firing order."""

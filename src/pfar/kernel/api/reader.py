@@ -38,6 +38,8 @@ from .conversation_records import Conversation
 from .costs import Costs, costs
 from .locks_view import LockView
 from .mcp_view import McpServerView, configured
+from .providers_view import ProviderView
+from .providers_view import configured as configured_providers
 from .records import (
     BootRecovery,
     ChannelView,
@@ -294,6 +296,11 @@ class HomeReader:
     async def mcp_servers(self) -> list[McpServerView]:
         """With no kernel running: the servers config.toml names, none running."""
         return configured(Config.load(self.home.config).mcp, "not running")
+
+    async def providers(self) -> list[ProviderView]:
+        """With no kernel running: the providers config.toml names (a breaker lives in
+        the kernel's memory, and starts closed)."""
+        return configured_providers(Config.load(self.home.config).llm)
 
     async def locks(self) -> list[LockView]:
         """The resource locks tool calls hold now, on every kernel sharing the journal."""

@@ -53,6 +53,7 @@ from .costs import Costs
 from .hooks_view import HookView
 from .locks_view import LockView
 from .mcp_view import MCP
+from .providers_view import PROVIDERS
 from .records import (
     Answered,
     BootRecovery,
@@ -332,6 +333,7 @@ COMMANDS: Final[Mapping[str, Command[Any, Any]]] = {
         HOOKS,
         LOCKS,
         MCP,
+        PROVIDERS,
         LEARNINGS,
         LEARNING_FORGET,
         TASKS,
