@@ -19,6 +19,7 @@ from .section import DAY, Section
 # a server's name is part of its tools' names (`mcp__<name>__<tool>`), which the
 # providers' APIs limit to letters, digits, `_` and `-`; no `__`, which separates them
 SERVER_NAME = r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$"
+SERVER_NAME_LENGTH = 24
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
@@ -37,7 +38,7 @@ class McpToolConfig(Section):
 class McpServerConfig(Section):
     """One `[[mcp.servers]]` entry."""
 
-    name: str = Field(pattern=SERVER_NAME, max_length=24)
+    name: str = Field(pattern=SERVER_NAME, max_length=SERVER_NAME_LENGTH)
     enabled: bool = True
     # stdio: the program and its arguments (no secrets here: argv is visible to others)
     command: list[str] | None = Field(None, min_length=1)

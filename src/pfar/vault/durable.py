@@ -58,13 +58,20 @@ def copy_synced(src: Path, dst: Path) -> str:
 def write_json(path: Path, data: Any) -> None:
     """Replace `path` with `data` as JSON, atomically (a reader sees the old file or the
     new one, never half of one)."""
+    write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Replace `path` with `text`, atomically, readable by its owner only."""
     # a name of its own: two writers at once (a scheduled backup and one by hand) each
     # replace the file whole, the last one winning
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.new")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         try:
-            os.write(fd, (json.dumps(data, indent=2) + "\n").encode())
+            view = memoryview(text.encode())
+            while view:
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
