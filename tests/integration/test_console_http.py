@@ -53,6 +53,7 @@ def test_only_the_owner_gets_in_and_a_rotated_token_ends_every_session(tmp_path:
         assert client.get("/tasks").status_code == 200
         kernel = client.get("/kernel")
         assert kernel.status_code == 200 and "No chat channel is enabled" in kernel.text
+        assert "Model providers" in kernel.text and "<td>scripted</td>" in kernel.text
         assert client.get("/tasks?state=Done").status_code == 400  # not a state: named
 
         rotated = pfar(home, "console", "token", "--rotate")

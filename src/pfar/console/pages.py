@@ -170,8 +170,9 @@ def _holds_of(state: TaskState | str) -> tuple[str, ...]:
 
 
 async def kernel(console: Console, request: Request) -> Response:
-    """What the kernel holds besides tasks: its channels, what waits and the cron
-    slots, sessions, the hooks it listens with, and what tasks learned."""
+    """What the kernel holds besides tasks: its channels, its model providers, what
+    waits and the cron slots, sessions, the hooks it listens with, and what tasks
+    learned."""
     operator = console.operator
     status = await operator.status()
     try:
@@ -183,6 +184,7 @@ async def kernel(console: Console, request: Request) -> Response:
         "kernel.html",
         kernel=status,
         channels=await operator.channels(),
+        providers=await operator.providers(),
         waiting=await operator.queue(),
         locks=await operator.locks(),
         sessions=await operator.sessions(),
