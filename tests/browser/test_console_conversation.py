@@ -20,12 +20,14 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.browser
 
 LOOP = '[loop]\ntools = ["file.write"]\nalways_allow = ["file.write"]\n'
-# the first answer is slow: the page is open before it is journaled
+# the first answer is slow: the page is open before it is journaled (15 s: opening the
+# task's page and showing its first turn can take several seconds on a loaded machine,
+# and the scripted model has no gate to hold it by)
 SCRIPT = textwrap.dedent(
     """
     [[turns]]
     turn = 1
-    delay_seconds = 6
+    delay_seconds = 15
     text = "I'll write the note. <script>window.pwned = true</script>"
     tool_calls = [ { name = "file.write", input = { path = "note.txt", content = "milk, eggs" } } ]
 
@@ -59,7 +61,7 @@ def test_a_running_loop_tasks_answer_appears_on_its_page_live(
         browser_page.evaluate("window.notReloaded = true")
 
         # the answers arrive as they are journaled, on the same page
-        expect(conversation.locator("li.turn-assistant")).to_have_count(2, timeout=30_000)
+        expect(conversation.locator("li.turn-assistant")).to_have_count(2, timeout=45_000)
         expect(turns.last).to_contain_text("note.txt holds the list")
         assert browser_page.evaluate("window.notReloaded") is True
         # the timeline beside it reads again as the turns come (they are no bus events)

@@ -32,6 +32,7 @@ from .test_regressions import (
     boot,
     boot_report,
     kernel,
+    lines_of,
     plan,
     script,
     submit,
@@ -326,7 +327,7 @@ def test_cancelling_a_running_workflow_ends_its_command_and_says_so_in_the_trace
     home, definition, work = _workflow(tmp_path, "sleep 60")
     with running_kernel(home) as k:
         tid = _workflow_task(home, definition, work)
-        wait_for(lambda: "compile" in (work / "ran.log").read_text(), what="compile to start")
+        wait_for(lambda: "compile" in lines_of(work / "ran.log"), what="compile to start")
         pid = _step_pid(home, tid, step=1)  # the compile step's
 
         r = pfar(home, "cancel", tid[:8])
@@ -374,7 +375,7 @@ def test_a_paused_workflow_survives_a_kill_and_resume_goes_on_from_its_trace(
     k = boot(home)
     try:
         tid = _workflow_task(home, definition, work)
-        wait_for(lambda: "compile" in (work / "ran.log").read_text(), what="compile to start")
+        wait_for(lambda: "compile" in lines_of(work / "ran.log"), what="compile to start")
         r = pfar(home, "pause", tid)
         assert r.returncode == 0, said(r)
         (work / "go").touch()

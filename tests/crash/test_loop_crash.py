@@ -71,7 +71,10 @@ def test_a_command_cut_off_is_asked_about_and_the_model_told_the_truth(tmp_path:
         wait_state(home, tid, "AwaitingApproval")
         (first,) = [q for q in task_approvals(home, tid) if q.status == "pending"]
         assert first.action_type == "write_in_doubt" and first.step == 0
-        wait_for(lambda: "Recovery report" in home.owner_log.read_text(), what="the report")
+        wait_for(
+            lambda: home.owner_log.exists() and "Recovery report" in home.owner_log.read_text(),
+            what="the report",
+        )
         bodies = [json.loads(line)["body"] for line in home.owner_log.read_text().splitlines()]
         (report,) = [b for b in bodies if "Recovery report" in b]
         assert "resumed at a write in doubt" in report

@@ -659,7 +659,9 @@ def test_r8_sigterm_lets_in_flight_tasks_finish_and_shuts_down_cleanly(tmp_path:
         script="\n".join(
             [
                 plan("r8", [("file.write", {"path": "note.txt", "content": "$input"})]),
-                synth("r8", delay=1.5),
+                # long enough that both tasks are seen Synthesizing (each look opens the
+                # journal) and still are when SIGTERM comes, however busy the machine
+                synth("r8", delay=5),
             ]
         ),
     )

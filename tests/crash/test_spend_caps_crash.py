@@ -98,7 +98,10 @@ def test_a_kill_after_an_answer_was_journaled_keeps_its_usage_in_the_count(
         assert "spent $4.00 of its cap of $5.00" in question.description
         assert _spent(home, tid) == Spent(2, 20, 4, 4.0, 0)
         # the report says what the task had spent when it was resumed
-        wait_for(lambda: "Recovery report" in home.owner_log.read_text(), what="the report")
+        wait_for(
+            lambda: home.owner_log.exists() and "Recovery report" in home.owner_log.read_text(),
+            what="the report",
+        )
         (report,) = [m["body"] for m in owner_messages(home) if "Recovery report" in m["body"]]
         assert "1 task resumed (read x" in report and "$2.00 spent (12 tokens)" in report
 
@@ -116,7 +119,10 @@ def test_the_report_says_a_cost_is_unknown_when_no_call_had_a_price(tmp_path: Pa
     assert _spent(home, tid) == Spent(1, 10, 2, 0.0, 1)
 
     with kernel(home):
-        wait_for(lambda: "Recovery report" in home.owner_log.read_text(), what="the report")
+        wait_for(
+            lambda: home.owner_log.exists() and "Recovery report" in home.owner_log.read_text(),
+            what="the report",
+        )
         (report,) = [m["body"] for m in owner_messages(home) if "Recovery report" in m["body"]]
         assert "1 task resumed (read x" in report, report
         assert "cost unknown (12 tokens; its model has no price)" in report, report

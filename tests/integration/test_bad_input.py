@@ -529,7 +529,8 @@ def test_a_tool_that_hangs_is_stopped_at_its_timeout(tmp_path: Path) -> None:
         assert state == "Failed"
         assert error is not None and "did not finish within 1s" in error, error
         assert "step 1 of 1" in error
-        assert took < 15
+        # well under the 30 s sleep it was cut from, with room for a slow `pfar submit`
+        assert took < 25
         pid_list = [int(p) for p in pids.read_text().split()]
         assert len(pid_list) == 2
         wait_for(lambda: not any(_alive(p) for p in pid_list), 5, "the sleep to be killed")

@@ -41,6 +41,7 @@ class Chat:
         self.starts = 0
         self.rate_limit_next = 0
         self.hang_on_send = False
+        self.hanging = False  # a send is hanging (its `sending` was committed before it)
         self.link: Link | None = None
         self.stop = asyncio.Event()
 
@@ -61,6 +62,7 @@ class Chat:
         if self.link is None:
             raise ChannelDown("not connected")
         if self.hang_on_send:
+            self.hanging = True
             await asyncio.Event().wait()
         self.sent.append(message)
         return f"m{len(self.sent)}"
@@ -176,7 +178,9 @@ def test_a_delivery_cut_off_by_a_crash_is_in_doubt_and_never_sent_again(
         await kernel.start()
         task = channels_run.start(Operator(kernel), config, [chat])  # type: ignore[list-item]
         await _until(lambda: kernel.channel_states["chat"].state == "connected", "the connection")
-        await asyncio.sleep(0.2)  # `sending` is committed, the send hangs
+        # `sending` is committed, the send hangs (a fixed wait could end before it on a
+        # loaded machine, and the report was then never in doubt)
+        await _until(lambda: chat.hanging, "the send to hang")
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task

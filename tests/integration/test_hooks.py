@@ -216,10 +216,13 @@ def test_every_hook_point_of_the_seed_fires(tmp_path: Path) -> None:
 
 
 def _lock_wait(tmp_path: Path) -> set[str]:
-    """Two tasks writing one file at once: the second waits for the first's lock (a slow
-    PostToolUse handler holds the first's call)."""
+    """Two tasks writing one file at once: the second waits for the first's lock (a
+    PostToolUse handler holds the first's call until the wait was seen: a fixed 1 s
+    could end before the second task reached its write on a loaded machine)."""
+    gate = tmp_path / "locks-go"
+    hold = f"sh:until [ -f {gate} ]; do sleep 0.05; done"
     config = '[loop]\ntools = ["Write"]\nalways_allow = ["Write"]\n' + _hooks(
-        [("PostToolUse", "sh:sleep 1"), ("ResourceLockWait", "record")]
+        [("PostToolUse", hold), ("ResourceLockWait", "record")], timeout_seconds="60"
     )
     home, work = _home(tmp_path / "locks", config)
     model = Script(
@@ -229,13 +232,19 @@ def _lock_wait(tmp_path: Path) -> set[str]:
         }
     )
 
+    before = len(hook_handlers.FIRED)
+
     async def scenario(op: Operator, kernel: Kernel) -> None:
         one = (await op.start_loop("One", str(work), once=True)).task_id
         two = (await op.start_loop("Two", str(work), once=True)).task_id
+        for _ in range(1000):  # the first write is held until the second waits for it
+            if any(e["hook"] == "ResourceLockWait" for e in hook_handlers.FIRED[before:]):
+                break
+            await asyncio.sleep(0.02)
+        gate.touch()
         await _until(op, one, TaskState.Completed)
         await _until(op, two, TaskState.Completed)
 
-    before = len(hook_handlers.FIRED)
     _run(home, model, scenario)
     waits = [e for e in hook_handlers.FIRED[before:] if e["hook"] == "ResourceLockWait"]
     assert waits and waits[0]["resource"]["kind"] == "file"

@@ -505,10 +505,14 @@ def test_submit_during_a_graceful_shutdown_says_the_kernel_is_shutting_down(
         templates={"cmd": CMD_TEMPLATE.replace("step_seconds = 1", "step_seconds = 30")},
         script=CMD_SCRIPT,
     )
+    # the step runs until the late submit was refused, so shutdown is still waiting for it
+    # when that submit comes, however long its `pfar` takes to start
+    gate = tmp_path / "go"
     k = KernelProcess(home)
     try:
         k.wait_ready()
-        r = pfar(home, "submit", "cmd", "sleep 4", "--json")
+        step = f"until [ -f {gate} ]; do sleep 0.05; done"
+        r = pfar(home, "submit", "cmd", step, "--json")
         assert r.returncode == 0, said(r)
         wait_for(
             lambda: _one_step_started(home), what="the slow step to start"
@@ -522,8 +526,10 @@ def test_submit_during_a_graceful_shutdown_says_the_kernel_is_shutting_down(
             "error: the kernel is shutting down and accepts no new work; "
             "try again when it has stopped"
         ), said(r)
+        gate.touch()
         code = k.wait_exit(timeout=60)
     finally:
+        gate.touch()  # a failed test leaves no step waiting behind a killed kernel
         if k.proc.poll() is None:
             k.kill()
     assert code == 0, k.output()

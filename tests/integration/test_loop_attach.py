@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 from pfar.journal import TaskState
@@ -108,23 +107,38 @@ def test_pfar_attach_streams_from_a_running_kernel_and_ctrl_c_detaches(tmp_path:
     with running_kernel(home) as k:
         task_id = k.request("loop", prompt="count", directory=str(work))["task_id"]
 
+        # what a viewer printed goes to files, so the test can see it shown before it acts
+        # (a fixed wait could end before a `pfar attach` had started on a loaded machine)
+        seen = {"out": tmp_path / "viewer.out", "err": tmp_path / "viewer.err"}
+
         def attach() -> subprocess.Popen[str]:
-            return subprocess.Popen(
-                [sys.executable, "-m", "pfar", "attach", task_id],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+            with open(seen["out"], "w") as out, open(seen["err"], "w") as err:
+                return subprocess.Popen(
+                    [sys.executable, "-m", "pfar", "attach", task_id],
+                    env=env,
+                    stdout=out,
+                    stderr=err,
+                    text=True,
+                )
+
+        def shown(what: str, text: str) -> bool:
+            return text in seen[what].read_text()
+
+        def ended(viewer: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+            viewer.wait(timeout=timeout)
+            return seen["out"].read_text(), seen["err"].read_text()
 
         def state() -> str:
             return str(k.request("task_show", task_id=task_id)["task"]["state"])
 
         viewer = attach()
         wait_for(lambda: state() == "WaitingForUser", what="the model's turn to end")
-        time.sleep(1.0)  # the viewer polls the journal a few times a second
+        wait_for(
+            lambda: shown("out", "It said") and shown("err", "[WaitingForUser]"),
+            what="the viewer to show the reply and the state",
+        )
         viewer.send_signal(signal.SIGINT)  # Ctrl-C
-        out, err = viewer.communicate(timeout=30)
+        out, err = ended(viewer, timeout=30)
         assert viewer.returncode == 0, err
         assert "detached; the task goes on" in err
         assert out.splitlines()[0] == "you: count"
@@ -136,9 +150,9 @@ def test_pfar_attach_streams_from_a_running_kernel_and_ctrl_c_detaches(tmp_path:
         k.request("send", task_id=task_id, text="again")
         wait_for(lambda: state() == "WaitingForUser", what="the reply")
         viewer = attach()
-        time.sleep(1.0)
+        wait_for(lambda: shown("out", "you: again"), what="the viewer to catch up")
         k.request("send", task_id=task_id, text="/done")
-        out, err = viewer.communicate(timeout=60)  # the task's end ends the stream
+        out, err = ended(viewer, timeout=60)  # the task's end ends the stream
         assert viewer.returncode == 0, err
         assert out.splitlines()[0] == "you: again"  # only what is new
         assert "Counting to three." not in out

@@ -38,7 +38,11 @@ from .openai_server import (
 )
 from .test_loop_providers import LOOP, READ, WRITE
 
-OPEN_SECONDS = 0.4
+# how long an open breaker keeps calls from a provider: long enough that the calls the
+# tests expect to find it open come well before it goes half-open on a loaded machine
+# (0.4 s could pass between the breaker opening and the next call: a whole turn, its
+# tools and journal commits in between)
+OPEN_SECONDS = 3.0
 
 
 def failover_home(

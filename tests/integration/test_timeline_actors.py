@@ -136,10 +136,13 @@ def test_a_restart_that_picked_the_task_up_and_who_cancelled_it_are_in_its_timel
     kernel = KernelProcess(home)
     try:
         kernel.wait_ready()
-        submitted = pfar(home, "submit", "cmd", "sleep 30", "--json")
+        # the command says it runs: a task seen Executing may not have journaled its
+        # step's start yet, and a kill then is no write in flight
+        ran = tmp_path / "ran"
+        submitted = pfar(home, "submit", "cmd", f"touch {ran}; sleep 30", "--json")
         assert submitted.returncode == 0, submitted.stderr
         task_id = json.loads(submitted.stdout)["task_id"]
-        wait_for(lambda: _state(home, task_id) == "Executing", what="its step to run")
+        wait_for(ran.exists, what="its step to run")
         kernel.kill()  # SIGKILL mid-step: the next start asks the owner about the command cut off
         kernel = KernelProcess(home)
         kernel.wait_ready()

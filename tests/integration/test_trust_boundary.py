@@ -314,10 +314,14 @@ def test_a_sessions_agent_runs_in_the_sandbox(tmp_path: Path) -> None:
         active = k.request("session_resume", session_id=created["session_id"])
         assert active["status"] == "ACTIVE"
         assert active["process"]["argv"][0] == "sh"  # journaled as the agent, not bwrap
-        wait_for((project / "label.txt").exists, what="the agent to start")
+        # the label, not the file: the shell makes label.txt before it writes the line
+        labelled = project / "label.txt"
+        label = wait_for(
+            lambda: labelled.exists() and labelled.read_text().strip(),
+            what="the agent to start",
+        )
         assert (project / "seen.txt").read_text() == ""  # the home is empty in there
         assert not (outside / "escape.txt").exists()
-        label = (project / "label.txt").read_text().strip()
         assert label.endswith(f":session-{created['session_id']}")
         # the reconciliation every 30 s takes a sandbox whose task is not running for an
         # orphan: a session's sandbox is one of a session that is running
