@@ -169,6 +169,13 @@ def running_kernel(home: Home, **kw: Any) -> Iterator[KernelProcess]:
             k.terminate()
 
 
+def wait_for_file(gate: Path | str) -> str:
+    """A shell loop that waits for the file `gate`: a step held until the test has done
+    what must land while it runs. Two minutes at most, so a test that failed before
+    making the file leaves no process behind."""
+    return f"n=0; until [ -f {gate} ] || [ $n -ge 2400 ]; do n=$((n+1)); sleep 0.05; done"
+
+
 def wait_for(predicate: Any, timeout: float = 20.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

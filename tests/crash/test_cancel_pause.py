@@ -27,6 +27,7 @@ from ..support import (
     task_record,
     task_states,
     wait_for,
+    wait_for_file,
 )
 from .test_regressions import (
     boot,
@@ -200,7 +201,7 @@ def test_a_paused_task_stays_paused_across_a_kill_and_resumes_where_it_was(
                             "argv": [
                                 "sh",
                                 "-c",
-                                f"echo one >> {log}; until [ -f {gate} ]; do sleep 0.05; done",
+                                f"echo one >> {log}; {wait_for_file(gate)}",
                             ]
                         },
                     ),
@@ -370,7 +371,8 @@ def test_a_paused_workflow_survives_a_kill_and_resume_goes_on_from_its_trace(
     # compile waits for the test's word, so the pause always comes while it runs
     # (a fixed sleep lost that race on a loaded machine: the task had Completed)
     home, definition, work = _workflow(
-        tmp_path, "until [ -f go ]; do sleep 0.05; done; echo Compiled"
+        tmp_path,
+        f"{wait_for_file('go')}; echo Compiled",
     )
     k = boot(home)
     try:

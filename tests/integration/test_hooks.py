@@ -23,7 +23,7 @@ from pfar.llm.messages import ToolCall
 from pfar.vault.home import Home
 
 from .. import hook_handlers
-from ..support import make_home
+from ..support import make_home, wait_for_file
 
 LESSON = "The bug was in config.rs line 42: the parser expects an array, not an object."
 
@@ -220,7 +220,7 @@ def _lock_wait(tmp_path: Path) -> set[str]:
     PostToolUse handler holds the first's call until the wait was seen: a fixed 1 s
     could end before the second task reached its write on a loaded machine)."""
     gate = tmp_path / "locks-go"
-    hold = f"sh:until [ -f {gate} ]; do sleep 0.05; done"
+    hold = f"sh:{wait_for_file(gate)}"
     config = '[loop]\ntools = ["Write"]\nalways_allow = ["Write"]\n' + _hooks(
         [("PostToolUse", hold), ("ResourceLockWait", "record")], timeout_seconds="60"
     )

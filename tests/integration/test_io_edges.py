@@ -34,6 +34,7 @@ from ..support import (
     task_states,
     vault_db,
     wait_for,
+    wait_for_file,
 )
 from .test_bad_input import CMD_SCRIPT, CMD_TEMPLATE
 
@@ -511,7 +512,7 @@ def test_submit_during_a_graceful_shutdown_says_the_kernel_is_shutting_down(
     k = KernelProcess(home)
     try:
         k.wait_ready()
-        step = f"until [ -f {gate} ]; do sleep 0.05; done"
+        step = wait_for_file(gate)
         r = pfar(home, "submit", "cmd", step, "--json")
         assert r.returncode == 0, said(r)
         wait_for(

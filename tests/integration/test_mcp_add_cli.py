@@ -47,9 +47,24 @@ def test_bad_input_is_refused_naming_it_and_config_toml_is_kept(tmp_path: Path) 
         (
             ["mcp", "add", "t", "--env", "TOKEN=ghp_abcdefghijklmnopqrstuvwxyz", "--", "x"],
             2,
-            "the value of TOKEN looks like a credential",
+            "Invalid value for --env TOKEN: looks like a credential",
         ),
-        (["mcp", "add", "t", "--env", "NOEQUALS", "--", "x"], 2, "'NOEQUALS' is not NAME=VALUE"),
+        (
+            ["mcp", "add", "t", "--", "x", "--token", "ghp_abcdefghijklmnopqrstuvwxyz"],
+            2,
+            "Invalid value for COMMAND: looks like a credential",
+        ),
+        (
+            ["mcp", "add", "t", "--url", "https://x.example/mcp?token=sk-abcdefghijklmnop"],
+            2,
+            "Invalid value for --url: looks like a credential",
+        ),
+        (
+            ["mcp", "add", "t", "--header", "Authorization: Bearer sk-abcdefghijklmnop"],
+            2,
+            "Invalid value for --header: takes NAME=VALUE",
+        ),
+        (["mcp", "add", "t", "--env", "NOEQUALS", "--", "x"], 2, "--env: takes NAME=VALUE"),
         (["mcp", "add", "two words", "--", "x"], 2, "Invalid value for NAME"),
         (["mcp", "add", "t"], 2, "give the server's command after `--`, or its --url"),
         (
@@ -64,5 +79,5 @@ def test_bad_input_is_refused_naming_it_and_config_toml_is_kept(tmp_path: Path) 
         r = pfar(home, *argv)
         assert r.returncode == code, (argv, said(r))
         assert says in said(r), (argv, said(r))
-        assert "ghp_" not in said(r)
+        assert "ghp_" not in said(r) and "sk-" not in said(r)
         assert home.config.read_bytes() == before, argv

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..console_support import CONSOLE_CONFIG, csrf_of, logged_in, serving
-from ..support import KernelProcess, make_home, pfar, wait_for
+from ..support import KernelProcess, make_home, pfar, wait_for, wait_for_file
 
 TEMPLATE = """
     id = "cmd"
@@ -69,7 +69,7 @@ def test_who_paused_and_resumed_and_what_each_model_call_cost_are_in_the_timelin
         client = logged_in(home)
         # the command waits for the test's word, so the pause always lands while it runs
         gate = tmp_path / "go"
-        command = f"until [ -f {gate} ]; do sleep 0.05; done; echo slept"
+        command = f"{wait_for_file(gate)}; echo slept"
         submitted = pfar(home, "submit", "cmd", command, "--json")
         assert submitted.returncode == 0, submitted.stderr
         task_id = json.loads(submitted.stdout)["task_id"]

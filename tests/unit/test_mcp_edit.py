@@ -69,7 +69,9 @@ def test_a_removed_server_takes_its_tables_and_leaves_the_rest(tmp_path: Path) -
     assert [s.name for s in config.mcp.servers] == ["git"]
     assert path.read_text().startswith('# my kernel\n[llm]\nprovider = "scripted"   # for now\n')
     assert remove_server(path, "git") == "git"
-    assert "servers" not in path.read_text()  # no `mcp.servers = []` left behind
+    assert "[[mcp.servers]]" not in path.read_text()
+    theirs = OWNERS.split("[[mcp.servers]]", maxsplit=1)[0]  # [mcp] and its comment
+    assert path.read_text().startswith(theirs)
     assert Config.load(path).mcp.servers == []
 
 
@@ -115,10 +117,56 @@ def test_what_cannot_be_edited_safely_is_refused_and_kept(tmp_path: Path) -> Non
         add_server(broken, {"name": "a", "command": ["a"]})
     assert broken.read_text() == "[mcp\nname = 1\n"
     odd = _config(tmp_path, 'mcp = "servers"\n')
-    with pytest.raises(ConfigError, match="mcp: is not a table"):
+    with pytest.raises(ConfigError, match="mcp: Input should be a valid dictionary"):
         add_server(odd, {"name": "a", "command": ["a"]})
+    inline = _config(tmp_path, '[mcp]\nservers = [{ name = "a", command = ["a"] }]\n')
+    with pytest.raises(ConfigError, match=r"cannot be added to this file .* edit it by hand"):
+        add_server(inline, {"name": "b", "command": ["b"]})
+    with pytest.raises(ConfigError, match=r"pfar can take out on its own: edit config\.toml"):
+        remove_server(inline, "a")
+    assert inline.read_text() == '[mcp]\nservers = [{ name = "a", command = ["a"] }]\n'
+    with pytest.raises(ConfigError, match=r"there is no folder .*pfar init. makes a home"):
+        add_server(tmp_path / "nohome" / "config.toml", {"name": "a", "command": ["a"]})
     writable = _config(tmp_path)
     writable.chmod(0o666)  # another user could have written it: not trusted, not edited
     with pytest.raises(UnsafePermissions):
         add_server(writable, {"name": "a", "command": ["a"]})
     assert writable.read_text() == OWNERS
+
+
+AFTER_SERVERS = """\
+[[mcp.servers]]
+name = "a"
+command = ["a"]
+
+[mcp.servers.tools.t]
+ask = false
+
+# the loop's own settings
+[loop]
+tools = ["Read"]
+"""
+
+
+def test_a_comment_above_the_table_after_the_servers_stays_there(tmp_path: Path) -> None:
+    # tomlkit reads that comment as the last entry's: it is cut out with neither edit
+    path = _config(tmp_path, AFTER_SERVERS)
+    add_server(path, {"name": "b", "command": ["b"]})
+    assert path.read_text().startswith(AFTER_SERVERS)
+    remove_server(path, "b")
+    assert path.read_text() == AFTER_SERVERS
+    remove_server(path, "a")
+    assert path.read_text() == '# the loop\'s own settings\n[loop]\ntools = ["Read"]\n'
+    assert Config.load(path).loop.tools == ["Read"]
+
+
+def test_a_linked_config_is_edited_where_it_lives_and_the_link_kept(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = _config(dotfiles, OWNERS)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").symlink_to(real)
+    add_server(home / "config.toml", {"name": "git", "command": ["mcp-server-git"]})
+    assert (home / "config.toml").is_symlink()
+    assert [s.name for s in Config.load(real).mcp.servers] == ["time", "git"]

@@ -99,6 +99,9 @@ def add(
             f"({SERVER_NAME_LENGTH} characters at most): it is part of its tools' names",
             param_hint="NAME",
         )
+    for value, option in [*((c, "COMMAND") for c in command), (url, "--url"), (cwd, "--cwd")]:
+        if value is not None and _keyed(value):
+            raise click.BadParameter(_KEYED, param_hint=option)
     entry: dict[str, object] = {"name": name}
     if command:
         entry["command"] = list(command)
@@ -116,7 +119,7 @@ def add(
         raise click.UsageError("give the server's command after `--`, or its --url")
     home = home_of(ctx)
     added = add_server(home.config, entry)
-    how = " ".join(added.command) if added.command else str(added.url)
+    how = " ".join(added.command) if added.command else str(added.url)  # no key: refused
     out.print(
         f"added MCP server {added.name!r} ({how}) to {home.config}; it starts with the "
         "kernel's next start (`pfar mcp list` shows it)",
@@ -147,14 +150,21 @@ def _pairs(given: tuple[str, ...], option: str) -> dict[str, str]:
     pairs: dict[str, str] = {}
     for item in given:
         key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise click.BadParameter(f"{item!r} is not NAME=VALUE", param_hint=option)
-        if Redactor().text(value) != value:
-            raise click.BadParameter(
-                f"the value of {key} looks like a credential: keep it in the vault "
-                f"(`pfar secret set NAME`) and give {key}={{{{secret:NAME}}}}; nothing was "
-                "written",
-                param_hint=option,
-            )
+        if not eq or not key:  # the item is not shown: it may be a key pasted whole
+            raise click.BadParameter("takes NAME=VALUE, with an `=`", param_hint=option)
+        if _keyed(item):
+            raise click.BadParameter(_KEYED, param_hint=f"{option} {key[:40]}")
         pairs[key] = value
     return pairs
+
+
+_KEYED = (
+    "looks like a credential: keep it in the vault (`pfar secret set NAME`) and give "
+    "{{secret:NAME}} in its place; nothing was written"
+)
+
+
+def _keyed(value: str) -> bool:
+    """A token's shape (ghp_..., sk-..., Bearer ...): config.toml is no place for one,
+    and a command's argv is seen by every user of the machine."""
+    return Redactor().text(value) != value

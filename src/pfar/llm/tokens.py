@@ -54,6 +54,8 @@ def estimated(system: str, messages: Sequence[Message], tools_chars: int = 0) ->
         chars += len(m.text)
         chars += sum(len(c.name) + len(str(c.input)) for c in m.tool_calls)
         chars += sum(len(r.content) for r in m.tool_results)
+        # thinking sent back within a tool-use exchange is input the provider bills
+        chars += sum(len(t.thinking) + len(t.data) for t in m.thinking)
     return chars // 4 + 1
 
 

@@ -107,8 +107,9 @@ async def model_phase(
         max_tokens=call.changes.get("max_tokens", max_tokens),
         attempt_timeout=svc.loop.tool_seconds,
         thinking_budget=budget,
-        # the fit's measure travels with the request, unless a hook changed what it measured
-        input_tokens=fitted.tokens if system == fitted_system else None,
+        # the fit's measure travels with the request, unless a hook changed what it
+        # measured or the model it was counted for
+        input_tokens=fitted.tokens if system == fitted_system and asked == model else None,
     )
     if svc.model.remote:  # request_sent: a crash before the answer makes the call again
         await svc.journal.tasks.llm_request_sent(task.task_id, "loop")
