@@ -19,9 +19,13 @@ class RecordingServer:
     effects: dict[str, int] = field(default_factory=dict)  # idempotency key -> times applied
     delay_seconds: float = 0.0
     fail_status: int | None = None
+    # set: requests are answered; clear (`hold()`): each waits after it was recorded, so
+    # a test can kill the kernel while the far side has the request and has not acted
+    _answering: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def __post_init__(self) -> None:
         server = self
+        self._answering.set()
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -41,6 +45,7 @@ class RecordingServer:
                 )
                 if server.delay_seconds:
                     time.sleep(server.delay_seconds)
+                server._answering.wait(120)  # held: until the test lets it go
                 if server.fail_status:
                     self._reply(server.fail_status, {"error": "failing on purpose"})
                     return
@@ -72,9 +77,17 @@ class RecordingServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
 
+    def hold(self) -> None:
+        """Requests from now on are recorded and then wait, not acted on, until `release()`."""
+        self._answering.clear()
+
+    def release(self) -> None:
+        self._answering.set()
+
     def writes(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["method"] != "GET"]
 
     def close(self) -> None:
+        self._answering.set()  # a held request ends with the server
         self._httpd.shutdown()
         self._httpd.server_close()

@@ -162,15 +162,15 @@ def test_an_approval_is_spent_by_the_run_it_starts_even_for_a_keyed_write(
         wait_state(home, tid, "AwaitingApproval")
         k.kill()  # before the answer
 
-    http_server.delay_seconds = 1.0  # the far side holds the request; the kernel dies meanwhile
+    http_server.hold()  # the far side has the request and waits; the kernel dies meanwhile
     with kernel(home) as k:
         (first,) = _pending(home, tid)
         k.request("answer", approval_id=first.approval_id, decision="approve")
         wait_for(http_server.writes, what="the approved POST to reach the far side")
         k.kill()  # during the run the approval started
     key = f"{tid}:0"
+    http_server.release()
     wait_for(lambda: http_server.effects.get(key) == 1, what="the far side to apply the POST")
-    http_server.delay_seconds = 0
 
     # what recovery says before it acts, and in its report: the truth, a new question
     said = (

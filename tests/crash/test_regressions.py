@@ -487,15 +487,15 @@ def test_r4_http_write_in_doubt_is_retried_with_the_same_idempotency_key(
             )
         ),
     )
-    http_server.delay_seconds = 1.0  # the far side holds the request; the kernel dies meanwhile
+    http_server.hold()  # the far side has the request and waits; the kernel dies meanwhile
     with kernel(home) as k:
         tid = submit(k, "r4")
         wait_for(http_server.writes, what="the POST to reach the far side")
         k.kill()
     key = f"{tid}:1"
     assert step_statuses(home, tid) == {0: "completed", 1: "started"}
+    http_server.release()
     wait_for(lambda: http_server.effects.get(key) == 1, what="the far side to apply the POST")
-    http_server.delay_seconds = 0
 
     with running_kernel(home) as k2:
         report = boot_report(home, k2)
@@ -532,13 +532,13 @@ def test_r4_post_to_a_host_not_trusted_with_keys_asks_the_owner(
             plan("r4", [("http.request", {"method": "POST", "url": f"{url}/chat", "body": "hi"})])
         ),
     )
-    http_server.delay_seconds = 1.0
+    http_server.hold()
     with kernel(home) as k:
         tid = submit(k, "r4")
         wait_for(http_server.writes, what="the POST to reach the far side")
         k.kill()
+    http_server.release()
     wait_for(lambda: http_server.effects.get(f"{tid}:0") == 1, what="the far side to apply it")
-    http_server.delay_seconds = 0
 
     with running_kernel(home) as k2:
         boot_report(home, k2)
