@@ -194,7 +194,6 @@ def test_a_recoverable_failure_is_retried_once_back_where_it_failed(store: Store
     t = created(
         store, p.Executing(current_step=3, llm_request=p.LlmRequest(phase="loop", sent_at="x"))
     )
-    failed_key = b.key(f"failed:{t.task_id}")
     run(
         store.tasks.fail(
             t.task_id, "model gone", [b.message("failed", task_id=t.task_id)], recoverable=True
@@ -219,18 +218,7 @@ def test_a_recoverable_failure_is_retried_once_back_where_it_failed(store: Store
         run(store.tasks.retry(t.task_id))
     assert run(store.tasks.get(t.task_id)) == again
     # its next failure counts the retry, and is a message of its own
-    run(
-        store.tasks.fail(
-            t.task_id,
-            "gone again",
-            [b.message(failed_key.text, task_id=t.task_id)],
-            recoverable=True,
-        )
-    )
-    assert run(store.tasks.get(t.task_id)).payload == p.Failed(
-        recoverable=True, retry_count=1, then=p.Executing(current_step=3)
-    )
-    assert f"failed:{t.task_id}:1" in [m.message_key.text for m in run(store.events.pending())]
+    _fails_again_after_one_retry(store, t.task_id, step=3)
 
 
 @covers("tasks.fail", "tasks.retry", "tasks.cleanup", "events.bus_for_task")
@@ -245,19 +233,17 @@ def test_a_kept_tasks_retries_outlive_the_event_retention(store: Store) -> None:
         pass
     kept = run(store.events.bus_for_task(t.task_id, frozenset(BusEventKind)))
     assert [e.kind for e in kept] == [BusEventKind.TaskRetried]  # the rest went
-    failed_key = b.key(f"failed:{t.task_id}")
-    run(
-        store.tasks.fail(
-            t.task_id,
-            "gone again",
-            [b.message(failed_key.text, task_id=t.task_id)],
-            recoverable=True,
-        )
+    _fails_again_after_one_retry(store, t.task_id, step=2)
+
+
+def _fails_again_after_one_retry(store: Store, task_id: str, *, step: int) -> None:
+    """The task fails again: its retry is counted, and its notice has a key of its own."""
+    notice = b.message(f"failed:{task_id}", task_id=task_id)
+    run(store.tasks.fail(task_id, "gone again", [notice], recoverable=True))
+    assert run(store.tasks.get(task_id)).payload == p.Failed(
+        recoverable=True, retry_count=1, then=p.Executing(current_step=step)
     )
-    assert run(store.tasks.get(t.task_id)).payload == p.Failed(
-        recoverable=True, retry_count=1, then=p.Executing(current_step=2)
-    )
-    assert f"failed:{t.task_id}:1" in [m.message_key.text for m in run(store.events.pending())]
+    assert f"failed:{task_id}:1" in [m.message_key.text for m in run(store.events.pending())]
 
 
 @covers("tasks.fail", "tasks.retry")
